@@ -1,0 +1,12 @@
+# install() of libuwjit, its public headers and a CMake package: find_package(uwjit) → uwjit::uwjit.
+include(CMakePackageConfigHelpers)
+install(TARGETS uwjit EXPORT uwjitTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT uwjitTargets NAMESPACE uwjit:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/uwjit)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/uwjitConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/uwjitConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/uwjit)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/uwjitConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/uwjitConfig.cmake
+  ${CMAKE_CURRENT_BINARY_DIR}/uwjitConfigVersion.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/uwjit)

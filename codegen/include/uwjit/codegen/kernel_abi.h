@@ -1,0 +1,66 @@
+/* uwjit kernel ABI: the one struct a compiled kernel receives. Version 1.
+ *
+ * This file is both a public header (hosts fill the struct) and the first text of every kernel's
+ * source, so any change to it changes every cache key. It is plain C, free of #include.
+ *
+ * A kernel is one entry:  extern "C" int ENTRY(const uwjit_kernel_args* args);
+ * returning UWJIT_KERNEL_OK (0) or a non-zero status of the kernel's own. Kernels hold only
+ * constant-initialised, trivially destructible globals: static initialisers of JIT-loaded objects
+ * never run, so uwjit refuses objects that need them.
+ *
+ * | field          | meaning                                                                 |
+ * |----------------|-------------------------------------------------------------------------|
+ * | abi_version    | UWJIT_KERNEL_ABI_VERSION of the host that filled the struct              |
+ * | n_*            | the lengths of the tables below, in the slot order of the KernelSource   |
+ * | state_in       | read-only state buffers (halo-padded where the node has halos)           |
+ * | state_out      | state buffers the step writes                                            |
+ * | statics        | static arrays, bound as external buffers (never compiled in)             |
+ * | extents        | the extents not compiled in, in the order of the extents slot table      |
+ * | dt, step       | the time step and the index of the step being taken                      |
+ * | shard_offset   | per axis: global index of this shard's first interior cell (0 serially)  |
+ * | shard_extent   | per axis: this shard's interior extent                                   |
+ * | global_extent  | per axis: the whole domain's interior extent                             |
+ * | integrals      | per integral slot: this shard's partial sum, written by the kernel       |
+ */
+#ifndef UWJIT_KERNEL_ABI_H
+#define UWJIT_KERNEL_ABI_H
+
+#define UWJIT_KERNEL_ABI_VERSION 1
+#define UWJIT_MAX_AXES 3
+#define UWJIT_KERNEL_OK 0
+
+typedef double uw_f64;
+typedef float uw_f32;
+typedef long long uw_i64;
+typedef int uw_i32;
+typedef signed char uw_i8;
+typedef unsigned char uw_u8;
+
+typedef struct uwjit_kernel_args {
+  int abi_version;
+  int n_state_in;
+  int n_state_out;
+  int n_statics;
+  int n_extents;
+  int n_integrals;
+  const void* const* state_in;
+  void* const* state_out;
+  const void* const* statics;
+  const uw_i64* extents;
+  double dt;
+  uw_i64 step;
+  uw_i64 shard_offset[UWJIT_MAX_AXES];
+  uw_i64 shard_extent[UWJIT_MAX_AXES];
+  uw_i64 global_extent[UWJIT_MAX_AXES];
+  double* integrals;
+} uwjit_kernel_args;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+typedef int (*uwjit_kernel_fn)(const uwjit_kernel_args* args);
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UWJIT_KERNEL_ABI_H */

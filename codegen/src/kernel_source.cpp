@@ -1,0 +1,130 @@
+#include <uwjit/codegen/kernel_source.hpp>
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include "embedded_text.hpp"
+
+#include <cctype>
+
+namespace uwjit::codegen {
+
+std::string_view kernel_abi_text() noexcept { return detail::k_kernel_abi_text; }
+
+std::string_view kernel_prelude_text() noexcept { return detail::k_kernel_prelude_text; }
+
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t pos = 0;
+  while (true) {
+    const auto hit = from.empty() ? std::string_view::npos : text.find(from, pos);
+    if (hit == std::string_view::npos) {
+      out.append(text.substr(pos));
+      return out;
+    }
+    out.append(text.substr(pos, hit - pos));
+    out.append(to);
+    pos = hit + from.size();
+  }
+}
+
+namespace {
+bool is_identifier(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  for (const char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void append_table(std::string& text, std::string_view table, const std::vector<std::string>& names) {
+  text += ' ';
+  text += table;
+  text += "=[";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    text += i == 0 ? "" : ",";
+    text += names[i];
+  }
+  text += ']';
+}
+
+// The slot tables are written into the text as a comment, so that they are covered by the key:
+// one key, one set of slot names. Line markers keep the diagnostics of the body in the body's
+// own line numbers, and those of the prelude out of kernel.cpp.
+std::string make_canonical(std::string_view body, const SlotTables& slots) {
+  std::string text;
+  text.reserve(kernel_abi_text().size() + kernel_prelude_text().size() + body.size() + 256);
+  text += "#line 1 \"uwjit_kernel_abi.h\"\n";
+  text += kernel_abi_text();
+  text += "#line 1 \"uwjit_kernel_prelude.h\"\n";
+  text += kernel_prelude_text();
+  text += "// uwjit slots:";
+  append_table(text, "state_in", slots.state_in);
+  append_table(text, "state_out", slots.state_out);
+  append_table(text, "statics", slots.statics);
+  append_table(text, "extents", slots.extents);
+  append_table(text, "integrals", slots.integrals);
+  text += '\n';
+  text += "#line 1 \"";
+  text += k_buffer_name;
+  text += "\"\n";
+  text += body;
+  if (!body.empty() && body.back() != '\n') {
+    text += '\n';
+  }
+  return text;
+}
+} // namespace
+
+KernelSource::KernelSource(std::string origin, std::string body,
+                           std::optional<std::string> fixed_entry, SlotTables slots)
+    : m_origin(std::move(origin)), m_body(std::move(body)), m_fixed_entry(std::move(fixed_entry)),
+      m_slots(std::move(slots)), m_canonical(make_canonical(m_body, m_slots)) {
+  for (const auto* table : {&m_slots.state_in, &m_slots.state_out, &m_slots.statics,
+                            &m_slots.extents, &m_slots.integrals}) {
+    for (const auto& name : *table) {
+      if (!is_identifier(name)) {
+        throw Error(ErrorKind::usage,
+                    format("kernel source of \"{}\": slot name \"{}\" is not a C identifier",
+                           m_origin, name));
+      }
+    }
+  }
+}
+
+KernelSource KernelSource::generated(std::string origin, std::string body, SlotTables slots) {
+  if (body.find(k_entry_placeholder) == std::string::npos) {
+    throw Error(ErrorKind::usage, format("kernel source of \"{}\": the body does not define the "
+                                         "entry placeholder {}",
+                                         origin, k_entry_placeholder));
+  }
+  return KernelSource(std::move(origin), std::move(body), std::nullopt, std::move(slots));
+}
+
+KernelSource KernelSource::from_text(std::string body, std::string entry, SlotTables slots) {
+  if (!is_identifier(entry)) {
+    throw Error(ErrorKind::usage,
+                format("kernel entry \"{}\": expected a C identifier (letters, digits, _)", entry));
+  }
+  return KernelSource("source", std::move(body), std::move(entry), std::move(slots));
+}
+
+std::string KernelSource::instantiate(std::string_view entry_symbol,
+                                      std::string_view module_name) const {
+  return replace_all(replace_all(m_canonical, k_entry_placeholder, entry_symbol),
+                     k_module_placeholder, module_name);
+}
+
+std::string KernelSource::entry_symbol(std::string_view key_hex) const {
+  if (m_fixed_entry) {
+    return *m_fixed_entry;
+  }
+  return "uwjit_" + std::string(key_hex);
+}
+
+} // namespace uwjit::codegen

@@ -1,0 +1,150 @@
+#include <uwjit/common/env.hpp>
+
+#include <uwjit/common/format.hpp>
+
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace uwjit::env {
+
+std::optional<std::string> get(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') {
+    return std::nullopt;
+  }
+  return std::string(value);
+}
+
+namespace detail {
+void throw_unrecognised(std::string_view name, std::string_view value,
+                        std::string_view accepted) {
+  throw Error(ErrorKind::usage,
+              format("{}: unrecognised value \"{}\" (accepted: {})", name, value, accepted));
+}
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+} // namespace detail
+
+bool parse_bool(std::string_view name, std::string_view value) {
+  static constexpr std::array<std::string_view, 4> k_true{"1", "true", "yes", "on"};
+  static constexpr std::array<std::string_view, 4> k_false{"0", "false", "no", "off"};
+  for (const auto word : k_true) {
+    if (detail::iequals(value, word)) {
+      return true;
+    }
+  }
+  for (const auto word : k_false) {
+    if (detail::iequals(value, word)) {
+      return false;
+    }
+  }
+  detail::throw_unrecognised(name, value, "0, false, no, off, 1, true, yes, on");
+}
+
+bool get_bool(const char* name, bool fallback) {
+  const auto value = get(name);
+  return value ? parse_bool(name, *value) : fallback;
+}
+
+namespace {
+// Splits "12.5G" into 12.5 and "G"; nullopt when the number part is not a plain decimal.
+std::optional<std::pair<double, std::string_view>> split_number(std::string_view text) {
+  std::size_t end = 0;
+  while (end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) {
+    ++end;
+  }
+  if (end == 0) {
+    return std::nullopt;
+  }
+  double number = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + end, number);
+  if (ec != std::errc{} || ptr != text.data() + end || !std::isfinite(number)) {
+    return std::nullopt;
+  }
+  return std::pair{number, text.substr(end)};
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+} // namespace
+
+std::uint64_t parse_size(std::string_view name, std::string_view text) {
+  constexpr std::string_view k_accepted = "a whole number of bytes with an optional suffix "
+                                          "K, M, G or T, e.g. 500M or 2G";
+  const auto parts = split_number(trim(text));
+  if (!parts) {
+    detail::throw_unrecognised(name, text, k_accepted);
+  }
+  auto [number, unit] = *parts;
+  double scale = 1;
+  if (!unit.empty()) {
+    static constexpr std::array<std::pair<char, double>, 4> k_units{
+        {{'K', 1024.0}, {'M', 1024.0 * 1024}, {'G', 1024.0 * 1024 * 1024},
+         {'T', 1024.0 * 1024 * 1024 * 1024}}};
+    const char first = static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])));
+    bool known = false;
+    for (const auto& [letter, factor] : k_units) {
+      if (first == letter) {
+        scale = factor;
+        known = true;
+      }
+    }
+    const auto rest = unit.substr(1);
+    const bool b_suffix = rest.empty() || detail::iequals(rest, "B") || detail::iequals(rest, "iB");
+    if (!(known && b_suffix) && !detail::iequals(unit, "B")) {
+      detail::throw_unrecognised(name, text, k_accepted);
+    }
+  }
+  const double bytes = number * scale;
+  if (bytes >= 18446744073709551615.0) {
+    detail::throw_unrecognised(name, text, k_accepted);
+  }
+  return static_cast<std::uint64_t>(bytes);
+}
+
+double parse_seconds(std::string_view name, std::string_view text) {
+  constexpr std::string_view k_accepted =
+      "a non-negative number with an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d";
+  const auto parts = split_number(trim(text));
+  if (!parts) {
+    detail::throw_unrecognised(name, text, k_accepted);
+  }
+  const auto [number, unit] = *parts;
+  if (unit.empty() || unit == "s") {
+    return number;
+  }
+  if (unit == "m") {
+    return number * 60;
+  }
+  if (unit == "h") {
+    return number * 3600;
+  }
+  if (unit == "d") {
+    return number * 86400;
+  }
+  detail::throw_unrecognised(name, text, k_accepted);
+}
+
+} // namespace uwjit::env

@@ -1,0 +1,75 @@
+// In-process C++ → object compilation with Clang/LLVM 19, for the host CPU.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uwjit::engine {
+
+enum class DebugInfo { no, yes };
+
+/// What the compiler does to a kernel. Every field changes the object, so every field is part
+/// of Compiler::flags() and, through it, of the cache key's salt.
+struct CompileOptions {
+  int opt_level = 3;                     ///< 0..3, like -O0..-O3
+  std::vector<std::string> include_dirs; ///< -I directories, for kernels that #include headers
+  DebugInfo debug_info = DebugInfo::no;  ///< -g, for stepping into kernels in gdb
+};
+
+/// Where a compile's time went, in milliseconds.
+struct CompileTimings {
+  double frontend_ms = 0; ///< preprocess, parse, emit IR
+  double optimise_ms = 0; ///< the -O pass pipeline (loop and SLP vectorisers on at -O2/-O3)
+  double codegen_ms = 0;  ///< instruction selection to ELF object
+  [[nodiscard]] double total_ms() const noexcept { return frontend_ms + optimise_ms + codegen_ms; }
+};
+
+/// A relocatable ELF object and how long it took to make.
+struct CompiledObject {
+  std::vector<char> bytes;
+  CompileTimings timings;
+  std::string warnings; ///< the compiler's warnings, as it printed them ("" when none)
+};
+
+/// The machine kernels are compiled for: the host, with its CPU name and sorted features.
+struct TargetInfo {
+  std::string llvm_version;          ///< e.g. "19.1.7"
+  std::string triple;                ///< e.g. "x86_64-pc-linux-gnu"
+  std::string cpu;                   ///< e.g. "skylake-avx512"
+  std::vector<std::string> features; ///< "+avx2", "-avx512f", ...: sorted, so keys are stable
+  std::string resource_dir;          ///< Clang's builtin headers (stddef.h, ...)
+  std::string clang_path;            ///< the driver path used to find system headers
+};
+
+/// The host target, computed once per process. Thread-safe.
+[[nodiscard]] const TargetInfo& host_target();
+
+/// Compiles kernel source to object bytes in process. Construction validates the options
+/// (Error(usage)); compile() is const and thread-safe: each call has its own CompilerInstance,
+/// LLVMContext and TargetMachine.
+class Compiler {
+public:
+  explicit Compiler(CompileOptions options = {});
+  ~Compiler();
+  Compiler(const Compiler&) = delete;
+  Compiler& operator=(const Compiler&) = delete;
+
+  /// Compiles `source` (C++20, compiled as the buffer kernel.cpp). Throws Error(compile) with the
+  /// diagnostics (`kernel.cpp:LINE:COL: error: ...` and the offending line) if it does not
+  /// compile, or if the object would need static initialisers (they never run in the JIT).
+  [[nodiscard]] CompiledObject compile(std::string_view source) const;
+
+  [[nodiscard]] const CompileOptions& options() const noexcept;
+
+  /// The options as a canonical string for the cache key's salt, e.g.
+  /// "-O3 -std=c++20 -fno-math-errno -fno-exceptions -fno-rtti".
+  [[nodiscard]] const std::string& flags() const noexcept;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace uwjit::engine

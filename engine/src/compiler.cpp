@@ -1,0 +1,270 @@
+#include <uwjit/engine/compiler.hpp>
+
+#include <uwjit/codegen/kernel_source.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include "llvm.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+
+namespace uwjit::engine {
+
+namespace detail {
+void initialise_native_target() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    llvm::InitializeNativeTargetDisassembler();
+  });
+}
+} // namespace detail
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+constexpr const char* k_clang_path = UWJIT_CLANG_PATH;
+
+TargetInfo compute_host_target() {
+  TargetInfo info;
+  info.llvm_version = LLVM_VERSION_STRING;
+  info.triple = llvm::sys::getProcessTriple();
+  info.cpu = llvm::sys::getHostCPUName().str();
+  for (const auto& feature : llvm::sys::getHostCPUFeatures()) {
+    info.features.push_back((feature.second ? "+" : "-") + feature.first().str());
+  }
+  // getHostCPUFeatures() is a hash map: its order differs between runs, and the key must not.
+  std::sort(info.features.begin(), info.features.end());
+  info.resource_dir = UWJIT_CLANG_RESOURCE_DIR;
+  info.clang_path = k_clang_path;
+  return info;
+}
+
+// Collects the compiler's diagnostics as text instead of printing them.
+struct DiagnosticSink {
+  std::string text;
+  llvm::raw_string_ostream stream{text};
+  llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> options = [] {
+    auto opts = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
+    opts->ShowColors = false;
+    return opts;
+  }();
+  clang::TextDiagnosticPrinter printer{stream, options.get()};
+  llvm::IntrusiveRefCntPtr<clang::DiagnosticsEngine> engine =
+      clang::CompilerInstance::createDiagnostics(options.get(), &printer, false);
+
+  std::string flush() {
+    stream.flush();
+    return text;
+  }
+};
+
+std::string join(const std::vector<std::string>& parts, char separator) {
+  std::string out;
+  for (const auto& part : parts) {
+    out += out.empty() ? "" : std::string(1, separator);
+    out += part;
+  }
+  return out;
+}
+
+// A kernel whose object needs constructors would run with zeroed globals: the JIT never runs
+// static initialisers of added objects. Refuse it at compile time, with a reason.
+void reject_static_initialisers(const llvm::Module& module) {
+  for (const char* name : {"llvm.global_ctors", "llvm.global_dtors"}) {
+    if (const auto* list = module.getNamedGlobal(name); list != nullptr && list->hasInitializer()) {
+      throw Error(ErrorKind::compile,
+                  format("{}: the kernel needs static initialisers or destructors ({}), which "
+                         "never run for JIT-loaded code; give globals constant initialisers",
+                         codegen::k_buffer_name, name));
+    }
+  }
+  if (const auto* guard = module.getFunction("__cxa_guard_acquire"); guard != nullptr) {
+    throw Error(ErrorKind::compile,
+                format("{}: the kernel has a function-local static with a dynamic initialiser; "
+                       "kernels may hold only constant-initialised globals",
+                       codegen::k_buffer_name));
+  }
+}
+
+} // namespace
+
+const TargetInfo& host_target() {
+  static const TargetInfo info = [] {
+    detail::initialise_native_target();
+    return compute_host_target();
+  }();
+  return info;
+}
+
+struct Compiler::Impl {
+  CompileOptions options;
+  std::string flags;
+  // The driver's work (finding libstdc++ and system include paths) is done once; each compile
+  // copies this invocation.
+  std::shared_ptr<clang::CompilerInvocation> invocation;
+};
+
+Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
+  if (options.opt_level < 0 || options.opt_level > 3) {
+    throw Error(ErrorKind::usage,
+                format("optimisation level {}: expected 0, 1, 2 or 3", options.opt_level));
+  }
+  const TargetInfo& target = host_target();
+  std::vector<std::string> args = {target.clang_path,
+                                   "-c",
+                                   "-x",
+                                   "c++",
+                                   "-std=c++20",
+                                   "-O" + std::to_string(options.opt_level),
+                                   "-fno-math-errno",
+                                   "-fno-exceptions",
+                                   "-fno-rtti",
+                                   "-fPIC"};
+  if (options.debug_info == DebugInfo::yes) {
+    // A fixed compilation directory keeps the object identical whatever the working directory.
+    args.insert(args.end(), {"-g", "-fdebug-compilation-dir=."});
+  }
+  for (const auto& dir : options.include_dirs) {
+    args.push_back("-I" + dir);
+  }
+  m_impl->flags = join(std::vector<std::string>(args.begin() + 4, args.end()), ' ');
+  args.insert(args.end(), {"-", "-o", "/dev/null"});
+
+  DiagnosticSink sink;
+  std::vector<const char*> argv;
+  for (const auto& arg : args) {
+    argv.push_back(arg.c_str());
+  }
+  clang::CreateInvocationOptions create;
+  create.Diags = sink.engine;
+  std::unique_ptr<clang::CompilerInvocation> invocation = clang::createInvocation(argv, create);
+  if (!invocation) {
+    throw Error(ErrorKind::usage, "compiler options rejected: " + sink.flush());
+  }
+  auto& target_opts = invocation->getTargetOpts();
+  target_opts.Triple = target.triple;
+  target_opts.CPU = target.cpu;
+  target_opts.TuneCPU.clear();
+  target_opts.FeaturesAsWritten = target.features;
+  invocation->getFrontendOpts().DisableFree = false; // the driver's default leaks the AST
+  invocation->getFrontendOpts().Inputs.clear();
+  invocation->getFrontendOpts().Inputs.emplace_back(std::string(codegen::k_buffer_name),
+                                                    clang::InputKind(clang::Language::CXX));
+  invocation->getFrontendOpts().OutputFile.clear();
+  invocation->getCodeGenOpts().MainFileName = std::string(codegen::k_buffer_name);
+  // The frontend only emits IR; the pipeline runs below, timed on its own.
+  invocation->getCodeGenOpts().DisableLLVMPasses = true;
+  invocation->getDiagnosticOpts().ShowColors = false;
+  m_impl->invocation = std::move(invocation);
+  m_impl->options = std::move(options);
+}
+
+Compiler::~Compiler() = default;
+
+const CompileOptions& Compiler::options() const noexcept { return m_impl->options; }
+
+const std::string& Compiler::flags() const noexcept { return m_impl->flags; }
+
+CompiledObject Compiler::compile(std::string_view source) const {
+  const TargetInfo& target = host_target();
+  CompiledObject result;
+  auto start = Clock::now();
+
+  // --- Frontend: source → IR -------------------------------------------------------------------
+  auto context = std::make_unique<llvm::LLVMContext>();
+  DiagnosticSink sink;
+  auto invocation = std::make_shared<clang::CompilerInvocation>(*m_impl->invocation);
+  invocation->getPreprocessorOpts().addRemappedFile(
+      codegen::k_buffer_name,
+      llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(source.data(), source.size()),
+                                           codegen::k_buffer_name)
+          .release());
+  clang::CompilerInstance instance;
+  instance.setInvocation(invocation);
+  instance.createDiagnostics(&sink.printer, false);
+  clang::EmitLLVMOnlyAction action(context.get());
+  const bool parsed = instance.ExecuteAction(action);
+  if (!parsed || instance.getDiagnostics().hasErrorOccurred()) {
+    throw Error(ErrorKind::compile, "kernel does not compile:\n" + sink.flush());
+  }
+  std::unique_ptr<llvm::Module> module = action.takeModule();
+  if (!module) {
+    throw Error(ErrorKind::compile, "kernel does not compile:\n" + sink.flush());
+  }
+  result.warnings = sink.flush();
+  result.timings.frontend_ms = ms_since(start);
+
+  // --- Optimise ----------------------------------------------------------------------------------
+  start = Clock::now();
+  std::string lookup_error;
+  const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(target.triple, lookup_error);
+  if (llvm_target == nullptr) {
+    throw Error(ErrorKind::internal, "no LLVM target for " + target.triple + ": " + lookup_error);
+  }
+  const int level = m_impl->options.opt_level;
+  const auto codegen_level = level == 0   ? llvm::CodeGenOptLevel::None
+                             : level == 1 ? llvm::CodeGenOptLevel::Less
+                             : level == 2 ? llvm::CodeGenOptLevel::Default
+                                          : llvm::CodeGenOptLevel::Aggressive;
+  llvm::TargetOptions target_options;
+  std::unique_ptr<llvm::TargetMachine> machine(llvm_target->createTargetMachine(
+      target.triple, target.cpu, join(target.features, ','), target_options, llvm::Reloc::PIC_,
+      std::nullopt, codegen_level));
+  module->setDataLayout(machine->createDataLayout());
+  module->setTargetTriple(target.triple);
+
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    // Hand-built pipelines leave the vectorisers off unless told (the driver turns them on).
+    llvm::PipelineTuningOptions tuning;
+    tuning.LoopVectorization = level >= 2;
+    tuning.SLPVectorization = level >= 2;
+    tuning.LoopUnrolling = level >= 1;
+    tuning.LoopInterleaving = level >= 1;
+    llvm::PassBuilder builder(machine.get(), tuning);
+    builder.registerModuleAnalyses(mam);
+    builder.registerCGSCCAnalyses(cgam);
+    builder.registerFunctionAnalyses(fam);
+    builder.registerLoopAnalyses(lam);
+    builder.crossRegisterProxies(lam, fam, cgam, mam);
+    const llvm::OptimizationLevel opt = level == 0   ? llvm::OptimizationLevel::O0
+                                        : level == 1 ? llvm::OptimizationLevel::O1
+                                        : level == 2 ? llvm::OptimizationLevel::O2
+                                                     : llvm::OptimizationLevel::O3;
+    llvm::ModulePassManager passes = level == 0 ? builder.buildO0DefaultPipeline(opt)
+                                                : builder.buildPerModuleDefaultPipeline(opt);
+    passes.run(*module, mam);
+  }
+  reject_static_initialisers(*module);
+  result.timings.optimise_ms = ms_since(start);
+
+  // --- Codegen: IR → ELF object -----------------------------------------------------------------
+  start = Clock::now();
+  llvm::SmallVector<char, 0> object;
+  {
+    llvm::raw_svector_ostream stream(object);
+    llvm::legacy::PassManager passes;
+    if (machine->addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+      throw Error(ErrorKind::internal, "the target cannot emit object files: " + target.triple);
+    }
+    passes.run(*module);
+  }
+  result.bytes.assign(object.begin(), object.end());
+  result.timings.codegen_ms = ms_since(start);
+  return result;
+}
+
+} // namespace uwjit::engine

@@ -1,0 +1,55 @@
+// The one file that includes LLVM and Clang headers. Everything in engine/src that needs them
+// includes this; no public header does.
+#pragma once
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+
+#include <clang/Basic/Diagnostic.h>
+#include <clang/Basic/DiagnosticOptions.h>
+#include <clang/CodeGen/CodeGenAction.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/CompilerInvocation.h>
+#include <clang/Frontend/TextDiagnosticPrinter.h>
+#include <clang/Frontend/Utils.h>
+#include <clang/Lex/PreprocessorOptions.h>
+
+#include <llvm/Config/llvm-config.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Host.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#include <string>
+
+namespace uwjit::engine::detail {
+
+/// Converts an llvm::Error (consuming it) into its message; "" for success.
+inline std::string take_message(llvm::Error error) {
+  std::string text;
+  llvm::handleAllErrors(std::move(error),
+                        [&](const llvm::ErrorInfoBase& info) { text += info.message(); });
+  return text;
+}
+
+/// Registers the native target, its assembly printer/parser and disassembler, once per process.
+void initialise_native_target();
+
+} // namespace uwjit::engine::detail
