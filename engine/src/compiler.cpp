@@ -56,6 +56,7 @@ struct DiagnosticSink {
   llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> options = [] {
     auto opts = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
     opts->ShowColors = false;
+    opts->ShowPresumedLoc = true; // honour #line: lines are counted in the kernel's body
     return opts;
   }();
   clang::TextDiagnosticPrinter printer{stream, options.get()};
@@ -129,7 +130,10 @@ Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
                                    "-fno-math-errno",
                                    "-fno-exceptions",
                                    "-fno-rtti",
-                                   "-fPIC"};
+                                   "-fPIC",
+                                   // LLVM's host detection reports avx10.1-256 without -512 on
+                                   // some CPUs; the frontend's warning about it is noise.
+                                   "-Wno-invalid-feature-combination"};
   if (options.debug_info == DebugInfo::yes) {
     // A fixed compilation directory keeps the object identical whatever the working directory.
     args.insert(args.end(), {"-g", "-fdebug-compilation-dir=."});
@@ -165,6 +169,9 @@ Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
   // The frontend only emits IR; the pipeline runs below, timed on its own.
   invocation->getCodeGenOpts().DisableLLVMPasses = true;
   invocation->getDiagnosticOpts().ShowColors = false;
+  // Otherwise the instance prints "N warnings generated." to stderr itself; the warnings are
+  // returned with the object instead.
+  invocation->getDiagnosticOpts().ShowCarets = false;
   m_impl->invocation = std::move(invocation);
   m_impl->options = std::move(options);
 }
@@ -175,7 +182,7 @@ const CompileOptions& Compiler::options() const noexcept { return m_impl->option
 
 const std::string& Compiler::flags() const noexcept { return m_impl->flags; }
 
-CompiledObject Compiler::compile(std::string_view source) const {
+CompiledObject Compiler::compile(std::string_view source, KeepIr keep_ir) const {
   const TargetInfo& target = host_target();
   CompiledObject result;
   auto start = Clock::now();
@@ -250,6 +257,10 @@ CompiledObject Compiler::compile(std::string_view source) const {
   }
   reject_static_initialisers(*module);
   result.timings.optimise_ms = ms_since(start);
+  if (keep_ir == KeepIr::yes) {
+    llvm::raw_string_ostream ir(result.optimised_ir);
+    module->print(ir, nullptr);
+  }
 
   // --- Codegen: IR → ELF object -----------------------------------------------------------------
   start = Clock::now();

@@ -59,6 +59,7 @@ struct Engine::Impl {
     info->tier = Tier::compiled;
     const auto object = compiler.compile(source.instantiate(info->entry, "uwjit_mod_" + key.hex()));
     info->compile = object.timings;
+    info->warnings = object.warnings;
     info->object_size = object.bytes.size();
     const auto load_start = Clock::now();
     auto loaded = jit->load(object.bytes, info->entry);
@@ -124,6 +125,7 @@ Kernel Engine::kernel(const codegen::KernelSource& source) {
   auto info = std::make_shared<KernelInfo>(*hit.info);
   info->tier = Tier::memory;
   info->compile = {};
+  info->warnings.clear();
   info->load_ms = 0;
   info->request_ms = ms_since(start);
   m_impl->logger.debug("memory hit key={} origin={}", key.hex(), source.origin());

@@ -30,8 +30,12 @@ struct CompileTimings {
 struct CompiledObject {
   std::vector<char> bytes;
   CompileTimings timings;
-  std::string warnings; ///< the compiler's warnings, as it printed them ("" when none)
+  std::string warnings;     ///< the compiler's warnings, as it printed them ("" when none)
+  std::string optimised_ir; ///< the optimised LLVM IR, when asked for with KeepIr::yes
 };
+
+/// Whether compile() also returns the optimised IR as text (for dumps and tests).
+enum class KeepIr { no, yes };
 
 /// The machine kernels are compiled for: the host, with its CPU name and sorted features.
 struct TargetInfo {
@@ -59,7 +63,7 @@ public:
   /// Compiles `source` (C++20, compiled as the buffer kernel.cpp). Throws Error(compile) with the
   /// diagnostics (`kernel.cpp:LINE:COL: error: ...` and the offending line) if it does not
   /// compile, or if the object would need static initialisers (they never run in the JIT).
-  [[nodiscard]] CompiledObject compile(std::string_view source) const;
+  [[nodiscard]] CompiledObject compile(std::string_view source, KeepIr keep_ir = KeepIr::no) const;
 
   [[nodiscard]] const CompileOptions& options() const noexcept;
 

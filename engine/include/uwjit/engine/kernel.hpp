@@ -32,6 +32,7 @@ struct KernelInfo {
   double request_ms = 0;     ///< the whole request, from source to callable
   std::size_t object_size = 0;
   codegen::SlotTables slots;
+  std::string warnings;      ///< the compiler's warnings (compiled tier only)
 };
 
 /// A loaded kernel. Copies share the code, which stays loaded while any copy lives.

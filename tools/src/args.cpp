@@ -1,0 +1,163 @@
+#include "args.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <algorithm>
+
+namespace uwjit::tools {
+
+ArgSpec::ArgSpec(std::string command, std::string summary)
+    : m_command(std::move(command)), m_summary(std::move(summary)) {}
+
+ArgSpec& ArgSpec::flag(std::string name, std::string help) {
+  m_options.push_back({std::move(name), "", std::move(help), "", false});
+  return *this;
+}
+
+ArgSpec& ArgSpec::option(std::string name, std::string metavar, std::string help,
+                         std::string fallback) {
+  m_options.push_back(
+      {std::move(name), std::move(metavar), std::move(help), std::move(fallback), true});
+  return *this;
+}
+
+ArgSpec& ArgSpec::positional(std::string name, std::string help, bool required) {
+  m_positionals.push_back({std::move(name), std::move(help), required});
+  return *this;
+}
+
+ArgSpec& ArgSpec::epilog(std::string text) {
+  m_epilog = std::move(text);
+  return *this;
+}
+
+std::string ArgSpec::usage_line() const {
+  std::string line = "usage: uwjit " + m_command;
+  for (const auto& opt : m_options) {
+    line += " [" + opt.name + (opt.takes_value ? " " + opt.metavar : "") + "]";
+  }
+  for (const auto& pos : m_positionals) {
+    line += pos.required ? " " + pos.name : " [" + pos.name + "]";
+  }
+  return line;
+}
+
+std::string ArgSpec::help() const {
+  std::string text = usage_line() + "\n\n" + m_summary + "\n";
+  if (!m_positionals.empty()) {
+    text += "\narguments:\n";
+    for (const auto& pos : m_positionals) {
+      std::string left = pos.name;
+      left.resize(std::max<std::size_t>(left.size() + 1, 22), ' ');
+      text += "  " + left + pos.help + "\n";
+    }
+  }
+  text += "\noptions:\n";
+  for (const auto& opt : m_options) {
+    std::string left = opt.name + (opt.takes_value ? " " + opt.metavar : "");
+    if (left.size() < 22) {
+      left.resize(22, ' ');
+    } else {
+      left += "\n                        ";
+    }
+    text += "  " + left + opt.help;
+    if (!opt.fallback.empty()) {
+      text += " (default: " + opt.fallback + ")";
+    }
+    text += "\n";
+  }
+  text += "  --help                show this help\n";
+  if (!m_epilog.empty()) {
+    text += "\n" + m_epilog + "\n";
+  }
+  return text;
+}
+
+Args Args::parse(const ArgSpec& spec, const std::vector<std::string>& argv) {
+  Args args;
+  for (const auto& opt : spec.options()) {
+    if (opt.takes_value && !opt.fallback.empty()) {
+      args.m_fallbacks[opt.name] = opt.fallback;
+    }
+  }
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      args.m_help = true;
+      continue;
+    }
+    if (arg.size() > 1 && arg[0] == '-' && arg != "-") {
+      std::optional<std::string> inline_value;
+      if (const auto eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
+        inline_value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+      }
+      const ArgSpec::Option* match = nullptr;
+      for (const auto& opt : spec.options()) {
+        if (opt.name == arg) {
+          match = &opt;
+        } else if (opt.takes_value && opt.name.size() == 2 && arg.rfind(opt.name, 0) == 0 &&
+                   !inline_value) {
+          // "-O2" as well as "-O 2"
+          match = &opt;
+          inline_value = arg.substr(2);
+          arg = opt.name;
+        }
+      }
+      if (match == nullptr) {
+        throw Error(ErrorKind::usage, format("{}: unknown option {}", spec.command(), arg));
+      }
+      if (!match->takes_value) {
+        if (inline_value) {
+          throw Error(ErrorKind::usage, format("{}: {} takes no value", spec.command(), arg));
+        }
+        args.m_flags.insert(arg);
+        continue;
+      }
+      if (!inline_value) {
+        if (i + 1 >= argv.size()) {
+          throw Error(ErrorKind::usage, format("{}: {} needs a value ({})", spec.command(), arg,
+                                               match->metavar));
+        }
+        inline_value = argv[++i];
+      }
+      args.m_values[arg] = *inline_value;
+      continue;
+    }
+    args.m_positional.push_back(arg);
+  }
+  if (args.m_help) {
+    return args;
+  }
+  std::size_t required = 0;
+  for (const auto& pos : spec.positionals()) {
+    required += pos.required ? 1 : 0;
+  }
+  if (args.m_positional.size() < required) {
+    throw Error(ErrorKind::usage, format("{}: missing argument {}", spec.command(),
+                                         spec.positionals()[args.m_positional.size()].name));
+  }
+  if (args.m_positional.size() > spec.positionals().size()) {
+    throw Error(ErrorKind::usage, format("{}: unexpected argument \"{}\"", spec.command(),
+                                         args.m_positional[spec.positionals().size()]));
+  }
+  return args;
+}
+
+std::optional<std::string> Args::get(const std::string& option) const {
+  if (const auto it = m_values.find(option); it != m_values.end()) {
+    return it->second;
+  }
+  return std::nullopt;
+}
+
+std::string Args::value(const std::string& option) const {
+  if (auto v = get(option)) {
+    return *v;
+  }
+  const auto it = m_fallbacks.find(option);
+  return it == m_fallbacks.end() ? std::string() : it->second;
+}
+
+} // namespace uwjit::tools

@@ -1,0 +1,62 @@
+// A small command-line parser for the uwjit subcommands: flags, options with values, positionals.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace uwjit::tools {
+
+/// What one subcommand accepts; renders its own --help text.
+class ArgSpec {
+public:
+  ArgSpec(std::string command, std::string summary);
+  ArgSpec& flag(std::string name, std::string help);
+  ArgSpec& option(std::string name, std::string metavar, std::string help,
+                  std::string fallback = {});
+  ArgSpec& positional(std::string name, std::string help, bool required = true);
+  /// Free text printed after the options (examples, notes).
+  ArgSpec& epilog(std::string text);
+
+  [[nodiscard]] std::string help() const;
+  [[nodiscard]] std::string usage_line() const;
+  [[nodiscard]] const std::string& command() const noexcept { return m_command; }
+
+  struct Option {
+    std::string name, metavar, help, fallback;
+    bool takes_value;
+  };
+  struct Positional {
+    std::string name, help;
+    bool required;
+  };
+  [[nodiscard]] const std::vector<Option>& options() const noexcept { return m_options; }
+  [[nodiscard]] const std::vector<Positional>& positionals() const noexcept { return m_positionals; }
+
+private:
+  std::string m_command, m_summary, m_epilog;
+  std::vector<Option> m_options;
+  std::vector<Positional> m_positionals;
+};
+
+/// Parsed arguments. parse() throws Error(usage) naming the offending argument.
+class Args {
+public:
+  static Args parse(const ArgSpec& spec, const std::vector<std::string>& argv);
+  [[nodiscard]] bool has(const std::string& flag) const { return m_flags.count(flag) != 0; }
+  [[nodiscard]] std::optional<std::string> get(const std::string& option) const;
+  [[nodiscard]] std::string value(const std::string& option) const; ///< or its fallback
+  [[nodiscard]] const std::vector<std::string>& positional() const noexcept { return m_positional; }
+  [[nodiscard]] bool wants_help() const noexcept { return m_help; }
+
+private:
+  std::set<std::string> m_flags;
+  std::map<std::string, std::string> m_values;
+  std::map<std::string, std::string> m_fallbacks;
+  std::vector<std::string> m_positional;
+  bool m_help = false;
+};
+
+} // namespace uwjit::tools
