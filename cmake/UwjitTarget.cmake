@@ -9,7 +9,7 @@ function(uwjit_add_folder folder)
     PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
     PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
   target_link_libraries(${target} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wno-missing-field-initializers
     $<$<BOOL:${UWJIT_WARNINGS_AS_ERRORS}>:-Werror>)
   set_property(GLOBAL APPEND PROPERTY UWJIT_FOLDER_TARGETS ${target})
   set_property(GLOBAL PROPERTY UWJIT_PRIVATE_DEPS_${target} ${ARG_PRIVATE_DEPS})

@@ -25,7 +25,9 @@ struct ContextDeleter {
   void operator()(EVP_MD_CTX* ctx) const noexcept { EVP_MD_CTX_free(ctx); }
 };
 
-bool is_lower_hex(char c) noexcept { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+bool is_lower_hex(char c) noexcept {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
 
 } // namespace
 
@@ -48,7 +50,9 @@ std::string sha256_hex(std::initializer_list<std::string_view> pieces) {
   return out;
 }
 
-std::string sha256_hex(std::string_view data) { return sha256_hex({data}); }
+std::string sha256_hex(std::string_view data) {
+  return sha256_hex({data});
+}
 
 Salt& Salt::add(std::string name, std::string value) {
   if (name.empty() || name.find_first_of("|=") != std::string::npos ||

@@ -9,9 +9,13 @@
 
 namespace uwjit::codegen {
 
-std::string_view kernel_abi_text() noexcept { return detail::k_kernel_abi_text; }
+std::string_view kernel_abi_text() noexcept {
+  return detail::k_kernel_abi_text;
+}
 
-std::string_view kernel_prelude_text() noexcept { return detail::k_kernel_prelude_text; }
+std::string_view kernel_prelude_text() noexcept {
+  return detail::k_kernel_prelude_text;
+}
 
 std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
   std::string out;
@@ -42,7 +46,8 @@ bool is_identifier(std::string_view name) {
   return true;
 }
 
-void append_table(std::string& text, std::string_view table, const std::vector<std::string>& names) {
+void append_table(std::string& text, std::string_view table,
+                  const std::vector<std::string>& names) {
   text += ' ';
   text += table;
   text += "=[";

@@ -30,9 +30,13 @@ template <class T> std::string floating_literal(T value, std::string_view suffix
 }
 } // namespace
 
-std::string literal(double value) { return floating_literal(value, ""); }
+std::string literal(double value) {
+  return floating_literal(value, "");
+}
 
-std::string literal(float value) { return floating_literal(value, "f"); }
+std::string literal(float value) {
+  return floating_literal(value, "f");
+}
 
 std::string literal(std::int64_t value) {
   if (value == std::numeric_limits<std::int64_t>::min()) {

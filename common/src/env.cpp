@@ -19,8 +19,7 @@ std::optional<std::string> get(const char* name) {
 }
 
 namespace detail {
-void throw_unrecognised(std::string_view name, std::string_view value,
-                        std::string_view accepted) {
+void throw_unrecognised(std::string_view name, std::string_view value, std::string_view accepted) {
   throw Error(ErrorKind::usage,
               format("{}: unrecognised value \"{}\" (accepted: {})", name, value, accepted));
 }
@@ -101,7 +100,9 @@ std::uint64_t parse_size(std::string_view name, std::string_view text) {
   double scale = 1;
   if (!unit.empty()) {
     static constexpr std::array<std::pair<char, double>, 4> k_units{
-        {{'K', 1024.0}, {'M', 1024.0 * 1024}, {'G', 1024.0 * 1024 * 1024},
+        {{'K', 1024.0},
+         {'M', 1024.0 * 1024},
+         {'G', 1024.0 * 1024 * 1024},
          {'T', 1024.0 * 1024 * 1024 * 1024}}};
     const char first = static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])));
     bool known = false;

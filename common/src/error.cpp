@@ -21,8 +21,7 @@ std::string_view to_string(ErrorKind kind) noexcept {
 }
 
 namespace detail {
-void assertion_failed(const char* condition, const char* file, int line,
-                      std::string_view message) {
+void assertion_failed(const char* condition, const char* file, int line, std::string_view message) {
   std::string text = "internal error: assertion `";
   text += condition;
   text += "` failed at ";

@@ -93,9 +93,9 @@ void set_level(Level level) {
 void set_rank(int rank, int size) {
   auto& reg = registry();
   std::lock_guard lock(reg.mutex);
-  reg.pattern = size > 1 ? "[%n] [rank " + std::to_string(rank) + "/" + std::to_string(size) +
-                               "] [%l] %v"
-                         : "[%n] [%l] %v";
+  reg.pattern =
+      size > 1 ? "[%n] [rank " + std::to_string(rank) + "/" + std::to_string(size) + "] [%l] %v"
+               : "[%n] [%l] %v";
   for (auto& [name, impl] : reg.loggers) {
     impl->logger->set_pattern(reg.pattern);
   }

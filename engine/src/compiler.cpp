@@ -121,16 +121,9 @@ Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
                 format("optimisation level {}: expected 0, 1, 2 or 3", options.opt_level));
   }
   const TargetInfo& target = host_target();
-  std::vector<std::string> args = {target.clang_path,
-                                   "-c",
-                                   "-x",
-                                   "c++",
-                                   "-std=c++20",
-                                   "-O" + std::to_string(options.opt_level),
-                                   "-fno-math-errno",
-                                   "-fno-exceptions",
-                                   "-fno-rtti",
-                                   "-fPIC",
+  std::vector<std::string> args = {target.clang_path, "-c", "-x", "c++", "-std=c++20",
+                                   "-O" + std::to_string(options.opt_level), "-fno-math-errno",
+                                   "-fno-exceptions", "-fno-rtti", "-fPIC",
                                    // LLVM's host detection reports avx10.1-256 without -512 on
                                    // some CPUs; the frontend's warning about it is noise.
                                    "-Wno-invalid-feature-combination"};
@@ -178,9 +171,13 @@ Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
 
 Compiler::~Compiler() = default;
 
-const CompileOptions& Compiler::options() const noexcept { return m_impl->options; }
+const CompileOptions& Compiler::options() const noexcept {
+  return m_impl->options;
+}
 
-const std::string& Compiler::flags() const noexcept { return m_impl->flags; }
+const std::string& Compiler::flags() const noexcept {
+  return m_impl->flags;
+}
 
 CompiledObject Compiler::compile(std::string_view source, KeepIr keep_ir) const {
   const TargetInfo& target = host_target();

@@ -85,9 +85,13 @@ Engine::Engine(EngineOptions options) : m_impl(std::make_unique<Impl>(std::move(
 
 Engine::~Engine() = default;
 
-const cache::Salt& Engine::salt() const noexcept { return m_impl->salt; }
+const cache::Salt& Engine::salt() const noexcept {
+  return m_impl->salt;
+}
 
-const Compiler& Engine::compiler() const noexcept { return m_impl->compiler; }
+const Compiler& Engine::compiler() const noexcept {
+  return m_impl->compiler;
+}
 
 cache::Key Engine::key_of(const codegen::KernelSource& source) const {
   return cache::Key::of(source.canonical(), m_impl->salt);

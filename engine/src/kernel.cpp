@@ -16,12 +16,11 @@ const char* to_string(Tier tier) noexcept {
 
 Kernel::Kernel(uwjit_kernel_fn function, std::shared_ptr<const void> code,
                std::shared_ptr<const KernelInfo> info)
-    : m_function(function),
-      m_counts{static_cast<int>(info->slots.state_in.size()),
-               static_cast<int>(info->slots.state_out.size()),
-               static_cast<int>(info->slots.statics.size()),
-               static_cast<int>(info->slots.extents.size()),
-               static_cast<int>(info->slots.integrals.size())},
+    : m_function(function), m_counts{static_cast<int>(info->slots.state_in.size()),
+                                     static_cast<int>(info->slots.state_out.size()),
+                                     static_cast<int>(info->slots.statics.size()),
+                                     static_cast<int>(info->slots.extents.size()),
+                                     static_cast<int>(info->slots.integrals.size())},
       m_code(std::move(code)), m_info(std::move(info)) {}
 
 } // namespace uwjit::engine

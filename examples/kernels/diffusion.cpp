@@ -17,8 +17,8 @@ extern "C" int kernel(const uwjit_kernel_args* args) {
       const uw_i64 row = i * sx + j * sy;
       for (uw_i64 k = 1; k <= nz; ++k) {
         const uw_i64 c = row + k;
-        const double lap = u[c - sx] + u[c + sx] + u[c - sy] + u[c + sy] + u[c - 1] + u[c + 1] -
-                           6.0 * u[c];
+        const double lap =
+            u[c - sx] + u[c + sx] + u[c - sy] + u[c + sy] + u[c - 1] + u[c + 1] - 6.0 * u[c];
         out[c] = u[c] + r * lap;
         total += out[c];
       }

@@ -117,8 +117,8 @@ Args Args::parse(const ArgSpec& spec, const std::vector<std::string>& argv) {
       }
       if (!inline_value) {
         if (i + 1 >= argv.size()) {
-          throw Error(ErrorKind::usage, format("{}: {} needs a value ({})", spec.command(), arg,
-                                               match->metavar));
+          throw Error(ErrorKind::usage,
+                      format("{}: {} needs a value ({})", spec.command(), arg, match->metavar));
         }
         inline_value = argv[++i];
       }

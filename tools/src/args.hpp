@@ -33,7 +33,9 @@ public:
     bool required;
   };
   [[nodiscard]] const std::vector<Option>& options() const noexcept { return m_options; }
-  [[nodiscard]] const std::vector<Positional>& positionals() const noexcept { return m_positionals; }
+  [[nodiscard]] const std::vector<Positional>& positionals() const noexcept {
+    return m_positionals;
+  }
 
 private:
   std::string m_command, m_summary, m_epilog;

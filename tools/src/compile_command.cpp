@@ -90,10 +90,9 @@ int compile_command(const std::vector<std::string>& argv) {
     options.compile.include_dirs.push_back(*dir);
   }
   const std::string body = read_file(path);
-  const auto source =
-      body.find(codegen::k_entry_placeholder) != std::string::npos
-          ? codegen::KernelSource::generated("source", body, {})
-          : codegen::KernelSource::from_text(body, args.value("--entry"));
+  const auto source = body.find(codegen::k_entry_placeholder) != std::string::npos
+                          ? codegen::KernelSource::generated("source", body, {})
+                          : codegen::KernelSource::from_text(body, args.value("--entry"));
   engine::Engine engine(options);
   const engine::Kernel kernel = engine.kernel(source);
   const engine::KernelInfo& info = kernel.info();

@@ -29,14 +29,10 @@ int env_command(const std::vector<std::string>& argv) {
   }
   if (args.has("--json")) {
     nlohmann::json report = {
-        {"uwjit_version", k_version},
-        {"llvm_version", target.llvm_version},
-        {"triple", target.triple},
-        {"cpu", target.cpu},
-        {"features", target.features},
-        {"resource_dir", target.resource_dir},
-        {"clang", target.clang_path},
-        {"opt_level", compiler.options().opt_level},
+        {"uwjit_version", k_version},  {"llvm_version", target.llvm_version},
+        {"triple", target.triple},     {"cpu", target.cpu},
+        {"features", target.features}, {"resource_dir", target.resource_dir},
+        {"clang", target.clang_path},  {"opt_level", compiler.options().opt_level},
         {"flags", compiler.flags()},
     };
     std::cout << report.dump(2) << "\n";

@@ -21,7 +21,8 @@ public:
   Salt() = default;
   /// Appends one component; throws Error(usage) if the name or value holds '|' or the name '='.
   Salt& add(std::string name, std::string value);
-  [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& components() const noexcept {
+  [[nodiscard]] const std::vector<std::pair<std::string, std::string>>&
+  components() const noexcept {
     return m_components;
   }
   /// The value of component `name`, or nullopt.

@@ -23,16 +23,16 @@ enum class Tier {
 
 /// What a kernel request did and what it cost.
 struct KernelInfo {
-  std::string key;           ///< the cache key (16 hex digits)
-  std::string entry;         ///< the entry symbol
-  std::string origin;        ///< the node that emitted it, or "source"
+  std::string key;    ///< the cache key (16 hex digits)
+  std::string entry;  ///< the entry symbol
+  std::string origin; ///< the node that emitted it, or "source"
   Tier tier = Tier::compiled;
-  CompileTimings compile;    ///< zero unless tier == compiled
-  double load_ms = 0;        ///< JIT link and symbol lookup (zero for memory hits)
-  double request_ms = 0;     ///< the whole request, from source to callable
+  CompileTimings compile; ///< zero unless tier == compiled
+  double load_ms = 0;     ///< JIT link and symbol lookup (zero for memory hits)
+  double request_ms = 0;  ///< the whole request, from source to callable
   std::size_t object_size = 0;
   codegen::SlotTables slots;
-  std::string warnings;      ///< the compiler's warnings (compiled tier only)
+  std::string warnings; ///< the compiler's warnings (compiled tier only)
 };
 
 /// A loaded kernel. Copies share the code, which stays loaded while any copy lives.

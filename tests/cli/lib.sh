@@ -1,0 +1,23 @@
+# Helpers for the CLI suites: each suite runs the real uwjit binary in a fresh sandbox.
+set -u
+failures=0
+checks=0
+sandbox=$(mktemp -d "${TMPDIR:-/tmp}/uwjit-cli.XXXXXX")
+trap 'rm -rf "$sandbox"' EXIT
+export UWJIT_CACHE_DIR="$sandbox/cache"
+unset UWJIT_CACHE XDG_CACHE_HOME UWJIT_LOG_LEVEL
+
+# run CMD...: runs it, keeping stdout in $out, stderr in $err and the exit code in $code.
+run() {
+  out=$("$@" 2>"$sandbox/stderr") && code=0 || code=$?
+  err=$(cat "$sandbox/stderr")
+}
+ok() { checks=$((checks + 1)); }
+fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; echo "  stdout: $out"; echo "  stderr: $err"; }
+expect_code() { [ "$code" -eq "$1" ] && ok || fail "$2: exit $code, expected $1"; }
+expect_out() { grep -qE -- "$1" <<<"$out" && ok || fail "$2: stdout lacks /$1/"; }
+expect_err() { grep -qE -- "$1" <<<"$err" && ok || fail "$2: stderr lacks /$1/"; }
+finish() {
+  echo "$((checks - failures)) passed, $failures failed"
+  [ "$failures" -eq 0 ]
+}

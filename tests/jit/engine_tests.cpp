@@ -1,0 +1,287 @@
+// engine/: compiling in process, loading with ORC, the Engine façade. These tests really JIT.
+#include <uwjit/common/error.hpp>
+#include <uwjit/engine/compiler.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/engine/jit.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using uwjit::codegen::KernelSource;
+using uwjit::codegen::SlotTables;
+using uwjit::engine::Engine;
+
+namespace {
+
+// out[i] = a * in[i] + b over n elements, with a and b baked in, n at run time.
+KernelSource axpb(double a, double b) {
+  return KernelSource::generated(
+      "axpb",
+      "extern \"C\" int __UWJIT_ENTRY__(const uwjit_kernel_args* args) {\n"
+      "  const double* in = static_cast<const double*>(args->state_in[0]);\n"
+      "  double* out = static_cast<double*>(args->state_out[0]);\n"
+      "  for (uw_i64 i = 0; i < args->extents[0]; ++i) {\n"
+      "    out[i] = " +
+          std::to_string(a) + " * in[i] + " + std::to_string(b) +
+          ";\n"
+          "  }\n"
+          "  return UWJIT_KERNEL_OK;\n"
+          "}\n",
+      SlotTables{.state_in = {"x"}, .state_out = {"y"}, .extents = {"n"}});
+}
+
+std::vector<double> run(const uwjit::engine::Kernel& kernel, const std::vector<double>& input) {
+  std::vector<double> output(input.size(), 0.0);
+  const void* in[] = {input.data()};
+  void* out[] = {output.data()};
+  const uw_i64 extents[] = {static_cast<uw_i64>(input.size())};
+  uwjit_kernel_args args{};
+  args.state_in = in;
+  args.state_out = out;
+  args.extents = extents;
+  REQUIRE(kernel(args) == UWJIT_KERNEL_OK);
+  return output;
+}
+
+std::string compile_error_of(Engine& engine, const KernelSource& source) {
+  try {
+    (void)engine.kernel(source);
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::compile);
+    return error.what();
+  }
+  return "(compiled)";
+}
+
+} // namespace
+
+TEST_CASE("a kernel compiles, loads and computes") {
+  Engine engine;
+  const auto kernel = engine.kernel(axpb(2.0, 1.0));
+  CHECK(run(kernel, {0.0, 1.0, 2.5}) == std::vector<double>{1.0, 3.0, 6.0});
+  CHECK(kernel.info().tier == uwjit::engine::Tier::compiled);
+  CHECK(kernel.info().object_size > 0);
+  CHECK(kernel.info().compile.frontend_ms > 0);
+  CHECK(kernel.info().compile.codegen_ms > 0);
+  CHECK(kernel.info().entry == "uwjit_" + kernel.info().key);
+}
+
+TEST_CASE("a second request for the same source is served from memory") {
+  Engine engine;
+  const auto first = engine.kernel(axpb(3.0, 0.0));
+  const auto second = engine.kernel(axpb(3.0, 0.0));
+  CHECK(second.info().tier == uwjit::engine::Tier::memory);
+  CHECK(reinterpret_cast<void*>(second.function()) == reinterpret_cast<void*>(first.function()));
+  CHECK(run(second, {2.0}) == std::vector<double>{6.0});
+}
+
+TEST_CASE("a syntax error names kernel.cpp with the line and column of the body") {
+  Engine engine;
+  const auto message = compile_error_of(
+      engine, KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args* a) {\n"
+                                      "  int x = 1\n"
+                                      "  return x;\n"
+                                      "}\n",
+                                      "k"));
+  CHECK(message.find("kernel.cpp:2:12: error: expected ';'") != std::string::npos);
+  CHECK(message.find("  int x = 1") != std::string::npos); // the offending line is shown
+}
+
+TEST_CASE("a failed compile leaves nothing behind and the engine goes on") {
+  Engine engine;
+  const auto bad = KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args*) { "
+                                           "return undeclared; }",
+                                           "k");
+  CHECK(compile_error_of(engine, bad).find("undeclared identifier 'undeclared'") !=
+        std::string::npos);
+  // The same bad source fails again (no poisoned slot), and a good one still works.
+  CHECK(compile_error_of(engine, bad).find("undeclared") != std::string::npos);
+  CHECK(run(engine.kernel(axpb(1.0, 1.0)), {1.0}) == std::vector<double>{2.0});
+}
+
+TEST_CASE("two kernels with the same internal symbol names coexist") {
+  Engine engine;
+  auto with_helper = [](int value) {
+    return KernelSource::from_text(
+        "double helper_value = " + std::to_string(value) +
+            ";\n"
+            "double helper(double x) { return x * helper_value; }\n"
+            "extern \"C\" int kernel(const uwjit_kernel_args* args) {\n"
+            "  static_cast<double*>(args->state_out[0])[0] = helper(1.0);\n"
+            "  return 0;\n"
+            "}\n",
+        "kernel", SlotTables{.state_out = {"y"}});
+  };
+  const auto one = engine.kernel(with_helper(1));
+  const auto two = engine.kernel(with_helper(2));
+  double y1 = 0, y2 = 0;
+  void* out1[] = {&y1};
+  void* out2[] = {&y2};
+  uwjit_kernel_args a{}, b{};
+  a.state_out = out1;
+  b.state_out = out2;
+  CHECK(one(a) == 0);
+  CHECK(two(b) == 0);
+  CHECK(y1 == 1.0);
+  CHECK(y2 == 2.0);
+}
+
+TEST_CASE("two threads compiling at once both get working kernels") {
+  Engine engine;
+  std::vector<uwjit::engine::Kernel> kernels;
+  std::mutex mutex;
+  std::vector<std::thread> threads;
+  std::exception_ptr failure;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        auto kernel = engine.kernel(axpb(10.0 + t, 0.0));
+        std::lock_guard lock(mutex);
+        kernels.push_back(std::move(kernel));
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        failure = std::current_exception();
+      }
+    });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  REQUIRE_FALSE(failure);
+  REQUIRE(kernels.size() == 2);
+  const double a = run(kernels[0], {1.0})[0];
+  const double b = run(kernels[1], {1.0})[0];
+  CHECK(std::min(a, b) == 10.0);
+  CHECK(std::max(a, b) == 11.0);
+}
+
+TEST_CASE("concurrent requests for one source share a single compile") {
+  Engine engine;
+  std::vector<std::thread> threads;
+  std::vector<uwjit::engine::Tier> tiers(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] { tiers[t] = engine.kernel(axpb(7.0, 7.0)).info().tier; });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  CHECK(std::count(tiers.begin(), tiers.end(), uwjit::engine::Tier::compiled) == 1);
+}
+
+TEST_CASE("the optimiser vectorises a simple loop at -O3 and not at -O0") {
+  const std::string loop = "extern \"C\" int k(const uwjit_kernel_args* args) {\n"
+                           "  const double* __restrict a = (const double*)args->state_in[0];\n"
+                           "  double* __restrict b = (double*)args->state_out[0];\n"
+                           "  for (uw_i64 i = 0; i < args->extents[0]; ++i) b[i] = 2.0 * a[i];\n"
+                           "  return 0;\n"
+                           "}\n";
+  const auto text = KernelSource::from_text(loop, "k").canonical();
+  const uwjit::engine::Compiler o3;
+  const auto optimised = o3.compile(text, uwjit::engine::KeepIr::yes);
+  // Block names are discarded, so look for vector stores of doubles.
+  CHECK(optimised.optimised_ir.find("store <") != std::string::npos);
+  CHECK(optimised.optimised_ir.find("x double>") != std::string::npos);
+  const uwjit::engine::Compiler o0({.opt_level = 0});
+  const auto plain = o0.compile(text, uwjit::engine::KeepIr::yes);
+  CHECK(plain.optimised_ir.find("x double>") == std::string::npos);
+}
+
+TEST_CASE("a kernel that needs a static initialiser is refused at compile time") {
+  Engine engine;
+  const auto message = compile_error_of(
+      engine, KernelSource::from_text("double make() { return 2.0; }\n"
+                                      "double global = make();\n"
+                                      "extern \"C\" int k(const uwjit_kernel_args*) { return "
+                                      "(int)global; }\n",
+                                      "k"));
+  CHECK(message.find("static initialisers") != std::string::npos);
+}
+
+TEST_CASE("an object that references an unknown symbol fails to load with a jit error") {
+  Engine engine;
+  try {
+    (void)engine.kernel(KernelSource::from_text(
+        "extern \"C\" double uwjit_no_such_function(double);\n"
+        "extern \"C\" int k(const uwjit_kernel_args*) { return (int)uwjit_no_such_function(1.0); "
+        "}\n",
+        "k"));
+    FAIL("the kernel loaded");
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::jit);
+    CHECK(std::string(error.what()).find("uwjit_no_such_function") != std::string::npos);
+  }
+}
+
+TEST_CASE("a malformed object is a jit error, not a crash") {
+  auto jit = uwjit::engine::Jit::create();
+  const std::vector<char> junk(64, 'x');
+  CHECK_THROWS_AS((void)jit->load(junk, "k"), uwjit::Error);
+}
+
+TEST_CASE("a kernel stays callable after its engine is gone, and unloads with its last copy") {
+  std::optional<uwjit::engine::Kernel> kept;
+  {
+    Engine engine;
+    kept = engine.kernel(axpb(5.0, 0.0));
+  }
+  CHECK(run(*kept, {2.0}) == std::vector<double>{10.0});
+  kept.reset(); // unloads; must not crash
+  Engine again;
+  CHECK(run(again.kernel(axpb(5.0, 0.0)), {1.0}) == std::vector<double>{5.0});
+}
+
+TEST_CASE("kernels may include headers from configured include directories") {
+  const auto dir = std::filesystem::temp_directory_path() / "uwjit-include-test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "scale.h") << "inline double scale(double x) { return 4.0 * x; }\n";
+  Engine engine({.compile = {.include_dirs = {dir.string()}}});
+  const auto kernel = engine.kernel(
+      KernelSource::from_text("#include \"scale.h\"\n"
+                              "extern \"C\" int k(const uwjit_kernel_args* args) {\n"
+                              "  static_cast<double*>(args->state_out[0])[0] = scale(2.0);\n"
+                              "  return 0;\n"
+                              "}\n",
+                              "k", SlotTables{.state_out = {"y"}}));
+  double y = 0;
+  void* out[] = {&y};
+  uwjit_kernel_args args{};
+  args.state_out = out;
+  CHECK(kernel(args) == 0);
+  CHECK(y == 8.0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("math prelude functions work without any standard header") {
+  Engine engine;
+  const auto kernel = engine.kernel(KernelSource::from_text(
+      "extern \"C\" int k(const uwjit_kernel_args* args) {\n"
+      "  double* y = static_cast<double*>(args->state_out[0]);\n"
+      "  y[0] = uwm::sqrt(16.0) + uwm::exp(0.0) + uwm::log(1.0) + uwm::pow(2.0, 3.0)\n"
+      "         + uwm::fabs(-1.0) + uwm::fmin(1.0, 2.0) + uwm::fmax(1.0, 2.0) + uwm::floor(2.7);\n"
+      "  return 0;\n"
+      "}\n",
+      "k", SlotTables{.state_out = {"y"}}));
+  double y = 0;
+  void* out[] = {&y};
+  uwjit_kernel_args args{};
+  args.state_out = out;
+  CHECK(kernel(args) == 0);
+  CHECK(y == 4.0 + 1.0 + 0.0 + 8.0 + 1.0 + 1.0 + 2.0 + 2.0);
+}
+
+TEST_CASE("an optimisation level outside 0-3 is a usage error") {
+  CHECK_THROWS_AS(uwjit::engine::Compiler({.opt_level = 7}), uwjit::Error);
+}
+
+TEST_CASE("the host target lists its features sorted") {
+  const auto& target = uwjit::engine::host_target();
+  CHECK(std::is_sorted(target.features.begin(), target.features.end()));
+  CHECK_FALSE(target.cpu.empty());
+  CHECK(target.llvm_version.rfind("19.", 0) == 0);
+}

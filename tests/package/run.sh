@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the build tree into a fresh prefix, builds the consumer project against it with
+# find_package(uwjit), and runs it.
+set -euo pipefail
+build=$1
+consumer=$2
+make_program=$3
+prefix=$(mktemp -d "${TMPDIR:-/tmp}/uwjit-package.XXXXXX")
+trap 'rm -rf "$prefix"' EXIT
+export UWJIT_CACHE_DIR="$prefix/cache"
+cmake --install "$build" --prefix "$prefix/install" >/dev/null
+test -f "$prefix/install/lib/cmake/uwjit/uwjitConfig.cmake"
+test -f "$prefix/install/include/uwjit/engine/engine.hpp"
+test -x "$prefix/install/bin/uwjit"
+cmake -S "$consumer" -B "$prefix/build" -G Ninja -DCMAKE_MAKE_PROGRAM="$make_program" \
+  -DCMAKE_PREFIX_PATH="$prefix/install" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$prefix/build" >/dev/null
+"$prefix/build/consumer"
+"$prefix/install/bin/uwjit" --version
+echo "consumer package: 1 passed, 0 failed"

@@ -1,0 +1,100 @@
+// codegen/: kernel sources, canonical text, number literals.
+#include <uwjit/codegen/kernel_source.hpp>
+#include <uwjit/codegen/number.hpp>
+#include <uwjit/common/error.hpp>
+
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+
+using uwjit::codegen::KernelSource;
+using uwjit::codegen::SlotTables;
+
+TEST_CASE("double literals read back bit for bit") {
+  std::mt19937_64 random(12345);
+  std::vector<double> values = {0.1,
+                                1.0,
+                                -2.5,
+                                1e300,
+                                5e-324,
+                                2.2250738585072014e-308,
+                                std::numeric_limits<double>::max(),
+                                123456789.0,
+                                1.0 / 3.0};
+  for (int i = 0; i < 2000; ++i) {
+    values.push_back(std::bit_cast<double>(random()));
+  }
+  for (const double value : values) {
+    if (!std::isfinite(value)) {
+      continue;
+    }
+    const std::string text = uwjit::codegen::literal(value);
+    CAPTURE(text);
+    CHECK(text.find_first_of(".e") != std::string::npos); // a floating literal, not an integer
+    const double back = std::strtod(text.c_str(), nullptr);
+    CHECK(std::bit_cast<std::uint64_t>(back) == std::bit_cast<std::uint64_t>(value));
+  }
+}
+
+TEST_CASE("special values become builtins and integral doubles stay floating") {
+  using uwjit::codegen::literal;
+  CHECK(literal(1.0) == "1.0");
+  CHECK(literal(-0.0) == "-0.0");
+  CHECK(literal(0.1) == "0.1");
+  CHECK(literal(0.1f) == "0.1f");
+  CHECK(literal(2.0f) == "2.0f");
+  CHECK(literal(std::numeric_limits<double>::infinity()) == "__builtin_inf()");
+  CHECK(literal(-std::numeric_limits<double>::infinity()) == "(-__builtin_inf())");
+  CHECK(literal(std::numeric_limits<double>::quiet_NaN()) == "__builtin_nan(\"\")");
+  CHECK(literal(std::int64_t{42}) == "42LL");
+  CHECK(literal(std::numeric_limits<std::int64_t>::min()) == "(-9223372036854775807LL - 1)");
+}
+
+TEST_CASE("a generated kernel keeps its placeholders in the canonical text") {
+  const auto source = KernelSource::generated(
+      "heat", "extern \"C\" int __UWJIT_ENTRY__(const uwjit_kernel_args* a) { return 0; }\n",
+      SlotTables{.state_in = {"u"}, .state_out = {"u"}});
+  CHECK(source.canonical().find("__UWJIT_ENTRY__") != std::string::npos);
+  CHECK(source.canonical().find(uwjit::codegen::kernel_abi_text()) != std::string::npos);
+  CHECK(source.canonical().find("namespace uwm") != std::string::npos);
+  const auto text = source.instantiate("uwjit_0123456789abcdef", "m");
+  CHECK(text.find("__UWJIT_ENTRY__") == std::string::npos);
+  CHECK(text.find("int uwjit_0123456789abcdef(") != std::string::npos);
+  CHECK(source.entry_symbol("0123456789abcdef") == "uwjit_0123456789abcdef");
+}
+
+TEST_CASE("the same body gives the same canonical text; different slots give different text") {
+  const std::string body =
+      "extern \"C\" int __UWJIT_ENTRY__(const uwjit_kernel_args*) { return 0; }";
+  const auto a = KernelSource::generated("a", body, SlotTables{.state_in = {"u"}});
+  const auto b = KernelSource::generated("b", body, SlotTables{.state_in = {"u"}});
+  const auto c = KernelSource::generated("a", body, SlotTables{.state_in = {"v"}});
+  CHECK(a.canonical() == b.canonical());
+  CHECK(a.canonical() != c.canonical());
+}
+
+TEST_CASE("a generated kernel without the entry placeholder is refused") {
+  CHECK_THROWS_AS((void)KernelSource::generated("n", "int f() { return 0; }", {}), uwjit::Error);
+}
+
+TEST_CASE("a hand-written kernel keeps its fixed entry name") {
+  const auto source =
+      KernelSource::from_text("extern \"C\" int step(const uwjit_kernel_args*);", "step");
+  CHECK(source.entry_symbol("0123456789abcdef") == "step");
+  CHECK(source.origin() == "source");
+  CHECK_THROWS_AS((void)KernelSource::from_text("", "not an identifier"), uwjit::Error);
+  CHECK_THROWS_AS((void)KernelSource::from_text("", "step", SlotTables{.statics = {"a b"}}),
+                  uwjit::Error);
+}
+
+TEST_CASE("the body's first line is line 1 of kernel.cpp") {
+  const auto source = KernelSource::from_text("int x;\n", "k");
+  const auto& text = source.canonical();
+  const auto marker = text.find("#line 1 \"kernel.cpp\"\n");
+  REQUIRE(marker != std::string::npos);
+  CHECK(text.substr(marker + std::strlen("#line 1 \"kernel.cpp\"\n")) == "int x;\n");
+}

@@ -1,0 +1,153 @@
+// common/: errors, asserts, environment variables, formatting, loggers.
+#include <uwjit/common/env.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/log.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+// Sets an environment variable for one scope and restores the previous value.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const char* value) : m_name(name) {
+    if (const char* old = std::getenv(name)) {
+      m_old = old;
+    }
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (m_old) {
+      ::setenv(m_name, m_old->c_str(), 1);
+    } else {
+      ::unsetenv(m_name);
+    }
+  }
+
+private:
+  const char* m_name;
+  std::optional<std::string> m_old;
+};
+
+std::string message_of(auto&& call) {
+  try {
+    call();
+  } catch (const uwjit::Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+} // namespace
+
+TEST_CASE("an unrecognised boolean value names the variable and the accepted values") {
+  ScopedEnv env("UWJIT_TEST_SWITCH", "maybe");
+  CHECK_THROWS_AS((void)uwjit::env::get_bool("UWJIT_TEST_SWITCH", true), uwjit::Error);
+  CHECK(message_of([] { (void)uwjit::env::get_bool("UWJIT_TEST_SWITCH", true); }) ==
+        "UWJIT_TEST_SWITCH: unrecognised value \"maybe\" (accepted: 0, false, no, off, 1, true, "
+        "yes, on)");
+  try {
+    (void)uwjit::env::get_bool("UWJIT_TEST_SWITCH", true);
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::usage);
+  }
+}
+
+TEST_CASE("boolean variables accept every documented spelling in any case") {
+  for (const char* yes : {"1", "true", "YES", "On"}) {
+    ScopedEnv env("UWJIT_TEST_SWITCH", yes);
+    CHECK(uwjit::env::get_bool("UWJIT_TEST_SWITCH", false));
+  }
+  for (const char* no : {"0", "False", "no", "OFF"}) {
+    ScopedEnv env("UWJIT_TEST_SWITCH", no);
+    CHECK_FALSE(uwjit::env::get_bool("UWJIT_TEST_SWITCH", true));
+  }
+  ScopedEnv unset("UWJIT_TEST_SWITCH", nullptr);
+  CHECK(uwjit::env::get_bool("UWJIT_TEST_SWITCH", true));
+  CHECK_FALSE(uwjit::env::get_bool("UWJIT_TEST_SWITCH", false));
+}
+
+TEST_CASE("a choice variable lists the accepted names when the value is unknown") {
+  enum class Colour { red, blue };
+  ScopedEnv env("UWJIT_TEST_COLOUR", "green");
+  const auto message = message_of([] {
+    (void)uwjit::env::get_choice<Colour>(
+        "UWJIT_TEST_COLOUR", {{"red", Colour::red}, {"blue", Colour::blue}}, Colour::red);
+  });
+  CHECK(message == "UWJIT_TEST_COLOUR: unrecognised value \"green\" (accepted: red, blue)");
+}
+
+TEST_CASE("sizes parse with binary suffixes and reject anything else") {
+  CHECK(uwjit::env::parse_size("S", "4096") == 4096);
+  CHECK(uwjit::env::parse_size("S", "500M") == 500ULL * 1024 * 1024);
+  CHECK(uwjit::env::parse_size("S", "2G") == 2ULL * 1024 * 1024 * 1024);
+  CHECK(uwjit::env::parse_size("S", "1.5k") == 1536);
+  CHECK(uwjit::env::parse_size("S", "3GiB") == 3ULL * 1024 * 1024 * 1024);
+  CHECK(uwjit::env::parse_size("S", "10MB") == 10ULL * 1024 * 1024);
+  for (const char* bad : {"", "G", "-5M", "5X", "5MM", "lots", "1e3"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS((void)uwjit::env::parse_size("UWJIT_CACHE_MAX_SIZE", bad), uwjit::Error);
+  }
+  CHECK(message_of([] {
+          (void)uwjit::env::parse_size("UWJIT_CACHE_MAX_SIZE", "big");
+        }).rfind("UWJIT_CACHE_MAX_SIZE: unrecognised value \"big\"", 0) == 0);
+}
+
+TEST_CASE("durations parse in seconds, minutes, hours and days") {
+  CHECK(uwjit::env::parse_seconds("T", "30") == 30);
+  CHECK(uwjit::env::parse_seconds("T", "1.5") == 1.5);
+  CHECK(uwjit::env::parse_seconds("T", "10m") == 600);
+  CHECK(uwjit::env::parse_seconds("T", "2h") == 7200);
+  CHECK(uwjit::env::parse_seconds("T", "7d") == 7 * 86400);
+  for (const char* bad : {"", "-1", "5w", "soon", "1 m"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS((void)uwjit::env::parse_seconds("UWJIT_LOCK_TIMEOUT", bad), uwjit::Error);
+  }
+}
+
+TEST_CASE("format replaces placeholders in order and ignores the locale") {
+  CHECK(uwjit::format("{} + {} = {}", 1, 2.5, "three") == "1 + 2.5 = three");
+  CHECK(uwjit::format("no placeholders", 1) == "no placeholders");
+  CHECK(uwjit::format("{} and {}", 1) == "1 and {}");
+}
+
+TEST_CASE("a failed assertion is an internal error naming the condition") {
+  const auto message = message_of([] { UWJIT_ASSERT(1 + 1 == 3, "arithmetic"); });
+  CHECK(message.find("1 + 1 == 3") != std::string::npos);
+  CHECK(message.find("arithmetic") != std::string::npos);
+  try {
+    UWJIT_ASSERT(false, "");
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::internal);
+  }
+}
+
+TEST_CASE("error kinds have stable names") {
+  using uwjit::ErrorKind;
+  CHECK(uwjit::to_string(ErrorKind::usage) == "usage");
+  CHECK(uwjit::to_string(ErrorKind::io) == "io");
+  CHECK(uwjit::to_string(ErrorKind::compile) == "compile");
+  CHECK(uwjit::to_string(ErrorKind::jit) == "jit");
+  CHECK(uwjit::to_string(ErrorKind::collective) == "collective");
+  CHECK(uwjit::to_string(ErrorKind::internal) == "internal");
+}
+
+TEST_CASE("loggers are shared by name and follow the level set for all") {
+  auto a = uwjit::log::get("uwjit.test");
+  auto b = uwjit::log::get("uwjit.test");
+  uwjit::log::set_level(uwjit::log::Level::error);
+  CHECK_FALSE(a.enabled(uwjit::log::Level::warn));
+  CHECK(b.enabled(uwjit::log::Level::error));
+  uwjit::log::set_level(uwjit::log::Level::debug);
+  CHECK(a.enabled(uwjit::log::Level::debug));
+  CHECK_FALSE(b.enabled(uwjit::log::Level::trace));
+  uwjit::log::set_level(uwjit::log::Level::warn);
+}
