@@ -1,0 +1,234 @@
+#include "posix_file.hpp"
+
+#include "entry_names.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace uwjit::cache::posix {
+
+void UniqueFd::reset(int fd) noexcept {
+  if (m_fd >= 0) {
+    // Not retried on EINTR: on Linux the descriptor is gone either way.
+    ::close(m_fd);
+  }
+  m_fd = fd;
+}
+
+std::string error_text(int error) {
+  char buffer[256] = {};
+  // The GNU strerror_r returns the text (maybe not in buffer); the XSI one fills buffer.
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+  return ::strerror_r(error, buffer, sizeof buffer);
+#else
+  return ::strerror_r(error, buffer, sizeof buffer) == 0 ? buffer : format("errno {}", error);
+#endif
+}
+
+void throw_io(std::string_view what, int error) {
+  throw Error(ErrorKind::io, format("{}: {}", what, error_text(error)));
+}
+
+std::chrono::system_clock::time_point FileStatus::mtime() const noexcept {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(mtime_ns)));
+}
+
+namespace {
+FileStatus from_stat(const struct stat& st) {
+  FileStatus status;
+  status.regular = S_ISREG(st.st_mode);
+  status.directory = S_ISDIR(st.st_mode);
+  status.symlink = S_ISLNK(st.st_mode);
+  status.size = static_cast<std::uint64_t>(st.st_size);
+  status.device = static_cast<std::uint64_t>(st.st_dev);
+  status.inode = static_cast<std::uint64_t>(st.st_ino);
+  status.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 +
+                    static_cast<std::int64_t>(st.st_mtim.tv_nsec);
+  return status;
+}
+
+template <class Buffer>
+ReadResult read_whole(int dir_fd, const std::string& name, std::uint64_t limit, Buffer& out) {
+  ReadResult result;
+  out.clear();
+  result.fd.reset(open_at(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK));
+  if (!result.fd) {
+    result.error = errno;
+    return result;
+  }
+  const auto status = status_of(result.fd.get());
+  if (!status) {
+    result.error = errno;
+    return result;
+  }
+  result.status = *status;
+  if (!status->regular) {
+    result.error = EINVAL;
+    return result;
+  }
+  if (status->size > limit) {
+    result.error = EFBIG;
+    return result;
+  }
+  out.resize(static_cast<std::size_t>(status->size));
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::read(result.fd.get(), out.data() + done, out.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      result.error = errno;
+      return result;
+    }
+    if (n == 0) {
+      break; // shrank while we read: the caller's size check will notice
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  out.resize(done);
+  return result;
+}
+} // namespace
+
+std::optional<FileStatus> status_at(int dir_fd, const std::string& name) {
+  struct stat st{};
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return std::nullopt;
+  }
+  return from_stat(st);
+}
+
+std::optional<FileStatus> status_of(int fd) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    return std::nullopt;
+  }
+  return from_stat(st);
+}
+
+int open_at(int dir_fd, const std::string& name, int flags, unsigned mode) {
+  int fd = -1;
+  do {
+    fd = ::openat(dir_fd, name.c_str(), flags | O_CLOEXEC, static_cast<mode_t>(mode));
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+ReadResult read_file_at(int dir_fd, const std::string& name, std::uint64_t limit,
+                        std::string& out) {
+  return read_whole(dir_fd, name, limit, out);
+}
+
+ReadResult read_file_at(int dir_fd, const std::string& name, std::uint64_t limit,
+                        std::vector<char>& out) {
+  return read_whole(dir_fd, name, limit, out);
+}
+
+std::optional<std::vector<std::string>> list_names(int dir_fd, int& error) {
+  // A descriptor of its own: a shared one would share the read position with other threads.
+  const int fd = open_at(dir_fd, ".", O_RDONLY | O_DIRECTORY);
+  if (fd < 0) {
+    error = errno;
+    return std::nullopt;
+  }
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    error = errno;
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::vector<std::string> names;
+  for (;;) {
+    errno = 0;
+    const dirent* item = ::readdir(dir);
+    if (item == nullptr) {
+      break;
+    }
+    const std::string_view name = item->d_name;
+    if (name != "." && name != "..") {
+      names.emplace_back(name);
+    }
+  }
+  error = errno;
+  ::closedir(dir);
+  if (error != 0) {
+    return std::nullopt;
+  }
+  return names;
+}
+
+void sync_directory(int dir_fd, std::string_view what) {
+  if (::fsync(dir_fd) != 0 && errno != EINVAL && errno != EROFS) {
+    throw_io(format("cannot sync directory {}", what), errno);
+  }
+}
+
+bool remove_at(int dir_fd, const std::string& name) noexcept {
+  return ::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT;
+}
+
+TempFile::TempFile(int dir_fd, std::string_view stem, std::string_view ext) : m_dir_fd(dir_fd) {
+  // O_EXCL makes a clash with another writer's name an error instead of a shared file; a clash
+  // needs the same pid and random bits, so one retry is plenty.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    m_name = names::temporary(stem, ext);
+    m_fd.reset(open_at(dir_fd, m_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644));
+    if (m_fd || errno != EEXIST) {
+      break;
+    }
+  }
+  if (!m_fd) {
+    throw_io(format("cannot create \"{}\"", m_name), errno);
+  }
+}
+
+TempFile::~TempFile() {
+  m_fd.reset();
+  if (!m_committed) {
+    remove_at(m_dir_fd, m_name);
+  }
+}
+
+void TempFile::write(std::span<const char> data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(m_fd.get(), data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      throw_io(format("cannot write \"{}\"", m_name), errno);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void TempFile::finish(Durability durability) {
+  if (durability == Durability::synced && ::fsync(m_fd.get()) != 0) {
+    throw_io(format("cannot sync \"{}\"", m_name), errno);
+  }
+  // close() reports delayed write errors on some filesystems (NFS): check it.
+  if (::close(m_fd.release()) != 0 && errno != EINTR) {
+    throw_io(format("cannot close \"{}\"", m_name), errno);
+  }
+}
+
+void TempFile::commit(const std::string& final_name) {
+  if (::renameat(m_dir_fd, m_name.c_str(), m_dir_fd, final_name.c_str()) != 0) {
+    throw_io(format("cannot rename \"{}\" to \"{}\"", m_name, final_name), errno);
+  }
+  m_committed = true;
+}
+
+} // namespace uwjit::cache::posix

@@ -1,0 +1,545 @@
+#include <uwjit/cache/store.hpp>
+
+#include "entry_names.hpp"
+#include "file_lock.hpp"
+#include "manifest_json.hpp"
+#include "posix_file.hpp"
+#include "store_impl.hpp"
+
+#include <uwjit/common/env.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/version.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <ctime>
+
+namespace uwjit::cache {
+
+namespace {
+
+constexpr std::string_view k_tag_text =
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by uwjit (compiled simulation kernels).\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n";
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm parts{};
+  ::gmtime_r(&now, &parts);
+  char text[32] = {};
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+  return text;
+}
+
+// mkdir -p with mode 0700 for every directory it creates (the XDG specification asks for 0700;
+// kernels are code, and other users must not plant objects in our cache).
+void make_directories(const std::filesystem::path& dir) {
+  std::filesystem::path prefix;
+  for (const auto& part : dir) {
+    prefix /= part;
+    if (::mkdir(prefix.c_str(), 0700) == 0) {
+      continue;
+    }
+    const int error = errno;
+    struct stat st{};
+    if (::stat(prefix.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      continue;
+    }
+    posix::throw_io(
+        format("cache directory \"{}\": cannot create \"{}\"", dir.string(), prefix.string()),
+        error == EEXIST ? ENOTDIR : error);
+  }
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) {
+    out += out.empty() ? "" : ", ";
+    out += item;
+  }
+  return out;
+}
+
+std::string describe_salt_difference(const std::string& stored, const Salt& wanted) {
+  const auto parsed = Salt::parse(stored);
+  if (!parsed) {
+    return "the entry's salt is malformed";
+  }
+  for (const auto& [name, value] : wanted.components()) {
+    const auto theirs = parsed->get(name);
+    if (!theirs) {
+      return format("salt component \"{}\" is missing in the entry", name);
+    }
+    if (*theirs != value) {
+      return format("salt component \"{}\" is \"{}\" in the entry, \"{}\" here", name, *theirs,
+                    value);
+    }
+  }
+  for (const auto& [name, value] : parsed->components()) {
+    if (!wanted.get(name)) {
+      return format("salt component \"{}\" is only in the entry", name);
+    }
+  }
+  return "the salt's components are in another order";
+}
+
+std::string describe_slot_difference(const std::vector<SlotTable>& stored,
+                                     const std::vector<SlotTable>& wanted) {
+  for (std::size_t i = 0; i < std::max(stored.size(), wanted.size()); ++i) {
+    if (i >= stored.size()) {
+      return format("slot table \"{}\" is missing in the entry", wanted[i].name);
+    }
+    if (i >= wanted.size()) {
+      return format("slot table \"{}\" is only in the entry", stored[i].name);
+    }
+    if (stored[i] != wanted[i]) {
+      return format("slot table \"{}\" is [{}] in the entry, \"{}\" is [{}] here", stored[i].name,
+                    join(stored[i].slots), wanted[i].name, join(wanted[i].slots));
+    }
+  }
+  return "slot tables differ";
+}
+
+// Touching needs write access or ownership; a read-only cache still serves hits, it just
+// cannot record them for LRU.
+void touch(const posix::UniqueFd& fd) noexcept {
+  if (fd) {
+    (void)::futimens(fd.get(), nullptr);
+  }
+}
+
+std::atomic<bool> g_publish_failure_warned{false};
+std::atomic<bool> g_unsupported_lock_warned{false};
+
+} // namespace
+
+// --- Impl ----------------------------------------------------------------------------------------
+
+EntryCheck Store::Impl::check_entry(const Key& key, const Expected& expected) const {
+  EntryCheck check;
+  auto reject = [&check](RejectReason reason, std::string detail) -> EntryCheck {
+    check.status = LookupStatus::rejected;
+    check.reason = reason;
+    check.detail = std::move(detail);
+    return std::move(check);
+  };
+
+  std::string text;
+  auto manifest_read = posix::read_file_at(fd(), names::manifest(key), k_manifest_limit, text);
+  check.manifest_status = manifest_read.status;
+  if (manifest_read.error == ENOENT) {
+    return check; // no manifest, no entry: a plain miss
+  }
+  if (manifest_read.error != 0) {
+    if (const auto status = posix::status_at(fd(), names::manifest(key))) {
+      check.manifest_status = *status;
+    }
+    const std::string why = manifest_read.error == ELOOP    ? "it is a symlink"
+                            : manifest_read.error == EINVAL ? "it is not a regular file"
+                            : manifest_read.error == EFBIG  ? "it is too large"
+                                                           : posix::error_text(manifest_read.error);
+    return reject(RejectReason::corrupt_manifest, format("cannot read the manifest: {}", why));
+  }
+  check.manifest_fd = std::move(manifest_read.fd);
+
+  if (const auto version = manifest_format(text); version && *version != k_entry_format) {
+    return reject(RejectReason::format_mismatch,
+                  format("entry format {}, this uwjit reads format {}", *version, k_entry_format));
+  }
+  std::string why;
+  auto manifest = parse_manifest(text, &why);
+  if (!manifest) {
+    return reject(RejectReason::corrupt_manifest, "manifest: " + why);
+  }
+  if (manifest->format != k_entry_format) {
+    return reject(
+        RejectReason::format_mismatch,
+        format("entry format {}, this uwjit reads format {}", manifest->format, k_entry_format));
+  }
+  if (manifest->key != key.hex()) {
+    return reject(RejectReason::key_mismatch, format("the manifest names key {}", manifest->key));
+  }
+  if (expected.salt != nullptr && manifest->salt != expected.salt->text()) {
+    return reject(RejectReason::salt_mismatch,
+                  describe_salt_difference(manifest->salt, *expected.salt));
+  }
+  if (expected.slots != nullptr && manifest->slot_tables != *expected.slots) {
+    return reject(RejectReason::slot_mismatch,
+                  describe_slot_difference(manifest->slot_tables, *expected.slots));
+  }
+
+  std::vector<char> object;
+  // Read at most what the manifest promises plus one byte, so that a longer file is noticed
+  // without reading a huge one.
+  const std::uint64_t limit =
+      manifest->object_size < UINT64_MAX ? manifest->object_size + 1 : manifest->object_size;
+  auto object_read = posix::read_file_at(fd(), names::object(key), limit, object);
+  if (object_read.error == ENOENT || object_read.error == ELOOP || object_read.error == EINVAL) {
+    const std::string what = object_read.error == ENOENT  ? "no object file"
+                             : object_read.error == ELOOP ? "the object is a symlink"
+                                                          : "the object is not a regular file";
+    return reject(RejectReason::missing_object, what);
+  }
+  if (object_read.error == EFBIG) {
+    return reject(RejectReason::checksum_mismatch,
+                  format("the object has {} bytes, the manifest says {}", object_read.status.size,
+                         manifest->object_size));
+  }
+  if (object_read.error != 0) {
+    return reject(RejectReason::missing_object,
+                  format("cannot read the object: {}", posix::error_text(object_read.error)));
+  }
+  if (object.size() < manifest->object_size) {
+    return reject(RejectReason::truncated_object,
+                  format("the object has {} of {} bytes", object.size(), manifest->object_size));
+  }
+  if (object.size() > manifest->object_size) {
+    return reject(RejectReason::checksum_mismatch,
+                  format("the object has {} bytes, the manifest says {}", object.size(),
+                         manifest->object_size));
+  }
+  const auto digest = sha256_hex(std::string_view(object.data(), object.size()));
+  if (digest != manifest->object_sha256) {
+    return reject(RejectReason::checksum_mismatch,
+                  format("the object's SHA-256 is {}, the manifest says {}", digest,
+                         manifest->object_sha256));
+  }
+
+  if (expected.source_matches_key) {
+    std::string source;
+    const auto source_read = posix::read_file_at(fd(), names::source(key), k_source_limit, source);
+    if (source_read.error == 0) {
+      const auto recomputed = sha256_hex({source, "\n---\n", manifest->salt}).substr(0, 16);
+      if (recomputed != key.hex()) {
+        return reject(RejectReason::key_mismatch,
+                      format("the stored source and salt hash to key {}", recomputed));
+      }
+    } else if (source_read.error != ENOENT) {
+      return reject(RejectReason::key_mismatch,
+                    format("cannot read the source: {}", posix::error_text(source_read.error)));
+    }
+  }
+
+  check.status = LookupStatus::hit;
+  check.object = std::move(object);
+  check.object_fd = std::move(object_read.fd);
+  check.manifest = std::move(manifest);
+  return check;
+}
+
+std::vector<std::string> Store::Impl::remove_entry(const Key& key) const {
+  std::vector<std::string> removed;
+  for (const auto& name : {names::manifest(key), names::object(key), names::source(key)}) {
+    if (posix::status_at(fd(), name) && ::unlinkat(fd(), name.c_str(), 0) == 0) {
+      removed.push_back(name);
+    }
+  }
+  return removed;
+}
+
+MaintenanceLock Store::Impl::try_lock(const Key& key, detail::CreateFile create) const {
+  MaintenanceLock result;
+  const auto name = names::lock(key);
+  if (detail::FileLock::held_by_this_thread(fd(), name)) {
+    result.state = MaintenanceLock::State::held;
+    return result;
+  }
+  auto attempt = detail::FileLock::acquire(fd(), name, std::chrono::milliseconds(0), create);
+  switch (attempt.state) {
+  case detail::LockState::acquired:
+    result.state = MaintenanceLock::State::held;
+    result.lock = std::move(attempt.lock);
+    break;
+  case detail::LockState::busy:
+    result.state = MaintenanceLock::State::busy;
+    break;
+  case detail::LockState::unavailable:
+    result.state = MaintenanceLock::State::unlocked;
+    break;
+  }
+  return result;
+}
+
+void Store::Impl::report_rejection(const Key& key, const EntryCheck& check,
+                                   std::string_view outcome) {
+  const auto& status = check.manifest_status;
+  {
+    std::lock_guard guard(reported_mutex);
+    if (reported.size() >= 4096) {
+      reported.clear(); // bounded memory; at worst a bad entry is reported twice
+    }
+    if (!reported.emplace(key.hex(), status.device, status.inode, status.mtime_ns, status.size)
+             .second) {
+      logger.debug("rejected key={} reason={} again ({}); {}", key.hex(), to_string(*check.reason),
+                   check.detail, outcome);
+      return;
+    }
+  }
+  stats->add(Stat::rejected);
+  stats->add(rejected_stat(*check.reason));
+  logger.warn("rejected key={} reason={} ({}); {}", key.hex(), to_string(*check.reason),
+              check.detail, outcome);
+}
+
+// --- KeyLock -------------------------------------------------------------------------------------
+
+KeyLock::KeyLock(LockOutcome outcome, std::unique_ptr<detail::FileLock> lock) noexcept
+    : m_outcome(outcome), m_lock(std::move(lock)) {}
+KeyLock::KeyLock(KeyLock&&) noexcept = default;
+KeyLock& KeyLock::operator=(KeyLock&&) noexcept = default;
+KeyLock::~KeyLock() = default;
+
+void KeyLock::release() noexcept {
+  m_lock.reset();
+}
+
+// --- Store ---------------------------------------------------------------------------------------
+
+Store::Store(std::unique_ptr<Impl> impl) noexcept : m_impl(std::move(impl)) {}
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+Store Store::open(std::filesystem::path dir) {
+  return open(std::move(dir), process_stats());
+}
+
+Store Store::open(std::filesystem::path dir, Stats& counters) {
+  std::error_code error;
+  auto absolute = std::filesystem::absolute(dir, error).lexically_normal();
+  if (error) {
+    throw Error(ErrorKind::io, format("cache directory \"{}\": cannot make the path absolute: {}",
+                                      dir.string(), error.message()));
+  }
+  if (!absolute.has_filename()) {
+    absolute = absolute.parent_path(); // "/x/cache/" names the directory "/x/cache"
+  }
+  auto impl = std::unique_ptr<Impl>(new Impl{.dir = std::move(absolute),
+                                             .dir_fd = {},
+                                             .stats = &counters,
+                                             .logger = log::get("uwjit.cache"),
+                                             .reported_mutex = {},
+                                             .reported = {}});
+  make_directories(impl->dir);
+  // The directory itself may be a symlink (a cache moved to a bigger disk): follow it. Every
+  // later access is relative to this descriptor, so a rename of the path cannot redirect us.
+  impl->dir_fd.reset(posix::open_at(AT_FDCWD, impl->dir.string(), O_RDONLY | O_DIRECTORY));
+  if (!impl->dir_fd) {
+    posix::throw_io(format("cache directory \"{}\": cannot open", impl->dir.string()), errno);
+  }
+  Store store(std::move(impl));
+  const int fd = store.m_impl->fd();
+  const std::string tag(names::k_tag);
+  if (!posix::status_at(fd, tag)) {
+    try {
+      posix::TempFile file(fd, "tag", "txt");
+      file.write(k_tag_text);
+      file.finish(posix::Durability::buffered);
+      file.commit(tag);
+    } catch (const Error& e) {
+      store.m_impl->logger.debug("cannot mark cache directory {}: {}", store.dir().string(),
+                                 e.what());
+    }
+  }
+  // Temporaries of killed writers: looked for at most once per interval, by whoever first finds
+  // the stamp old, so that opening stays cheap.
+  const std::string stamp(names::k_cleanup_stamp);
+  const auto stamp_status = posix::status_at(fd, stamp);
+  if (!stamp_status ||
+      stamp_status->mtime() < std::chrono::system_clock::now() - k_cleanup_interval) {
+    posix::UniqueFd stamp_fd(
+        posix::open_at(fd, stamp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0644));
+    if (stamp_fd && ::futimens(stamp_fd.get(), nullptr) == 0) {
+      (void)store.clean_temporaries(k_temporary_grace);
+    }
+  }
+  return store;
+}
+
+const std::filesystem::path& Store::dir() const noexcept {
+  return m_impl->dir;
+}
+
+LookupOutcome Store::lookup(const Key& key, const Salt& salt, const std::vector<SlotTable>& slots) {
+  const Expected expected{.salt = &salt, .slots = &slots, .source_matches_key = false};
+  LookupOutcome outcome;
+  try {
+    EntryCheck check = m_impl->check_entry(key, expected);
+    MaintenanceLock lock;
+    if (check.status == LookupStatus::rejected) {
+      lock = m_impl->try_lock(key, detail::CreateFile::yes);
+      if (lock.state == MaintenanceLock::State::held) {
+        // A writer may have replaced the entry between our read and the lock: judge again.
+        check = m_impl->check_entry(key, expected);
+      }
+    }
+    outcome.status = check.status;
+    switch (check.status) {
+    case LookupStatus::hit:
+      touch(check.manifest_fd);
+      touch(check.object_fd);
+      m_impl->stats->add(Stat::disk_hits);
+      m_impl->logger.debug("disk hit key={} ({} bytes)", key.hex(), check.object.size());
+      outcome.object = std::move(check.object);
+      outcome.manifest = std::move(check.manifest);
+      break;
+    case LookupStatus::miss:
+      m_impl->logger.debug("miss key={}", key.hex());
+      break;
+    case LookupStatus::rejected:
+      outcome.reason = check.reason;
+      outcome.detail = check.detail;
+      if (lock.state == MaintenanceLock::State::busy) {
+        // The holder is compiling this key and will replace the entry when it publishes.
+        m_impl->report_rejection(key, check, "left to the writer holding its lock");
+      } else {
+        const auto removed = m_impl->remove_entry(key);
+        m_impl->report_rejection(key, check, removed.empty() ? "could not remove it" : "removed");
+      }
+      break;
+    }
+  } catch (const std::exception& e) {
+    // Only allocation failures can get here; a lookup that cannot run is a miss.
+    m_impl->logger.warn("lookup key={} failed: {}", key.hex(), e.what());
+    outcome = LookupOutcome{};
+  }
+  return outcome;
+}
+
+PublishOutcome Store::publish(const Key& key, std::span<const char> object,
+                              const Manifest& manifest, std::string_view source) {
+  UWJIT_ASSERT(
+      sha256_hex({source, "\n---\n", manifest.salt}).substr(0, 16) == key.hex(),
+      format("publish: key {} is not the key of the source under the manifest's salt", key.hex()));
+  PublishOutcome outcome;
+  try {
+    Manifest m = manifest;
+    m.format = k_entry_format;
+    m.key = key.hex();
+    m.object_size = object.size();
+    m.object_sha256 = sha256_hex(std::string_view(object.data(), object.size()));
+    if (m.created_utc.empty()) {
+      m.created_utc = utc_now();
+    }
+    if (m.uwjit_version.empty()) {
+      m.uwjit_version = k_version;
+    }
+    if (m.salt_components.empty()) {
+      if (const auto salt = Salt::parse(m.salt)) {
+        m.salt_components = salt->components();
+      }
+    }
+    if (!std::isfinite(m.compile_ms) || m.compile_ms < 0) {
+      m.compile_ms = 0;
+    }
+    const std::string text = to_json(m);
+    // An entry that would not read back would be rejected and recompiled on every run.
+    std::string why;
+    const auto reread = parse_manifest(text, &why);
+    if (!reread || *reread != m) {
+      throw Error(ErrorKind::io, format("the manifest would not read back as written ({})",
+                                        reread ? "a field changes" : why));
+    }
+
+    const int fd = m_impl->fd();
+    posix::TempFile object_file(fd, key.hex(), "o");
+    object_file.write(object);
+    object_file.finish(posix::Durability::synced);
+    posix::TempFile source_file(fd, key.hex(), "cpp");
+    source_file.write(source);
+    source_file.finish(posix::Durability::synced);
+    posix::TempFile manifest_file(fd, key.hex(), "json");
+    manifest_file.write(text);
+    manifest_file.finish(posix::Durability::synced);
+
+    // The object and source are in place (and durable) before the manifest names them: a crash
+    // anywhere leaves either no entry or a whole one.
+    object_file.commit(names::object(key));
+    source_file.commit(names::source(key));
+    posix::sync_directory(fd, dir().string());
+    manifest_file.commit(names::manifest(key));
+    posix::sync_directory(fd, dir().string());
+
+    outcome.status = PublishStatus::published;
+    m_impl->stats->add(Stat::published);
+    m_impl->logger.info("published key={} origin={} ({} bytes)", key.hex(), m.origin,
+                        object.size());
+  } catch (const std::exception& e) {
+    outcome.status = PublishStatus::failed;
+    outcome.reason = e.what();
+    m_impl->stats->add(Stat::publish_failed);
+    if (!g_publish_failure_warned.exchange(true)) {
+      m_impl->logger.warn("cannot write to the kernel cache {} ({}); kernels still work but are "
+                          "compiled again by each process",
+                          dir().string(), outcome.reason);
+    } else {
+      m_impl->logger.debug("publish key={} failed: {}", key.hex(), outcome.reason);
+    }
+  }
+  return outcome;
+}
+
+KeyLock Store::lock(const Key& key, std::chrono::milliseconds timeout) {
+  const auto name = names::lock(key);
+  UWJIT_ASSERT(!detail::FileLock::held_by_this_thread(m_impl->fd(), name),
+               format("key lock {} requested again by the thread that holds it", key.hex()));
+  auto attempt = detail::FileLock::acquire(m_impl->fd(), name, timeout, detail::CreateFile::yes);
+  if (attempt.waited) {
+    m_impl->stats->add(Stat::lock_waits);
+  }
+  switch (attempt.state) {
+  case detail::LockState::acquired:
+    m_impl->logger.trace("locked key={}", key.hex());
+    return KeyLock(LockOutcome::acquired, std::move(attempt.lock));
+  case detail::LockState::busy:
+    m_impl->stats->add(Stat::lock_timeouts);
+    m_impl->logger.info("lock of key={} still busy after {} ms", key.hex(), timeout.count());
+    return KeyLock(LockOutcome::timed_out, nullptr);
+  case detail::LockState::unavailable:
+    break;
+  }
+  if (!g_unsupported_lock_warned.exchange(true)) {
+    m_impl->logger.warn("cannot lock entries in {} ({}); running unlocked: processes may compile "
+                        "the same kernel more than once",
+                        dir().string(), attempt.why);
+  }
+  return KeyLock(LockOutcome::unsupported, nullptr);
+}
+
+std::vector<std::string> Store::clean_temporaries(std::chrono::seconds older_than) {
+  std::vector<std::string> removed;
+  int error = 0;
+  const auto listed = posix::list_names(m_impl->fd(), error);
+  if (!listed) {
+    m_impl->logger.debug("cannot list {}: {}", dir().string(), posix::error_text(error));
+    return removed;
+  }
+  const auto cutoff = std::chrono::system_clock::now() - older_than;
+  for (const auto& name : *listed) {
+    if (names::classify(name).kind != names::FileKind::temporary) {
+      continue;
+    }
+    const auto status = posix::status_at(m_impl->fd(), name);
+    if (status && !status->directory && status->mtime() < cutoff &&
+        ::unlinkat(m_impl->fd(), name.c_str(), 0) == 0) {
+      m_impl->logger.info("removed stale temporary {}", name);
+      removed.push_back(name);
+    }
+  }
+  return removed;
+}
+
+std::uint64_t max_cache_size() {
+  const auto value = env::get("UWJIT_CACHE_MAX_SIZE");
+  return value ? env::parse_size("UWJIT_CACHE_MAX_SIZE", *value) : k_default_max_cache_size;
+}
+
+} // namespace uwjit::cache

@@ -1,0 +1,352 @@
+// Store's upkeep: listing, eviction, verification and wiping. All of it walks the directory and
+// touches only files whose names say they are uwjit's (entry_names.hpp).
+#include <uwjit/cache/store.hpp>
+
+#include "entry_names.hpp"
+#include "file_lock.hpp"
+#include "posix_file.hpp"
+#include "store_impl.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+
+namespace uwjit::cache {
+
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+// The files of one key as found on disk.
+struct Group {
+  std::vector<std::string> files; // entry files but the lock file
+  bool has_manifest = false;
+  std::uint64_t bytes = 0;
+  std::optional<std::int64_t> manifest_mtime_ns;
+  std::int64_t newest_mtime_ns = 0;
+
+  // LRU age: the manifest's mtime (touched on each hit); an orphan ages by its newest file, so
+  // that one a writer is still completing is not the first to go.
+  [[nodiscard]] Clock::time_point last_used() const {
+    return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::nanoseconds(manifest_mtime_ns.value_or(newest_mtime_ns))));
+  }
+};
+
+struct Scan {
+  std::map<Key, Group> groups; // keys with at least one entry file besides the lock
+  std::vector<std::string> temporaries;
+  std::vector<std::string> others; // names uwjit never touches
+};
+
+// nullopt when the directory cannot be listed.
+std::optional<Scan> scan(int dir_fd, int& error) {
+  const auto listed = posix::list_names(dir_fd, error);
+  if (!listed) {
+    return std::nullopt;
+  }
+  Scan result;
+  for (const auto& name : *listed) {
+    const auto classified = names::classify(name);
+    switch (classified.kind) {
+    case names::FileKind::temporary:
+      result.temporaries.push_back(name);
+      continue;
+    case names::FileKind::other:
+      result.others.push_back(name);
+      continue;
+    case names::FileKind::lock:
+    case names::FileKind::tag:
+    case names::FileKind::housekeeping:
+      continue;
+    case names::FileKind::object:
+    case names::FileKind::manifest:
+    case names::FileKind::source:
+      break;
+    }
+    const auto status = posix::status_at(dir_fd, name);
+    if (!status || status->directory) {
+      // Vanished meanwhile, or a directory that merely looks like an entry: not ours to touch.
+      continue;
+    }
+    Group& group = result.groups[*classified.key];
+    group.files.push_back(name);
+    group.bytes += status->size;
+    group.newest_mtime_ns = std::max(group.newest_mtime_ns, status->mtime_ns);
+    if (classified.kind == names::FileKind::manifest) {
+      group.has_manifest = true;
+      group.manifest_mtime_ns = status->mtime_ns;
+    }
+  }
+  std::sort(result.temporaries.begin(), result.temporaries.end());
+  std::sort(result.others.begin(), result.others.end());
+  return result;
+}
+
+std::uint64_t total_of(const Scan& scanned) {
+  std::uint64_t total = 0;
+  for (const auto& [key, group] : scanned.groups) {
+    total += group.bytes;
+  }
+  return total;
+}
+
+bool has_valid_tag(int dir_fd) {
+  std::string text;
+  const auto read = posix::read_file_at(dir_fd, std::string(names::k_tag), 4096, text);
+  return read.error == 0 && text.starts_with(names::k_tag_signature);
+}
+
+} // namespace
+
+bool VerifyReport::ok() const noexcept {
+  return orphans.empty() && std::none_of(entries.begin(), entries.end(), [](const auto& entry) {
+           return entry.problem.has_value();
+         });
+}
+
+std::uint64_t Store::total_size() {
+  int error = 0;
+  const auto scanned = scan(m_impl->fd(), error);
+  return scanned ? total_of(*scanned) : 0;
+}
+
+EvictReport Store::evict(EvictBy by, DryRun dry) {
+  EvictReport report;
+  int error = 0;
+  const auto scanned = scan(m_impl->fd(), error);
+  if (!scanned) {
+    m_impl->logger.debug("cannot list {}: {}", dir().string(), posix::error_text(error));
+    return report;
+  }
+  report.size_before = total_of(*scanned);
+
+  std::vector<std::pair<const Key*, const Group*>> order;
+  for (const auto& [key, group] : scanned->groups) {
+    order.emplace_back(&key, &group);
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    const auto at = a.second->last_used();
+    const auto bt = b.second->last_used();
+    return at != bt ? at < bt : *a.first < *b.first;
+  });
+
+  const auto cutoff = by.older_than ? std::optional(Clock::now() - *by.older_than) : std::nullopt;
+  const bool over = by.max_size && report.size_before > *by.max_size;
+  const std::uint64_t target = over ? *by.max_size / 100 * k_evict_target_percent +
+                                          *by.max_size % 100 * k_evict_target_percent / 100
+                                    : 0;
+  std::uint64_t remaining = report.size_before;
+  for (const auto& [key, group] : order) {
+    const bool old = cutoff && group->last_used() < *cutoff;
+    const bool too_big = over && remaining > target;
+    if (!old && !too_big) {
+      continue;
+    }
+    if (dry == DryRun::no) {
+      // A held lock means a writer is publishing this key right now: it is not stale.
+      const auto lock = m_impl->try_lock(*key, detail::CreateFile::no);
+      if (lock.state == MaintenanceLock::State::busy) {
+        report.in_use.push_back(*key);
+        continue;
+      }
+      if (m_impl->remove_entry(*key).empty()) {
+        continue; // gone already, or not ours to remove (permissions)
+      }
+      m_impl->stats->add(Stat::evicted);
+      m_impl->logger.info("evicted key={} ({} bytes)", key->hex(), group->bytes);
+    }
+    report.evicted.push_back(EvictedEntry{*key, group->bytes, group->last_used()});
+    remaining -= std::min(remaining, group->bytes);
+  }
+  report.size_after = remaining;
+  return report;
+}
+
+std::optional<EvictReport> Store::maybe_evict(std::uint64_t max_size) {
+  if (total_size() <= max_size) {
+    return std::nullopt;
+  }
+  // One evicting process at a time; the others go on, since one is already trimming.
+  auto attempt = detail::FileLock::acquire(m_impl->fd(), std::string(names::k_evict_lock),
+                                           std::chrono::milliseconds(0), detail::CreateFile::yes);
+  if (attempt.state == detail::LockState::busy) {
+    return std::nullopt;
+  }
+  return evict(EvictBy{.max_size = max_size, .older_than = std::nullopt}, DryRun::no);
+}
+
+std::optional<Manifest> Store::read_manifest(const Key& key) {
+  std::string text;
+  const auto read = posix::read_file_at(m_impl->fd(), names::manifest(key), k_manifest_limit, text);
+  return read.error == 0 ? parse_manifest(text) : std::nullopt;
+}
+
+std::optional<std::string> Store::read_source(const Key& key) {
+  std::string text;
+  const auto read = posix::read_file_at(m_impl->fd(), names::source(key), k_source_limit, text);
+  return read.error == 0 ? std::optional(std::move(text)) : std::nullopt;
+}
+
+std::vector<EntryInfo> Store::list() {
+  std::vector<EntryInfo> entries;
+  int error = 0;
+  const auto scanned = scan(m_impl->fd(), error);
+  if (!scanned) {
+    return entries;
+  }
+  for (const auto& [key, group] : scanned->groups) {
+    if (!group.has_manifest) {
+      continue;
+    }
+    const auto manifest = read_manifest(key);
+    if (!manifest) {
+      continue;
+    }
+    entries.push_back(EntryInfo{.key = key,
+                                .origin = manifest->origin,
+                                .entry = manifest->entry,
+                                .object_size = manifest->object_size,
+                                .total_size = group.bytes,
+                                .created_utc = manifest->created_utc,
+                                .last_used = group.last_used(),
+                                .compile_ms = manifest->compile_ms,
+                                .uwjit_version = manifest->uwjit_version});
+  }
+  return entries;
+}
+
+VerifyReport Store::verify(Fix fix) {
+  VerifyReport report;
+  int error = 0;
+  const auto scanned = scan(m_impl->fd(), error);
+  if (!scanned) {
+    m_impl->logger.warn("cannot list {}: {}", dir().string(), posix::error_text(error));
+    return report;
+  }
+  const Expected expected{.salt = nullptr, .slots = nullptr, .source_matches_key = true};
+  for (const auto& [key, group] : scanned->groups) {
+    if (!group.has_manifest) {
+      // An object or source without a manifest: a writer died between its renames, or one is
+      // between them right now (then it holds the key's lock).
+      auto lock =
+          fix == Fix::yes ? m_impl->try_lock(key, detail::CreateFile::no) : MaintenanceLock{};
+      const bool still_orphan = !posix::status_at(m_impl->fd(), names::manifest(key));
+      if (!still_orphan) {
+        continue;
+      }
+      report.orphans.insert(report.orphans.end(), group.files.begin(), group.files.end());
+      if (fix == Fix::yes && lock.state != MaintenanceLock::State::busy) {
+        const auto removed = m_impl->remove_entry(key);
+        report.removed.insert(report.removed.end(), removed.begin(), removed.end());
+      }
+      continue;
+    }
+    EntryVerdict verdict{.key = key, .problem = std::nullopt, .detail = {}, .removed = false};
+    auto check = m_impl->check_entry(key, expected);
+    if (check.status == LookupStatus::rejected && fix == Fix::yes) {
+      const auto lock = m_impl->try_lock(key, detail::CreateFile::yes);
+      if (lock.state == MaintenanceLock::State::held) {
+        check = m_impl->check_entry(key, expected);
+      }
+      if (check.status == LookupStatus::rejected) {
+        if (lock.state == MaintenanceLock::State::busy) {
+          check.detail += "; in use by a writer, left alone";
+        } else {
+          const auto removed = m_impl->remove_entry(key);
+          verdict.removed = !removed.empty();
+          report.removed.insert(report.removed.end(), removed.begin(), removed.end());
+        }
+      }
+    }
+    if (check.status == LookupStatus::miss) {
+      continue; // removed by someone else meanwhile
+    }
+    verdict.problem = check.reason;
+    verdict.detail = check.detail;
+    report.entries.push_back(std::move(verdict));
+  }
+  std::sort(report.orphans.begin(), report.orphans.end());
+  const auto cutoff = Clock::now() - k_temporary_grace;
+  for (const auto& name : scanned->temporaries) {
+    const auto status = posix::status_at(m_impl->fd(), name);
+    if (status && !status->directory && status->mtime() < cutoff) {
+      report.stale_temporaries.push_back(name);
+    }
+  }
+  if (fix == Fix::yes) {
+    const auto removed = clean_temporaries(k_temporary_grace);
+    report.removed.insert(report.removed.end(), removed.begin(), removed.end());
+  }
+  return report;
+}
+
+WipeReport Store::wipe(DryRun dry) {
+  const int fd = m_impl->fd();
+  if (!has_valid_tag(fd)) {
+    throw Error(ErrorKind::usage,
+                format("cache directory \"{}\" has no CACHEDIR.TAG marker with the cache "
+                       "signature: not wiping it (it may not be a uwjit cache)",
+                       dir().string()));
+  }
+  int error = 0;
+  const auto listed = posix::list_names(fd, error);
+  if (!listed) {
+    posix::throw_io(format("cannot list cache directory \"{}\"", dir().string()), error);
+  }
+  // Manifests first: from the first unlink on, no reader finds an entry whose object is gone.
+  auto rank = [](names::FileKind kind) {
+    switch (kind) {
+    case names::FileKind::manifest:
+      return 0;
+    case names::FileKind::object:
+    case names::FileKind::source:
+      return 1;
+    case names::FileKind::temporary:
+    case names::FileKind::housekeeping:
+      return 2;
+    case names::FileKind::lock:
+      return 3;
+    case names::FileKind::tag:
+    case names::FileKind::other:
+      return 4;
+    }
+    return 4;
+  };
+  std::vector<std::pair<int, std::string>> ordered;
+  for (const auto& name : *listed) {
+    ordered.emplace_back(rank(names::classify(name).kind), name);
+  }
+  std::sort(ordered.begin(), ordered.end());
+
+  WipeReport report;
+  for (const auto& [order, name] : ordered) {
+    const auto kind = names::classify(name).kind;
+    if (kind == names::FileKind::tag) {
+      continue; // the directory stays a marked cache
+    }
+    const auto status = posix::status_at(fd, name);
+    if (kind == names::FileKind::other || !status || status->directory) {
+      report.kept.push_back(name);
+      continue;
+    }
+    if (dry == DryRun::yes || posix::remove_at(fd, name)) {
+      report.removed.push_back(name);
+      report.bytes += status->size;
+    } else {
+      report.failed.push_back(format("{}: {}", name, posix::error_text(errno)));
+    }
+  }
+  if (dry == DryRun::no) {
+    m_impl->logger.info("wiped {}: removed {} files ({} bytes), kept {} other files",
+                        dir().string(), report.removed.size(), report.bytes, report.kept.size());
+  }
+  return report;
+}
+
+} // namespace uwjit::cache

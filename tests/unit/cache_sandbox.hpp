@@ -1,0 +1,210 @@
+// Helpers of the cache's unit tests: a fresh sandbox directory per test, scoped environment
+// variables, file tweaks, and a ready-made entry to publish.
+#pragma once
+
+#include <uwjit/cache/key.hpp>
+#include <uwjit/cache/manifest.hpp>
+#include <uwjit/cache/store.hpp>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace uwjit::cache::testing {
+
+namespace fs = std::filesystem;
+
+/// A fresh directory under the system temp directory, removed (with everything in it) at the end.
+class Sandbox {
+public:
+  Sandbox() {
+    std::string pattern = (fs::temp_directory_path() / "uwjit-cache-test.XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw std::runtime_error("mkdtemp failed");
+    }
+    m_root = pattern;
+  }
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+  ~Sandbox() {
+    std::error_code ignored;
+    // Tests make directories read-only; give write access back so that everything can go.
+    for (auto it = fs::recursive_directory_iterator(m_root, ignored);
+         it != fs::recursive_directory_iterator(); it.increment(ignored)) {
+      if (it->is_directory(ignored) && !it->is_symlink(ignored)) {
+        fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ignored);
+      }
+    }
+    fs::permissions(m_root, fs::perms::owner_all, fs::perm_options::add, ignored);
+    fs::remove_all(m_root, ignored);
+  }
+  [[nodiscard]] const fs::path& root() const noexcept { return m_root; }
+  /// The cache directory of the test (not created: Store::open does that).
+  [[nodiscard]] fs::path cache() const { return m_root / "cache"; }
+
+private:
+  fs::path m_root;
+};
+
+/// Sets (or, with nullopt, unsets) an environment variable for the scope of the object.
+class ScopedEnv {
+public:
+  ScopedEnv(std::string name, std::optional<std::string> value) : m_name(std::move(name)) {
+    if (const char* old = std::getenv(m_name.c_str())) {
+      m_old = old;
+    }
+    apply(value);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() { apply(m_old); }
+
+private:
+  void apply(const std::optional<std::string>& value) {
+    if (value) {
+      ::setenv(m_name.c_str(), value->c_str(), 1);
+    } else {
+      ::unsetenv(m_name.c_str());
+    }
+  }
+  std::string m_name;
+  std::optional<std::string> m_old;
+};
+
+inline std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline void write_text(const fs::path& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+
+/// Sets a file's mtime (not following symlinks): tests age files instead of sleeping.
+inline void set_mtime(const fs::path& path, std::chrono::system_clock::time_point when) {
+  const auto since_epoch = when.time_since_epoch();
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
+  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - seconds);
+  const timespec times[2] = {
+      {static_cast<time_t>(seconds.count()), static_cast<long>(nanos.count())},
+      {static_cast<time_t>(seconds.count()), static_cast<long>(nanos.count())}};
+  if (::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) {
+    throw std::runtime_error("utimensat failed on " + path.string());
+  }
+}
+
+inline std::chrono::system_clock::time_point mtime_of(const fs::path& path) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) {
+    throw std::runtime_error("lstat failed on " + path.string());
+  }
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+}
+
+/// Everything publish needs for one kernel, consistent with itself.
+struct SampleEntry {
+  Salt salt;
+  std::string source;
+  Key key;
+  std::vector<char> object;
+  std::vector<SlotTable> slots;
+  Manifest manifest;
+
+  [[nodiscard]] fs::path object_path(const fs::path& dir) const { return dir / (key.hex() + ".o"); }
+  [[nodiscard]] fs::path manifest_path(const fs::path& dir) const {
+    return dir / (key.hex() + ".json");
+  }
+  [[nodiscard]] fs::path source_path(const fs::path& dir) const {
+    return dir / (key.hex() + ".cpp");
+  }
+  [[nodiscard]] fs::path lock_path(const fs::path& dir) const {
+    return dir / (key.hex() + ".lock");
+  }
+};
+
+inline Salt sample_salt(std::string_view cpu = "testcpu") {
+  Salt salt;
+  salt.add("uwjit", "0.1.0")
+      .add("format", std::to_string(k_entry_format))
+      .add("cpu", std::string(cpu));
+  return salt;
+}
+
+inline std::vector<SlotTable> sample_slots() {
+  return {{"state_in", {"u"}},
+          {"state_out", {"u_next"}},
+          {"statics", {"kappa"}},
+          {"extents", {"nx", "ny"}},
+          {"integrals", {}}};
+}
+
+/// A sample entry whose source (and so key) depends on `name`, with an object of `object_size`
+/// bytes of a pattern that also depends on it.
+inline SampleEntry sample_entry(std::string_view name = "diffusion",
+                                std::size_t object_size = 4096) {
+  Salt salt = sample_salt();
+  std::string source = "extern \"C\" int __UWJIT_ENTRY__(const void*) { return 0; } // ";
+  source += name;
+  source += '\n';
+  Key key = Key::of(source, salt);
+  std::vector<char> object(object_size);
+  for (std::size_t i = 0; i < object.size(); ++i) {
+    object[i] =
+        static_cast<char>((i * 31 + name.size() * 7 + static_cast<unsigned char>(name[0])) & 0xFF);
+  }
+  Manifest manifest;
+  manifest.salt = salt.text();
+  manifest.entry = "uwjit_" + key.hex();
+  manifest.slot_tables = sample_slots();
+  manifest.compile_ms = 12.5;
+  manifest.origin = std::string(name);
+  return SampleEntry{std::move(salt),   std::move(source), std::move(key),
+                     std::move(object), sample_slots(),    std::move(manifest)};
+}
+
+/// Publishes `entry` into `store`; throws when that fails (a test's set-up).
+inline void publish_or_throw(Store& store, const SampleEntry& entry) {
+  const auto outcome = store.publish(entry.key, entry.object, entry.manifest, entry.source);
+  if (!outcome.published()) {
+    throw std::runtime_error("publish failed: " + outcome.reason);
+  }
+}
+
+/// The names of the files in `dir`, sorted.
+inline std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& item : fs::directory_iterator(dir)) {
+    names.push_back(item.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/// The names in `dir` that are temporaries.
+inline std::vector<std::string> temporaries_in(const fs::path& dir) {
+  std::vector<std::string> found;
+  for (const auto& name : names_in(dir)) {
+    if (name.starts_with(".tmp.")) {
+      found.push_back(name);
+    }
+  }
+  return found;
+}
+
+} // namespace uwjit::cache::testing
