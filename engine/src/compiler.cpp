@@ -179,7 +179,7 @@ const std::string& Compiler::flags() const noexcept {
   return m_impl->flags;
 }
 
-CompiledObject Compiler::compile(std::string_view source, KeepIr keep_ir) const {
+CompiledObject Compiler::compile(std::string_view source, Listing listing) const {
   const TargetInfo& target = host_target();
   CompiledObject result;
   auto start = Clock::now();
@@ -254,9 +254,20 @@ CompiledObject Compiler::compile(std::string_view source, KeepIr keep_ir) const 
   }
   reject_static_initialisers(*module);
   result.timings.optimise_ms = ms_since(start);
-  if (keep_ir == KeepIr::yes) {
+  if (listing != Listing::none) {
     llvm::raw_string_ostream ir(result.optimised_ir);
     module->print(ir, nullptr);
+  }
+  if (listing == Listing::ir_and_assembly) {
+    // Codegen passes may change the module: print the assembly from a copy.
+    const std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module);
+    llvm::raw_string_ostream text(result.assembly);
+    llvm::buffer_ostream stream(text);
+    llvm::legacy::PassManager passes;
+    if (!machine->addPassesToEmitFile(passes, stream, nullptr,
+                                      llvm::CodeGenFileType::AssemblyFile)) {
+      passes.run(*copy);
+    }
   }
 
   // --- Codegen: IR → ELF object -----------------------------------------------------------------

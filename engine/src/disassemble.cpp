@@ -65,8 +65,7 @@ std::string disassemble(std::span<const char> object) {
       auto in_section = symbol.getSection();
       auto symbol_name = symbol.getName();
       auto address = symbol.getValue();
-      if (in_section && symbol_name && address && *in_section == section &&
-          !symbol_name->empty()) {
+      if (in_section && symbol_name && address && *in_section == section && !symbol_name->empty()) {
         labels[*address] = symbol_name->str();
       } else {
         llvm::consumeError(in_section.takeError());

@@ -1,11 +1,16 @@
 #include <uwjit/engine/engine.hpp>
 
+#include <uwjit/cache/directory.hpp>
+#include <uwjit/cache/store.hpp>
+#include <uwjit/common/env.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/log.hpp>
 #include <uwjit/common/version.hpp>
+#include <uwjit/engine/disassemble.hpp>
 #include <uwjit/engine/jit.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -33,10 +38,54 @@ std::string join_features(const std::vector<std::string>& features) {
   }
   return out;
 }
+
+std::vector<cache::SlotTable> slot_tables(const codegen::SlotTables& slots) {
+  return {{"state_in", slots.state_in},
+          {"state_out", slots.state_out},
+          {"statics", slots.statics},
+          {"extents", slots.extents},
+          {"integrals", slots.integrals}};
+}
+
+// Writes a dump file; a failure to dump never fails the request.
+void write_dump(const std::filesystem::path& path, std::string_view text,
+                const log::Logger& logger) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!out) {
+    logger.warn("cannot write dump {}", path.string());
+  }
+}
+
+std::string dump_stem(const std::string& origin, const cache::Key& key) {
+  std::string stem;
+  for (const char c : origin) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '_';
+    stem += plain ? c : '_';
+  }
+  return stem + "-" + key.hex();
+}
 } // namespace
 
+EngineOptions EngineOptions::from_environment() {
+  EngineOptions options;
+  if (env::get_bool("UWJIT_DEBUG", false)) {
+    options.compile.debug_info = DebugInfo::yes;
+  }
+  if (const auto timeout = env::get("UWJIT_LOCK_TIMEOUT")) {
+    options.lock_timeout = std::chrono::milliseconds(
+        static_cast<std::int64_t>(env::parse_seconds("UWJIT_LOCK_TIMEOUT", *timeout) * 1000));
+  }
+  if (const auto dir = env::get("UWJIT_DUMP_DIR")) {
+    options.dump_dir = *dir;
+  }
+  return options;
+}
+
 struct Engine::Impl {
-  explicit Impl(EngineOptions options) : compiler(std::move(options.compile)), jit(Jit::create()) {
+  explicit Impl(EngineOptions engine_options)
+      : options(std::move(engine_options)), compiler(options.compile), jit(Jit::shared()) {
     const TargetInfo& target = host_target();
     salt.add("uwjit", k_version)
         .add("format", std::to_string(cache::k_entry_format))
@@ -47,8 +96,96 @@ struct Engine::Impl {
         .add("features", join_features(target.features))
         .add("opt", std::to_string(compiler.options().opt_level))
         .add("flags", compiler.flags());
+    open_store();
+    // The first SHA-256 of a process fetches the digest (~1.5 ms): pay it here, not in the
+    // first request.
+    (void)cache::sha256_hex(std::string_view());
+    if (options.dump_dir) {
+      std::error_code ec;
+      std::filesystem::create_directories(*options.dump_dir, ec);
+      if (ec) {
+        logger.warn("UWJIT_DUMP_DIR {}: {}; no dumps", options.dump_dir->string(), ec.message());
+        options.dump_dir.reset();
+      }
+    }
   }
 
+  void open_store() {
+    if (options.disk_cache == DiskCache::off) {
+      return;
+    }
+    std::optional<std::filesystem::path> dir = options.cache_dir;
+    if (!dir) {
+      const cache::CacheLocation location = cache::resolve_cache_location();
+      logger.debug("cache directory: {} ({})", location.dir ? location.dir->string() : "none",
+                   location.rule);
+      dir = location.dir;
+    }
+    if (!dir) {
+      return;
+    }
+    max_size = cache::max_cache_size();
+    try {
+      store.emplace(cache::Store::open(*dir, stats));
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::io) {
+        throw;
+      }
+      logger.warn("the kernel cache is off for this process: {}", error.what());
+    }
+  }
+
+  Loaded load(const codegen::KernelSource& source, const cache::Key& key,
+              std::span<const char> object, std::shared_ptr<KernelInfo> info,
+              Clock::time_point start) {
+    const auto load_start = Clock::now();
+    auto loaded = jit->load(object, info->entry);
+    info->load_ms = ms_since(load_start);
+    info->object_size = object.size();
+    info->request_ms = ms_since(start);
+    if (info->tier == Tier::disk) {
+      logger.info("disk hit key={} origin={} loaded in {} ms", key.hex(), source.origin(),
+                  info->load_ms);
+    }
+    return Loaded{loaded.entry, std::move(loaded.code), std::move(info)};
+  }
+
+  CompiledObject compile(const codegen::KernelSource& source, const cache::Key& key,
+                         KernelInfo& info) {
+    const auto text = source.instantiate(info.entry, "uwjit_mod_" + key.hex());
+    auto object =
+        compiler.compile(text, options.dump_dir ? Listing::ir_and_assembly : Listing::none);
+    stats.add(cache::Stat::compiles);
+    info.compile = object.timings;
+    info.warnings = object.warnings;
+    logger.info("compiled key={} origin={} in {} ms (frontend {} ms, optimise {} ms, codegen {} "
+                "ms)",
+                key.hex(), source.origin(), object.timings.total_ms(), object.timings.frontend_ms,
+                object.timings.optimise_ms, object.timings.codegen_ms);
+    if (options.dump_dir) {
+      const auto stem = *options.dump_dir / dump_stem(source.origin(), key);
+      write_dump(stem.string() + ".cpp", source.canonical(), logger);
+      write_dump(stem.string() + ".ll", object.optimised_ir, logger);
+      write_dump(stem.string() + ".s", object.assembly, logger);
+    }
+    return object;
+  }
+
+  void publish(const codegen::KernelSource& source, const cache::Key& key, const KernelInfo& info,
+               const CompiledObject& object) {
+    cache::Manifest manifest;
+    manifest.salt = salt.text();
+    manifest.entry = info.entry;
+    manifest.slot_tables = slot_tables(source.slots());
+    manifest.compile_ms = object.timings.total_ms();
+    manifest.origin = source.origin();
+    const auto outcome = store->publish(key, object.bytes, manifest, source.canonical());
+    if (outcome.published()) {
+      (void)store->maybe_evict(max_size);
+    }
+  }
+
+  // The disk tier and the cold compile, for the one request that owns this key in-process.
   Loaded build(const codegen::KernelSource& source, const cache::Key& key) {
     const auto start = Clock::now();
     auto info = std::make_shared<KernelInfo>();
@@ -56,34 +193,83 @@ struct Engine::Impl {
     info->entry = source.entry_symbol(key.hex());
     info->origin = source.origin();
     info->slots = source.slots();
+    if (!store) {
+      info->tier = Tier::compiled;
+      const auto object = compile(source, key, *info);
+      return load(source, key, object.bytes, std::move(info), start);
+    }
+    const auto tables = slot_tables(source.slots());
+    if (auto hit = try_disk(source, key, tables, info, start)) {
+      return std::move(*hit);
+    }
+    // Miss: compile under the key's lock, so that processes racing on one key compile once.
+    cache::KeyLock lock = store->lock(key, options.lock_timeout);
+    if (lock.acquired()) {
+      // Whoever held the lock before us may have published it meanwhile.
+      if (auto hit = try_disk(source, key, tables, info, start)) {
+        return std::move(*hit);
+      }
+    }
     info->tier = Tier::compiled;
-    const auto object = compiler.compile(source.instantiate(info->entry, "uwjit_mod_" + key.hex()));
-    info->compile = object.timings;
-    info->warnings = object.warnings;
-    info->object_size = object.bytes.size();
-    const auto load_start = Clock::now();
-    auto loaded = jit->load(object.bytes, info->entry);
-    info->load_ms = ms_since(load_start);
-    info->request_ms = ms_since(start);
-    logger.info("compiled key={} origin={} in {} ms (frontend {} ms, optimise {} ms, codegen {} "
-                "ms, load {} ms)",
-                key.hex(), source.origin(), info->request_ms, object.timings.frontend_ms,
-                object.timings.optimise_ms, object.timings.codegen_ms, info->load_ms);
-    return Loaded{loaded.entry, std::move(loaded.code), std::move(info)};
+    const auto object = compile(source, key, *info);
+    if (lock.outcome() == cache::LockOutcome::timed_out) {
+      logger.warn("key={}: another process held the lock for over {} ms (UWJIT_LOCK_TIMEOUT); "
+                  "compiled privately, not published",
+                  key.hex(), options.lock_timeout.count());
+    } else {
+      publish(source, key, *info, object);
+    }
+    lock.release();
+    return load(source, key, object.bytes, std::move(info), start);
   }
 
+  std::optional<Loaded> try_disk(const codegen::KernelSource& source, const cache::Key& key,
+                                 const std::vector<cache::SlotTable>& tables,
+                                 const std::shared_ptr<KernelInfo>& info, Clock::time_point start) {
+    auto found = store->lookup(key, salt, tables);
+    if (!found.hit()) {
+      return std::nullopt;
+    }
+    auto disk_info = std::make_shared<KernelInfo>(*info);
+    disk_info->tier = Tier::disk;
+    try {
+      auto loaded = load(source, key, found.object, disk_info, start);
+      if (options.dump_dir) {
+        const auto stem = *options.dump_dir / dump_stem(source.origin(), key);
+        write_dump(stem.string() + ".cpp", source.canonical(), logger);
+        write_dump(stem.string() + ".s", disassemble(found.object), logger);
+      }
+      return loaded;
+    } catch (const Error& error) {
+      // A verified object that does not link (e.g. a symbol this process lacks): compile.
+      logger.warn("key={}: the cached object does not load ({}); compiling", key.hex(),
+                  error.what());
+      return std::nullopt;
+    }
+  }
+
+  EngineOptions options;
   Compiler compiler;
   std::shared_ptr<Jit> jit;
   cache::Salt salt;
+  cache::Stats stats;
+  std::optional<cache::Store> store;
+  std::uint64_t max_size = cache::k_default_max_cache_size;
   log::Logger logger = log::get("uwjit.engine");
   std::mutex mutex;
   // One slot per key: the first request fills it, later ones share the result (single-flight).
   std::map<cache::Key, std::shared_future<Loaded>> loaded;
 };
 
+Engine::Engine() : Engine(EngineOptions::from_environment()) {}
+
 Engine::Engine(EngineOptions options) : m_impl(std::make_unique<Impl>(std::move(options))) {}
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  if (m_impl->store) {
+    m_impl->store->flush_stats(m_impl->stats);
+  }
+}
 
 const cache::Salt& Engine::salt() const noexcept {
   return m_impl->salt;
@@ -91,6 +277,17 @@ const cache::Salt& Engine::salt() const noexcept {
 
 const Compiler& Engine::compiler() const noexcept {
   return m_impl->compiler;
+}
+
+cache::StatsSnapshot Engine::stats() const {
+  return m_impl->stats.snapshot();
+}
+
+std::optional<std::filesystem::path> Engine::cache_dir() const {
+  if (m_impl->store) {
+    return m_impl->store->dir();
+  }
+  return std::nullopt;
 }
 
 cache::Key Engine::key_of(const codegen::KernelSource& source) const {
@@ -126,6 +323,7 @@ Kernel Engine::kernel(const codegen::KernelSource& source) {
     return Kernel(fresh.entry, fresh.code, fresh.info);
   }
   const Loaded& hit = pending.get();
+  m_impl->stats.add(cache::Stat::memory_hits);
   auto info = std::make_shared<KernelInfo>(*hit.info);
   info->tier = Tier::memory;
   info->compile = {};

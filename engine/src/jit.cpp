@@ -6,7 +6,14 @@
 
 #include "llvm.hpp"
 
+#include <uwjit/common/env.hpp>
+
 #include <atomic>
+#include <filesystem>
+#include <mutex>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace uwjit::engine {
 
@@ -41,7 +48,73 @@ struct LoadedCode {
 
 } // namespace
 
-std::shared_ptr<Jit> Jit::create() {
+JitOptions JitOptions::from_environment() {
+  JitOptions options;
+  options.debugger =
+      env::get_bool("UWJIT_DEBUG", false) ? DebuggerSupport::yes : DebuggerSupport::no;
+  options.perf = env::get_bool("UWJIT_PERF", false) ? PerfSupport::yes : PerfSupport::no;
+  return options;
+}
+
+namespace {
+
+// LLVM 19 leaves the jitdump header's flags field (8 bytes at offset 32) uninitialised, and
+// `perf inject --jit` rejects such a file. Find this process's dump among its open files and
+// zero the field.
+void repair_jitdump_header(const log::Logger& logger) {
+  const std::string wanted = "jit-" + std::to_string(::getpid()) + ".dump";
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code link_ec;
+    const auto target = std::filesystem::read_symlink(fd.path(), link_ec);
+    if (link_ec || target.filename() != wanted) {
+      continue;
+    }
+    const int file = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    const char zeros[8] = {};
+    if (file < 0 || ::pwrite(file, zeros, sizeof zeros, 32) != static_cast<ssize_t>(sizeof zeros)) {
+      logger.warn("cannot repair the jitdump header of {}", target.string());
+    } else {
+      logger.info("perf jitdump: {}", target.string());
+    }
+    if (file >= 0) {
+      ::close(file);
+    }
+    return;
+  }
+  logger.warn("perf support: no jitdump file found among this process's open files");
+}
+
+void add_perf_support(llvm::orc::LLJIT& lljit, const log::Logger& logger) {
+  auto* linking = llvm::dyn_cast<llvm::orc::ObjectLinkingLayer>(&lljit.getObjLinkingLayer());
+  auto process = lljit.getProcessSymbolsJITDylib();
+  if (linking == nullptr || !process) {
+    logger.warn("perf support unavailable: the JIT does not link with JITLink here");
+    return;
+  }
+  auto plugin = llvm::orc::PerfSupportPlugin::Create(
+      lljit.getExecutionSession().getExecutorProcessControl(), *process, true, true);
+  if (!plugin) {
+    logger.warn("perf support unavailable: {}", detail::take_message(plugin.takeError()));
+    return;
+  }
+  linking->addPlugin(std::move(*plugin));
+  repair_jitdump_header(logger);
+}
+
+} // namespace
+
+std::shared_ptr<Jit> Jit::shared() {
+  static std::mutex mutex;
+  static std::shared_ptr<Jit> instance;
+  std::lock_guard lock(mutex);
+  if (!instance) {
+    instance = create(JitOptions::from_environment());
+  }
+  return instance;
+}
+
+std::shared_ptr<Jit> Jit::create(JitOptions options) {
   detail::initialise_native_target();
   auto impl = std::make_shared<Impl>();
   auto built = llvm::orc::LLJITBuilder().create();
@@ -58,6 +131,14 @@ std::shared_ptr<Jit> Jit::create() {
     t_session_errors += t_session_errors.empty() ? "" : "; ";
     t_session_errors += message;
   });
+  if (options.debugger == DebuggerSupport::yes) {
+    if (auto error = llvm::orc::enableDebuggerSupport(*impl->lljit)) {
+      impl->logger.warn("debugger support unavailable: {}", detail::take_message(std::move(error)));
+    }
+  }
+  if (options.perf == PerfSupport::yes) {
+    add_perf_support(*impl->lljit, impl->logger);
+  }
   return std::shared_ptr<Jit>(new Jit(std::move(impl)));
 }
 

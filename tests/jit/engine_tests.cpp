@@ -1,6 +1,7 @@
 // engine/: compiling in process, loading with ORC, the Engine façade. These tests really JIT.
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/compiler.hpp>
+#include <uwjit/engine/disassemble.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/engine/jit.hpp>
 
@@ -10,14 +11,33 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
+#include <stdlib.h>
 #include <thread>
 #include <vector>
 
 using uwjit::codegen::KernelSource;
 using uwjit::codegen::SlotTables;
+using uwjit::engine::DiskCache;
 using uwjit::engine::Engine;
+using uwjit::engine::EngineOptions;
 
 namespace {
+
+// These tests are about compiling and loading; the disk tier has its own tests below.
+EngineOptions memory_only() {
+  return {.disk_cache = DiskCache::off};
+}
+
+// A fresh cache directory for one test, removed afterwards.
+struct SandboxDir {
+  std::filesystem::path path;
+  SandboxDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "uwjit-test.XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  ~SandboxDir() { std::filesystem::remove_all(path); }
+};
 
 // out[i] = a * in[i] + b over n elements, with a and b baked in, n at run time.
 KernelSource axpb(double a, double b) {
@@ -62,7 +82,7 @@ std::string compile_error_of(Engine& engine, const KernelSource& source) {
 } // namespace
 
 TEST_CASE("a kernel compiles, loads and computes") {
-  Engine engine;
+  Engine engine(memory_only());
   const auto kernel = engine.kernel(axpb(2.0, 1.0));
   CHECK(run(kernel, {0.0, 1.0, 2.5}) == std::vector<double>{1.0, 3.0, 6.0});
   CHECK(kernel.info().tier == uwjit::engine::Tier::compiled);
@@ -73,7 +93,7 @@ TEST_CASE("a kernel compiles, loads and computes") {
 }
 
 TEST_CASE("a second request for the same source is served from memory") {
-  Engine engine;
+  Engine engine(memory_only());
   const auto first = engine.kernel(axpb(3.0, 0.0));
   const auto second = engine.kernel(axpb(3.0, 0.0));
   CHECK(second.info().tier == uwjit::engine::Tier::memory);
@@ -82,7 +102,7 @@ TEST_CASE("a second request for the same source is served from memory") {
 }
 
 TEST_CASE("a syntax error names kernel.cpp with the line and column of the body") {
-  Engine engine;
+  Engine engine(memory_only());
   const auto message = compile_error_of(
       engine, KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args* a) {\n"
                                       "  int x = 1\n"
@@ -94,7 +114,7 @@ TEST_CASE("a syntax error names kernel.cpp with the line and column of the body"
 }
 
 TEST_CASE("a failed compile leaves nothing behind and the engine goes on") {
-  Engine engine;
+  Engine engine(memory_only());
   const auto bad = KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args*) { "
                                            "return undeclared; }",
                                            "k");
@@ -106,7 +126,7 @@ TEST_CASE("a failed compile leaves nothing behind and the engine goes on") {
 }
 
 TEST_CASE("two kernels with the same internal symbol names coexist") {
-  Engine engine;
+  Engine engine(memory_only());
   auto with_helper = [](int value) {
     return KernelSource::from_text(
         "double helper_value = " + std::to_string(value) +
@@ -133,7 +153,7 @@ TEST_CASE("two kernels with the same internal symbol names coexist") {
 }
 
 TEST_CASE("two threads compiling at once both get working kernels") {
-  Engine engine;
+  Engine engine(memory_only());
   std::vector<uwjit::engine::Kernel> kernels;
   std::mutex mutex;
   std::vector<std::thread> threads;
@@ -162,7 +182,7 @@ TEST_CASE("two threads compiling at once both get working kernels") {
 }
 
 TEST_CASE("concurrent requests for one source share a single compile") {
-  Engine engine;
+  Engine engine(memory_only());
   std::vector<std::thread> threads;
   std::vector<uwjit::engine::Tier> tiers(4);
   for (int t = 0; t < 4; ++t) {
@@ -183,17 +203,17 @@ TEST_CASE("the optimiser vectorises a simple loop at -O3 and not at -O0") {
                            "}\n";
   const auto text = KernelSource::from_text(loop, "k").canonical();
   const uwjit::engine::Compiler o3;
-  const auto optimised = o3.compile(text, uwjit::engine::KeepIr::yes);
+  const auto optimised = o3.compile(text, uwjit::engine::Listing::ir);
   // Block names are discarded, so look for vector stores of doubles.
   CHECK(optimised.optimised_ir.find("store <") != std::string::npos);
   CHECK(optimised.optimised_ir.find("x double>") != std::string::npos);
   const uwjit::engine::Compiler o0({.opt_level = 0});
-  const auto plain = o0.compile(text, uwjit::engine::KeepIr::yes);
+  const auto plain = o0.compile(text, uwjit::engine::Listing::ir);
   CHECK(plain.optimised_ir.find("x double>") == std::string::npos);
 }
 
 TEST_CASE("a kernel that needs a static initialiser is refused at compile time") {
-  Engine engine;
+  Engine engine(memory_only());
   const auto message = compile_error_of(
       engine, KernelSource::from_text("double make() { return 2.0; }\n"
                                       "double global = make();\n"
@@ -204,7 +224,7 @@ TEST_CASE("a kernel that needs a static initialiser is refused at compile time")
 }
 
 TEST_CASE("an object that references an unknown symbol fails to load with a jit error") {
-  Engine engine;
+  Engine engine(memory_only());
   try {
     (void)engine.kernel(KernelSource::from_text(
         "extern \"C\" double uwjit_no_such_function(double);\n"
@@ -227,12 +247,12 @@ TEST_CASE("a malformed object is a jit error, not a crash") {
 TEST_CASE("a kernel stays callable after its engine is gone, and unloads with its last copy") {
   std::optional<uwjit::engine::Kernel> kept;
   {
-    Engine engine;
+    Engine engine(memory_only());
     kept = engine.kernel(axpb(5.0, 0.0));
   }
   CHECK(run(*kept, {2.0}) == std::vector<double>{10.0});
   kept.reset(); // unloads; must not crash
-  Engine again;
+  Engine again(memory_only());
   CHECK(run(again.kernel(axpb(5.0, 0.0)), {1.0}) == std::vector<double>{5.0});
 }
 
@@ -240,7 +260,7 @@ TEST_CASE("kernels may include headers from configured include directories") {
   const auto dir = std::filesystem::temp_directory_path() / "uwjit-include-test";
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "scale.h") << "inline double scale(double x) { return 4.0 * x; }\n";
-  Engine engine({.compile = {.include_dirs = {dir.string()}}});
+  Engine engine({.compile = {.include_dirs = {dir.string()}}, .disk_cache = DiskCache::off});
   const auto kernel = engine.kernel(
       KernelSource::from_text("#include \"scale.h\"\n"
                               "extern \"C\" int k(const uwjit_kernel_args* args) {\n"
@@ -258,7 +278,7 @@ TEST_CASE("kernels may include headers from configured include directories") {
 }
 
 TEST_CASE("math prelude functions work without any standard header") {
-  Engine engine;
+  Engine engine(memory_only());
   const auto kernel = engine.kernel(KernelSource::from_text(
       "extern \"C\" int k(const uwjit_kernel_args* args) {\n"
       "  double* y = static_cast<double*>(args->state_out[0]);\n"
@@ -284,4 +304,77 @@ TEST_CASE("the host target lists its features sorted") {
   CHECK(std::is_sorted(target.features.begin(), target.features.end()));
   CHECK_FALSE(target.cpu.empty());
   CHECK(target.llvm_version.rfind("19.", 0) == 0);
+}
+
+TEST_CASE("a second engine on the same cache directory loads from disk without compiling") {
+  SandboxDir dir;
+  const EngineOptions options{.cache_dir = dir.path};
+  {
+    Engine first(options);
+    CHECK(first.kernel(axpb(6.0, 1.0)).info().tier == uwjit::engine::Tier::compiled);
+    CHECK(first.stats().get(uwjit::cache::Stat::published) == 1);
+  }
+  Engine second(options);
+  const auto kernel = second.kernel(axpb(6.0, 1.0));
+  CHECK(kernel.info().tier == uwjit::engine::Tier::disk);
+  CHECK(second.stats().get(uwjit::cache::Stat::compiles) == 0);
+  CHECK(run(kernel, {1.0}) == std::vector<double>{7.0});
+}
+
+TEST_CASE("the key does not depend on the generated names and changes with any code change") {
+  Engine engine(memory_only());
+  const auto a = engine.key_of(axpb(1.0, 2.0));
+  CHECK(engine.key_of(axpb(1.0, 2.0)) == a);
+  CHECK(engine.key_of(axpb(1.0, 2.5)) != a);
+  // The salt names every component that changes the object.
+  for (const char* part :
+       {"uwjit", "format", "abi", "llvm", "triple", "cpu", "features", "opt", "flags"}) {
+    CAPTURE(part);
+    CHECK(engine.salt().get(part).has_value());
+  }
+  Engine o2({.compile = {.opt_level = 2}, .disk_cache = DiskCache::off});
+  CHECK(o2.key_of(axpb(1.0, 2.0)) != a);
+}
+
+TEST_CASE("dumps hold source, IR and assembly and change neither key nor object") {
+  SandboxDir cache;
+  SandboxDir dumps;
+  Engine plain({.disk_cache = DiskCache::off});
+  Engine dumping({.cache_dir = cache.path, .dump_dir = dumps.path});
+  const auto kernel = dumping.kernel(axpb(9.0, 0.0));
+  CHECK(kernel.info().key == plain.key_of(axpb(9.0, 0.0)).hex());
+  const auto stem = dumps.path / ("axpb-" + kernel.info().key);
+  std::ifstream ir(stem.string() + ".ll");
+  std::ifstream assembly(stem.string() + ".s");
+  std::ifstream source(stem.string() + ".cpp");
+  std::stringstream ir_text, asm_text, source_text;
+  ir_text << ir.rdbuf();
+  asm_text << assembly.rdbuf();
+  source_text << source.rdbuf();
+  CHECK(ir_text.str().find("define") != std::string::npos);
+  CHECK(asm_text.str().find(kernel.info().entry + ":") != std::string::npos);
+  CHECK(source_text.str() == axpb(9.0, 0.0).canonical());
+  // The cached object is byte for byte what a compile without dumps makes.
+  const uwjit::engine::Compiler compiler;
+  const auto reference = compiler.compile(
+      axpb(9.0, 0.0).instantiate(kernel.info().entry, "uwjit_mod_" + kernel.info().key));
+  std::ifstream object(cache.path / (kernel.info().key + ".o"), std::ios::binary);
+  const std::vector<char> stored((std::istreambuf_iterator<char>(object)),
+                                 std::istreambuf_iterator<char>());
+  CHECK(stored == reference.bytes);
+}
+
+TEST_CASE("a stored object disassembles to the entry's instructions") {
+  const uwjit::engine::Compiler compiler;
+  const auto object = compiler.compile(axpb(2.0, 0.0).instantiate("uwjit_entry", "m"));
+  const std::string text = uwjit::engine::disassemble(object.bytes);
+  CHECK(text.find("uwjit_entry:") != std::string::npos);
+  CHECK(text.find("ret") != std::string::npos);
+  CHECK_THROWS_AS((void)uwjit::engine::disassemble(std::vector<char>(16, 'z')), uwjit::Error);
+}
+
+TEST_CASE("compiling the same source twice gives byte-identical objects") {
+  const uwjit::engine::Compiler compiler;
+  const auto text = axpb(3.0, 4.0).instantiate("uwjit_0000000000000000", "m");
+  CHECK(compiler.compile(text).bytes == compiler.compile(text).bytes);
 }

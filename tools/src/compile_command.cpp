@@ -1,5 +1,6 @@
 #include "args.hpp"
 #include "commands.hpp"
+#include "text.hpp"
 
 #include <uwjit/codegen/kernel_source.hpp>
 #include <uwjit/common/error.hpp>
@@ -51,27 +52,16 @@ int parse_level(const std::string& text) {
   return level;
 }
 
-std::string human_size(std::size_t bytes) {
-  std::ostringstream out;
-  out.imbue(std::locale::classic());
-  out.precision(1);
-  out << std::fixed;
-  if (bytes < 1024) {
-    out << bytes << " B";
-  } else if (bytes < 1024 * 1024) {
-    out << static_cast<double>(bytes) / 1024 << " KiB";
-  } else {
-    out << static_cast<double>(bytes) / (1024 * 1024) << " MiB";
+const char* tier_text(engine::Tier tier) {
+  switch (tier) {
+  case engine::Tier::memory:
+    return "memory (already loaded in this process)";
+  case engine::Tier::disk:
+    return "disk cache (verified entry, no compile)";
+  case engine::Tier::compiled:
+    return "compiler (cold compile, published to the cache)";
   }
-  return std::move(out).str();
-}
-
-std::string ms(double value) {
-  std::ostringstream out;
-  out.imbue(std::locale::classic());
-  out.precision(value < 10 ? 2 : 1);
-  out << std::fixed << value << " ms";
-  return std::move(out).str();
+  return "";
 }
 
 } // namespace
@@ -84,7 +74,7 @@ int compile_command(const std::vector<std::string>& argv) {
     return 0;
   }
   const std::string& path = args.positional().at(0);
-  engine::EngineOptions options;
+  engine::EngineOptions options = engine::EngineOptions::from_environment();
   options.compile.opt_level = parse_level(args.value("-O"));
   if (auto dir = args.get("-I")) {
     options.compile.include_dirs.push_back(*dir);
@@ -117,13 +107,14 @@ int compile_command(const std::vector<std::string>& argv) {
     return 0;
   }
   std::cout << path << ": " << engine::to_string(info.tier) << " (key " << info.key << ")\n"
+            << "  served by  " << tier_text(info.tier) << "\n"
             << "  entry      " << info.entry << "\n"
             << "  object     " << human_size(info.object_size) << "\n"
-            << "  frontend   " << ms(info.compile.frontend_ms) << "\n"
-            << "  optimise   " << ms(info.compile.optimise_ms) << "\n"
-            << "  codegen    " << ms(info.compile.codegen_ms) << "\n"
-            << "  link       " << ms(info.load_ms) << "\n"
-            << "  total      " << ms(info.request_ms) << "\n";
+            << "  frontend   " << milliseconds(info.compile.frontend_ms) << "\n"
+            << "  optimise   " << milliseconds(info.compile.optimise_ms) << "\n"
+            << "  codegen    " << milliseconds(info.compile.codegen_ms) << "\n"
+            << "  link       " << milliseconds(info.load_ms) << "\n"
+            << "  total      " << milliseconds(info.request_ms) << "\n";
   if (!info.warnings.empty()) {
     std::cerr << info.warnings;
   }

@@ -19,8 +19,12 @@ struct Command {
 constexpr Command k_commands[] = {
     {"compile", "compile a kernel file in process and report its timings",
      uwjit::tools::compile_command},
-    {"env", "print the resolved configuration (versions, target, CPU, flags)",
+    {"env", "print the resolved configuration (versions, target, CPU, flags, cache)",
      uwjit::tools::env_command},
+    {"cache",
+     "inspect and maintain the kernel cache (dir, list, stats, inspect, explain, "
+     "verify, prune, wipe)",
+     uwjit::tools::cache_command},
 };
 
 void print_help(std::ostream& out) {
@@ -61,7 +65,10 @@ int main(int argc, char** argv) {
     } catch (const uwjit::Error& error) {
       std::cerr << "uwjit: error: " << error.what() << "\n";
       if (error.kind() == uwjit::ErrorKind::usage) {
-        std::cerr << "(run 'uwjit " << first << " --help' for usage)\n";
+        // Point at the usage only when the arguments were at fault, not e.g. a variable.
+        if (std::string_view(error.what()).rfind(first, 0) == 0) {
+          std::cerr << "(run 'uwjit " << first << " --help' for usage)\n";
+        }
         return 2;
       }
       return 1;

@@ -31,11 +31,13 @@ struct CompiledObject {
   std::vector<char> bytes;
   CompileTimings timings;
   std::string warnings;     ///< the compiler's warnings, as it printed them ("" when none)
-  std::string optimised_ir; ///< the optimised LLVM IR, when asked for with KeepIr::yes
+  std::string optimised_ir; ///< the optimised LLVM IR, when a Listing asked for it
+  std::string assembly;     ///< the assembly, when a Listing asked for it
 };
 
-/// Whether compile() also returns the optimised IR as text (for dumps and tests).
-enum class KeepIr { no, yes };
+/// What compile() returns as text besides the object (for dumps and tests). The object is the
+/// same whatever is asked for.
+enum class Listing { none, ir, ir_and_assembly };
 
 /// The machine kernels are compiled for: the host, with its CPU name and sorted features.
 struct TargetInfo {
@@ -63,7 +65,8 @@ public:
   /// Compiles `source` (C++20, compiled as the buffer kernel.cpp). Throws Error(compile) with the
   /// diagnostics (`kernel.cpp:LINE:COL: error: ...` and the offending line) if it does not
   /// compile, or if the object would need static initialisers (they never run in the JIT).
-  [[nodiscard]] CompiledObject compile(std::string_view source, KeepIr keep_ir = KeepIr::no) const;
+  [[nodiscard]] CompiledObject compile(std::string_view source,
+                                       Listing listing = Listing::none) const;
 
   [[nodiscard]] const CompileOptions& options() const noexcept;
 

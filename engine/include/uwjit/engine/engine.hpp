@@ -1,26 +1,54 @@
-// Engine: KernelSource in, callable Kernel out, through the in-memory tier and the compiler.
+// Engine: KernelSource in, callable Kernel out — memory, then the verified disk cache, then a
+// cold in-process compile published atomically under a per-key lock.
 #pragma once
 
 #include <uwjit/cache/key.hpp>
+#include <uwjit/cache/stats.hpp>
 #include <uwjit/codegen/kernel_source.hpp>
 #include <uwjit/engine/compiler.hpp>
 #include <uwjit/engine/kernel.hpp>
 
+#include <chrono>
+#include <filesystem>
 #include <memory>
+#include <optional>
 
 namespace uwjit::engine {
 
-struct EngineOptions {
-  CompileOptions compile;
+/// Whether an engine uses the disk cache.
+enum class DiskCache {
+  environment, ///< as UWJIT_CACHE / UWJIT_CACHE_DIR / XDG_CACHE_HOME / HOME say (the default)
+  off,         ///< memory only
 };
 
-/// Turns kernel sources into loaded kernels, each compiled at most once per engine: concurrent
-/// requests for one key wait for a single compile. Thread-safe.
+struct EngineOptions {
+  CompileOptions compile;
+  DiskCache disk_cache = DiskCache::environment;
+  /// The cache directory, overriding the environment's (when disk_cache is environment).
+  std::optional<std::filesystem::path> cache_dir;
+  /// How long to wait for another process compiling the same key before compiling privately.
+  std::chrono::milliseconds lock_timeout{std::chrono::seconds{60}};
+  /// When set, each compiled kernel's canonical source, optimised IR and assembly are written
+  /// here (named by origin and key); the key and the cached object do not change.
+  std::optional<std::filesystem::path> dump_dir;
+
+  /// The defaults adjusted by the environment: UWJIT_DEBUG (-g, and gdb registration),
+  /// UWJIT_LOCK_TIMEOUT (seconds), UWJIT_DUMP_DIR. Throws Error(usage) on a bad value.
+  [[nodiscard]] static EngineOptions from_environment();
+};
+
+/// Turns kernel sources into loaded kernels. Each key is compiled at most once per engine
+/// (concurrent requests wait for one compile) and, through the per-key lock of the disk cache,
+/// at most once per machine. A disk-cache failure (read-only, full, corrupt) never fails a
+/// request: it is logged, counted, and the kernel is compiled. Thread-safe.
 class Engine {
 public:
-  /// Creates the compiler and the JIT. Throws Error(usage) on bad options, Error(jit) if the JIT
-  /// cannot be set up.
-  explicit Engine(EngineOptions options = {});
+  /// An engine configured by EngineOptions::from_environment().
+  Engine();
+  /// Throws Error(usage) on bad options, Error(jit) if the JIT cannot be set up. An unusable
+  /// cache directory is not an error: the engine runs memory-only with one warning.
+  explicit Engine(EngineOptions options);
+  /// Persists this engine's counters in the cache directory (softly).
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -35,6 +63,12 @@ public:
   /// The salt: uwjit version, entry format, kernel ABI, LLVM version, target, CPU, features,
   /// optimisation level and flags.
   [[nodiscard]] const cache::Salt& salt() const noexcept;
+
+  /// This engine's counters: memory_hits, disk_hits, compiles, rejected, published, ...
+  [[nodiscard]] cache::StatsSnapshot stats() const;
+
+  /// The cache directory in use, or nullopt when running memory-only.
+  [[nodiscard]] std::optional<std::filesystem::path> cache_dir() const;
 
   [[nodiscard]] const Compiler& compiler() const noexcept;
 

@@ -15,12 +15,32 @@ struct LoadedObject {
   std::shared_ptr<const void> code; ///< unloads the object on destruction; keeps the JIT alive
 };
 
-/// The JIT of one process. Each object lives in its own JITDylib, so two kernels that define the
+enum class DebuggerSupport { no, yes };
+enum class PerfSupport { no, yes };
+
+struct JitOptions {
+  /// Register JIT'd code with gdb (ORC's debugger support), so that a debugger can break in a
+  /// kernel by name and, with -g, show its source lines.
+  DebuggerSupport debugger = DebuggerSupport::no;
+  /// Describe JIT'd code to perf in a jitdump file (jit-PID.dump in the working directory or
+  /// $JITDUMPDIR), for `perf record -k 1` + `perf inject --jit` + `perf report`.
+  PerfSupport perf = PerfSupport::no;
+
+  /// UWJIT_DEBUG turns debugger support on, UWJIT_PERF perf support. Throws Error(usage).
+  [[nodiscard]] static JitOptions from_environment();
+};
+
+/// A JIT in this process. Each object lives in its own JITDylib, so two kernels that define the
 /// same internal names coexist, and each can be unloaded alone. Thread-safe.
 class Jit {
 public:
-  /// Creates the JIT. Throws Error(jit) if LLVM cannot set it up for this host.
-  [[nodiscard]] static std::shared_ptr<Jit> create();
+  /// Creates a JIT. Throws Error(jit) if LLVM cannot set it up for this host. Debugger or perf
+  /// support that cannot be set up is reported once as a warning; the JIT works without it.
+  [[nodiscard]] static std::shared_ptr<Jit> create(JitOptions options = {});
+
+  /// The process's JIT, created on first use with JitOptions::from_environment(); engines share
+  /// it, so LLJIT is set up once per process. Thread-safe.
+  [[nodiscard]] static std::shared_ptr<Jit> shared();
   ~Jit();
 
   /// Links `object` (a relocatable ELF object) and looks up `entry`. Throws Error(jit) when the

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# CLI and multi-process suite of the kernel cache: real processes, a fresh cache directory.
+uwjit=$1
+host=$2
+src=$3
+. "$(dirname "$0")/lib.sh"
+cache=$UWJIT_CACHE_DIR
+json() { python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print(($1))"; }
+
+# --- A second process compiles nothing ---------------------------------------------------------
+run "$host"
+expect_code 0 "first host run"
+[ "$(json 'd["compiles"]' <<<"$out")" = 1 ] && ok || fail "the first process compiles once"
+[ "$(json 'd["published"]' <<<"$out")" = 1 ] && ok || fail "the first process publishes"
+run "$host"
+expect_code 0 "second host run"
+[ "$(json 'd["compiles"], d["disk_hits"]' <<<"$out")" = "(0, 1)" ] && ok || fail "a second process is served from disk"
+
+# --- Every entry's key is SHA-256 of its stored source, the separator and its salt -------------
+python3 - "$cache" <<'PY' && ok || fail "stored keys are recomputable from source and salt"
+import glob, hashlib, json, os, sys
+entries = glob.glob(os.path.join(sys.argv[1], "*.json"))
+entries = [e for e in entries if not e.endswith("stats.json")]
+assert entries
+for manifest_path in entries:
+    m = json.load(open(manifest_path))
+    source = open(manifest_path[:-5] + ".cpp", "rb").read()
+    key = hashlib.sha256(source + b"\n---\n" + m["salt"].encode()).hexdigest()[:16]
+    assert key == m["key"] == os.path.basename(manifest_path)[:-5], (key, m["key"])
+    obj = open(manifest_path[:-5] + ".o", "rb").read()
+    assert hashlib.sha256(obj).hexdigest() == m["object_sha256"] and len(obj) == m["object_size"]
+    for part in ("uwjit=", "|llvm=", "|triple=", "|cpu=", "|features=", "|opt=", "|flags="):
+        assert part in m["salt"], part
+PY
+[ "$(stat -c %a "$cache")" = 700 ] && ok || fail "the cache directory is created 0700"
+grep -q '^Signature: 8a477f597d28d172789f06886806bc55' "$cache/CACHEDIR.TAG" && ok || fail "the directory is marked with CACHEDIR.TAG"
+
+# --- UWJIT_CACHE ------------------------------------------------------------------------------
+UWJIT_CACHE=0 UWJIT_CACHE_DIR="$sandbox/off" run "$host"
+expect_code 0 "UWJIT_CACHE=0 still runs"
+[ ! -e "$sandbox/off" ] && ok || fail "UWJIT_CACHE=0 writes nothing"
+UWJIT_CACHE=0 UWJIT_CACHE_DIR="$sandbox/off" run "$host"
+[ "$(json 'd["compiles"]' <<<"$out")" = 1 ] && ok || fail "UWJIT_CACHE=0: every process compiles"
+UWJIT_CACHE=maybe run "$host"
+expect_code 1 "UWJIT_CACHE=maybe in a host"
+expect_err 'UWJIT_CACHE: unrecognised value "maybe" \(accepted: 0, false, no, off, 1, true, yes, on\)' "UWJIT_CACHE=maybe names the variable and the accepted values"
+UWJIT_CACHE=maybe run "$uwjit" compile "$src/examples/kernels/diffusion.cpp"
+expect_code 2 "UWJIT_CACHE=maybe in the CLI"
+expect_err 'UWJIT_CACHE: unrecognised value' "the CLI names the variable"
+
+# --- XDG precedence, the same function in CLI and library --------------------------------------
+(unset UWJIT_CACHE_DIR; XDG_CACHE_HOME="$sandbox/xdg" run "$uwjit" cache dir; echo "$out") >"$sandbox/xdg.out"
+grep -q "^$sandbox/xdg/uwjit$" "$sandbox/xdg.out" && ok || fail "XDG_CACHE_HOME/uwjit is used without UWJIT_CACHE_DIR"
+(unset UWJIT_CACHE_DIR; XDG_CACHE_HOME="$sandbox/xdg" run "$host"; echo "$out") >"$sandbox/xdg-host.out"
+grep -q "\"cache_dir\": \"$sandbox/xdg/uwjit\"" "$sandbox/xdg-host.out" && ok || fail "the library resolves the same directory as the CLI"
+(unset UWJIT_CACHE_DIR XDG_CACHE_HOME; HOME="$sandbox/home" run "$uwjit" cache dir; echo "$out") >"$sandbox/home.out"
+grep -q "^$sandbox/home/.cache/uwjit$" "$sandbox/home.out" && ok || fail "~/.cache/uwjit is the last resort"
+
+# --- Corruption is detected, counted, removed and recompiled -----------------------------------
+key=$(json 'd[0]["key"]' <<<"$("$uwjit" cache list --json)")
+corrupt_and_heal() { # NAME COMMAND...: corrupt, then the next run recompiles, the one after hits
+  local name=$1
+  shift
+  "$@"
+  run "$host"
+  [ "$code" -eq 0 ] && [ "$(json 'd["ok"], d["rejected"] + 0 >= 0, d["compiles"]' <<<"$out")" = "(True, True, 1)" ] \
+    && ok || fail "$name: the next run recompiles and computes right"
+  run "$host"
+  [ "$(json 'd["compiles"], d["disk_hits"]' <<<"$out")" = "(0, 1)" ] && ok || fail "$name: healed, the run after is a disk hit"
+}
+corrupt_and_heal "truncated object" truncate -s 100 "$cache/$key.o"
+corrupt_and_heal "flipped byte" python3 -c "
+import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=0x40; open(p,'wb').write(b)" "$cache/$key.o"
+corrupt_and_heal "missing object" rm "$cache/$key.o"
+corrupt_and_heal "corrupt manifest" sh -c "echo '{not json' > '$cache/$key.json'"
+corrupt_and_heal "manifest of another format" python3 -c "
+import json,sys; p=sys.argv[1]; m=json.load(open(p)); m['format']=99; json.dump(m,open(p,'w'))" "$cache/$key.json"
+corrupt_and_heal "foreign salt" python3 -c "
+import json,sys; p=sys.argv[1]; m=json.load(open(p)); m['salt']=m['salt'].replace('cpu=','cpu=other'); json.dump(m,open(p,'w'))" "$cache/$key.json"
+[ "$(json 'd["counters"]["rejected"]' <<<"$("$uwjit" cache stats --json)")" -ge 5 ] && ok || fail "rejections are counted in the persisted stats"
+
+# --- verify finds what is bad and --fix removes it ---------------------------------------------
+run "$uwjit" cache verify
+expect_code 0 "verify on a sound cache"
+truncate -s 10 "$cache/$key.o"
+run "$uwjit" cache verify
+expect_code 1 "verify finds a truncated object"
+expect_out "$key  BAD" "verify names the bad key"
+run "$uwjit" cache verify --fix --json
+expect_code 0 "verify --fix"
+[ ! -e "$cache/$key.json" ] && ok || fail "verify --fix removes the bad entry"
+run "$host"
+[ "$(json 'd["compiles"]' <<<"$out")" = 1 ] && ok || fail "after --fix the entry is compiled again"
+
+# --- Temporaries of killed writers are cleaned, young ones kept --------------------------------
+touch -d '2 hours ago' "$cache/.tmp.0123456789abcdef.999.00000000deadbeef.o"
+touch "$cache/.tmp.0123456789abcdef.998.00000000deadbeef.o"
+rm -f "$cache/cleanup.stamp"
+run "$host"
+[ ! -e "$cache/.tmp.0123456789abcdef.999.00000000deadbeef.o" ] && ok || fail "an old temporary is cleaned"
+[ -e "$cache/.tmp.0123456789abcdef.998.00000000deadbeef.o" ] && ok || fail "a young temporary is kept"
+rm -f "$cache/.tmp.0123456789abcdef.998.00000000deadbeef.o"
+
+# --- Four processes racing on one cold key compile once ----------------------------------------
+race=$sandbox/race
+for i in 1 2 3 4; do UWJIT_CACHE_DIR=$race "$host" --first 42 >"$sandbox/race.$i" 2>&1 & done
+wait
+total=$(cat "$sandbox"/race.? | python3 -c "import json,sys; print(sum(json.loads(l)['compiles'] for l in sys.stdin if l.startswith('{')))")
+[ "$total" = 1 ] && ok || { out=$(cat "$sandbox"/race.?); fail "four racing processes compile once (compiled $total times)"; }
+oks=$(grep -c '"ok": true' "$sandbox"/race.? | awk -F: '{s+=$2} END {print s}')
+[ "$oks" = 4 ] && ok || fail "all four racing processes compute right"
+
+# --- An unwritable cache directory never fails the host ----------------------------------------
+ro=$(mktemp -d /tmp/uwjit-ro.XXXXXX)
+chmod 0555 "$ro"
+as_user=()
+if [ "$(id -u)" = 0 ]; then
+  if command -v setpriv >/dev/null; then as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
+fi
+if [ "$(id -u)" != 0 ] || [ ${#as_user[@]} -gt 0 ]; then
+  UWJIT_CACHE_DIR=$ro run "${as_user[@]}" "$host"
+  expect_code 0 "a read-only cache directory: the host runs"
+  [ "$(json 'd["ok"], d["compiles"], d["publish_failed"]' <<<"$out")" = "(True, 1, 1)" ] && ok || fail "a read-only directory: compiled, publish failed softly"
+  expect_err 'warn' "a read-only directory warns"
+fi
+rm -rf "$ro"
+UWJIT_CACHE_DIR=/proc/version/cache run "$host"
+expect_code 0 "a cache directory that cannot exist: the host runs memory-only"
+
+# --- The CLI --------------------------------------------------------------------------------
+run "$uwjit" cache list --json
+expect_code 0 "cache list --json"
+python3 -c '
+import json, sys
+for e in json.load(sys.stdin):
+    assert set(e) >= {"key", "origin", "entry", "object_size", "total_size", "created_utc", "last_used_utc", "compile_ms", "uwjit_version"}
+' <<<"$out" && ok || fail "cache list --json has the documented fields"
+first_key=$(json 'd[0]["key"]' <<<"$out")
+run "$uwjit" cache inspect "${first_key:0:6}" --source
+cmp -s <(printf '%s\n' "$out") "$cache/$first_key.cpp" && ok || fail "inspect --source prints the stored source"
+run "$uwjit" cache inspect "${first_key:0:6}" --json
+[ "$(json 'd["key"]' <<<"$out")" = "$first_key" ] && ok || fail "inspect --json prints the manifest"
+run "$uwjit" cache inspect "${first_key:0:6}" --asm
+expect_out '^uwjit_'"$first_key"':' "inspect --asm shows the entry's disassembly"
+run "$uwjit" cache inspect zz
+expect_code 2 "inspect a malformed prefix"
+run "$uwjit" cache inspect 0000000000000000
+expect_code 2 "inspect an unknown key"
+expect_err 'no cache entry has a key starting with' "an unknown key is explained"
+
+run "$uwjit" compile "$src/examples/kernels/diffusion.cpp" --json -O2
+key_o2=$(json 'd["key"]' <<<"$out")
+run "$uwjit" compile "$src/examples/kernels/diffusion.cpp" --json -O3
+key_o3=$(json 'd["key"]' <<<"$out")
+run "$uwjit" compile "$src/examples/kernels/diffusion.cpp" --json -O3
+[ "$(json 'd["tier"]' <<<"$out")" = disk ] && ok || fail "uwjit compile says the disk tier served it"
+run "$uwjit" cache explain "$key_o2" "$key_o3"
+expect_code 0 "cache explain"
+expect_out '^  opt: A=2  B=3' "explain names the changed salt component"
+sed 's/0.1 \* args->dt/0.25 * args->dt/' "$src/examples/kernels/diffusion.cpp" >"$sandbox/other.cpp"
+run "$uwjit" compile "$sandbox/other.cpp" --json -O3
+key_other=$(json 'd["key"]' <<<"$out")
+run "$uwjit" cache explain "$key_o3" "$key_other"
+expect_out 'salt: identical' "explain: same salt"
+expect_out '^  - A line [0-9]+: .*0\.1 \* args->dt' "explain shows the removed source line"
+expect_out '^  \+ B line [0-9]+: .*0\.25 \* args->dt' "explain shows the added source line"
+
+run "$uwjit" cache stats --json
+[ "$(json 'd["entries"] > 0 and d["counters"]["published"] > 0' <<<"$out")" = True ] && ok || fail "cache stats --json has entries and counters"
+
+touch -d '3 days ago' "$cache/$key_o2.json"
+run "$uwjit" cache prune --older-than 1d --dry-run
+expect_out "would evict $key_o2" "prune --dry-run names the stale entry"
+[ -e "$cache/$key_o2.o" ] && ok || fail "prune --dry-run deletes nothing"
+run "$uwjit" cache prune --older-than 1d
+[ ! -e "$cache/$key_o2.o" ] && [ -e "$cache/$key_o3.o" ] && ok || fail "prune evicts only the stale entry"
+run "$uwjit" cache prune
+expect_code 2 "prune without a criterion"
+
+mkdir -p "$sandbox/unmarked"
+touch "$sandbox/unmarked/0123456789abcdef.o"
+UWJIT_CACHE_DIR="$sandbox/unmarked" run "$uwjit" cache wipe
+expect_code 2 "wipe of an unmarked directory"
+expect_err 'no CACHEDIR.TAG' "wipe says why it refuses"
+[ -e "$sandbox/unmarked/0123456789abcdef.o" ] && ok || fail "wipe of an unmarked directory deletes nothing"
+echo "mine" >"$cache/notes.txt"
+run "$uwjit" cache wipe
+expect_code 0 "wipe"
+[ -e "$cache/notes.txt" ] && ok || fail "wipe keeps files that are not uwjit's"
+[ -z "$(ls "$cache" | grep -E '^[0-9a-f]{16}\.')" ] && ok || fail "wipe deletes every entry"
+
+run "$uwjit" cache
+expect_code 2 "cache without a subcommand"
+run "$uwjit" cache frob
+expect_code 2 "an unknown cache subcommand"
+
+finish

@@ -1,0 +1,479 @@
+#include "args.hpp"
+#include "commands.hpp"
+#include "text.hpp"
+
+#include <uwjit/cache/directory.hpp>
+#include <uwjit/cache/store.hpp>
+#include <uwjit/common/env.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/engine/disassemble.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace uwjit::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* k_cache_help =
+    "usage: uwjit cache <subcommand> [<args>]\n\n"
+    "Inspects and maintains the kernel cache, in the directory the library uses: UWJIT_CACHE_DIR,\n"
+    "else $XDG_CACHE_HOME/uwjit, else ~/.cache/uwjit.\n\n"
+    "subcommands:\n"
+    "  dir                          the cache directory and the rule that chose it\n"
+    "  list [--json]                the entries, most recently used first\n"
+    "  stats [--json]               the persisted counters, entry count and size\n"
+    "  inspect KEY-PREFIX [--source] [--asm] [--json]\n"
+    "                               one entry's manifest; its stored source or disassembly\n"
+    "  explain KEY-A KEY-B          which salt components and source lines differ\n"
+    "  verify [--fix] [--json]      check every entry (exit 1 if any is bad); --fix removes them\n"
+    "  prune (--max-size SIZE | --older-than AGE) [--dry-run]\n"
+    "                               evict least recently used entries\n"
+    "  wipe [--dry-run]             delete every entry (only in a directory marked "
+    "CACHEDIR.TAG)\n\n"
+    "Run 'uwjit cache <subcommand> --help' for details.\n";
+
+// The cache directory for commands that only read: Error(usage) when the cache is disabled.
+fs::path cache_dir_or_throw() {
+  const cache::CacheLocation location = cache::resolve_cache_location();
+  if (!location.dir) {
+    throw Error(ErrorKind::usage, "there is no cache directory: " + location.rule);
+  }
+  return *location.dir;
+}
+
+// Opens the store if its directory exists; nullopt (after saying so) when there is none yet.
+std::optional<cache::Store> open_existing() {
+  const fs::path dir = cache_dir_or_throw();
+  if (!fs::is_directory(dir)) {
+    std::cerr << "uwjit: no cache directory yet at " << dir.string() << "\n";
+    return std::nullopt;
+  }
+  return cache::Store::open(dir);
+}
+
+cache::Key resolve_prefix(cache::Store& store, const std::string& prefix) {
+  if (prefix.empty() || prefix.size() > 16 ||
+      prefix.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    throw Error(ErrorKind::usage,
+                format("key prefix \"{}\": expected 1 to 16 lowercase hex digits", prefix));
+  }
+  std::vector<cache::Key> matches;
+  for (const auto& entry : store.list()) {
+    if (entry.key.hex().rfind(prefix, 0) == 0) {
+      matches.push_back(entry.key);
+    }
+  }
+  if (matches.empty()) {
+    throw Error(ErrorKind::usage, format("no cache entry has a key starting with \"{}\"", prefix));
+  }
+  if (matches.size() > 1) {
+    std::string keys;
+    for (const auto& key : matches) {
+      keys += " " + key.hex();
+    }
+    throw Error(ErrorKind::usage, format("key prefix \"{}\" is ambiguous:{}", prefix, keys));
+  }
+  return matches.front();
+}
+
+int dir_command(const std::vector<std::string>& argv) {
+  ArgSpec spec("cache dir", "Prints the cache directory and the rule that chose it (the same "
+                            "resolution as the library).");
+  spec.flag("--json", "print it as JSON");
+  const Args args = Args::parse(spec, argv);
+  if (args.wants_help()) {
+    std::cout << spec.help();
+    return 0;
+  }
+  const cache::CacheLocation location = cache::resolve_cache_location();
+  if (args.has("--json")) {
+    std::cout << nlohmann::json{{"dir", location.dir ? location.dir->string() : ""},
+                                {"rule", location.rule},
+                                {"exists", location.dir && fs::is_directory(*location.dir)}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << (location.dir ? location.dir->string() : "(none)") << "\n"
+            << "  chosen by: " << location.rule << "\n";
+  return 0;
+}
+
+nlohmann::json entry_json(const cache::EntryInfo& entry) {
+  return {{"key", entry.key.hex()},
+          {"origin", entry.origin},
+          {"entry", entry.entry},
+          {"object_size", entry.object_size},
+          {"total_size", entry.total_size},
+          {"created_utc", entry.created_utc},
+          {"last_used_utc", utc_text(entry.last_used)},
+          {"compile_ms", entry.compile_ms},
+          {"uwjit_version", entry.uwjit_version}};
+}
+
+int list_command(const std::vector<std::string>& argv) {
+  ArgSpec spec("cache list", "Lists the cache entries, most recently used first.");
+  spec.flag("--json", "print a JSON array");
+  const Args args = Args::parse(spec, argv);
+  if (args.wants_help()) {
+    std::cout << spec.help();
+    return 0;
+  }
+  auto store = open_existing();
+  auto entries = store ? store->list() : std::vector<cache::EntryInfo>{};
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& a, const auto& b) { return a.last_used > b.last_used; });
+  if (args.has("--json")) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& entry : entries) {
+      list.push_back(entry_json(entry));
+    }
+    std::cout << list.dump(2) << "\n";
+    return 0;
+  }
+  Table table({"key", "origin", "object", "compile", "created (UTC)", "last used (UTC)"});
+  for (const auto& entry : entries) {
+    table.add({entry.key.hex(), entry.origin, human_size(entry.object_size),
+               milliseconds(entry.compile_ms), entry.created_utc, utc_text(entry.last_used)});
+  }
+  std::cout << table.render();
+  std::cout << entries.size() << (entries.size() == 1 ? " entry" : " entries") << "\n";
+  return 0;
+}
+
+int stats_command(const std::vector<std::string>& argv) {
+  ArgSpec spec("cache stats", "Prints the counters persisted in the cache directory by every "
+                              "process that used it, and its size.");
+  spec.flag("--json", "print it as JSON");
+  const Args args = Args::parse(spec, argv);
+  if (args.wants_help()) {
+    std::cout << spec.help();
+    return 0;
+  }
+  auto store = open_existing();
+  const cache::StatsSnapshot counters = store ? store->read_stats() : cache::StatsSnapshot{};
+  const std::size_t entries = store ? store->list().size() : 0;
+  const std::uint64_t size = store ? store->total_size() : 0;
+  const std::uint64_t limit = cache::max_cache_size();
+  if (args.has("--json")) {
+    nlohmann::json counter_json = nlohmann::json::object();
+    for (const cache::Stat stat : cache::k_all_stats) {
+      counter_json[std::string(cache::to_string(stat))] = counters.get(stat);
+    }
+    std::cout << nlohmann::json{{"dir",
+                                 store ? store->dir().string() : cache_dir_or_throw().string()},
+                                {"entries", entries},
+                                {"size", size},
+                                {"max_size", limit},
+                                {"counters", counter_json}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << "directory   " << (store ? store->dir().string() : cache_dir_or_throw().string())
+            << "\n"
+            << "entries     " << entries << "\n"
+            << "size        " << human_size(size) << " of " << human_size(limit)
+            << " (UWJIT_CACHE_MAX_SIZE)\n";
+  for (const cache::Stat stat : cache::k_all_stats) {
+    std::string name(cache::to_string(stat));
+    name.resize(std::max<std::size_t>(name.size() + 1, 28), ' ');
+    std::cout << name << counters.get(stat) << "\n";
+  }
+  return 0;
+}
+
+int inspect_command(const std::vector<std::string>& argv) {
+  ArgSpec spec("cache inspect", "Shows one entry's manifest, found by a unique key prefix.");
+  spec.flag("--source", "print the stored canonical source (exactly the text that was hashed)")
+      .flag("--asm", "disassemble the stored object")
+      .flag("--json", "print the manifest as JSON")
+      .positional("KEY-PREFIX", "the first hex digits of a key");
+  const Args args = Args::parse(spec, argv);
+  if (args.wants_help()) {
+    std::cout << spec.help();
+    return 0;
+  }
+  auto store = open_existing();
+  if (!store) {
+    throw Error(ErrorKind::usage, "the cache is empty");
+  }
+  const cache::Key key = resolve_prefix(*store, args.positional().at(0));
+  if (args.has("--source")) {
+    const auto source = store->read_source(key);
+    if (!source) {
+      throw Error(ErrorKind::io, format("entry {}: its source file is missing", key.hex()));
+    }
+    std::cout << *source;
+    return 0;
+  }
+  if (args.has("--asm")) {
+    std::ifstream in(store->dir() / (key.hex() + ".o"), std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    const std::string object = std::move(bytes).str();
+    if (!in || object.empty()) {
+      throw Error(ErrorKind::io, format("entry {}: its object file cannot be read", key.hex()));
+    }
+    std::cout << engine::disassemble(object);
+    return 0;
+  }
+  const auto manifest = store->read_manifest(key);
+  if (!manifest) {
+    throw Error(ErrorKind::io, format("entry {}: its manifest cannot be read", key.hex()));
+  }
+  if (args.has("--json")) {
+    std::cout << cache::to_json(*manifest) << "\n";
+    return 0;
+  }
+  std::cout << "key           " << manifest->key << "\n"
+            << "origin        " << manifest->origin << "\n"
+            << "entry         " << manifest->entry << "\n"
+            << "object        " << human_size(manifest->object_size) << " (sha256 "
+            << manifest->object_sha256 << ")\n"
+            << "created       " << manifest->created_utc << " by uwjit " << manifest->uwjit_version
+            << "\n"
+            << "compile       " << milliseconds(manifest->compile_ms) << "\n"
+            << "slots\n";
+  for (const auto& table : manifest->slot_tables) {
+    std::string names;
+    for (const auto& slot : table.slots) {
+      names += (names.empty() ? "" : ", ") + slot;
+    }
+    std::string label = table.name;
+    label.resize(12, ' ');
+    std::cout << "  " << label << (names.empty() ? "-" : names) << "\n";
+  }
+  std::cout << "salt\n";
+  for (const auto& [name, value] : manifest->salt_components) {
+    std::string label = name;
+    label.resize(12, ' ');
+    std::cout << "  " << label << value << "\n";
+  }
+  return 0;
+}
+
+int explain_command(const std::vector<std::string>& argv) {
+  ArgSpec spec("cache explain", "Explains why two keys differ: the salt components that differ, "
+                                "then the source lines that differ.");
+  spec.positional("KEY-A", "a key or unique prefix").positional("KEY-B", "a key or unique prefix");
+  const Args args = Args::parse(spec, argv);
+  if (args.wants_help()) {
+    std::cout << spec.help();
+    return 0;
+  }
+  auto store = open_existing();
+  if (!store) {
+    throw Error(ErrorKind::usage, "the cache is empty");
+  }
+  const cache::Key a = resolve_prefix(*store, args.positional().at(0));
+  const cache::Key b = resolve_prefix(*store, args.positional().at(1));
+  const auto manifest_a = store->read_manifest(a);
+  const auto manifest_b = store->read_manifest(b);
+  const auto source_a = store->read_source(a);
+  const auto source_b = store->read_source(b);
+  if (!manifest_a || !manifest_b || !source_a || !source_b) {
+    throw Error(ErrorKind::io, "an entry's manifest or source cannot be read");
+  }
+  std::cout << explain_difference(a.hex(), *manifest_a, *source_a, b.hex(), *manifest_b, *source_b);
+  return 0;
+}
+
+int verify_command(const std::vector<std::string>& argv) {
+  ArgSpec spec("cache verify", "Checks every entry as a lookup would (manifest, format, key, "
+                               "salt text, object size and SHA-256).\nExits 1 if any entry is "
+                               "bad or any file is orphaned.");
+  spec.flag("--fix", "remove bad entries, orphans and stale temporaries")
+      .flag("--json", "print the report as JSON");
+  const Args args = Args::parse(spec, argv);
+  if (args.wants_help()) {
+    std::cout << spec.help();
+    return 0;
+  }
+  auto store = open_existing();
+  if (!store) {
+    return 0;
+  }
+  const cache::VerifyReport report =
+      store->verify(args.has("--fix") ? cache::Fix::yes : cache::Fix::no);
+  std::size_t bad = 0;
+  for (const auto& verdict : report.entries) {
+    bad += verdict.problem ? 1 : 0;
+  }
+  if (args.has("--json")) {
+    nlohmann::json entries = nlohmann::json::array();
+    for (const auto& verdict : report.entries) {
+      entries.push_back(
+          {{"key", verdict.key.hex()},
+           {"ok", !verdict.problem},
+           {"problem",
+            verdict.problem ? std::string(cache::to_string(*verdict.problem)) : std::string()},
+           {"detail", verdict.detail},
+           {"removed", verdict.removed}});
+    }
+    std::cout << nlohmann::json{{"ok", report.ok()},
+                                {"entries", entries},
+                                {"orphans", report.orphans},
+                                {"stale_temporaries", report.stale_temporaries},
+                                {"removed", report.removed}}
+                     .dump(2)
+              << "\n";
+  } else {
+    for (const auto& verdict : report.entries) {
+      if (verdict.problem) {
+        std::cout << verdict.key.hex() << "  BAD  " << cache::to_string(*verdict.problem) << ": "
+                  << verdict.detail << (verdict.removed ? " (removed)" : "") << "\n";
+      }
+    }
+    for (const auto& orphan : report.orphans) {
+      std::cout << orphan << "  ORPHAN\n";
+    }
+    for (const auto& temporary : report.stale_temporaries) {
+      std::cout << temporary << "  STALE TEMPORARY\n";
+    }
+    std::cout << report.entries.size() << " entries checked, " << bad << " bad, "
+              << report.orphans.size() << " orphaned files";
+    if (args.has("--fix")) {
+      std::cout << ", " << report.removed.size() << " files removed";
+    }
+    std::cout << "\n";
+  }
+  if (args.has("--fix")) {
+    return 0; // what was wrong is gone
+  }
+  return report.ok() ? 0 : 1;
+}
+
+int prune_command(const std::vector<std::string>& argv) {
+  ArgSpec spec("cache prune", "Evicts whole entries, least recently used first (every disk hit "
+                              "refreshes an entry).");
+  spec.option("--max-size", "SIZE", "trim the cache to 90 % of SIZE when it is larger, e.g. 500M")
+      .option("--older-than", "AGE", "evict entries unused for longer than AGE, e.g. 7d, 12h")
+      .flag("--dry-run", "say what would be evicted, delete nothing");
+  const Args args = Args::parse(spec, argv);
+  if (args.wants_help()) {
+    std::cout << spec.help();
+    return 0;
+  }
+  cache::EvictBy by;
+  if (const auto size = args.get("--max-size")) {
+    by.max_size = env::parse_size("--max-size", *size);
+  }
+  if (const auto age = args.get("--older-than")) {
+    by.older_than =
+        std::chrono::seconds(static_cast<std::int64_t>(env::parse_seconds("--older-than", *age)));
+  }
+  if (!by.max_size && !by.older_than) {
+    throw Error(ErrorKind::usage, "cache prune: give --max-size SIZE or --older-than AGE");
+  }
+  auto store = open_existing();
+  if (!store) {
+    return 0;
+  }
+  const bool dry = args.has("--dry-run");
+  const auto report = store->evict(by, dry ? cache::DryRun::yes : cache::DryRun::no);
+  for (const auto& entry : report.evicted) {
+    std::cout << (dry ? "would evict " : "evicted ") << entry.key.hex() << "  "
+              << human_size(entry.bytes) << "  last used " << utc_text(entry.last_used) << "\n";
+  }
+  for (const auto& key : report.in_use) {
+    std::cout << "kept " << key.hex() << " (being written)\n";
+  }
+  std::cout << report.evicted.size() << (dry ? " entries would be evicted: " : " entries evicted: ")
+            << human_size(report.size_before) << " -> " << human_size(report.size_after) << "\n";
+  return 0;
+}
+
+std::optional<cache::Store> open_existing_for_wipe() {
+  const fs::path dir = cache_dir_or_throw();
+  if (!fs::is_directory(dir)) {
+    std::cerr << "uwjit: no cache directory at " << dir.string() << "\n";
+    return std::nullopt;
+  }
+  // Store::open would mark an unmarked directory; wipe must see it as it is.
+  if (!fs::exists(dir / "CACHEDIR.TAG")) {
+    throw Error(ErrorKind::usage,
+                format("{} has no CACHEDIR.TAG: it does not look like a uwjit cache; not wiping",
+                       dir.string()));
+  }
+  return cache::Store::open(dir);
+}
+
+int wipe_command(const std::vector<std::string>& argv) {
+  ArgSpec spec("cache wipe", "Deletes every cache entry, lock, temporary and the counters. "
+                             "Refuses a directory without\nCACHEDIR.TAG; never deletes a file "
+                             "that is not named like uwjit's.");
+  spec.flag("--dry-run", "list what would be deleted");
+  const Args args = Args::parse(spec, argv);
+  if (args.wants_help()) {
+    std::cout << spec.help();
+    return 0;
+  }
+  auto store = open_existing_for_wipe();
+  if (!store) {
+    return 0;
+  }
+  const bool dry = args.has("--dry-run");
+  const auto report = store->wipe(dry ? cache::DryRun::yes : cache::DryRun::no);
+  if (dry) {
+    for (const auto& name : report.removed) {
+      std::cout << "would delete " << name << "\n";
+    }
+  }
+  for (const auto& name : report.kept) {
+    std::cout << "kept " << name << " (not a uwjit file)\n";
+  }
+  for (const auto& failure : report.failed) {
+    std::cerr << "uwjit: cannot delete " << failure << "\n";
+  }
+  std::cout << report.removed.size() << (dry ? " files would be deleted (" : " files deleted (")
+            << human_size(report.bytes) << ") in " << store->dir().string() << "\n";
+  return report.failed.empty() ? 0 : 1;
+}
+
+} // namespace
+
+int cache_command(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv.front() == "--help" || argv.front() == "-h") {
+    (argv.empty() ? std::cerr : std::cout) << k_cache_help;
+    return argv.empty() ? 2 : 0;
+  }
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  const std::string& sub = argv.front();
+  if (sub == "dir") {
+    return dir_command(rest);
+  }
+  if (sub == "list") {
+    return list_command(rest);
+  }
+  if (sub == "stats") {
+    return stats_command(rest);
+  }
+  if (sub == "inspect") {
+    return inspect_command(rest);
+  }
+  if (sub == "explain") {
+    return explain_command(rest);
+  }
+  if (sub == "verify") {
+    return verify_command(rest);
+  }
+  if (sub == "prune") {
+    return prune_command(rest);
+  }
+  if (sub == "wipe") {
+    return wipe_command(rest);
+  }
+  throw Error(ErrorKind::usage, format("cache: unknown subcommand \"{}\"", sub));
+}
+
+} // namespace uwjit::tools
