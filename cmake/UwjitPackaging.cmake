@@ -1,6 +1,11 @@
 # install() of libuwjit, its public headers and a CMake package: find_package(uwjit) → uwjit::uwjit.
 include(CMakePackageConfigHelpers)
-install(TARGETS uwjit EXPORT uwjitTargets
+set(UWJIT_HAS_MPI ${MPI_C_FOUND})
+set(uwjit_installed uwjit)
+if(TARGET uwjit_mpi)
+  list(APPEND uwjit_installed uwjit_mpi)
+endif()
+install(TARGETS ${uwjit_installed} EXPORT uwjitTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT uwjitTargets NAMESPACE uwjit:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/uwjit)

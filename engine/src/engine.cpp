@@ -10,6 +10,7 @@
 #include <uwjit/engine/jit.hpp>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <map>
@@ -28,6 +29,7 @@ struct Loaded {
   uwjit_kernel_fn entry;
   std::shared_ptr<const void> code;
   std::shared_ptr<const KernelInfo> info;
+  std::shared_ptr<const std::vector<char>> object; // kept to hand to other ranks
 };
 
 std::string join_features(const std::vector<std::string>& features) {
@@ -147,7 +149,8 @@ struct Engine::Impl {
       logger.info("disk hit key={} origin={} loaded in {} ms", key.hex(), source.origin(),
                   info->load_ms);
     }
-    return Loaded{loaded.entry, std::move(loaded.code), std::move(info)};
+    return Loaded{loaded.entry, std::move(loaded.code), std::move(info),
+                  std::make_shared<const std::vector<char>>(object.begin(), object.end())};
   }
 
   CompiledObject compile(const codegen::KernelSource& source, const cache::Key& key,
@@ -248,6 +251,65 @@ struct Engine::Impl {
     }
   }
 
+  // The three tiers for one request, with single-flight per key inside this process.
+  Loaded request(const codegen::KernelSource& source, const cache::Key& key) {
+    const auto start = Clock::now();
+    std::shared_future<Loaded> pending;
+    std::promise<Loaded> promise;
+    bool owner = false;
+    {
+      std::lock_guard lock(mutex);
+      auto [slot, inserted] = loaded.try_emplace(key);
+      if (inserted) {
+        slot->second = promise.get_future().share();
+        owner = true;
+      }
+      pending = slot->second;
+    }
+    if (owner) {
+      try {
+        promise.set_value(build(source, key));
+      } catch (...) {
+        // Waiters get the same error; the slot goes, so a later request tries again.
+        promise.set_exception(std::current_exception());
+        std::lock_guard lock(mutex);
+        loaded.erase(key);
+        throw;
+      }
+      return pending.get();
+    }
+    Loaded hit = pending.get();
+    stats.add(cache::Stat::memory_hits);
+    auto info = std::make_shared<KernelInfo>(*hit.info);
+    info->tier = Tier::memory;
+    info->compile = {};
+    info->warnings.clear();
+    info->load_ms = 0;
+    info->request_ms = ms_since(start);
+    logger.debug("memory hit key={} origin={}", key.hex(), source.origin());
+    hit.info = std::move(info);
+    return hit;
+  }
+
+  // The kernel of `key` if this process has it loaded already (a finished request).
+  std::optional<Loaded> in_memory(const cache::Key& key) {
+    std::lock_guard lock(mutex);
+    const auto slot = loaded.find(key);
+    if (slot == loaded.end() ||
+        slot->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      return std::nullopt;
+    }
+    try {
+      return slot->second.get();
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+
+  std::vector<Kernel> collective(std::span<const codegen::KernelSource> sources, Comm& comm);
+  Loaded adopt(const codegen::KernelSource& source, const cache::Key& key,
+               const std::string& object, const KernelInfo& root_info, Comm& comm);
+
   EngineOptions options;
   Compiler compiler;
   std::shared_ptr<Jit> jit;
@@ -260,6 +322,293 @@ struct Engine::Impl {
   // One slot per key: the first request fills it, later ones share the result (single-flight).
   std::map<cache::Key, std::shared_future<Loaded>> loaded;
 };
+
+namespace {
+
+// The payload rank 0 broadcasts for a collective request: per missing kernel, in request order,
+// either the object and what it cost, or the error every rank must raise.
+class Writer {
+public:
+  void u64(std::uint64_t value) { m_text.append(reinterpret_cast<const char*>(&value), 8); }
+  void f64(double value) { m_text.append(reinterpret_cast<const char*>(&value), 8); }
+  void text(std::string_view value) {
+    u64(value.size());
+    m_text.append(value);
+  }
+  std::string take() { return std::move(m_text); }
+
+private:
+  std::string m_text;
+};
+
+class Reader {
+public:
+  explicit Reader(const std::string& text) : m_text(text) {}
+  std::uint64_t u64() {
+    std::uint64_t value = 0;
+    take(&value, 8);
+    return value;
+  }
+  double f64() {
+    double value = 0;
+    take(&value, 8);
+    return value;
+  }
+  std::string text() {
+    const std::uint64_t size = u64();
+    UWJIT_ASSERT(size <= m_text.size() - m_at, "truncated collective payload");
+    std::string value = m_text.substr(m_at, size);
+    m_at += size;
+    return value;
+  }
+
+private:
+  void take(void* out, std::size_t size) {
+    UWJIT_ASSERT(m_at + size <= m_text.size(), "truncated collective payload");
+    std::memcpy(out, m_text.data() + m_at, size);
+    m_at += size;
+  }
+  const std::string& m_text;
+  std::size_t m_at = 0;
+};
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const auto end = text.find(separator, start);
+    parts.emplace_back(text.substr(start, end - start));
+    if (end == std::string_view::npos) {
+      return parts;
+    }
+    start = end + 1;
+  }
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (const int r : ranks) {
+    out += (out.empty() ? "" : ",") + std::to_string(r);
+  }
+  return out;
+}
+
+// The first line where two texts differ (1-based), and that line in each.
+struct LineDifference {
+  std::size_t line = 0;
+  std::string a, b;
+};
+
+LineDifference first_difference(const std::string& a, const std::string& b) {
+  const auto lines_a = split(a, '\n');
+  const auto lines_b = split(b, '\n');
+  for (std::size_t i = 0; i < std::max(lines_a.size(), lines_b.size()); ++i) {
+    const std::string la = i < lines_a.size() ? lines_a[i] : "(end of source)";
+    const std::string lb = i < lines_b.size() ? lines_b[i] : "(end of source)";
+    if (la != lb) {
+      return {i + 1, la, lb};
+    }
+  }
+  return {};
+}
+
+} // namespace
+
+std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSource> sources,
+                                             Comm& comm) {
+  // 1. Every rank states its keys and which kernels it holds already; one all-gather.
+  std::vector<cache::Key> keys;
+  std::string mine;
+  for (const auto& source : sources) {
+    keys.push_back(cache::Key::of(source.canonical(), salt));
+    mine += (mine.empty() ? "" : ",") + keys.back().hex() + (in_memory(keys.back()) ? "+" : "-");
+  }
+  const std::vector<std::string> all = comm.all_gather(mine);
+
+  // 2. Key agreement: the same verdict on every rank, from the same gathered text.
+  std::vector<std::vector<std::string>> per_rank;
+  for (const auto& text : all) {
+    per_rank.push_back(text.empty() ? std::vector<std::string>{} : split(text, ','));
+  }
+  std::optional<std::size_t> differing;
+  for (int r = 1; r < comm.size() && !differing; ++r) {
+    if (per_rank[r].size() != per_rank[0].size()) {
+      throw Error(ErrorKind::collective,
+                  format("collective kernel request: rank {} asks for {} kernels, rank 0 for {}", r,
+                         per_rank[r].size(), per_rank[0].size()));
+    }
+    for (std::size_t i = 0; i < per_rank[0].size(); ++i) {
+      if (per_rank[r][i].substr(0, 16) != per_rank[0][i].substr(0, 16)) {
+        differing = differing ? std::min(*differing, i) : i;
+      }
+    }
+  }
+  if (differing) {
+    const std::size_t i = *differing;
+    // Every rank takes part, as every rank reached the same verdict.
+    const std::vector<std::string> texts = comm.all_gather(sources[i].canonical());
+    std::map<std::string, std::vector<int>> groups; // key → ranks
+    for (int r = 0; r < comm.size(); ++r) {
+      groups[per_rank[r][i].substr(0, 16)].push_back(r);
+    }
+    std::string message = format("ranks disagree on kernel {} of {} (origin \"{}\"):", i + 1,
+                                 sources.size(), sources[i].origin());
+    for (const auto& [key, ranks] : groups) {
+      message += format(" ranks {} have key {};", rank_list(ranks), key);
+    }
+    const std::string& reference = texts[0];
+    for (const auto& [key, ranks] : groups) {
+      if (ranks.front() == 0) {
+        continue;
+      }
+      const auto diff = first_difference(reference, texts[ranks.front()]);
+      message += format(" rank {} first differs from rank 0 at line {} of the canonical "
+                        "source: rank 0 has `{}`, rank {} has `{}`;",
+                        ranks.front(), diff.line, diff.a, ranks.front(), diff.b);
+    }
+    message += " each distinct source is written to mismatch/KEY.cpp in the cache directory";
+    if (store) {
+      std::error_code ec;
+      const auto dir = store->dir() / "mismatch";
+      std::filesystem::create_directories(dir, ec);
+      for (const auto& [key, ranks] : groups) {
+        write_dump(dir / (key + ".cpp"), texts[ranks.front()], logger);
+      }
+    }
+    logger.error("{}", message);
+    throw Error(ErrorKind::collective, message);
+  }
+
+  // 3. Which kernels some rank lacks: known alike on every rank.
+  std::vector<bool> needed(sources.size(), false);
+  bool any_needed = false;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    for (int r = 0; r < comm.size(); ++r) {
+      needed[i] = needed[i] || per_rank[r][i].back() == '-';
+    }
+    any_needed = any_needed || needed[i];
+  }
+  std::vector<Kernel> out;
+  if (!any_needed) {
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      const Loaded hit = request(sources[i], keys[i]);
+      out.emplace_back(hit.entry, hit.code, hit.info);
+    }
+    return out;
+  }
+
+  // 4. Rank 0 gets every needed kernel (memory, disk or compile, in parallel) and broadcasts
+  //    each outcome; an error is caught and broadcast, never thrown before the broadcast.
+  std::string payload;
+  std::vector<std::optional<Loaded>> fetched(sources.size()); // rank 0's own results
+  if (comm.rank() == 0) {
+    std::vector<std::future<Loaded>> pending(sources.size());
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      if (needed[i]) {
+        pending[i] = std::async(std::launch::async, [this, &sources, &keys, i] {
+          return request(sources[i], keys[i]);
+        });
+      }
+    }
+    Writer writer;
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      if (!needed[i]) {
+        continue;
+      }
+      try {
+        const Loaded& got = fetched[i].emplace(pending[i].get());
+        writer.u64(0);
+        writer.u64(static_cast<std::uint64_t>(got.info->tier));
+        writer.f64(got.info->compile.frontend_ms);
+        writer.f64(got.info->compile.optimise_ms);
+        writer.f64(got.info->compile.codegen_ms);
+        writer.text(std::string_view(got.object->data(), got.object->size()));
+      } catch (const Error& error) {
+        writer.u64(1);
+        writer.u64(static_cast<std::uint64_t>(error.kind()));
+        writer.text(error.what());
+      } catch (const std::exception& error) {
+        writer.u64(1);
+        writer.u64(static_cast<std::uint64_t>(ErrorKind::internal));
+        writer.text(error.what());
+      }
+    }
+    payload = writer.take();
+  }
+  payload = comm.broadcast(std::move(payload), 0);
+
+  // 5. Every rank reads the same outcomes: the first error is raised everywhere alike.
+  Reader reader(payload);
+  std::vector<std::optional<std::pair<KernelInfo, std::string>>> received(sources.size());
+  std::optional<Error> failure;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (!needed[i]) {
+      continue;
+    }
+    if (reader.u64() != 0) {
+      const auto kind = static_cast<ErrorKind>(reader.u64());
+      std::string message = reader.text();
+      if (!failure) {
+        failure.emplace(kind, message);
+      }
+      continue;
+    }
+    KernelInfo info;
+    info.tier = static_cast<Tier>(reader.u64());
+    info.compile.frontend_ms = reader.f64();
+    info.compile.optimise_ms = reader.f64();
+    info.compile.codegen_ms = reader.f64();
+    received[i].emplace(std::move(info), reader.text());
+  }
+  if (failure) {
+    throw *failure;
+  }
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (fetched[i]) {
+      out.emplace_back(fetched[i]->entry, fetched[i]->code, fetched[i]->info);
+      continue;
+    }
+    if (!needed[i] || in_memory(keys[i])) {
+      const Loaded hit = request(sources[i], keys[i]);
+      out.emplace_back(hit.entry, hit.code, hit.info);
+      continue;
+    }
+    const Loaded got = adopt(sources[i], keys[i], received[i]->second, received[i]->first, comm);
+    out.emplace_back(got.entry, got.code, got.info);
+  }
+  return out;
+}
+
+// Loads an object received from rank 0, as this process's copy of `key`; a node leader also
+// publishes it to its node's cache when that lacks it (node-local cache directories).
+Loaded Engine::Impl::adopt(const codegen::KernelSource& source, const cache::Key& key,
+                           const std::string& object, const KernelInfo& root_info, Comm& comm) {
+  const auto start = Clock::now();
+  auto info = std::make_shared<KernelInfo>();
+  info->key = key.hex();
+  info->entry = source.entry_symbol(key.hex());
+  info->origin = source.origin();
+  info->slots = source.slots();
+  info->tier = Tier::received;
+  Loaded got = load(source, key, std::span(object.data(), object.size()), info, start);
+  {
+    std::lock_guard lock(mutex);
+    std::promise<Loaded> done;
+    done.set_value(got);
+    loaded.insert_or_assign(key, done.get_future().share());
+  }
+  if (store && comm.node_rank() == 0 &&
+      !store->lookup(key, salt, slot_tables(source.slots())).hit()) {
+    cache::KeyLock lock = store->lock(key, options.lock_timeout);
+    if (lock.outcome() != cache::LockOutcome::timed_out) {
+      CompiledObject compiled;
+      compiled.bytes.assign(object.begin(), object.end());
+      compiled.timings = root_info.compile;
+      publish(source, key, *info, compiled);
+    }
+  }
+  return got;
+}
 
 Engine::Engine() : Engine(EngineOptions::from_environment()) {}
 
@@ -295,43 +644,38 @@ cache::Key Engine::key_of(const codegen::KernelSource& source) const {
 }
 
 Kernel Engine::kernel(const codegen::KernelSource& source) {
-  const auto start = Clock::now();
-  const cache::Key key = key_of(source);
-  std::shared_future<Loaded> pending;
-  std::promise<Loaded> promise;
-  bool owner = false;
-  {
-    std::lock_guard lock(m_impl->mutex);
-    auto [slot, inserted] = m_impl->loaded.try_emplace(key);
-    if (inserted) {
-      slot->second = promise.get_future().share();
-      owner = true;
-    }
-    pending = slot->second;
+  const Loaded loaded = m_impl->request(source, key_of(source));
+  return Kernel(loaded.entry, loaded.code, loaded.info);
+}
+
+std::vector<Kernel> Engine::kernels(std::span<const codegen::KernelSource> sources) {
+  std::vector<std::future<Loaded>> pending;
+  for (const auto& source : sources) {
+    pending.push_back(std::async(
+        std::launch::async, [this, &source] { return m_impl->request(source, key_of(source)); }));
   }
-  if (owner) {
+  std::vector<Kernel> out;
+  std::exception_ptr failure;
+  for (auto& future : pending) {
     try {
-      promise.set_value(m_impl->build(source, key));
+      const Loaded loaded = future.get();
+      out.emplace_back(loaded.entry, loaded.code, loaded.info);
     } catch (...) {
-      // Waiters get the same error; the slot goes, so a later request tries again.
-      promise.set_exception(std::current_exception());
-      std::lock_guard lock(m_impl->mutex);
-      m_impl->loaded.erase(key);
-      throw;
+      failure = failure ? failure : std::current_exception();
     }
-    const Loaded& fresh = pending.get();
-    return Kernel(fresh.entry, fresh.code, fresh.info);
   }
-  const Loaded& hit = pending.get();
-  m_impl->stats.add(cache::Stat::memory_hits);
-  auto info = std::make_shared<KernelInfo>(*hit.info);
-  info->tier = Tier::memory;
-  info->compile = {};
-  info->warnings.clear();
-  info->load_ms = 0;
-  info->request_ms = ms_since(start);
-  m_impl->logger.debug("memory hit key={} origin={}", key.hex(), source.origin());
-  return Kernel(hit.entry, hit.code, std::move(info));
+  if (failure) {
+    std::rethrow_exception(failure);
+  }
+  return out;
+}
+
+Kernel Engine::kernel(const codegen::KernelSource& source, Comm& comm) {
+  return kernels(std::span(&source, 1), comm).front();
+}
+
+std::vector<Kernel> Engine::kernels(std::span<const codegen::KernelSource> sources, Comm& comm) {
+  return m_impl->collective(sources, comm);
 }
 
 } // namespace uwjit::engine

@@ -10,6 +10,8 @@ const char* to_string(Tier tier) noexcept {
     return "disk";
   case Tier::compiled:
     return "compiled";
+  case Tier::received:
+    return "received";
   }
   return "compiled";
 }

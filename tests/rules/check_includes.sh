@@ -29,7 +29,9 @@ forbid "nodes" "uwjit/cache/|openssl/" "nodes/ use runtime and codegen, not cach
 # Public headers include only the standard library and uwjit's own public headers.
 for dir in "$root"/*/include; do
   [ -d "$dir" ] || continue
-  hits=$(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<(llvm|clang|spdlog|fmt|nlohmann|openssl|boost|mpi)' "$dir" || true)
+  # <uwjit/mpi.hpp> is the one public header that takes an MPI_Comm; it stands apart.
+  hits=$(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<(llvm|clang|spdlog|fmt|nlohmann|openssl|boost|mpi)' "$dir" \
+    | grep -v '/include/uwjit/mpi\.hpp:[0-9]*:#include <mpi\.h>' || true)
   [ -z "$hits" ] || { echo "FORBIDDEN (third-party header in a public header): $hits"; status=1; }
 done
 [ $status -eq 0 ] && echo "include rules: 1 passed, 0 failed" || echo "include rules: 0 passed, 1 failed"

@@ -60,6 +60,8 @@ const char* tier_text(engine::Tier tier) {
     return "disk cache (verified entry, no compile)";
   case engine::Tier::compiled:
     return "compiler (cold compile, published to the cache)";
+  case engine::Tier::received:
+    return "another rank (collective request)";
   }
   return "";
 }

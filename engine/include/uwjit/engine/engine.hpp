@@ -5,6 +5,7 @@
 #include <uwjit/cache/key.hpp>
 #include <uwjit/cache/stats.hpp>
 #include <uwjit/codegen/kernel_source.hpp>
+#include <uwjit/engine/comm.hpp>
 #include <uwjit/engine/compiler.hpp>
 #include <uwjit/engine/kernel.hpp>
 
@@ -12,6 +13,8 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
+#include <vector>
 
 namespace uwjit::engine {
 
@@ -56,6 +59,25 @@ public:
   /// The kernel for `source`. Throws Error(compile) with diagnostics, Error(jit) if the object
   /// cannot be loaded; a failed request leaves nothing behind and may be retried.
   [[nodiscard]] Kernel kernel(const codegen::KernelSource& source);
+
+  /// The kernels for `sources`, in order; distinct cold kernels compile in parallel threads.
+  /// Throws as kernel() does (the first failure, after every request has finished).
+  [[nodiscard]] std::vector<Kernel> kernels(std::span<const codegen::KernelSource> sources);
+
+  /// Collective over `comm`: every rank asks for the same sources, in the same order. The
+  /// ranks' keys are compared first: if they differ, every rank throws the same
+  /// Error(collective) naming the ranks that differ and the first line where their sources
+  /// differ, and each distinct source is written to `mismatch/KEY.cpp` in each rank's cache
+  /// directory. Otherwise rank 0 alone looks each missing kernel up on disk or compiles it (under
+  /// the per-key lock, so concurrent jobs compile once too) and broadcasts the outcome and the
+  /// object; the other ranks load it (tier `received`), and one rank per node publishes it to
+  /// its node's cache if that lacks it. A compile error on rank 0 raises the same
+  /// Error(compile) on every rank. Never hangs: no rank branches into a collective alone.
+  [[nodiscard]] std::vector<Kernel> kernels(std::span<const codegen::KernelSource> sources,
+                                            Comm& comm);
+
+  /// kernels({source}, comm)[0].
+  [[nodiscard]] Kernel kernel(const codegen::KernelSource& source, Comm& comm);
 
   /// The key `source` has under this engine's salt.
   [[nodiscard]] cache::Key key_of(const codegen::KernelSource& source) const;

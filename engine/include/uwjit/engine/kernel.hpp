@@ -16,9 +16,10 @@ enum class Tier {
   memory,   ///< already loaded in this process
   disk,     ///< loaded from a verified cache entry
   compiled, ///< compiled now (cold)
+  received, ///< received from the rank that compiled or loaded it (collective requests)
 };
 
-/// "memory", "disk" or "compiled".
+/// "memory", "disk", "compiled" or "received".
 [[nodiscard]] const char* to_string(Tier tier) noexcept;
 
 /// What a kernel request did and what it cost.

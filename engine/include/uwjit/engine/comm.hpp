@@ -1,0 +1,80 @@
+// Comm: the communicator the engine and runtime cooperate through; serial here, MPI in
+// <uwjit/mpi.hpp>, so that a serial host needs no MPI at all.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uwjit::engine {
+
+/// A group of cooperating processes (ranks). Every method except rank(), size(), node_rank()
+/// and the point-to-point ones is collective: all ranks call it, in the same order. Calls from
+/// one rank must come from one thread at a time.
+class Comm {
+public:
+  virtual ~Comm() = default;
+  [[nodiscard]] virtual int rank() const noexcept = 0;
+  [[nodiscard]] virtual int size() const noexcept = 0;
+  /// This rank's index among the ranks that share its node (memory); 0 marks a node leader.
+  [[nodiscard]] virtual int node_rank() const noexcept = 0;
+
+  /// Every rank's `mine`, in rank order.
+  [[nodiscard]] virtual std::vector<std::string> all_gather(std::string_view mine) = 0;
+  /// `root`'s `bytes` on every rank (other ranks' arguments are ignored).
+  [[nodiscard]] virtual std::string broadcast(std::string bytes, int root) = 0;
+  /// Element-wise sums of `values` over all ranks, in place.
+  virtual void all_reduce_sum(std::span<double> values) = 0;
+  /// Element-wise sums of `values` over all ranks, in place.
+  virtual void all_reduce_sum(std::span<std::uint64_t> values) = 0;
+  /// Sends `send` to `dest` and receives `receive.size()` bytes from `source` at once (either may
+  /// be this rank). Point-to-point: only the two partners take part.
+  virtual void send_receive(std::span<const std::byte> send, int dest, std::span<std::byte> receive,
+                            int source, int tag) = 0;
+  /// A handle on a started non-blocking transfer.
+  class Request {
+  public:
+    virtual ~Request() = default;
+    /// Waits for the transfer to finish. Idempotent.
+    virtual void wait() = 0;
+  };
+  /// Starts receiving into `receive` from `source`; the buffer must live until wait().
+  [[nodiscard]] virtual std::unique_ptr<Request> start_receive(std::span<std::byte> receive,
+                                                               int source, int tag) = 0;
+  /// Starts sending `send` to `dest`; the buffer must live until wait().
+  [[nodiscard]] virtual std::unique_ptr<Request> start_send(std::span<const std::byte> send,
+                                                            int dest, int tag) = 0;
+  virtual void barrier() = 0;
+};
+
+/// One process alone: rank 0 of 1. Collectives return their input.
+class SerialComm final : public Comm {
+public:
+  [[nodiscard]] int rank() const noexcept override { return 0; }
+  [[nodiscard]] int size() const noexcept override { return 1; }
+  [[nodiscard]] int node_rank() const noexcept override { return 0; }
+  [[nodiscard]] std::vector<std::string> all_gather(std::string_view mine) override;
+  [[nodiscard]] std::string broadcast(std::string bytes, int root) override;
+  void all_reduce_sum(std::span<double>) override {}
+  void all_reduce_sum(std::span<std::uint64_t>) override {}
+  void send_receive(std::span<const std::byte> send, int dest, std::span<std::byte> receive,
+                    int source, int tag) override;
+  [[nodiscard]] std::unique_ptr<Request> start_receive(std::span<std::byte> receive, int source,
+                                                       int tag) override;
+  [[nodiscard]] std::unique_ptr<Request> start_send(std::span<const std::byte> send, int dest,
+                                                    int tag) override;
+  void barrier() override {}
+
+private:
+  // Self-transfers (a halo exchange with oneself along a periodic axis), matched by tag: the
+  // second half to be posted completes the copy.
+  std::multimap<int, std::vector<std::byte>> m_sends;
+  std::multimap<int, std::span<std::byte>> m_receives;
+};
+
+} // namespace uwjit::engine

@@ -1,0 +1,164 @@
+// The MPI implementation of Comm: the one file of the engine that includes <mpi.h>.
+#include <uwjit/mpi.hpp>
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/log.hpp>
+
+#include <climits>
+#include <numeric>
+
+namespace uwjit::mpi {
+
+namespace {
+
+void check(int code, const char* what) {
+  if (code != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    throw Error(ErrorKind::collective, format("{} failed: {}", what, std::string(text, length)));
+  }
+}
+
+int checked_count(std::size_t bytes) {
+  if (bytes > static_cast<std::size_t>(INT_MAX)) {
+    throw Error(ErrorKind::usage, format("an MPI message of {} bytes is over 2 GiB", bytes));
+  }
+  return static_cast<int>(bytes);
+}
+
+class MpiRequest final : public engine::Comm::Request {
+public:
+  MpiRequest() = default;
+  MpiRequest(const MpiRequest&) = delete;
+  MpiRequest& operator=(const MpiRequest&) = delete;
+  ~MpiRequest() override {
+    if (m_request != MPI_REQUEST_NULL) {
+      // Never leave a transfer running into freed buffers; errors cannot be thrown from here.
+      MPI_Wait(&m_request, MPI_STATUS_IGNORE);
+    }
+  }
+  void wait() override { check(MPI_Wait(&m_request, MPI_STATUS_IGNORE), "MPI_Wait"); }
+  MPI_Request m_request = MPI_REQUEST_NULL;
+};
+
+class MpiComm final : public engine::Comm {
+public:
+  explicit MpiComm(MPI_Comm parent) {
+    check(MPI_Comm_dup(parent, &m_comm), "MPI_Comm_dup");
+    // Errors come back as codes and become Error(collective), instead of aborting the job.
+    check(MPI_Comm_set_errhandler(m_comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check(MPI_Comm_rank(m_comm, &m_rank), "MPI_Comm_rank");
+    check(MPI_Comm_size(m_comm, &m_size), "MPI_Comm_size");
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(m_comm, MPI_COMM_TYPE_SHARED, m_rank, MPI_INFO_NULL, &node),
+          "MPI_Comm_split_type");
+    check(MPI_Comm_rank(node, &m_node_rank), "MPI_Comm_rank");
+    MPI_Comm_free(&node);
+    log::set_rank(m_rank, m_size);
+  }
+  MpiComm(const MpiComm&) = delete;
+  MpiComm& operator=(const MpiComm&) = delete;
+  ~MpiComm() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) {
+      MPI_Comm_free(&m_comm);
+    }
+  }
+
+  [[nodiscard]] int rank() const noexcept override { return m_rank; }
+  [[nodiscard]] int size() const noexcept override { return m_size; }
+  [[nodiscard]] int node_rank() const noexcept override { return m_node_rank; }
+
+  [[nodiscard]] std::vector<std::string> all_gather(std::string_view mine) override {
+    int length = checked_count(mine.size());
+    std::vector<int> lengths(m_size);
+    check(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, m_comm), "MPI_Allgather");
+    std::vector<int> offsets(m_size, 0);
+    std::size_t total = 0;
+    for (int r = 0; r < m_size; ++r) {
+      offsets[r] = checked_count(total);
+      total += static_cast<std::size_t>(lengths[r]);
+    }
+    std::string all(total, '\0');
+    check(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                         MPI_CHAR, m_comm),
+          "MPI_Allgatherv");
+    std::vector<std::string> out;
+    for (int r = 0; r < m_size; ++r) {
+      out.push_back(
+          all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
+    }
+    return out;
+  }
+
+  [[nodiscard]] std::string broadcast(std::string bytes, int root) override {
+    unsigned long long length = bytes.size();
+    check(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, root, m_comm), "MPI_Bcast");
+    bytes.resize(length);
+    // Large payloads go in pieces under MPI's int counts.
+    constexpr std::size_t k_piece = 1U << 30;
+    for (std::size_t done = 0; done < length; done += k_piece) {
+      const std::size_t piece = std::min<std::size_t>(k_piece, length - done);
+      check(MPI_Bcast(bytes.data() + done, static_cast<int>(piece), MPI_CHAR, root, m_comm),
+            "MPI_Bcast");
+    }
+    return bytes;
+  }
+
+  void all_reduce_sum(std::span<double> values) override {
+    check(MPI_Allreduce(MPI_IN_PLACE, values.data(), checked_count(values.size()), MPI_DOUBLE,
+                        MPI_SUM, m_comm),
+          "MPI_Allreduce");
+  }
+
+  void all_reduce_sum(std::span<std::uint64_t> values) override {
+    check(MPI_Allreduce(MPI_IN_PLACE, values.data(), checked_count(values.size()), MPI_UINT64_T,
+                        MPI_SUM, m_comm),
+          "MPI_Allreduce");
+  }
+
+  void send_receive(std::span<const std::byte> send, int dest, std::span<std::byte> receive,
+                    int source, int tag) override {
+    check(MPI_Sendrecv(send.data(), checked_count(send.size()), MPI_BYTE, dest, tag, receive.data(),
+                       checked_count(receive.size()), MPI_BYTE, source, tag, m_comm,
+                       MPI_STATUS_IGNORE),
+          "MPI_Sendrecv");
+  }
+
+  [[nodiscard]] std::unique_ptr<Request> start_receive(std::span<std::byte> receive, int source,
+                                                       int tag) override {
+    auto request = std::make_unique<MpiRequest>();
+    check(MPI_Irecv(receive.data(), checked_count(receive.size()), MPI_BYTE, source, tag, m_comm,
+                    &request->m_request),
+          "MPI_Irecv");
+    return request;
+  }
+
+  [[nodiscard]] std::unique_ptr<Request> start_send(std::span<const std::byte> send, int dest,
+                                                    int tag) override {
+    auto request = std::make_unique<MpiRequest>();
+    check(MPI_Isend(send.data(), checked_count(send.size()), MPI_BYTE, dest, tag, m_comm,
+                    &request->m_request),
+          "MPI_Isend");
+    return request;
+  }
+
+  void barrier() override { check(MPI_Barrier(m_comm), "MPI_Barrier"); }
+
+private:
+  MPI_Comm m_comm = MPI_COMM_NULL;
+  int m_rank = 0;
+  int m_size = 1;
+  int m_node_rank = 0;
+};
+
+} // namespace
+
+std::unique_ptr<engine::Comm> make_comm(MPI_Comm comm) {
+  return std::make_unique<MpiComm>(comm);
+}
+
+} // namespace uwjit::mpi

@@ -1,0 +1,190 @@
+// Collective kernel requests under mpiexec: one compile per job, the same error on every rank.
+#include "harness.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/mpi.hpp>
+
+#include <filesystem>
+#include <stdlib.h>
+
+using uwjit::cache::Stat;
+using uwjit::codegen::KernelSource;
+using uwjit::engine::Engine;
+using uwjit::engine::Tier;
+
+namespace {
+
+std::unique_ptr<uwjit::engine::Comm>& comm() {
+  static std::unique_ptr<uwjit::engine::Comm> instance;
+  return instance;
+}
+
+// A fresh cache directory shared by the job (made by rank 0, its path broadcast).
+std::filesystem::path job_sandbox() {
+  std::string path;
+  if (comm()->rank() == 0) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "uwjit-mpi.XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  return comm()->broadcast(path, 0);
+}
+
+KernelSource scale(double factor, const std::string& extra = "") {
+  return KernelSource::generated(
+      "scale",
+      "extern \"C\" int __UWJIT_ENTRY__(const uwjit_kernel_args* args) {\n"
+      "  const double* x = static_cast<const double*>(args->state_in[0]);\n"
+      "  double* y = static_cast<double*>(args->state_out[0]);\n" +
+          extra + "  y[0] = " + std::to_string(factor) +
+          " * x[0];\n"
+          "  return UWJIT_KERNEL_OK;\n"
+          "}\n",
+      {.state_in = {"x"}, .state_out = {"y"}});
+}
+
+double call(const uwjit::engine::Kernel& kernel, double x) {
+  double y = 0;
+  const void* in[] = {&x};
+  void* out[] = {&y};
+  uwjit_kernel_args args{};
+  args.state_in = in;
+  args.state_out = out;
+  MPI_CHECK(kernel(args) == UWJIT_KERNEL_OK);
+  return y;
+}
+
+std::uint64_t job_total(const Engine& engine, Stat stat) {
+  std::uint64_t value = engine.stats().get(stat);
+  comm()->all_reduce_sum(std::span(&value, 1));
+  return value;
+}
+
+// The error every rank raised, checked to be the same text everywhere.
+std::string same_error_everywhere(const std::function<void()>& body, uwjit::ErrorKind kind) {
+  std::string message = "(no error)";
+  bool right_kind = false;
+  try {
+    body();
+  } catch (const uwjit::Error& error) {
+    message = error.what();
+    right_kind = error.kind() == kind;
+  }
+  MPI_CHECK(right_kind);
+  for (const auto& other : comm()->all_gather(message)) {
+    MPI_CHECK(other == message);
+  }
+  return message;
+}
+
+MPI_TEST_CASE("a cold job compiles each kernel once in total, and every rank computes") {
+  const auto dir = job_sandbox();
+  {
+    Engine engine({.cache_dir = dir});
+    const std::vector<KernelSource> sources = {scale(2.0), scale(3.0), scale(4.0)};
+    const auto kernels = engine.kernels(sources, *comm());
+    MPI_CHECK(job_total(engine, Stat::compiles) == 3);
+    MPI_CHECK(call(kernels[0], 1.5) == 3.0);
+    MPI_CHECK(call(kernels[2], 1.5) == 6.0);
+    for (const auto& kernel : kernels) {
+      MPI_CHECK(kernel.info().tier == (comm()->rank() == 0 ? Tier::compiled : Tier::received));
+    }
+    // Asked again: every rank has them in memory, nothing is compiled or sent.
+    const auto again = engine.kernels(sources, *comm());
+    MPI_CHECK(again[1].info().tier == Tier::memory);
+    MPI_CHECK(job_total(engine, Stat::compiles) == 3);
+  }
+  // A new job on the same cache: rank 0 reads the disk, nobody compiles.
+  Engine engine({.cache_dir = dir});
+  const auto kernel = engine.kernel(scale(3.0), *comm());
+  MPI_CHECK(job_total(engine, Stat::compiles) == 0);
+  MPI_CHECK(kernel.info().tier == (comm()->rank() == 0 ? Tier::disk : Tier::received));
+  MPI_CHECK(call(kernel, 2.0) == 6.0);
+  comm()->barrier();
+  if (comm()->rank() == 0) {
+    std::filesystem::remove_all(dir);
+  }
+}
+
+MPI_TEST_CASE("a key mismatch raises the same collective error on every rank") {
+  if (comm()->size() < 2) {
+    return; // one rank cannot disagree with itself
+  }
+  const auto dir = job_sandbox();
+  Engine engine({.cache_dir = dir});
+  // The last rank emits a different source: a generator that depends on the rank.
+  const bool odd = comm()->rank() == comm()->size() - 1;
+  const auto message = same_error_everywhere(
+      [&] { (void)engine.kernel(scale(odd ? 5.0 : 2.0), *comm()); }, uwjit::ErrorKind::collective);
+  MPI_CHECK(message.find("ranks disagree on kernel 1 of 1") != std::string::npos);
+  MPI_CHECK(message.find("rank " + std::to_string(comm()->size() - 1) + " first differs") !=
+            std::string::npos);
+  MPI_CHECK(message.find("5.000000 * x[0]") != std::string::npos);
+  MPI_CHECK(message.find("2.000000 * x[0]") != std::string::npos);
+  // Each distinct source is kept for inspection, and the engine still works afterwards.
+  std::size_t written = 0;
+  for (const auto& file : std::filesystem::directory_iterator(dir / "mismatch")) {
+    written += file.path().extension() == ".cpp" ? 1 : 0;
+  }
+  MPI_CHECK(written == 2);
+  MPI_CHECK(call(engine.kernel(scale(7.0), *comm()), 1.0) == 7.0);
+  comm()->barrier();
+  if (comm()->rank() == 0) {
+    std::filesystem::remove_all(dir);
+  }
+}
+
+MPI_TEST_CASE("a compile error on the compiling rank raises the same error on every rank") {
+  const auto dir = job_sandbox();
+  Engine engine({.cache_dir = dir});
+  const auto message =
+      same_error_everywhere([&] { (void)engine.kernel(scale(1.0, "  int broken = ;\n"), *comm()); },
+                            uwjit::ErrorKind::compile);
+  MPI_CHECK(message.find("kernel.cpp:4:") != std::string::npos);
+  MPI_CHECK(job_total(engine, Stat::compiles) == 0);
+  // The job goes on: the next request works.
+  MPI_CHECK(call(engine.kernel(scale(8.0), *comm()), 1.0) == 8.0);
+  comm()->barrier();
+  if (comm()->rank() == 0) {
+    std::filesystem::remove_all(dir);
+  }
+}
+
+MPI_TEST_CASE("ranks asking for different numbers of kernels get a collective error") {
+  if (comm()->size() < 2) {
+    return;
+  }
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  std::vector<KernelSource> sources = {scale(2.0)};
+  if (comm()->rank() == 1) {
+    sources.push_back(scale(3.0));
+  }
+  const auto message = same_error_everywhere([&] { (void)engine.kernels(sources, *comm()); },
+                                             uwjit::ErrorKind::collective);
+  MPI_CHECK(message.find("rank 1 asks for 2 kernels, rank 0 for 1") != std::string::npos);
+}
+
+MPI_TEST_CASE("collectives of the communicator agree with MPI") {
+  std::vector<double> values = {1.0, static_cast<double>(comm()->rank())};
+  comm()->all_reduce_sum(values);
+  const int n = comm()->size();
+  MPI_CHECK(values[0] == n);
+  MPI_CHECK(values[1] == n * (n - 1) / 2.0);
+  const auto all = comm()->all_gather(std::string(static_cast<std::size_t>(comm()->rank()), 'x'));
+  MPI_CHECK(static_cast<int>(all.size()) == n);
+  MPI_CHECK(all.back().size() == static_cast<std::size_t>(n - 1));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int status = 1;
+  {
+    comm() = uwjit::mpi::make_comm(MPI_COMM_WORLD);
+    status = uwjit_test::run_all();
+    comm().reset();
+  }
+  MPI_Finalize();
+  return status;
+}
