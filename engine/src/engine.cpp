@@ -49,6 +49,17 @@ std::vector<cache::SlotTable> slot_tables(const codegen::SlotTables& slots) {
           {"integrals", slots.integrals}};
 }
 
+std::shared_ptr<KernelInfo> new_info(const codegen::KernelSource& source, const cache::Key& key,
+                                     Tier tier) {
+  auto info = std::make_shared<KernelInfo>();
+  info->key = key.hex();
+  info->entry = source.entry_symbol(key.hex());
+  info->origin = source.origin();
+  info->slots = source.slots();
+  info->tier = tier;
+  return info;
+}
+
 // Writes a dump file; a failure to dump never fails the request.
 void write_dump(const std::filesystem::path& path, std::string_view text,
                 const log::Logger& logger) {
@@ -191,11 +202,7 @@ struct Engine::Impl {
   // The disk tier and the cold compile, for the one request that owns this key in-process.
   Loaded build(const codegen::KernelSource& source, const cache::Key& key) {
     const auto start = Clock::now();
-    auto info = std::make_shared<KernelInfo>();
-    info->key = key.hex();
-    info->entry = source.entry_symbol(key.hex());
-    info->origin = source.origin();
-    info->slots = source.slots();
+    auto info = new_info(source, key, Tier::compiled);
     if (!store) {
       info->tier = Tier::compiled;
       const auto object = compile(source, key, *info);
@@ -584,12 +591,7 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
 Loaded Engine::Impl::adopt(const codegen::KernelSource& source, const cache::Key& key,
                            const std::string& object, const KernelInfo& root_info, Comm& comm) {
   const auto start = Clock::now();
-  auto info = std::make_shared<KernelInfo>();
-  info->key = key.hex();
-  info->entry = source.entry_symbol(key.hex());
-  info->origin = source.origin();
-  info->slots = source.slots();
-  info->tier = Tier::received;
+  auto info = new_info(source, key, Tier::received);
   Loaded got = load(source, key, std::span(object.data(), object.size()), info, start);
   {
     std::lock_guard lock(mutex);

@@ -447,31 +447,17 @@ int cache_command(const std::vector<std::string>& argv) {
     (argv.empty() ? std::cerr : std::cout) << k_cache_help;
     return argv.empty() ? 2 : 0;
   }
-  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  using Subcommand = int (*)(const std::vector<std::string>&);
+  static constexpr std::pair<std::string_view, Subcommand> k_subcommands[] = {
+      {"dir", dir_command},         {"list", list_command},       {"stats", stats_command},
+      {"inspect", inspect_command}, {"explain", explain_command}, {"verify", verify_command},
+      {"prune", prune_command},     {"wipe", wipe_command},
+  };
   const std::string& sub = argv.front();
-  if (sub == "dir") {
-    return dir_command(rest);
-  }
-  if (sub == "list") {
-    return list_command(rest);
-  }
-  if (sub == "stats") {
-    return stats_command(rest);
-  }
-  if (sub == "inspect") {
-    return inspect_command(rest);
-  }
-  if (sub == "explain") {
-    return explain_command(rest);
-  }
-  if (sub == "verify") {
-    return verify_command(rest);
-  }
-  if (sub == "prune") {
-    return prune_command(rest);
-  }
-  if (sub == "wipe") {
-    return wipe_command(rest);
+  for (const auto& [name, run] : k_subcommands) {
+    if (name == sub) {
+      return run({argv.begin() + 1, argv.end()});
+    }
   }
   throw Error(ErrorKind::usage, format("cache: unknown subcommand \"{}\"", sub));
 }
