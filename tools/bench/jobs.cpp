@@ -1,0 +1,258 @@
+// Multi-process sections: MPI jobs (one compile per job), K processes racing on one cold key,
+// and memory (peak RSS of a compiling process, PSS per rank).
+#include "bench.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace uwjit::bench {
+
+namespace {
+
+// Open MPI as the tests run it: as root, oversubscribed on 2 cores, shared-memory transport.
+const std::vector<std::string> k_mpi_env = {"OMPI_ALLOW_RUN_AS_ROOT=1",
+                                            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+                                            "OMPI_MCA_rmaps_base_oversubscribe=1",
+                                            "OMPI_MCA_pml=ob1",
+                                            "OMPI_MCA_btl=self,vader",
+                                            "UWJIT_LOG_LEVEL=error"};
+
+const std::string k_mpi_kernels = "stencil,fields16";
+
+bool have_program(const std::string& path_or_name) {
+  if (path_or_name.find('/') != std::string::npos) {
+    return std::filesystem::exists(path_or_name);
+  }
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path != nullptr ? path : "";
+  while (!rest.empty()) {
+    const auto colon = rest.find(':');
+    const auto dir = rest.substr(0, colon);
+    if (std::filesystem::exists(std::filesystem::path(dir) / path_or_name)) {
+      return true;
+    }
+    if (colon == std::string_view::npos) {
+      break;
+    }
+    rest.remove_prefix(colon + 1);
+  }
+  return false;
+}
+
+Json mpi_job(const Options& options, int np, const std::filesystem::path& cache, double& wall_ms) {
+  const auto result = run({"mpiexec", "-n", std::to_string(np), helper(options, "uwjit-bench-mpi"),
+                           "--cache", cache.string(), "--kernels", k_mpi_kernels},
+                          k_mpi_env, std::chrono::minutes(5));
+  wall_ms = result.wall_ms;
+  return result.json();
+}
+
+double max_of(const Json& list) {
+  double worst = 0;
+  for (const auto& v : list) {
+    worst = std::max(worst, v.get<double>());
+  }
+  return worst;
+}
+
+Json request_child_args(const Options& options, const std::filesystem::path& cache,
+                        const std::string& kernel) {
+  return Json::array({helper(options, "uwjit-bench"), "--child", "request", "--cache",
+                      cache.string(), "--kernels", kernel});
+}
+
+std::vector<std::string> argv_of(const Json& args) {
+  return args.get<std::vector<std::string>>();
+}
+
+} // namespace
+
+void mpi_section(const Options& options, Report& report) {
+  if (!have_program("mpiexec") || !have_program(helper(options, "uwjit-bench-mpi"))) {
+    report.not_measured("mpi", "no mpiexec, or uwjit was built without MPI (uwjit-bench-mpi)");
+    return;
+  }
+  Json& section = report.section("mpi");
+  section["method"] =
+      "per round and np: a cold job (fresh cache directory) then a warm job (the same directory), "
+      "each `mpiexec -n NP uwjit-bench-mpi` asking for the kernels " +
+      k_mpi_kernels +
+      " through Engine::kernels(sources, comm) (the collective request: rank 0 compiles or reads "
+      "the disk and broadcasts the objects); the sharded runtime (`uwjit run --shard`) is not in "
+      "this uwjit yet, so a job is the collective request alone";
+  section["kernels"] = split_list(k_mpi_kernels);
+  const double kernels = static_cast<double>(split_list(k_mpi_kernels).size());
+  Series series;
+  const auto dir = fresh_dir(options.work, "mpi");
+  for (int round = 0; round < options.rounds; ++round) {
+    for (const int np : options.mpi_ranks) {
+      const auto cache = fresh_dir(dir, "np" + std::to_string(np));
+      const std::string p = "np" + std::to_string(np) + "_";
+      for (const char* phase : {"cold", "warm"}) {
+        double wall = 0;
+        const Json job = mpi_job(options, np, cache, wall);
+        const std::string k = p + phase + "_";
+        series.add(k + "compiles_per_kernel", job["compiles"].get<double>() / kernels);
+        series.add(k + "job_wall_ms", wall);
+        series.add(k + "request_ms_per_kernel", max_of(job["request_ms"]) / kernels);
+        series.add(k + "mpi_init_ms", job["mpi_init_ms"]);
+        series.add(k + "pss_mb_per_rank", max_of(job["pss_kb"]) / 1024.0);
+      }
+    }
+  }
+  section["series"] = series.to_json();
+  for (const int np : options.mpi_ranks) {
+    const std::string p = "np" + std::to_string(np) + "_";
+    const std::string command = options.command("--sections mpi --mpi-ranks " + std::to_string(np));
+    report.add({.section = "mpi",
+                .figure = format("np {}: compiles per kernel per cold job", np),
+                .unit = "",
+                .value = series.summary(p + "cold_compiles_per_kernel"),
+                .goal = Goal{"1", 1.0, 1.0},
+                .limit = "a kernel was compiled by more than one rank (see the JSON's series)",
+                .command = command});
+    report.add({.section = "mpi",
+                .figure = format("np {}: cold job wall time (mpiexec to exit)", np),
+                .unit = "ms",
+                .value = series.summary(p + "cold_job_wall_ms"),
+                .command = command,
+                .note = format("MPI_Init {} ms",
+                               number_text(series.summary(p + "cold_mpi_init_ms").median))});
+    report.add({.section = "mpi",
+                .figure = format("np {}: time per kernel request, cold job (slowest rank)", np),
+                .unit = "ms",
+                .value = series.summary(p + "cold_request_ms_per_kernel"),
+                .command = command});
+    report.add({.section = "mpi",
+                .figure = format("np {}: time per kernel request, warm job (slowest rank)", np),
+                .unit = "ms",
+                .value = series.summary(p + "warm_request_ms_per_kernel"),
+                .command = command,
+                .note = format("warm job wall time {} ms",
+                               number_text(series.summary(p + "warm_job_wall_ms").median))});
+  }
+}
+
+void contention_section(const Options& options, Report& report) {
+  Json& section = report.section("contention");
+  const std::string kernel = options.quick ? "stencil" : "fields16";
+  const int k = options.contenders;
+  section["method"] = format(
+      "per round, in alternating order: one process alone requests the {} kernel on a fresh "
+      "cache directory; {} processes started together request it on another fresh directory. "
+      "Time to all-ready: from the first start to the last process holding a callable kernel",
+      kernel, k);
+  section["contenders"] = k;
+  section["kernel"] = kernel;
+  Series series;
+  const auto dir = fresh_dir(options.work, "contention");
+  for (int round = 0; round < options.rounds; ++round) {
+    for (int step = 0; step < 2; ++step) {
+      const bool alone = (step == 0) == (round % 2 == 0);
+      const int count = alone ? 1 : k;
+      const auto cache = fresh_dir(dir, alone ? "alone" : "race");
+      const auto args = argv_of(request_child_args(options, cache, kernel));
+      std::vector<Process> processes;
+      for (int i = 0; i < count; ++i) {
+        processes.push_back(Process::start(args, {"UWJIT_LOG_LEVEL=error"}));
+      }
+      std::int64_t first_start = 0, last_ready = 0;
+      double compiles = 0, disk_hits = 0, lock_waits = 0;
+      for (auto& process : processes) {
+        const auto result = process.wait();
+        const Json out = result.json();
+        first_start = first_start == 0 ? result.start_ns : std::min(first_start, result.start_ns);
+        last_ready = std::max(last_ready, out["requests"][0]["ready_ns"].get<std::int64_t>());
+        compiles += out["compiles"].get<double>();
+        disk_hits += out["disk_hits"].get<double>();
+        lock_waits += out["lock_waits"].get<double>();
+      }
+      const double ready_ms = static_cast<double>(last_ready - first_start) / 1e6;
+      series.add(alone ? "alone_ready_ms" : "race_ready_ms", ready_ms);
+      if (!alone) {
+        series.add("race_compiles", compiles);
+        series.add("race_disk_hits", disk_hits);
+        series.add("race_lock_waits", lock_waits);
+      }
+    }
+    series.add("race_over_alone",
+               series.values("race_ready_ms").back() / series.values("alone_ready_ms").back());
+  }
+  section["series"] = series.to_json();
+  const std::string command = options.command("--sections contention");
+  report.add({.section = "contention",
+              .figure = format("{} processes on one cold key: compiles in total", k),
+              .unit = "",
+              .value = series.summary("race_compiles"),
+              .goal = Goal{"1", 1.0, 1.0},
+              .limit = "more than one process compiled the key (see lock_waits in the JSON)",
+              .command = command,
+              .note = format("the others: {} disk hits after {} lock waits",
+                             number_text(series.summary("race_disk_hits").median),
+                             number_text(series.summary("race_lock_waits").median))});
+  report.add({.section = "contention",
+              .figure = format("{} processes: time to all-ready / one process alone", k),
+              .unit = "×",
+              .value = series.summary("race_over_alone"),
+              .command = command,
+              .note = format("all ready after {} ms; one alone {} ms",
+                             number_text(series.summary("race_ready_ms").median),
+                             number_text(series.summary("alone_ready_ms").median))});
+}
+
+void memory_section(const Options& options, Report& report) {
+  Json& section = report.section("memory");
+  section["method"] =
+      "peak RSS (VmHWM, reported by each process itself) of fresh processes: one compiling a "
+      "kernel cold "
+      "(memory-only), one loading it from disk, and a trivial program linked with libuwjit; PSS "
+      "from /proc/self/smaps_rollup after the request";
+  Series series;
+  const auto dir = fresh_dir(options.work, "memory");
+  std::vector<std::string> kernels = {"fields16"};
+  if (kernel_available("pipe-flow")) {
+    kernels.push_back("pipe-flow");
+  }
+  const int rounds = std::max(1, options.rounds / 2);
+  for (int round = 0; round < rounds; ++round) {
+    for (const auto& kernel : kernels) {
+      const auto cache = fresh_dir(dir, kernel);
+      const auto cold =
+          run(argv_of(request_child_args(options, cache, kernel)), {"UWJIT_LOG_LEVEL=error"});
+      const auto warm =
+          run(argv_of(request_child_args(options, cache, kernel)), {"UWJIT_LOG_LEVEL=error"});
+      series.add(kernel + "_compiling_max_rss_mb", cold.json()["peak_rss_kb"].get<double>() / 1024);
+      series.add(kernel + "_loading_max_rss_mb", warm.json()["peak_rss_kb"].get<double>() / 1024);
+      series.add(kernel + "_loading_pss_mb", warm.json()["pss_kb"].get<double>() / 1024.0);
+    }
+    const auto linked = run({helper(options, "uwjit-bench-start-linked"), "--rss"});
+    series.add("linked_trivial_max_rss_mb", linked.json()["peak_rss_kb"].get<double>() / 1024);
+  }
+  section["series"] = series.to_json();
+  section["not_measured"] = {
+      {"pss_per_rank_replicate_array",
+       "this uwjit has no node-shared replicate static arrays yet (the sharded runtime is not "
+       "merged), so PSS per rank with and without one cannot be compared; the mpi section "
+       "reports the PSS per rank of the kernel requests alone"}};
+  const std::string command = options.command("--sections memory");
+  for (const auto& kernel : kernels) {
+    report.add({.section = "memory",
+                .figure = kernel + ": peak RSS of a process compiling it",
+                .unit = "MB",
+                .value = series.summary(kernel + "_compiling_max_rss_mb"),
+                .command = command,
+                .note = format("loading it from disk instead: {} MB peak RSS, {} MB PSS",
+                               number_text(series.summary(kernel + "_loading_max_rss_mb").median),
+                               number_text(series.summary(kernel + "_loading_pss_mb").median))});
+  }
+  report.add({.section = "memory",
+              .figure = "peak RSS of a trivial program linked with libuwjit",
+              .unit = "MB",
+              .value = series.summary("linked_trivial_max_rss_mb"),
+              .command = command});
+}
+
+} // namespace uwjit::bench

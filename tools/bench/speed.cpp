@@ -1,0 +1,210 @@
+// Kernel speed: the JIT'd kernel against the same source compiled ahead of time by clang++-19
+// into a .so in the same run, and a STREAM-like copy as the bandwidth limit, interleaved.
+#include "bench.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/engine/engine.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace uwjit::bench {
+
+namespace {
+
+// The buffers of one kernel and the arguments that point at them.
+struct Workload {
+  std::string name;
+  std::vector<std::vector<double>> in, out;
+  std::vector<const void*> in_ptrs;
+  std::vector<void*> out_ptrs;
+  std::vector<uw_i64> extents;
+  double integral = 0;
+  double cells = 0; ///< interior cells updated per sweep
+  double bytes = 0; ///< the least traffic per sweep: each input read once, each output written
+
+  uwjit_kernel_args args() {
+    uwjit_kernel_args a{};
+    a.abi_version = UWJIT_KERNEL_ABI_VERSION;
+    a.n_state_in = static_cast<int>(in_ptrs.size());
+    a.n_state_out = static_cast<int>(out_ptrs.size());
+    a.n_extents = static_cast<int>(extents.size());
+    a.n_integrals = 1;
+    a.state_in = in_ptrs.data();
+    a.state_out = out_ptrs.data();
+    a.extents = extents.data();
+    a.dt = 0.1;
+    a.integrals = &integral;
+    return a;
+  }
+};
+
+Workload grid_workload(const std::string& name, int fields, std::int64_t n, std::int64_t halo) {
+  Workload w;
+  w.name = name;
+  const std::int64_t padded = n + 2 * halo;
+  const auto total = static_cast<std::size_t>(padded * padded * padded);
+  for (int f = 0; f < fields; ++f) {
+    std::vector<double> u(total);
+    for (std::size_t i = 0; i < total; ++i) {
+      u[i] = 1.0 + 0.5 * std::sin(0.001 * static_cast<double>(i) + f);
+    }
+    w.in.push_back(std::move(u));
+    w.out.emplace_back(total, 0.0);
+  }
+  for (int f = 0; f < fields; ++f) {
+    w.in_ptrs.push_back(w.in[f].data());
+    w.out_ptrs.push_back(w.out[f].data());
+  }
+  w.extents = {n, n, n};
+  w.cells = static_cast<double>(n * n * n);
+  w.bytes = fields * 8.0 * (static_cast<double>(total) + w.cells);
+  return w;
+}
+
+Workload copy_workload(std::size_t count) {
+  Workload w;
+  w.name = "copy";
+  w.in.emplace_back(count, 1.0);
+  w.out.emplace_back(count, 0.0);
+  w.in_ptrs = {w.in[0].data()};
+  w.out_ptrs = {w.out[0].data()};
+  w.extents = {static_cast<uw_i64>(count)};
+  w.cells = static_cast<double>(count);
+  w.bytes = 16.0 * static_cast<double>(count); // STREAM counts 8 read + 8 written per element
+  return w;
+}
+
+// Milliseconds per call of `fn` on `w`, over `reps` calls.
+double time_sweeps(uwjit_kernel_fn fn, Workload& w, int reps) {
+  auto args = w.args();
+  const auto start = Clock::now();
+  for (int r = 0; r < reps; ++r) {
+    if (fn(&args) != UWJIT_KERNEL_OK) {
+      throw Error(ErrorKind::internal, "benchmark kernel " + w.name + " failed");
+    }
+  }
+  return ms_since(start) / reps;
+}
+
+double max_difference(const Workload& a, const Workload& b) {
+  double worst = 0;
+  for (std::size_t f = 0; f < a.out.size(); ++f) {
+    for (std::size_t i = 0; i < a.out[f].size(); ++i) {
+      worst = std::max(worst, std::fabs(a.out[f][i] - b.out[f][i]));
+    }
+  }
+  return worst;
+}
+
+} // namespace
+
+void speed_section(const Options& options, Report& report) {
+  Json& section = report.section("kernel_speed");
+  section["method"] =
+      "per round, in alternating order: the JIT'd kernel and the same instantiated source "
+      "compiled by clang++-19 into a .so (ahead of time, in this run), each timed over several "
+      "sweeps, and a STREAM copy of the stencil's footprint; JIT/AOT is t_aot / t_jit per round; "
+      "bandwidth counts each input read once and each output written once";
+  const auto dir = fresh_dir(options.work, "speed");
+  engine::Engine engine({.disk_cache = engine::DiskCache::off});
+
+  struct Case {
+    std::string name;
+    Workload jit_w, aot_w;
+    engine::Kernel jit;
+    SubprocessBuild aot;
+  };
+  const std::int64_t n = options.grid;
+  const std::int64_t n16 = options.fields_grid;
+  std::vector<Case> cases;
+  for (const auto& [name, fields, size, halo] :
+       {std::tuple<std::string, int, std::int64_t, std::int64_t>{"stencil", 1, n, 1},
+        {"fields16", 16, n16, 2}}) {
+    const auto source = kernel_source(name);
+    const std::string entry = "bench_aot_" + std::string(name == "stencil" ? "stencil" : "f16");
+    auto jit = engine.kernel(source);
+    auto aot = build_subprocess("clang++-19", source.instantiate(entry, "bench_aot"), entry, dir,
+                                name + "-aot");
+    cases.push_back({name, grid_workload(name, fields, size, halo),
+                     grid_workload(name, fields, size, halo), jit, aot});
+  }
+  const auto copy_kernel = engine.kernel(kernel_source("copy"));
+  const std::int64_t padded = n + 2;
+  Workload copy = copy_workload(static_cast<std::size_t>(padded * padded * padded));
+
+  // Warm-up: first touches (page faults) and a check that both ways compute the same.
+  Json checks = Json::object();
+  for (auto& c : cases) {
+    (void)time_sweeps(c.jit.function(), c.jit_w, 1);
+    (void)time_sweeps(c.aot.kernel.function, c.aot_w, 1);
+    checks[c.name] = {{"max_abs_difference_jit_vs_aot", max_difference(c.jit_w, c.aot_w)}};
+  }
+  (void)time_sweeps(copy_kernel.function(), copy, 1);
+  section["checks"] = std::move(checks);
+
+  Series series;
+  const int reps = options.speed_reps;
+  for (int round = 0; round < options.rounds; ++round) {
+    const double copy_ms = time_sweeps(copy_kernel.function(), copy, reps);
+    const double copy_gbs = copy.bytes / copy_ms / 1e6;
+    series.add("copy_gb_s", copy_gbs);
+    for (auto& c : cases) {
+      double jit_ms = 0, aot_ms = 0;
+      if (round % 2 == 0) {
+        jit_ms = time_sweeps(c.jit.function(), c.jit_w, reps);
+        aot_ms = time_sweeps(c.aot.kernel.function, c.aot_w, reps);
+      } else {
+        aot_ms = time_sweeps(c.aot.kernel.function, c.aot_w, reps);
+        jit_ms = time_sweeps(c.jit.function(), c.jit_w, reps);
+      }
+      series.add(c.name + "_jit_ms", jit_ms);
+      series.add(c.name + "_aot_ms", aot_ms);
+      series.add(c.name + "_jit_over_aot_speed", aot_ms / jit_ms);
+      series.add(c.name + "_jit_mlups", c.jit_w.cells / jit_ms / 1e3);
+      const double gbs = c.jit_w.bytes / jit_ms / 1e6;
+      series.add(c.name + "_jit_gb_s", gbs);
+      series.add(c.name + "_fraction_of_copy", gbs / copy_gbs);
+    }
+  }
+  section["series"] = series.to_json();
+  section["grid"] = {{"stencil", n}, {"fields16", n16}, {"copy_elements", copy.cells}};
+  section["aot_command"] = cases.front().aot.command;
+  const std::string command = options.command("--sections kernel_speed");
+  report.add({.section = "kernel_speed",
+              .figure = format("STREAM copy ({} MB per array)", number_text(copy.cells * 8 / 1e6)),
+              .unit = "GB/s",
+              .value = series.summary("copy_gb_s"),
+              .command = command,
+              .note = "JIT'd copy loop; the physical limit for the stencils below"});
+  for (const auto& c : cases) {
+    const std::string size = format("{}³", c.name == "stencil" ? n : n16);
+    const Summary ratio = series.summary(c.name + "_jit_over_aot_speed");
+    report.add({.section = "kernel_speed",
+                .figure = c.name + " " + size + ": JIT / AOT clang++-19 speed",
+                .unit = "×",
+                .value = ratio,
+                .goal = Goal{"≥ 0.97", 0.97, std::nullopt},
+                .limit = format("per sweep JIT {} ms vs AOT {} ms (the JIT'd kernel at {} of the "
+                                "copy bandwidth; outputs differ by at most {}): the ratio's spread "
+                                "[{}–{}] over interleaved rounds is the machine's noise",
+                                number_text(series.summary(c.name + "_jit_ms").median),
+                                number_text(series.summary(c.name + "_aot_ms").median),
+                                number_text(series.summary(c.name + "_fraction_of_copy").median),
+                                section["checks"][c.name]["max_abs_difference_jit_vs_aot"].dump(),
+                                number_text(ratio.min), number_text(ratio.max)),
+                .command = command,
+                .note = c.aot.command});
+    report.add({.section = "kernel_speed",
+                .figure = c.name + " " + size + ": fraction of the copy bandwidth",
+                .unit = "",
+                .value = series.summary(c.name + "_fraction_of_copy"),
+                .command = command,
+                .note = format("{} GB/s, {} MLUPS",
+                               number_text(series.summary(c.name + "_jit_gb_s").median),
+                               number_text(series.summary(c.name + "_jit_mlups").median))});
+  }
+}
+
+} // namespace uwjit::bench
