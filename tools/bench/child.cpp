@@ -63,7 +63,8 @@ int child_main(const std::vector<std::string>& args) {
   }
   Json out;
   const auto engine_start = Clock::now();
-  engine::EngineOptions options;
+  // The environment's options (UWJIT_DUMP_DIR, UWJIT_DEBUG, ...) apply, as for any host.
+  engine::EngineOptions options = engine::EngineOptions::from_environment();
   if (cache == "off") {
     options.disk_cache = engine::DiskCache::off;
   } else {

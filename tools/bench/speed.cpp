@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 namespace uwjit::bench {
 
@@ -88,14 +90,67 @@ double time_sweeps(uwjit_kernel_fn fn, Workload& w, int reps) {
   return ms_since(start) / reps;
 }
 
-double max_difference(const Workload& a, const Workload& b) {
+double max_difference(const std::vector<std::vector<double>>& a,
+                      const std::vector<std::vector<double>>& b) {
   double worst = 0;
-  for (std::size_t f = 0; f < a.out.size(); ++f) {
-    for (std::size_t i = 0; i < a.out[f].size(); ++i) {
-      worst = std::max(worst, std::fabs(a.out[f][i] - b.out[f][i]));
+  for (std::size_t f = 0; f < a.size(); ++f) {
+    for (std::size_t i = 0; i < a[f].size(); ++i) {
+      worst = std::max(worst, std::fabs(a[f][i] - b[f][i]));
     }
   }
   return worst;
+}
+
+// The instructions of an assembly listing, without labels, directives, comments or symbol names.
+std::vector<std::string> instructions(const std::string& assembly, const std::string& entry) {
+  std::vector<std::string> out;
+  std::istringstream lines(assembly);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (const auto hash = line.find('#'); hash != std::string::npos) {
+      line.erase(hash);
+    }
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '.' || line.find(':') != std::string::npos) {
+      continue;
+    }
+    line = codegen::replace_all(line.substr(first), entry, "ENTRY");
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) {
+      line.pop_back();
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+// Whether the JIT and clang++-19 emit the same instructions for `source` (the JIT's listing
+// against `clang++-19 -S` with the AOT flags).
+std::optional<bool> same_instructions(const engine::Engine& engine,
+                                      const codegen::KernelSource& source,
+                                      const std::filesystem::path& dir, const std::string& name) {
+  const std::string entry = "bench_listing";
+  const std::string text = source.instantiate(entry, "bench_listing");
+  const auto jit = engine.compiler().compile(text, engine::Listing::ir_and_assembly);
+  const auto file = dir / (name + "-listing.cpp");
+  const auto listing = dir / (name + "-listing.s");
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << text;
+  }
+  std::vector<std::string> argv = {"clang++-19"};
+  for (const auto& flag : subprocess_flags()) {
+    if (flag != "-shared") {
+      argv.push_back(flag);
+    }
+  }
+  argv.insert(argv.end(), {"-S", "-o", listing.string(), file.string()});
+  if (!run(argv).ok()) {
+    return std::nullopt;
+  }
+  std::ifstream in(listing);
+  std::ostringstream aot;
+  aot << in.rdbuf();
+  return instructions(jit.assembly, entry) == instructions(aot.str(), entry);
 }
 
 } // namespace
@@ -110,11 +165,13 @@ void speed_section(const Options& options, Report& report) {
   const auto dir = fresh_dir(options.work, "speed");
   engine::Engine engine({.disk_cache = engine::DiskCache::off});
 
+  // JIT and AOT sweep the same buffers, so that only the code differs.
   struct Case {
     std::string name;
-    Workload jit_w, aot_w;
+    Workload w;
     engine::Kernel jit;
     SubprocessBuild aot;
+    std::optional<bool> same_code;
   };
   const std::int64_t n = options.grid;
   const std::int64_t n16 = options.fields_grid;
@@ -127,8 +184,8 @@ void speed_section(const Options& options, Report& report) {
     auto jit = engine.kernel(source);
     auto aot = build_subprocess("clang++-19", source.instantiate(entry, "bench_aot"), entry, dir,
                                 name + "-aot");
-    cases.push_back({name, grid_workload(name, fields, size, halo),
-                     grid_workload(name, fields, size, halo), jit, aot});
+    cases.push_back({name, grid_workload(name, fields, size, halo), jit, aot,
+                     same_instructions(engine, source, dir, name)});
   }
   const auto copy_kernel = engine.kernel(kernel_source("copy"));
   const std::int64_t padded = n + 2;
@@ -137,9 +194,11 @@ void speed_section(const Options& options, Report& report) {
   // Warm-up: first touches (page faults) and a check that both ways compute the same.
   Json checks = Json::object();
   for (auto& c : cases) {
-    (void)time_sweeps(c.jit.function(), c.jit_w, 1);
-    (void)time_sweeps(c.aot.kernel.function, c.aot_w, 1);
-    checks[c.name] = {{"max_abs_difference_jit_vs_aot", max_difference(c.jit_w, c.aot_w)}};
+    (void)time_sweeps(c.jit.function(), c.w, 1);
+    const auto jit_out = c.w.out;
+    (void)time_sweeps(c.aot.kernel.function, c.w, 1);
+    checks[c.name] = {{"max_abs_difference_jit_vs_aot", max_difference(jit_out, c.w.out)},
+                      {"same_instructions", c.same_code ? Json(*c.same_code) : Json(nullptr)}};
   }
   (void)time_sweeps(copy_kernel.function(), copy, 1);
   section["checks"] = std::move(checks);
@@ -153,17 +212,17 @@ void speed_section(const Options& options, Report& report) {
     for (auto& c : cases) {
       double jit_ms = 0, aot_ms = 0;
       if (round % 2 == 0) {
-        jit_ms = time_sweeps(c.jit.function(), c.jit_w, reps);
-        aot_ms = time_sweeps(c.aot.kernel.function, c.aot_w, reps);
+        jit_ms = time_sweeps(c.jit.function(), c.w, reps);
+        aot_ms = time_sweeps(c.aot.kernel.function, c.w, reps);
       } else {
-        aot_ms = time_sweeps(c.aot.kernel.function, c.aot_w, reps);
-        jit_ms = time_sweeps(c.jit.function(), c.jit_w, reps);
+        aot_ms = time_sweeps(c.aot.kernel.function, c.w, reps);
+        jit_ms = time_sweeps(c.jit.function(), c.w, reps);
       }
       series.add(c.name + "_jit_ms", jit_ms);
       series.add(c.name + "_aot_ms", aot_ms);
       series.add(c.name + "_jit_over_aot_speed", aot_ms / jit_ms);
-      series.add(c.name + "_jit_mlups", c.jit_w.cells / jit_ms / 1e3);
-      const double gbs = c.jit_w.bytes / jit_ms / 1e6;
+      series.add(c.name + "_jit_mlups", c.w.cells / jit_ms / 1e3);
+      const double gbs = c.w.bytes / jit_ms / 1e6;
       series.add(c.name + "_jit_gb_s", gbs);
       series.add(c.name + "_fraction_of_copy", gbs / copy_gbs);
     }
@@ -186,13 +245,15 @@ void speed_section(const Options& options, Report& report) {
                 .unit = "×",
                 .value = ratio,
                 .goal = Goal{"≥ 0.97", 0.97, std::nullopt},
-                .limit = format("per sweep JIT {} ms vs AOT {} ms (the JIT'd kernel at {} of the "
-                                "copy bandwidth; outputs differ by at most {}): the ratio's spread "
-                                "[{}–{}] over interleaved rounds is the machine's noise",
+                .limit = format("per sweep JIT {} ms vs AOT {} ms on the same buffers (the JIT'd "
+                                "kernel at {} of the copy bandwidth; outputs differ by at most {}; "
+                                "same instructions as clang++-19 -S: {}); the ratio ranged "
+                                "[{}–{}] over the interleaved rounds",
                                 number_text(series.summary(c.name + "_jit_ms").median),
                                 number_text(series.summary(c.name + "_aot_ms").median),
                                 number_text(series.summary(c.name + "_fraction_of_copy").median),
                                 section["checks"][c.name]["max_abs_difference_jit_vs_aot"].dump(),
+                                section["checks"][c.name]["same_instructions"].dump(),
                                 number_text(ratio.min), number_text(ratio.max)),
                 .command = command,
                 .note = c.aot.command});
