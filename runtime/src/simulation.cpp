@@ -546,7 +546,7 @@ const StaticData& Simulation::bound_static_data(std::string_view node) const {
   return m_impl->state_of(node).bound;
 }
 
-KernelReport Simulation::rebind_static(std::string_view node, StaticArray array) {
+Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray array) {
   NodeState& s = m_impl->state_of(node);
   StaticData bound = s.bound;
   bound.replace(std::move(array));
@@ -579,7 +579,7 @@ KernelReport Simulation::rebind_static(std::string_view node, StaticArray array)
       m_impl->reports[n] = s.binding.report;
     }
   }
-  return s.binding.report;
+  return Rebound{!same_kernel, s.binding.report};
 }
 
 void Simulation::checkpoint(const std::filesystem::path& path) const {

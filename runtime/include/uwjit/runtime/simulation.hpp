@@ -106,13 +106,19 @@ public:
   /// The static data bound to node `node`'s kernel: the node's own, unless rebound.
   [[nodiscard]] const StaticData& bound_static_data(std::string_view node) const;
 
+  /// What rebind_static did.
+  struct Rebound {
+    bool new_kernel = false; ///< false: the same kernel reads the new array, nothing was asked
+    KernelReport report;     ///< the kernel now in use (if new, report.info.tier says whence)
+  };
+
   /// Binds `array` in place of the node's array of the same key. If its shape, dtype and
   /// sharding are those of the array it replaces, the static_data_hash and so the kernel stay
-  /// the same: nothing is compiled and the next step reads the new contents. Otherwise the node
-  /// emits its kernel again and the engine serves it (compiled once, or from a cache tier).
-  /// On an error (Error(usage): no such node or key, a shape the node's kernel rejects) the
-  /// simulation is unchanged. Returns the report of the kernel now in use.
-  KernelReport rebind_static(std::string_view node, StaticArray array);
+  /// the same: the engine is not asked, nothing is compiled, and the next step reads the new
+  /// contents. Otherwise the node emits its kernel again and the engine serves it (compiled
+  /// once, or from a cache tier). On an error (Error(usage): no such node or key, a shape the
+  /// node's kernel rejects; or the engine's errors) the simulation is unchanged.
+  Rebound rebind_static(std::string_view node, StaticArray array);
 
   /// Writes the state and params to `path` (format above), atomically: a temporary file in the
   /// same directory, fsync, rename. Throws Error(io).
