@@ -1,0 +1,47 @@
+#include <uwjit/nodes/builtin.hpp>
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <algorithm>
+
+namespace uwjit::nodes {
+
+void Verdict::add(std::string name, std::string metric, double value, double limit) {
+  const bool ok = value <= limit; // false for NaN
+  measurements.push_back({std::move(name), std::move(metric), value, limit, ok});
+  passed = passed && ok;
+}
+
+void Trace::record(const runtime::Simulation& simulation, std::size_t node_index) {
+  if (names.empty()) {
+    names = simulation.nodes().at(node_index)->domain_integral_fields();
+  }
+  const auto values_now = simulation.integrals(node_index);
+  steps.push_back(simulation.steps_taken());
+  values.emplace_back(values_now.begin(), values_now.end());
+}
+
+std::vector<double> Trace::series(std::string_view name) const {
+  const auto at = std::find(names.begin(), names.end(), name);
+  if (at == names.end() && !values.empty()) {
+    throw Error(ErrorKind::usage, format("trace has no integral \"{}\"", name));
+  }
+  const auto i = static_cast<std::size_t>(at - names.begin());
+  std::vector<double> out;
+  out.reserve(values.size());
+  for (const auto& row : values) {
+    out.push_back(row.at(i));
+  }
+  return out;
+}
+
+std::int64_t BuiltinNode::updates_per_step() const {
+  std::int64_t cells = 1;
+  for (const std::int64_t n : domain()) {
+    cells *= n;
+  }
+  return cells;
+}
+
+} // namespace uwjit::nodes
