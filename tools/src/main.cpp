@@ -21,6 +21,8 @@ constexpr Command k_commands[] = {
      uwjit::tools::compile_command},
     {"env", "print the resolved configuration (versions, target, CPU, flags)",
      uwjit::tools::env_command},
+    {"run", "run a built-in node (heat, pipe-flow, fvm, mlp), check its physics, write VTK",
+     uwjit::tools::run_command},
 };
 
 void print_help(std::ostream& out) {
