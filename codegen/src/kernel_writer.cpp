@@ -123,7 +123,10 @@ Extent KernelWriter::domain_extent(int axis, std::string name, std::int64_t valu
   if (m_domain[axis] >= 0) {
     fail(format("domain axis {} is declared twice", axis));
   }
+  const std::string base = name;
   const Extent handle = extent(std::move(name), value, mode);
+  claim(base + "_offset", "extent");
+  claim(base + "_global", "extent");
   m_extents.back().domain_axis = axis;
   m_domain[axis] = handle.id;
   return handle;
@@ -424,6 +427,13 @@ KernelSource KernelWriter::finish() const {
     } else {
       text += format("  const uw_i64 {} = args->extents[{}];\n", e.name, e.slot);
       slots.extents.push_back(e.name);
+    }
+    if (e.domain_axis >= 0) {
+      // Where this shard lies in the whole domain (0 and the extent itself when serial).
+      text += format("  const uw_i64 {}_offset = args->shard_offset[{}];\n", e.name, e.domain_axis);
+      text +=
+          format("  const uw_i64 {}_global = args->global_extent[{}];\n", e.name, e.domain_axis);
+      text += format("  (void){}_offset;\n  (void){}_global;\n", e.name, e.name);
     }
   }
   for (const BufferDecl& b : m_buffers) {

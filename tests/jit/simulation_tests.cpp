@@ -364,6 +364,34 @@ TEST_CASE("a kernel that returns an error status stops the step with an error na
   CHECK(sim.steps_taken() == 0);
 }
 
+TEST_CASE("a kernel sees where its shard lies: the whole domain when serial") {
+  class Coordinates final : public Node {
+  public:
+    Coordinates() : Node("coordinates", "c", Params{}) {}
+    std::vector<std::int64_t> domain() const override { return {3, 2}; }
+    std::vector<uwjit::runtime::StateField> state_fields() const override {
+      return {{"g", Dtype::i64}};
+    }
+    void initial_state(uwjit::runtime::State&) const override {}
+    std::vector<ExtentMode> extent_modes() const override {
+      return {ExtentMode::runtime, ExtentMode::compiled};
+    }
+    void emit_update(KernelWriter& w) const override {
+      w.state_out("g");
+      w.body("    for (uw_i64 i = 0; i < nx; ++i)\n"
+             "      for (uw_i64 j = 0; j < ny; ++j)\n"
+             "        g_out(i, j) = 1000 * nx_global + 100 * ny_global + 10 * (i + nx_offset) +\n"
+             "                      (j + ny_offset);\n");
+    }
+  };
+  Engine engine;
+  Simulation sim(engine, one(std::make_shared<Coordinates>()));
+  sim.step();
+  const auto& g = sim.field("c", "g");
+  CHECK(g.at<std::int64_t>(0, 0) == 3200);
+  CHECK(g.at<std::int64_t>(2, 1) == 3221);
+}
+
 TEST_CASE("halos are filled before each step from the node's boundaries") {
   // FaultyNode "none": u_out(i, j) = u(i - 1, j) + u(i, j + 1), edge halos on both axes.
   class Ones final : public Node {

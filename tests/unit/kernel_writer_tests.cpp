@@ -70,6 +70,8 @@ TEST_CASE("a kernel writer emits accessors, extents and slot tables in declarati
   CHECK(contains(body, "const uw_i64 nx = args->extents[0];"));
   CHECK(contains(body, "const uw_i64 ny = args->extents[1];"));
   CHECK(contains(body, "constexpr uw_i64 nz = 9LL;"));
+  CHECK(contains(body, "const uw_i64 nx_offset = args->shard_offset[0];"));
+  CHECK(contains(body, "const uw_i64 nz_global = args->global_extent[2];"));
   CHECK(contains(body, "auto u = [=](uw_i64 i0, uw_i64 i1, uw_i64 i2) -> uw_f64 {"));
   CHECK(contains(body, "auto u_out = [=](uw_i64 i0, uw_i64 i1, uw_i64 i2) -> uw_f64& {"));
   CHECK(contains(body, "(i0 + 1LL) * u_s0 + (i1 + 1LL) * u_s1 + (i2 + 1LL)"));

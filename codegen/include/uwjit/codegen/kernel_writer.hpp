@@ -69,13 +69,16 @@ struct BufferDecl {
 /// Buffers are row-major (the last axis is contiguous), each axis padded by its halo on both
 /// sides. Accessor names: a state input is named after its field, a state output is the field
 /// name followed by "_out", a static array is named after its key. Each extent named `nx` is a
-/// local `nx` (constexpr when compiled in). Each integral `name` is a local sum, starting at 0,
-/// that the text adds to (`name += x`, `name -= x`; it reads as a double); its value is stored
-/// to args->integrals after the text has run. Its additions may be reassociated, so that loops
-/// that sum it still vectorise: its last bits depend on the kernel (the CPU, the extents), not
-/// only on the data; everything else in the kernel is evaluated in strict order. The text
-/// may `return` a non-zero status of its own (the integrals are not stored then); it must not
-/// return UWJIT_KERNEL_OK itself.
+/// local `nx` (constexpr when compiled in); a domain extent `nx` also gives `nx_offset` (the
+/// global index of this shard's first cell, args->shard_offset) and `nx_global` (the whole
+/// domain's extent, args->global_extent), so that a kernel can compute global coordinates
+/// that stay right when a sharded runtime splits the domain. Each integral `name` is a local sum,
+/// starting at 0, that the text adds to (`name += x`, `name -= x`; it reads as a double); its value
+/// is stored to args->integrals after the text has run. Its additions may be reassociated, so that
+/// loops that sum it still vectorise: its last bits depend on the kernel (the CPU, the extents),
+/// not only on the data; everything else in the kernel is evaluated in strict order. The text may
+/// `return` a non-zero status of its own (the integrals are not stored then); it must not return
+/// UWJIT_KERNEL_OK itself.
 ///
 /// The output is deterministic: declarations in their order, numbers through literal(), no
 /// addresses, no macros (nothing leaks from one kernel to the next), no standard headers.
