@@ -14,24 +14,27 @@ void Verdict::add(std::string name, std::string metric, double value, double lim
 }
 
 void Trace::record(const runtime::Simulation& simulation, std::size_t node_index) {
-  if (names.empty()) {
+  if (steps.empty()) {
     names = simulation.nodes().at(node_index)->domain_integral_fields();
   }
-  const auto values_now = simulation.integrals(node_index);
+  const auto now = simulation.integrals(node_index);
   steps.push_back(simulation.steps_taken());
-  values.emplace_back(values_now.begin(), values_now.end());
+  values.insert(values.end(), now.begin(), now.end());
 }
 
 std::vector<double> Trace::series(std::string_view name) const {
   const auto at = std::find(names.begin(), names.end(), name);
-  if (at == names.end() && !values.empty()) {
+  if (at == names.end()) {
+    if (steps.empty()) {
+      return {}; // nothing recorded yet, so nothing known of the names either
+    }
     throw Error(ErrorKind::usage, format("trace has no integral \"{}\"", name));
   }
   const auto i = static_cast<std::size_t>(at - names.begin());
   std::vector<double> out;
-  out.reserve(values.size());
-  for (const auto& row : values) {
-    out.push_back(row.at(i));
+  out.reserve(steps.size());
+  for (std::size_t r = 0; r < steps.size(); ++r) {
+    out.push_back(values[r * names.size() + i]);
   }
   return out;
 }

@@ -32,15 +32,16 @@ struct Verdict {
   void add(std::string name, std::string metric, double value, double limit);
 };
 
-/// The domain integrals of one node, step by step, as a run recorded them.
+/// The domain integrals of one node, step by step, as a run recorded them (8 bytes per
+/// integral and step, plus the step count).
 struct Trace {
-  std::vector<std::string> names;          ///< the node's domain_integral_fields()
-  std::vector<std::int64_t> steps;         ///< the step count after each recorded step
-  std::vector<std::vector<double>> values; ///< values[r][i]: integral i at record r
+  std::vector<std::string> names;  ///< the node's domain_integral_fields()
+  std::vector<std::int64_t> steps; ///< the step count after each recorded step
+  std::vector<double> values;      ///< record r, integral i at [r * names.size() + i]
 
   /// Appends the node's integrals after the simulation's latest step.
   void record(const runtime::Simulation& simulation, std::size_t node_index);
-  /// The values of integral `name` (Error(usage) if it is not one).
+  /// The values of integral `name`, one per record (Error(usage) if it is not one).
   [[nodiscard]] std::vector<double> series(std::string_view name) const;
 };
 
