@@ -19,10 +19,10 @@ namespace {
 constexpr std::string_view k_type = "mlp";
 
 std::string weight_key(std::int64_t layer) {
-  return "w" + std::to_string(layer);
+  return format("w{}", layer);
 }
 std::string bias_key(std::int64_t layer) {
-  return "b" + std::to_string(layer);
+  return format("b{}", layer);
 }
 } // namespace
 

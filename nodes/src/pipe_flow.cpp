@@ -65,7 +65,7 @@ std::string dot_u(const std::array<int, 3>& c) {
       continue;
     }
     if (out.empty()) {
-      out = c[static_cast<std::size_t>(d)] > 0 ? std::string(k_u[d]) : "-" + std::string(k_u[d]);
+      out = format("{}{}", c[static_cast<std::size_t>(d)] > 0 ? "" : "-", k_u[d]);
     } else {
       out += c[static_cast<std::size_t>(d)] > 0 ? " + " : " - ";
       out += k_u[d];

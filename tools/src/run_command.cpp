@@ -55,8 +55,8 @@ ArgSpec run_spec() {
               "  uwjit run pipe-flow\n"
               "  uwjit run heat --size 64 --steps 200 --output out --json\n"
               "  uwjit run heat --set contrast=5 --set boundary=periodic\n"
-              "  uwjit run fvm --steps 1000 --checkpoint fvm.ckpt && uwjit run fvm --restore "
-              "fvm.ckpt");
+              "  uwjit run heat --steps 200 --checkpoint heat.ckpt && uwjit run heat --restore "
+              "heat.ckpt --steps 300");
   return spec;
 }
 
