@@ -77,6 +77,7 @@ public:
   [[nodiscard]] double value(std::span<const std::int64_t> index) const;
 
   /// Calls fn(index) for every interior index, in row-major order. `index` is a span of rank().
+  /// Allocates the index once; meant for set-up and checks, not for step loops.
   template <class Fn> void for_each_interior(Fn&& fn) const {
     std::vector<std::int64_t> index(m_shape.size(), 0);
     for (std::int64_t n = 0; n < m_interior; ++n) {

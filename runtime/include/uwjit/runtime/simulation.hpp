@@ -79,8 +79,9 @@ public:
   /// One report per node, in node order: the kernel each node uses now.
   [[nodiscard]] const std::vector<KernelReport>& kernels() const noexcept;
 
-  /// Takes `count` steps. Throws Error(usage) naming the node and step if a kernel returns a
-  /// non-zero status (the state is then that of the failed step's inputs).
+  /// Takes `count` steps; each steps every node, in order. Throws Error(usage) naming the node
+  /// and step if a kernel returns a non-zero status: that node keeps the state it had before
+  /// the step (nodes before it in order have taken it), and steps_taken() does not advance.
   void step(std::int64_t count = 1);
 
   /// Takes `count` steps, calling after_step(*this) after each.
