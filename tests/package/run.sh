@@ -11,10 +11,15 @@ export UWJIT_CACHE_DIR="$prefix/cache"
 cmake --install "$build" --prefix "$prefix/install" >/dev/null
 test -f "$prefix/install/lib/cmake/uwjit/uwjitConfig.cmake"
 test -f "$prefix/install/include/uwjit/engine/engine.hpp"
+test -f "$prefix/install/include/uwjit/runtime/simulation.hpp"
+test -f "$prefix/install/include/uwjit/nodes/registry.hpp"
 test -x "$prefix/install/bin/uwjit"
 cmake -S "$consumer" -B "$prefix/build" -G Ninja -DCMAKE_MAKE_PROGRAM="$make_program" \
   -DCMAKE_PREFIX_PATH="$prefix/install" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$prefix/build" >/dev/null
 "$prefix/build/consumer"
+"$prefix/build/node_host"
 "$prefix/install/bin/uwjit" --version
+(cd "$prefix" && "$prefix/install/bin/uwjit" run heat --size 8 --steps 5 >/dev/null)
+test -f "$prefix/heat.vti"
 echo "consumer package: 1 passed, 0 failed"

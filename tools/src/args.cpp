@@ -123,6 +123,7 @@ Args Args::parse(const ArgSpec& spec, const std::vector<std::string>& argv) {
         inline_value = argv[++i];
       }
       args.m_values[arg] = *inline_value;
+      args.m_all[arg].push_back(*inline_value);
       continue;
     }
     args.m_positional.push_back(arg);
@@ -150,6 +151,13 @@ std::optional<std::string> Args::get(const std::string& option) const {
     return it->second;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> Args::all(const std::string& option) const {
+  if (const auto it = m_all.find(option); it != m_all.end()) {
+    return it->second;
+  }
+  return {};
 }
 
 std::string Args::value(const std::string& option) const {

@@ -50,12 +50,15 @@ public:
   [[nodiscard]] bool has(const std::string& flag) const { return m_flags.count(flag) != 0; }
   [[nodiscard]] std::optional<std::string> get(const std::string& option) const;
   [[nodiscard]] std::string value(const std::string& option) const; ///< or its fallback
+  /// Every value given for a repeatable option, in order (get() returns the last).
+  [[nodiscard]] std::vector<std::string> all(const std::string& option) const;
   [[nodiscard]] const std::vector<std::string>& positional() const noexcept { return m_positional; }
   [[nodiscard]] bool wants_help() const noexcept { return m_help; }
 
 private:
   std::set<std::string> m_flags;
   std::map<std::string, std::string> m_values;
+  std::map<std::string, std::vector<std::string>> m_all;
   std::map<std::string, std::string> m_fallbacks;
   std::vector<std::string> m_positional;
   bool m_help = false;

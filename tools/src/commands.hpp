@@ -11,5 +11,6 @@ namespace uwjit::tools {
 int compile_command(const std::vector<std::string>& argv);
 int env_command(const std::vector<std::string>& argv);
 int cache_command(const std::vector<std::string>& argv);
+int run_command(const std::vector<std::string>& argv);
 
 } // namespace uwjit::tools

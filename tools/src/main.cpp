@@ -25,6 +25,8 @@ constexpr Command k_commands[] = {
      "inspect and maintain the kernel cache (dir, list, stats, inspect, explain, "
      "verify, prune, wipe)",
      uwjit::tools::cache_command},
+    {"run", "run a built-in node (heat, pipe-flow, fvm, mlp), check its physics, write VTK",
+     uwjit::tools::run_command},
 };
 
 void print_help(std::ostream& out) {

@@ -1,0 +1,196 @@
+// KernelWriter: how node authors emit a kernel with named, halo-offset accessors and slot tables.
+#pragma once
+
+#include <uwjit/codegen/dtype.hpp>
+#include <uwjit/codegen/kernel_source.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uwjit::codegen {
+
+/// Whether an extent is a constant in the kernel text (constant loop bounds: faster, but every
+/// value is its own kernel) or read from args->extents when the kernel runs (one kernel for all
+/// values, e.g. for uneven shards).
+enum class ExtentMode { compiled, runtime };
+
+/// "compiled" or "runtime".
+[[nodiscard]] std::string_view to_string(ExtentMode mode) noexcept;
+
+/// A handle on an extent declared on one KernelWriter.
+struct Extent {
+  int id = -1;
+};
+
+/// One axis of a buffer: its interior extent and its halo width (cells on each side). Halo
+/// cells are addressed with indices -halo..-1 and n..n+halo-1.
+struct Axis {
+  Extent extent;
+  int halo = 0;
+};
+
+/// Which ABI table a buffer is bound through.
+enum class BufferRole { state_in, state_out, statics };
+
+/// "state_in", "state_out" or "statics".
+[[nodiscard]] std::string_view to_string(BufferRole role) noexcept;
+
+/// An extent as declared: what the kernel text calls it and how it gets its value.
+struct ExtentDecl {
+  std::string name;   ///< the local constant in kernel text ("" for an anonymous constant)
+  std::int64_t value; ///< compiled in, or (run-time extents) the value the caller will pass
+  ExtentMode mode;    ///< compiled in or read from args->extents
+  int domain_axis;    ///< the domain axis this extent spans, or -1 (e.g. a component axis)
+  int slot;           ///< index into args->extents for run-time extents, else -1
+};
+
+/// A buffer as declared: its slot, its accessor's name, its element type and its padded layout.
+struct BufferDecl {
+  BufferRole role;
+  std::string name;     ///< the state field or static key (the slot name)
+  std::string accessor; ///< the accessor's name in kernel text
+  Dtype dtype;
+  std::vector<Axis> axes;
+  int slot; ///< index into the role's pointer table
+};
+
+/// Writes one generated kernel: extents, buffers, integrals, then the node's text.
+///
+/// For each buffer the kernel text gets, inside the entry function:
+///   - `NAME(i0, i1, ...)`: an inline accessor taking interior-relative indices (a halo cell is
+///     `u(-1, j, k)`); it returns the value for inputs and static arrays, and a reference for
+///     outputs (`u_out(i, j, k) = ...`);
+///   - `NAME_data` (the pointer), `NAME_n<d>` (interior extent of axis d) and `NAME_s<d>` (its
+///     stride in elements), for code that walks the memory itself.
+/// Buffers are row-major (the last axis is contiguous), each axis padded by its halo on both
+/// sides. Accessor names: a state input is named after its field, a state output is the field
+/// name followed by "_out", a static array is named after its key. Each extent named `nx` is a
+/// local `nx` (constexpr when compiled in); a domain extent `nx` also gives `nx_offset` (the
+/// global index of this shard's first cell, args->shard_offset) and `nx_global` (the whole
+/// domain's extent, args->global_extent), so that a kernel can compute global coordinates
+/// that stay right when a sharded runtime splits the domain. Each integral `name` is a local sum,
+/// starting at 0, that the text adds to (`name += x`, `name -= x`; it reads as a double); its value
+/// is stored to args->integrals after the text has run. Its additions may be reassociated, so that
+/// loops that sum it still vectorise: its last bits depend on the kernel (the CPU, the extents),
+/// not only on the data; everything else in the kernel is evaluated in strict order. The text may
+/// `return` a non-zero status of its own (the integrals are not stored then); it must not return
+/// UWJIT_KERNEL_OK itself.
+///
+/// The output is deterministic: declarations in their order, numbers through literal(), no
+/// addresses, no macros (nothing leaks from one kernel to the next), no standard headers.
+/// Declarations throw Error(usage) naming the kernel (its origin) and the offending name.
+/// Not thread-safe; use one writer per kernel.
+class KernelWriter {
+public:
+  /// A writer for the kernel that `origin` (a node's name) emits.
+  explicit KernelWriter(std::string origin);
+
+  /// Declares an extent `name` (a C identifier) of `value` (>= 1). A compiled extent is a
+  /// constant in the text; a run-time one takes the next slot of args->extents and its value is
+  /// never written into the text.
+  Extent extent(std::string name, std::int64_t value, ExtentMode mode);
+
+  /// Declares the extent of domain axis `axis` (0..UWJIT_MAX_AXES-1), as extent() does.
+  /// Throws Error(usage) if that axis is already declared.
+  Extent domain_extent(int axis, std::string name, std::int64_t value, ExtentMode mode);
+
+  /// An anonymous compiled-in extent of `value` (>= 1), e.g. the 19 directions of a D3Q19
+  /// field. Constants of the same value share one handle.
+  Extent constant(std::int64_t value);
+
+  /// The extent of domain axis `axis`; throws Error(usage) if it was not declared.
+  [[nodiscard]] Extent domain(int axis) const;
+
+  /// Declares a state input `field` read through the accessor `field(...)`.
+  void state_in(std::string field, Dtype dtype, std::vector<Axis> axes);
+
+  /// Declares that the kernel writes state field `field`, with the layout of its state input,
+  /// through the accessor `field_out(...)`. Throws Error(usage) if `field` is not a declared
+  /// state field (see restrict_outputs) or has no state input.
+  void state_out(std::string field);
+
+  /// Declares a state output with its own layout (kernels without a matching input).
+  void state_out(std::string field, Dtype dtype, std::vector<Axis> axes);
+
+  /// Tells the writer the dtype and shape of a static array the caller will bind (the runtime
+  /// does this for every array of a node's static data). A later static_array(key, ...) is
+  /// checked against it.
+  void provide_static(std::string key, Dtype dtype, std::vector<std::int64_t> shape);
+
+  /// The shape given to provide_static(key), or nullopt.
+  [[nodiscard]] std::optional<std::vector<std::int64_t>> provided_shape(std::string_view key) const;
+
+  /// Declares that the kernel reads static array `key` through the accessor `key(...)`, with
+  /// the given axes. If the key was provided, the dtype must match and each axis's extent must
+  /// equal the provided shape; otherwise Error(usage) naming the key and both shapes.
+  void static_array(std::string key, Dtype dtype, std::vector<Axis> axes);
+
+  /// Declares a provided static array with its provided dtype and shape, each axis a compiled
+  /// constant without halo (e.g. the weights of a network). Throws Error(usage) if `key` was not
+  /// provided.
+  void static_array(std::string key);
+
+  /// Declares a domain integral `name`: a local sum the kernel text adds to.
+  /// Throws Error(usage) if restrict_outputs is in force and `name` is not among its integrals.
+  void integral(std::string name);
+
+  /// From now on, state outputs must be among `state_fields` and integrals among `integrals`;
+  /// any other output is an Error(usage) naming it, at the moment it is declared.
+  void restrict_outputs(std::vector<std::string> state_fields, std::vector<std::string> integrals);
+
+  /// Appends a `// line` comment at the top of the text (part of the key). No newlines.
+  void comment(std::string_view line);
+
+  /// Appends text at namespace scope before the entry (helper functions, constant tables).
+  void helpers(std::string_view text);
+
+  /// Appends text to the body of the entry, after the accessors.
+  void body(std::string_view text);
+
+  /// The kernel: its text and its slot tables (state_in, state_out, statics, run-time extents,
+  /// integrals, each in declaration order). Throws Error(usage) if no body was written.
+  [[nodiscard]] KernelSource finish() const;
+
+  [[nodiscard]] const std::string& origin() const noexcept { return m_origin; }
+  [[nodiscard]] const std::vector<ExtentDecl>& extents() const noexcept { return m_extents; }
+  [[nodiscard]] const std::vector<BufferDecl>& buffers() const noexcept { return m_buffers; }
+  [[nodiscard]] const std::vector<std::string>& integrals() const noexcept { return m_integrals; }
+  /// The declared buffer of `role` named `name`, or nullptr.
+  [[nodiscard]] const BufferDecl* find(BufferRole role, std::string_view name) const;
+  /// The interior shape of a declared buffer: the values of its axes' extents.
+  [[nodiscard]] std::vector<std::int64_t> interior_shape(const BufferDecl& buffer) const;
+
+private:
+  struct Provided {
+    std::string key;
+    Dtype dtype;
+    std::vector<std::int64_t> shape;
+  };
+  void declare_buffer(BufferRole role, std::string name, std::string accessor, Dtype dtype,
+                      std::vector<Axis> axes);
+  void claim(const std::string& identifier, std::string_view what);
+  [[noreturn]] void fail(std::string_view message) const;
+  [[nodiscard]] const ExtentDecl& extent_of(Extent extent) const;
+  [[nodiscard]] std::string extent_text(const ExtentDecl& extent) const;
+  [[nodiscard]] std::string buffer_text(const BufferDecl& buffer) const;
+
+  std::string m_origin;
+  std::vector<ExtentDecl> m_extents;
+  std::vector<BufferDecl> m_buffers;
+  std::vector<std::string> m_integrals;
+  std::vector<Provided> m_provided;
+  std::optional<std::vector<std::string>> m_allowed_state;
+  std::vector<std::string> m_allowed_integrals;
+  std::set<std::string> m_identifiers;
+  std::vector<std::string> m_comments;
+  std::string m_helpers;
+  std::string m_body;
+  int m_runtime_extents = 0;
+  int m_domain[3] = {-1, -1, -1};
+};
+
+} // namespace uwjit::codegen

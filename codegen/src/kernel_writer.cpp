@@ -1,0 +1,465 @@
+#include <uwjit/codegen/kernel_writer.hpp>
+
+#include <uwjit/codegen/kernel_abi.h>
+#include <uwjit/codegen/number.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace uwjit::codegen {
+
+static_assert(UWJIT_MAX_AXES == 3, "KernelWriter keeps one domain extent per ABI axis");
+
+std::string_view to_string(ExtentMode mode) noexcept {
+  return mode == ExtentMode::compiled ? "compiled" : "runtime";
+}
+
+std::string_view to_string(BufferRole role) noexcept {
+  switch (role) {
+  case BufferRole::state_in:
+    return "state_in";
+  case BufferRole::state_out:
+    return "state_out";
+  case BufferRole::statics:
+    return "statics";
+  }
+  return "statics";
+}
+
+namespace {
+
+// Names the generated text already uses, and C++ keywords a field might plausibly be called.
+constexpr std::array<std::string_view, 40> k_reserved = {
+    "args",      "uwm",     "auto",     "bool",   "break",    "case",   "char",   "const",
+    "continue",  "default", "delete",   "do",     "double",   "else",   "enum",   "extern",
+    "false",     "float",   "for",      "goto",   "if",       "inline", "int",    "long",
+    "namespace", "new",     "operator", "return", "short",    "signed", "sizeof", "static",
+    "struct",    "switch",  "this",     "true",   "unsigned", "using",  "void",   "while"};
+
+bool is_identifier(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+bool is_reserved(std::string_view name) {
+  return std::find(k_reserved.begin(), k_reserved.end(), name) != k_reserved.end() ||
+         name.rfind("uw_", 0) == 0 || name.rfind("uwjit", 0) == 0 || name.rfind("UWJIT", 0) == 0 ||
+         name.rfind("__", 0) == 0;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) {
+    out += out.empty() ? "" : ", ";
+    out += name;
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    out += i == 0 ? "" : ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + ")";
+}
+
+bool contains(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+} // namespace
+
+KernelWriter::KernelWriter(std::string origin) : m_origin(std::move(origin)) {}
+
+void KernelWriter::fail(std::string_view message) const {
+  throw Error(ErrorKind::usage, format("kernel of \"{}\": {}", m_origin, message));
+}
+
+void KernelWriter::claim(const std::string& identifier, std::string_view what) {
+  if (!is_identifier(identifier)) {
+    fail(format("{} \"{}\" is not a C identifier (letters, digits, _)", what, identifier));
+  }
+  if (is_reserved(identifier)) {
+    fail(format("{} \"{}\" is a reserved name (C++ keywords, args, uwm, and names starting with "
+                "uw_, uwjit, UWJIT or __)",
+                what, identifier));
+  }
+  if (!m_identifiers.insert(identifier).second) {
+    fail(format("{} \"{}\" clashes with a name already declared in this kernel", what, identifier));
+  }
+}
+
+const ExtentDecl& KernelWriter::extent_of(Extent extent) const {
+  if (extent.id < 0 || extent.id >= static_cast<int>(m_extents.size())) {
+    fail(format("extent handle {} was not declared on this writer", extent.id));
+  }
+  return m_extents[static_cast<std::size_t>(extent.id)];
+}
+
+Extent KernelWriter::extent(std::string name, std::int64_t value, ExtentMode mode) {
+  if (value < 1) {
+    fail(format("extent \"{}\" must be at least 1, got {}", name, value));
+  }
+  claim(name, "extent");
+  const int slot = mode == ExtentMode::runtime ? m_runtime_extents++ : -1;
+  m_extents.push_back({std::move(name), value, mode, -1, slot});
+  return Extent{static_cast<int>(m_extents.size()) - 1};
+}
+
+Extent KernelWriter::domain_extent(int axis, std::string name, std::int64_t value,
+                                   ExtentMode mode) {
+  if (axis < 0 || axis >= UWJIT_MAX_AXES) {
+    fail(format("domain axis {} is out of range [0, {})", axis, UWJIT_MAX_AXES));
+  }
+  if (m_domain[axis] >= 0) {
+    fail(format("domain axis {} is declared twice", axis));
+  }
+  const std::string base = name;
+  const Extent handle = extent(std::move(name), value, mode);
+  claim(base + "_offset", "extent");
+  claim(base + "_global", "extent");
+  m_extents.back().domain_axis = axis;
+  m_domain[axis] = handle.id;
+  return handle;
+}
+
+Extent KernelWriter::constant(std::int64_t value) {
+  if (value < 1) {
+    fail(format("constant extent must be at least 1, got {}", value));
+  }
+  for (std::size_t i = 0; i < m_extents.size(); ++i) {
+    const auto& e = m_extents[i];
+    if (e.name.empty() && e.value == value) {
+      return Extent{static_cast<int>(i)};
+    }
+  }
+  m_extents.push_back({"", value, ExtentMode::compiled, -1, -1});
+  return Extent{static_cast<int>(m_extents.size()) - 1};
+}
+
+Extent KernelWriter::domain(int axis) const {
+  if (axis < 0 || axis >= UWJIT_MAX_AXES || m_domain[axis] < 0) {
+    fail(format("domain axis {} was not declared", axis));
+  }
+  return Extent{m_domain[axis]};
+}
+
+void KernelWriter::declare_buffer(BufferRole role, std::string name, std::string accessor,
+                                  Dtype dtype, std::vector<Axis> axes) {
+  if (!is_supported(dtype)) {
+    fail(format("buffer \"{}\": unsupported dtype (accepted: f32, f64, i8, u8, i32, i64)", name));
+  }
+  if (axes.empty()) {
+    fail(format("buffer \"{}\" needs at least one axis", name));
+  }
+  for (const Axis& axis : axes) {
+    (void)extent_of(axis.extent);
+    if (axis.halo < 0) {
+      fail(format("buffer \"{}\": halo width {} is negative", name, axis.halo));
+    }
+  }
+  if (find(role, name) != nullptr) {
+    fail(format("{} \"{}\" is declared twice", to_string(role), name));
+  }
+  claim(accessor, "accessor");
+  for (const char* suffix : {"_data", "_n", "_s"}) {
+    if (suffix == std::string_view("_data")) {
+      claim(accessor + suffix, "accessor");
+      continue;
+    }
+    for (std::size_t d = 0; d < axes.size(); ++d) {
+      claim(accessor + suffix + std::to_string(d), "accessor");
+    }
+  }
+  int slot = 0;
+  for (const auto& b : m_buffers) {
+    slot += b.role == role ? 1 : 0;
+  }
+  m_buffers.push_back({role, std::move(name), std::move(accessor), dtype, std::move(axes), slot});
+}
+
+void KernelWriter::state_in(std::string field, Dtype dtype, std::vector<Axis> axes) {
+  std::string accessor = field;
+  declare_buffer(BufferRole::state_in, std::move(field), std::move(accessor), dtype,
+                 std::move(axes));
+}
+
+void KernelWriter::state_out(std::string field) {
+  if (m_allowed_state && !contains(*m_allowed_state, field)) {
+    fail(format("output \"{}\" is neither a declared state field ({}) nor a domain integral ({})",
+                field, join(*m_allowed_state), join(m_allowed_integrals)));
+  }
+  const BufferDecl* input = find(BufferRole::state_in, field);
+  if (input == nullptr) {
+    fail(format("state_out(\"{}\"): no state input of that name to copy the layout from; give "
+                "the dtype and axes",
+                field));
+  }
+  state_out(field, input->dtype, input->axes);
+}
+
+void KernelWriter::state_out(std::string field, Dtype dtype, std::vector<Axis> axes) {
+  if (m_allowed_state && !contains(*m_allowed_state, field)) {
+    fail(format("output \"{}\" is neither a declared state field ({}) nor a domain integral ({})",
+                field, join(*m_allowed_state), join(m_allowed_integrals)));
+  }
+  std::string accessor = field + "_out";
+  declare_buffer(BufferRole::state_out, std::move(field), std::move(accessor), dtype,
+                 std::move(axes));
+}
+
+void KernelWriter::provide_static(std::string key, Dtype dtype, std::vector<std::int64_t> shape) {
+  for (const auto& p : m_provided) {
+    if (p.key == key) {
+      fail(format("static array \"{}\" is provided twice", key));
+    }
+  }
+  m_provided.push_back({std::move(key), dtype, std::move(shape)});
+}
+
+std::optional<std::vector<std::int64_t>> KernelWriter::provided_shape(std::string_view key) const {
+  for (const auto& p : m_provided) {
+    if (p.key == key) {
+      return p.shape;
+    }
+  }
+  return std::nullopt;
+}
+
+void KernelWriter::static_array(std::string key, Dtype dtype, std::vector<Axis> axes) {
+  for (const auto& p : m_provided) {
+    if (p.key != key) {
+      continue;
+    }
+    std::vector<std::int64_t> declared;
+    for (const Axis& axis : axes) {
+      declared.push_back(extent_of(axis.extent).value);
+    }
+    if (p.dtype != dtype) {
+      fail(format("static array \"{}\" is bound as {} but the kernel reads it as {}", key,
+                  to_string(p.dtype), to_string(dtype)));
+    }
+    if (p.shape != declared) {
+      fail(format("static array \"{}\" has shape {} but the kernel's axes are {}", key,
+                  shape_text(p.shape), shape_text(declared)));
+    }
+  }
+  std::string accessor = key;
+  declare_buffer(BufferRole::statics, std::move(key), std::move(accessor), dtype, std::move(axes));
+}
+
+void KernelWriter::static_array(std::string key) {
+  for (const auto& p : m_provided) {
+    if (p.key != key) {
+      continue;
+    }
+    std::vector<Axis> axes;
+    for (const std::int64_t n : p.shape) {
+      axes.push_back({constant(n), 0});
+    }
+    static_array(std::move(key), p.dtype, std::move(axes));
+    return;
+  }
+  fail(format("static array \"{}\" was not provided (no such array in the static data)", key));
+}
+
+void KernelWriter::integral(std::string name) {
+  if (m_allowed_state && !contains(m_allowed_integrals, name)) {
+    fail(format("output \"{}\" is neither a declared state field ({}) nor a domain integral ({})",
+                name, join(*m_allowed_state), join(m_allowed_integrals)));
+  }
+  claim(name, "integral");
+  m_integrals.push_back(std::move(name));
+}
+
+void KernelWriter::restrict_outputs(std::vector<std::string> state_fields,
+                                    std::vector<std::string> integrals) {
+  m_allowed_state = std::move(state_fields);
+  m_allowed_integrals = std::move(integrals);
+}
+
+void KernelWriter::comment(std::string_view line) {
+  if (line.find_first_of("\r\n") != std::string_view::npos) {
+    fail("a comment line may not hold a line break");
+  }
+  m_comments.emplace_back(line);
+}
+
+void KernelWriter::helpers(std::string_view text) {
+  m_helpers += text;
+  if (!m_helpers.empty() && m_helpers.back() != '\n') {
+    m_helpers += '\n';
+  }
+}
+
+void KernelWriter::body(std::string_view text) {
+  m_body += text;
+  if (!m_body.empty() && m_body.back() != '\n') {
+    m_body += '\n';
+  }
+}
+
+const BufferDecl* KernelWriter::find(BufferRole role, std::string_view name) const {
+  for (const auto& b : m_buffers) {
+    if (b.role == role && b.name == name) {
+      return &b;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::int64_t> KernelWriter::interior_shape(const BufferDecl& buffer) const {
+  std::vector<std::int64_t> shape;
+  for (const Axis& axis : buffer.axes) {
+    shape.push_back(extent_of(axis.extent).value);
+  }
+  return shape;
+}
+
+std::string KernelWriter::extent_text(const ExtentDecl& extent) const {
+  return extent.name.empty() ? literal(extent.value) : extent.name;
+}
+
+std::string KernelWriter::buffer_text(const BufferDecl& b) const {
+  const std::string& a = b.accessor;
+  const std::string type(c_type(b.dtype));
+  const bool writable = b.role == BufferRole::state_out;
+  const std::size_t rank = b.axes.size();
+  std::string text = format("  // {}: {} {} [", a, to_string(b.role), to_string(b.dtype));
+  for (std::size_t d = 0; d < rank; ++d) {
+    const ExtentDecl& e = extent_of(b.axes[d].extent);
+    text += d == 0 ? "" : ", ";
+    text += extent_text(e);
+    if (b.axes[d].halo > 0) {
+      text += format(" halo {}", b.axes[d].halo);
+    }
+  }
+  text += "]\n";
+  text += format("  {}{}* const {}_data = static_cast<{}{}*>(args->{}[{}]);\n",
+                 writable ? "" : "const ", type, a, writable ? "" : "const ", type,
+                 to_string(b.role), b.slot);
+  // A stride is a compile-time constant when every extent after its axis is.
+  std::vector<bool> compiled_after(rank + 1, true);
+  for (std::size_t d = rank; d-- > 0;) {
+    compiled_after[d] =
+        compiled_after[d + 1] && extent_of(b.axes[d].extent).mode == ExtentMode::compiled;
+  }
+  for (std::size_t d = 0; d < rank; ++d) {
+    const ExtentDecl& e = extent_of(b.axes[d].extent);
+    text += format("  {} uw_i64 {}_n{} = {};\n",
+                   e.mode == ExtentMode::compiled ? "constexpr" : "const", a, d, extent_text(e));
+  }
+  for (std::size_t d = rank; d-- > 0;) {
+    const char* qualifier = compiled_after[d + 1] ? "constexpr" : "const";
+    if (d + 1 == rank) {
+      text += format("  constexpr uw_i64 {}_s{} = 1LL;\n", a, d);
+    } else {
+      text += format("  {} uw_i64 {}_s{} = {}_s{} * ({}_n{} + {});\n", qualifier, a, d, a, d + 1, a,
+                     d + 1, literal(std::int64_t{2} * b.axes[d + 1].halo));
+    }
+  }
+  text += format("  auto {} = [=](", a);
+  for (std::size_t d = 0; d < rank; ++d) {
+    text += format("{}uw_i64 i{}", d == 0 ? "" : ", ", d);
+  }
+  text += format(") -> {}{} {\n    return {}_data[", type, writable ? "&" : "", a);
+  for (std::size_t d = 0; d < rank; ++d) {
+    const int halo = b.axes[d].halo;
+    const std::string index =
+        halo > 0 ? format("(i{} + {})", d, literal(std::int64_t{halo})) : format("i{}", d);
+    text += d == 0 ? "" : " + ";
+    text += d + 1 == rank ? index : format("{} * {}_s{}", index, a, d);
+  }
+  text += "];\n  };\n";
+  text += format("  (void){};\n", a);
+  return text;
+}
+
+KernelSource KernelWriter::finish() const {
+  if (m_body.empty()) {
+    fail("no body was written");
+  }
+  std::string text = "// uwjit generated kernel (KernelWriter)\n";
+  for (const auto& line : m_comments) {
+    text += "// " + line + "\n";
+  }
+  if (!m_integrals.empty() || !m_helpers.empty()) {
+    text += "namespace {\n";
+  }
+  if (!m_integrals.empty()) {
+    // An integral may be summed in any order, so that the loops that sum it still vectorise
+    // (a strict left-to-right sum of doubles does not); the rest of the kernel stays strict.
+    text += "struct uwjit_sum {\n"
+            "  double value;\n"
+            "  inline void operator+=(double x) {\n"
+            "#pragma clang fp reassociate(on)\n"
+            "    value += x;\n"
+            "  }\n"
+            "  inline void operator-=(double x) {\n"
+            "#pragma clang fp reassociate(on)\n"
+            "    value -= x;\n"
+            "  }\n"
+            "  inline operator double() const { return value; }\n"
+            "};\n";
+  }
+  text += m_helpers;
+  if (!m_integrals.empty() || !m_helpers.empty()) {
+    text += "} // namespace\n";
+  }
+  text += format("extern \"C\" int {}(const uwjit_kernel_args* args) {\n", k_entry_placeholder);
+  text += "  (void)args;\n";
+  SlotTables slots;
+  for (const ExtentDecl& e : m_extents) {
+    if (e.name.empty()) {
+      continue;
+    }
+    if (e.mode == ExtentMode::compiled) {
+      text += format("  constexpr uw_i64 {} = {};\n", e.name, literal(e.value));
+    } else {
+      text += format("  const uw_i64 {} = args->extents[{}];\n", e.name, e.slot);
+      slots.extents.push_back(e.name);
+    }
+    if (e.domain_axis >= 0) {
+      // Where this shard lies in the whole domain (0 and the extent itself when serial).
+      text += format("  const uw_i64 {}_offset = args->shard_offset[{}];\n", e.name, e.domain_axis);
+      text +=
+          format("  const uw_i64 {}_global = args->global_extent[{}];\n", e.name, e.domain_axis);
+      text += format("  (void){}_offset;\n  (void){}_global;\n", e.name, e.name);
+    }
+  }
+  for (const BufferDecl& b : m_buffers) {
+    text += buffer_text(b);
+    switch (b.role) {
+    case BufferRole::state_in:
+      slots.state_in.push_back(b.name);
+      break;
+    case BufferRole::state_out:
+      slots.state_out.push_back(b.name);
+      break;
+    case BufferRole::statics:
+      slots.statics.push_back(b.name);
+      break;
+    }
+  }
+  for (const auto& name : m_integrals) {
+    text += format("  uwjit_sum {}{0.0};\n", name);
+    slots.integrals.push_back(name);
+  }
+  text += "  {\n" + m_body + "  }\n";
+  for (std::size_t i = 0; i < m_integrals.size(); ++i) {
+    text += format("  args->integrals[{}] = {}.value;\n", i, m_integrals[i]);
+  }
+  text += "  return UWJIT_KERNEL_OK;\n}\n";
+  return KernelSource::generated(m_origin, std::move(text), std::move(slots));
+}
+
+} // namespace uwjit::codegen

@@ -1,0 +1,65 @@
+// pipe-flow: D3Q19 lattice Boltzmann flow through a circular pipe, driven by a body force.
+#pragma once
+
+#include <uwjit/nodes/builtin.hpp>
+
+namespace uwjit::nodes {
+
+/// D3Q19 lattice Boltzmann (BGK collision, Guo forcing) in a circular pipe along x, periodic in
+/// x. The wall is two static arrays built from the params: `pipe_wall` (nx, ny, nz) u8, 1 for
+/// solid nodes, and `pipe_missing` (19, nx, ny, nz) u8, 1 where the population of direction q
+/// arriving at a fluid node would come from a solid node and is bounced back (half-way
+/// bounce-back) instead. Both are sharded along x when a domain is split.
+///
+/// Params: nx, ny, nz (lattice); radius (lattice units, at most min(ny, nz)/2 - 1: one solid
+/// layer at least); tau (relaxation time > 1/2; viscosity (tau - 1/2)/3); u_max (the centreline
+/// velocity the body force is chosen for: force = 4 nu u_max / radius²); extents.
+///
+/// Integrals: drag (the x force on the wall, by momentum exchange), mass (sum of densities) and
+/// momentum (x momentum of the fluid). Check, at the end of a run: mass conserved to round-off;
+/// the axial velocity profile matches Poiseuille, u(r) = force (radius² - r²) / (4 nu), within
+/// 5 % (L2, relative); the wall drag balances the body force on the fluid within 1 %.
+class PipeFlowNode final : public BuiltinNode {
+public:
+  /// Throws Error(usage) naming a missing or out-of-range param.
+  PipeFlowNode(std::string name, runtime::Params params);
+
+  [[nodiscard]] std::string summary() const override;
+  [[nodiscard]] std::int64_t default_steps() const override;
+  [[nodiscard]] std::vector<std::int64_t> domain() const override;
+  [[nodiscard]] std::vector<runtime::StateField> state_fields() const override;
+  void initial_state(runtime::State& state) const override;
+  [[nodiscard]] std::vector<int> halo_width() const override;
+  [[nodiscard]] std::vector<runtime::Boundary> boundary() const override;
+  [[nodiscard]] std::vector<codegen::ExtentMode> extent_modes() const override;
+  [[nodiscard]] std::vector<std::string> domain_integral_fields() const override;
+  void emit_update(codegen::KernelWriter& writer) const override;
+  [[nodiscard]] Verdict check(const runtime::Simulation& simulation,
+                              const Trace& trace) const override;
+  std::vector<std::filesystem::path>
+  write_output(const runtime::Simulation& simulation,
+               const std::filesystem::path& directory) const override;
+
+  /// The default params (a 32 × 24 × 24 lattice).
+  [[nodiscard]] static runtime::Params defaults();
+  /// Sets the radius that follows from nx, ny, nz in `params`: min(ny, nz)/2 - 1.
+  static void derive_from_size(runtime::Params& params);
+
+  /// The body force per node (lattice units).
+  [[nodiscard]] double force() const noexcept { return m_force; }
+  /// The kinematic viscosity (tau - 1/2) / 3.
+  [[nodiscard]] double viscosity() const noexcept { return (m_tau - 0.5) / 3.0; }
+  /// The number of fluid nodes.
+  [[nodiscard]] std::int64_t fluid_nodes() const;
+
+protected:
+  [[nodiscard]] runtime::StaticData build_static_data() const override;
+
+private:
+  [[nodiscard]] bool solid(std::int64_t y, std::int64_t z) const;
+  std::int64_t m_n[3];
+  double m_radius, m_tau, m_u_max, m_force;
+  codegen::ExtentMode m_extents;
+};
+
+} // namespace uwjit::nodes

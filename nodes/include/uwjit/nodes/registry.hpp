@@ -1,0 +1,45 @@
+// The built-in nodes by type name: their defaults, sizes, construction, and the checkpoint
+// factory.
+#pragma once
+
+#include <uwjit/nodes/builtin.hpp>
+#include <uwjit/runtime/simulation.hpp>
+#include <uwjit/runtime/value.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace uwjit::nodes {
+
+/// A built-in node type.
+struct NodeKind {
+  std::string_view type;      ///< "heat", "pipe-flow", "fvm", "mlp"
+  std::string_view summary;   ///< one line
+  std::string_view size_help; ///< what --size means for it
+};
+
+/// Every built-in node type, in a fixed order.
+[[nodiscard]] std::span<const NodeKind> kinds() noexcept;
+
+/// The complete default params of `type`. Throws Error(usage) for an unknown type, listing the
+/// known ones.
+[[nodiscard]] runtime::Params default_params(std::string_view type);
+
+/// The default params of `type` for a size: one number N or three NX, NY, NZ (what each means
+/// is the kind's size_help; params that follow from the size, such as a pipe's radius, follow
+/// it). Throws Error(usage) for a size the type does not take.
+[[nodiscard]] runtime::Params sized_params(std::string_view type,
+                                           std::span<const std::int64_t> size);
+
+/// A node of `type` named `name` with `params` (complete: start from default_params). Throws
+/// Error(usage) naming the param for a missing or out-of-range value.
+[[nodiscard]] std::shared_ptr<const BuiltinNode> make(std::string_view type, std::string name,
+                                                      const runtime::Params& params);
+
+/// A NodeFactory for Simulation::restore that builds the built-in nodes.
+[[nodiscard]] runtime::NodeFactory factory();
+
+} // namespace uwjit::nodes

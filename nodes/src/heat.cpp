@@ -1,0 +1,235 @@
+#include <uwjit/nodes/heat.hpp>
+
+#include <uwjit/codegen/number.hpp>
+#include <uwjit/runtime/vtk.hpp>
+
+#include "params.hpp"
+
+#include <cmath>
+#include <numbers>
+
+namespace uwjit::nodes {
+
+using codegen::Axis;
+using codegen::literal;
+using runtime::Params;
+
+namespace {
+constexpr std::string_view k_type = "heat";
+} // namespace
+
+Params HeatNode::defaults() {
+  return Params{{"nx", 32},        {"ny", 32},
+                {"nz", 32},        {"kappa", 1.0},
+                {"contrast", 1.0}, {"boundary", "insulating"},
+                {"mode", 1},       {"amplitude", 0.5},
+                {"courant", 0.1},  {"extents", "compiled"}};
+}
+
+HeatNode::HeatNode(std::string name, Params params)
+    : BuiltinNode(std::string(k_type), std::move(name), std::move(params)) {
+  const Params& p = this->params();
+  m_n[0] = detail::int_param(k_type, p, "nx", 3, 1 << 14);
+  m_n[1] = detail::int_param(k_type, p, "ny", 3, 1 << 14);
+  m_n[2] = detail::int_param(k_type, p, "nz", 3, 1 << 14);
+  m_kappa = detail::double_param(k_type, p, "kappa", 0, 1e12, true);
+  m_contrast = detail::double_param(k_type, p, "contrast", 0, 1e12, true);
+  m_periodic =
+      detail::choice_param(k_type, p, "boundary", {"insulating", "periodic"}) == "periodic";
+  m_mode = detail::int_param(k_type, p, "mode", 1, m_periodic ? (m_n[0] - 1) / 2 : m_n[0] - 1);
+  m_amplitude = detail::double_param(k_type, p, "amplitude", -1e12, 1e12, false);
+  m_courant = detail::double_param(k_type, p, "courant", 0, 1.0 / 6.0, true);
+  m_extents = detail::extents_param(k_type, p);
+}
+
+std::string HeatNode::summary() const {
+  return "3-D diffusion, 7-point stencil, static conductivity field";
+}
+
+std::int64_t HeatNode::default_steps() const {
+  return 500;
+}
+
+std::vector<std::int64_t> HeatNode::domain() const {
+  return {m_n[0], m_n[1], m_n[2]};
+}
+
+std::vector<runtime::StateField> HeatNode::state_fields() const {
+  return {{"u", runtime::Dtype::f64}};
+}
+
+std::vector<int> HeatNode::halo_width() const {
+  return {1, 1, 1};
+}
+
+std::vector<runtime::Boundary> HeatNode::boundary() const {
+  const auto b = m_periodic ? runtime::Boundary::periodic : runtime::Boundary::edge;
+  return {b, b, b};
+}
+
+std::vector<codegen::ExtentMode> HeatNode::extent_modes() const {
+  return {m_extents, m_extents, m_extents};
+}
+
+std::vector<std::string> HeatNode::domain_integral_fields() const {
+  return {"heat"};
+}
+
+double HeatNode::dt() const {
+  return m_courant / (m_kappa * std::max(1.0, m_contrast));
+}
+
+double HeatNode::wavenumber() const {
+  return (m_periodic ? 2.0 : 1.0) * std::numbers::pi * static_cast<double>(m_mode) /
+         static_cast<double>(m_n[0]);
+}
+
+double HeatNode::discrete_eigenvalue() const {
+  const double s = std::sin(wavenumber() / 2);
+  return 4 * s * s;
+}
+
+runtime::StaticData HeatNode::build_static_data() const {
+  // A sphere of contrast × kappa, a quarter of the smallest extent in radius, in the middle.
+  const double radius = static_cast<double>(std::min({m_n[0], m_n[1], m_n[2]})) / 4;
+  std::vector<double> kappa(static_cast<std::size_t>(m_n[0] * m_n[1] * m_n[2]));
+  std::size_t at = 0;
+  for (std::int64_t i = 0; i < m_n[0]; ++i) {
+    for (std::int64_t j = 0; j < m_n[1]; ++j) {
+      for (std::int64_t k = 0; k < m_n[2]; ++k) {
+        const double x = static_cast<double>(i) + 0.5 - static_cast<double>(m_n[0]) / 2;
+        const double y = static_cast<double>(j) + 0.5 - static_cast<double>(m_n[1]) / 2;
+        const double z = static_cast<double>(k) + 0.5 - static_cast<double>(m_n[2]) / 2;
+        const bool inside = x * x + y * y + z * z < radius * radius;
+        kappa[at++] = inside ? m_kappa * m_contrast : m_kappa;
+      }
+    }
+  }
+  runtime::StaticData data;
+  data.add(runtime::StaticArray::from_vector("kappa", std::move(kappa), {m_n[0], m_n[1], m_n[2]},
+                                             runtime::Replication::shard, 0));
+  return data;
+}
+
+void HeatNode::initial_state(runtime::State& state) const {
+  runtime::Field& u = state["u"];
+  const double k = wavenumber();
+  for (std::int64_t i = 0; i < m_n[0]; ++i) {
+    const double value = 1.0 + m_amplitude * std::cos(k * (static_cast<double>(i) + 0.5));
+    for (std::int64_t j = 0; j < m_n[1]; ++j) {
+      for (std::int64_t kk = 0; kk < m_n[2]; ++kk) {
+        u.at<double>(i, j, kk) = value;
+      }
+    }
+  }
+}
+
+void HeatNode::emit_update(codegen::KernelWriter& w) const {
+  w.state_out("u");
+  w.static_array("kappa", runtime::Dtype::f64,
+                 {{w.domain(0), 1}, {w.domain(1), 1}, {w.domain(2), 1}});
+  w.integral("heat");
+  // The harmonic mean is symmetric in IEEE arithmetic, so the flux through a face is the exact
+  // negative of the flux seen from the other side: the sum of u changes by round-off only.
+  w.helpers("inline double face(double a, double b) { return 2.0 * a * b / (a + b); }\n");
+  w.body(R"(    const double dt = args->dt;
+    for (uw_i64 i = 0; i < nx; ++i) {
+      for (uw_i64 j = 0; j < ny; ++j) {
+        for (uw_i64 k = 0; k < nz; ++k) {
+          const double uc = u(i, j, k);
+          const double kc = kappa(i, j, k);
+          double flux = face(kc, kappa(i - 1, j, k)) * (u(i - 1, j, k) - uc);
+          flux += face(kc, kappa(i + 1, j, k)) * (u(i + 1, j, k) - uc);
+          flux += face(kc, kappa(i, j - 1, k)) * (u(i, j - 1, k) - uc);
+          flux += face(kc, kappa(i, j + 1, k)) * (u(i, j + 1, k) - uc);
+          flux += face(kc, kappa(i, j, k - 1)) * (u(i, j, k - 1) - uc);
+          flux += face(kc, kappa(i, j, k + 1)) * (u(i, j, k + 1) - uc);
+          const double next = uc + dt * flux;
+          u_out(i, j, k) = next;
+          heat += next;
+        }
+      }
+    }
+)");
+}
+
+Verdict HeatNode::check(const runtime::Simulation& simulation, const Trace& trace) const {
+  Verdict verdict;
+  const runtime::Field& u = simulation.field(name(), "u");
+  // Totals summed accurately, so that the drift measured is the scheme's, not the sum's.
+  detail::Sum initial_sum;
+  const double k = wavenumber();
+  for (std::int64_t i = 0; i < m_n[0]; ++i) {
+    const double value = 1.0 + m_amplitude * std::cos(k * (static_cast<double>(i) + 0.5));
+    for (std::int64_t j = 0; j < m_n[1] * m_n[2]; ++j) {
+      initial_sum.add(value);
+    }
+  }
+  const double initial = initial_sum.value();
+  detail::Sum final_sum;
+  u.for_each_interior([&](std::span<const std::int64_t> index) { final_sum.add(u.value(index)); });
+  // Round-off only: a step rounds each cell's flux sum and update.
+  const double steps = static_cast<double>(simulation.steps_taken());
+  verdict.add("heat conservation", "|H(t) - H(0)| / |H(0)|, H summed exactly",
+              std::abs(final_sum.value() - initial) / std::abs(initial),
+              std::max(1e-12, steps * 4 * 0x1.0p-52));
+  const auto series = trace.series("heat");
+  if (!series.empty()) {
+    double drift = 0;
+    for (const double heat : series) {
+      drift = std::max(drift, std::abs(heat - initial) / std::abs(initial));
+    }
+    verdict.add("heat integral", "max |H_kernel(t) - H(0)| / |H(0)| (bound: cells x 2^-52)", drift,
+                detail::summation_bound(u.interior_count()));
+  }
+
+  const std::int64_t t = simulation.steps_taken();
+  if (m_contrast != 1.0) {
+    verdict.notes.push_back("mode decay: not checked, the conductivity is not uniform");
+    return verdict;
+  }
+  if (t == 0 || m_amplitude == 0.0) {
+    verdict.notes.push_back("mode decay: not checked, no steps taken or no amplitude");
+    return verdict;
+  }
+  // Project u onto the mode: A = sum((u - mean) phi) / sum(phi^2).
+  double mean = 0;
+  u.for_each_interior([&](std::span<const std::int64_t> index) { mean += u.value(index); });
+  mean /= static_cast<double>(u.interior_count());
+  double projection = 0;
+  double norm = 0;
+  u.for_each_interior([&](std::span<const std::int64_t> index) {
+    const double phi = std::cos(k * (static_cast<double>(index[0]) + 0.5));
+    projection += (u.value(index) - mean) * phi;
+    norm += phi * phi;
+  });
+  const double amplitude = projection / norm;
+  const double growth = 1.0 - dt() * m_kappa * discrete_eigenvalue();
+  const double discrete = m_amplitude * std::pow(growth, static_cast<double>(t));
+  verdict.add("mode amplitude (discrete)", "|A(t) - A0 (1 - dt kappa lambda)^t| / |A0 ...|",
+              std::abs(amplitude - discrete) / std::abs(discrete), 1e-9);
+  const double rate = -std::log(amplitude / m_amplitude) / (static_cast<double>(t) * dt());
+  const double analytic = m_kappa * k * k;
+  verdict.add("mode decay rate (continuum)", "|rate / (kappa k^2) - 1|",
+              std::abs(rate / analytic - 1.0), 0.01);
+  return verdict;
+}
+
+std::vector<std::filesystem::path>
+HeatNode::write_output(const runtime::Simulation& simulation,
+                       const std::filesystem::path& directory) const {
+  std::filesystem::create_directories(directory);
+  const auto path = directory / (name() + ".vti");
+  runtime::ImageGeometry geometry;
+  geometry.cells = {m_n[0], m_n[1], m_n[2]};
+  const runtime::Field& u = simulation.field(name(), "u");
+  const auto& kappa = simulation.bound_static_data(name()).at("kappa");
+  runtime::Field kappa_field("kappa", runtime::Dtype::f64, kappa.shape(), {0, 0, 0});
+  kappa_field.copy_interior_from(std::as_bytes(kappa.values<double>()));
+  const std::vector<runtime::VtkArray> arrays = {runtime::image_cells(u, 3),
+                                                 runtime::image_cells(kappa_field, 3)};
+  runtime::write_image_data(path, geometry, arrays);
+  return {path};
+}
+
+} // namespace uwjit::nodes

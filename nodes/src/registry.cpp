@@ -1,0 +1,118 @@
+#include <uwjit/nodes/registry.hpp>
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/nodes/fvm.hpp>
+#include <uwjit/nodes/heat.hpp>
+#include <uwjit/nodes/mlp.hpp>
+#include <uwjit/nodes/pipe_flow.hpp>
+
+#include <array>
+
+namespace uwjit::nodes {
+
+namespace {
+
+constexpr std::array<NodeKind, 4> k_kinds = {{
+    {"heat", "3-D diffusion (7-point stencil) with a static conductivity field",
+     "N for an N^3 grid, or NXxNYxNZ (default 32)"},
+    {"pipe-flow", "D3Q19 lattice Boltzmann flow in a circular pipe, driven by a body force",
+     "N for an N x 3N/4 x 3N/4 lattice (pipe along x), or NXxNYxNZ (default 32x24x24)"},
+    {"fvm", "finite-volume diffusion on an unstructured Voronoi mesh, to a steady state",
+     "N generator points per row of the mesh (default 32)"},
+    {"mlp", "an MLP surrogate right-hand side, integrated pointwise over a field",
+     "N for an N^3 grid, or NXxNYxNZ (default 16)"},
+}};
+
+std::string known_types() {
+  std::string out;
+  for (const auto& kind : k_kinds) {
+    out += out.empty() ? "" : ", ";
+    out += kind.type;
+  }
+  return out;
+}
+
+[[noreturn]] void unknown(std::string_view type) {
+  throw Error(ErrorKind::usage,
+              format("unknown node type \"{}\" (built-in: {})", type, known_types()));
+}
+
+} // namespace
+
+std::span<const NodeKind> kinds() noexcept {
+  return k_kinds;
+}
+
+runtime::Params default_params(std::string_view type) {
+  if (type == "heat") {
+    return HeatNode::defaults();
+  }
+  if (type == "pipe-flow") {
+    return PipeFlowNode::defaults();
+  }
+  if (type == "fvm") {
+    return FvmNode::defaults();
+  }
+  if (type == "mlp") {
+    return MlpNode::defaults();
+  }
+  unknown(type);
+}
+
+runtime::Params sized_params(std::string_view type, std::span<const std::int64_t> size) {
+  runtime::Params params = default_params(type);
+  if (size.size() != 1 && size.size() != 3) {
+    throw Error(ErrorKind::usage, format("{}: a size is N or NXxNYxNZ", type));
+  }
+  for (const std::int64_t n : size) {
+    if (n < 1) {
+      throw Error(ErrorKind::usage, format("{}: size {} must be positive", type, n));
+    }
+  }
+  if (type == "fvm") {
+    if (size.size() != 1) {
+      throw Error(ErrorKind::usage,
+                  format("fvm: the size is one number, the generator points per mesh row"));
+    }
+    params.set("n", size[0]);
+    return params;
+  }
+  std::array<std::int64_t, 3> n = {size[0], size[0], size[0]};
+  if (size.size() == 3) {
+    n = {size[0], size[1], size[2]};
+  } else if (type == "pipe-flow") {
+    n[1] = n[2] = std::max<std::int64_t>(1, (3 * size[0] + 3) / 4);
+  }
+  params.set("nx", n[0]).set("ny", n[1]).set("nz", n[2]);
+  if (type == "pipe-flow") {
+    PipeFlowNode::derive_from_size(params);
+  }
+  return params;
+}
+
+std::shared_ptr<const BuiltinNode> make(std::string_view type, std::string name,
+                                        const runtime::Params& params) {
+  if (type == "heat") {
+    return std::make_shared<HeatNode>(std::move(name), params);
+  }
+  if (type == "pipe-flow") {
+    return std::make_shared<PipeFlowNode>(std::move(name), params);
+  }
+  if (type == "fvm") {
+    return std::make_shared<FvmNode>(std::move(name), params);
+  }
+  if (type == "mlp") {
+    return std::make_shared<MlpNode>(std::move(name), params);
+  }
+  unknown(type);
+}
+
+runtime::NodeFactory factory() {
+  return [](const std::string& type, const std::string& name,
+            const runtime::Params& params) -> std::shared_ptr<const runtime::Node> {
+    return make(type, name, params);
+  };
+}
+
+} // namespace uwjit::nodes

@@ -1,0 +1,124 @@
+// Node: one simulation component: its parameters, state, static data and the kernel of a step.
+#pragma once
+
+#include <uwjit/codegen/kernel_writer.hpp>
+#include <uwjit/runtime/field.hpp>
+#include <uwjit/runtime/static_data.hpp>
+#include <uwjit/runtime/value.hpp>
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uwjit::runtime {
+
+/// A state field: a name (a C identifier), an element type, and the extents of its leading
+/// component axes (e.g. {19} for the D3Q19 populations; empty for a scalar field). The domain
+/// axes follow, padded by the node's halo widths: a field's shape is components + domain.
+struct StateField {
+  std::string name;
+  Dtype dtype = Dtype::f64;
+  std::vector<std::int64_t> components = {};
+};
+
+/// The state of one node: a Field per state field, by name. Handed to Node::initial_state.
+class State {
+public:
+  explicit State(std::vector<Field*> fields) : m_fields(std::move(fields)) {}
+  /// The field named `name`; throws Error(usage) naming it if there is none.
+  [[nodiscard]] Field& operator[](std::string_view name) const;
+  [[nodiscard]] const std::vector<Field*>& fields() const noexcept { return m_fields; }
+
+private:
+  std::vector<Field*> m_fields;
+};
+
+/// A simulation node. A subclass declares its state, its static data and how one step updates
+/// the state (emit_update, the text of one kernel); the runtime allocates the state, fills the
+/// halos, binds the buffers and calls the kernel.
+///
+/// The static data is built once, by build_static_data(), on the first call of static_data(),
+/// and kept by this base class: static_data() returns it by reference and cannot be overridden,
+/// so nothing rebuilds it per call. Everything build_static_data() needs must be in params(),
+/// which is what a checkpoint stores: a restored node rebuilds its static data from its params.
+///
+/// Nodes are immutable once constructed; the const member functions are thread-safe.
+class Node {
+public:
+  /// `type` names the kind of node (e.g. "heat", what a checkpoint's factory is asked for);
+  /// `name` names this instance (unique within a Simulation); both must be non-empty
+  /// (Error(usage)).
+  Node(std::string type, std::string name, Params params);
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  [[nodiscard]] const std::string& type() const noexcept { return m_type; }
+  [[nodiscard]] const std::string& name() const noexcept { return m_name; }
+  /// Everything needed to rebuild this node (checkpointed).
+  [[nodiscard]] const Params& params() const noexcept { return m_params; }
+
+  /// The interior extents of the domain, one per axis (1 to 3 axes, each >= 1).
+  [[nodiscard]] virtual std::vector<std::int64_t> domain() const = 0;
+
+  /// The state fields, in the order of the kernel's state tables (at least one).
+  [[nodiscard]] virtual std::vector<StateField> state_fields() const = 0;
+
+  /// Fills the interior of every state field (the halos are filled by the runtime).
+  virtual void initial_state(State& state) const = 0;
+
+  /// Writes the kernel of one step. The writer arrives with the domain extents declared (named
+  /// by axis_names(), in extent_modes()), every state field declared as a state input over its
+  /// halo-padded layout, every static array of the bound static data provided, the
+  /// static_data_hash in a comment, and the outputs restricted to the state fields and
+  /// domain_integral_fields(). The node declares its outputs (writer.state_out(field),
+  /// writer.integral(name)), the static arrays it reads, and the body. The kernel must write
+  /// every interior cell of each state field it outputs; fields it does not output keep their
+  /// values. It reads shard information from args->shard_offset/shard_extent/global_extent and
+  /// must not depend on their values being serial ones (a sharded runtime will pass others).
+  /// Take static shapes from writer.provided_shape(key), not from static_data(): a Simulation
+  /// may rebind other arrays.
+  virtual void emit_update(codegen::KernelWriter& writer) const = 0;
+
+  /// The static data, built once by build_static_data() and kept; returned by reference.
+  /// Throws what build_static_data() throws (and tries again on the next call).
+  [[nodiscard]] const StaticData& static_data() const;
+
+  /// static_data_hash(static_data()).
+  [[nodiscard]] std::string static_data_hash() const;
+
+  /// Halo width per domain axis (cells on each side). Default: 0 on every axis.
+  [[nodiscard]] virtual std::vector<int> halo_width() const;
+
+  /// How halos are filled, per domain axis. Default: edge on every axis.
+  [[nodiscard]] virtual std::vector<Boundary> boundary() const;
+
+  /// Compiled-in or run-time extent, per domain axis. Default: compiled on every axis.
+  [[nodiscard]] virtual std::vector<codegen::ExtentMode> extent_modes() const;
+
+  /// The kernel's names for the domain extents. Default: nx, ny, nz (as many as axes).
+  [[nodiscard]] virtual std::vector<std::string> axis_names() const;
+
+  /// The names of the domain integrals the kernel computes (partial sums over the cells it
+  /// updates; a sharded runtime adds the shards'). Default: none.
+  [[nodiscard]] virtual std::vector<std::string> domain_integral_fields() const;
+
+  /// The time step passed as args->dt. Default: the param "dt" if present, else 1.0.
+  [[nodiscard]] virtual double dt() const;
+
+protected:
+  /// Builds the static data from params(); called once, by static_data(). Default: empty.
+  [[nodiscard]] virtual StaticData build_static_data() const;
+
+private:
+  std::string m_type;
+  std::string m_name;
+  Params m_params;
+  mutable std::once_flag m_static_once;
+  mutable std::optional<StaticData> m_static;
+};
+
+} // namespace uwjit::runtime

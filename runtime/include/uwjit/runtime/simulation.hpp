@@ -1,0 +1,142 @@
+// Simulation: the single-process runtime: kernels requested up front, the step loop over
+// ping-pong state buffers, halo filling, domain integrals, checkpoints.
+#pragma once
+
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/runtime/node.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uwjit::runtime {
+
+struct SimulationOptions {
+  /// Threads that compile distinct kernels in parallel when the simulation is built; 0 means
+  /// min(hardware threads, 4).
+  int compile_threads = 0;
+};
+
+/// One node's kernel request: which node, its source, and what the engine did (key, tier,
+/// timings).
+struct KernelReport {
+  std::string node;
+  engine::KernelInfo info;
+  std::shared_ptr<const codegen::KernelSource> source;
+};
+
+/// Rebuilds a node from what a checkpoint stores: its type, name and params.
+using NodeFactory = std::function<std::shared_ptr<const Node>(
+    const std::string& type, const std::string& name, const Params& params)>;
+
+/// The checkpoint file format, version 1. Little-endian; f64 is IEEE-754 binary64.
+///
+/// | field        | type                 | meaning                                             |
+/// |--------------|----------------------|-----------------------------------------------------|
+/// | magic        | 8 bytes "UWJITCKP"   |                                                     |
+/// | version      | u32                  | k_checkpoint_version (1)                            |
+/// | step         | i64                  | steps taken                                         |
+/// | node_count   | u32                  |                                                     |
+/// | nodes        | node_count × node    | in the simulation's order                           |
+/// | checksum     | 64 bytes             | SHA-256 of every byte before it, lowercase hex      |
+///
+/// node:      str type, str name, u32 param_count, param_count × (str key, value) sorted by key,
+///            u32 field_count, field_count × field, u32 integral_count,
+///            integral_count × (str name, f64 value of the last step)
+/// field:     str name, u8 dtype (0 f32, 1 f64, 2 i8, 3 u8, 4 i32, 5 i64), u32 rank,
+///            rank × i64 shape (components, then domain), u64 byte_count, the interior as
+///            row-major bytes without halos
+/// value:     u8 tag, then 0: i64 | 1: f64 | 2: str | 3: u32 count, count × value
+/// str:       u32 byte length, the bytes (UTF-8, no terminator)
+///
+/// Static data is not stored: a restored node is rebuilt from its params by a NodeFactory, and
+/// rebuilds its static data from them. Arrays given with Simulation::rebind_static are not
+/// restored; rebind them again.
+inline constexpr std::uint32_t k_checkpoint_version = 1;
+
+/// Runs nodes step by step in this process. Construction emits every node's kernel and requests
+/// all of them from the engine up front; distinct kernels compile in parallel. A step fills each
+/// node's halos, calls its kernel on ping-pong state buffers and keeps the domain integrals; it
+/// allocates nothing. Not thread-safe: use one thread per Simulation. The engine must outlive
+/// the simulation.
+class Simulation {
+public:
+  /// Validates every node (names unique, 1-3 domain axes, per-axis lists of the right length,
+  /// state fields, the kernel's bindings; Error(usage) naming the node and what is wrong),
+  /// allocates and initialises the state, and requests the kernels (Error(compile) or
+  /// Error(jit) from the engine).
+  Simulation(engine::Engine& engine, std::vector<std::shared_ptr<const Node>> nodes,
+             SimulationOptions options = {});
+  ~Simulation();
+  Simulation(Simulation&&) noexcept;
+  Simulation& operator=(Simulation&&) noexcept;
+
+  /// One report per node, in node order: the kernel each node uses now.
+  [[nodiscard]] const std::vector<KernelReport>& kernels() const noexcept;
+
+  /// Takes `count` steps; each steps every node, in order. Throws Error(usage) naming the node
+  /// and step if a kernel returns a non-zero status: that node keeps the state it had before
+  /// the step (nodes before it in order have taken it), and steps_taken() does not advance.
+  void step(std::int64_t count = 1);
+
+  /// Takes `count` steps, calling after_step(*this) after each.
+  void run(std::int64_t count, const std::function<void(const Simulation&)>& after_step);
+
+  /// Steps taken since the initial state.
+  [[nodiscard]] std::int64_t steps_taken() const noexcept;
+
+  [[nodiscard]] const std::vector<std::shared_ptr<const Node>>& nodes() const noexcept;
+  /// The node named `name`; Error(usage) if there is none.
+  [[nodiscard]] const Node& node(std::string_view name) const;
+
+  /// The current state field `field` of node `node` (interiors are the state after the last
+  /// step; halos are as last filled). Error(usage) naming what is missing.
+  [[nodiscard]] const Field& field(std::string_view node, std::string_view field) const;
+
+  /// The domain integrals of the last step (zeros before the first), in the order of the node's
+  /// domain_integral_fields(). Error(usage) if there is no such node.
+  [[nodiscard]] std::span<const double> integrals(std::string_view node) const;
+  /// The same, by node index (the order of nodes()); no lookup.
+  [[nodiscard]] std::span<const double> integrals(std::size_t node_index) const;
+
+  /// The static data bound to node `node`'s kernel: the node's own, unless rebound.
+  [[nodiscard]] const StaticData& bound_static_data(std::string_view node) const;
+
+  /// What rebind_static did.
+  struct Rebound {
+    bool new_kernel = false; ///< false: the same kernel reads the new array, nothing was asked
+    KernelReport report;     ///< the kernel now in use (if new, report.info.tier says whence)
+  };
+
+  /// Binds `array` in place of the node's array of the same key. If its shape, dtype and
+  /// sharding are those of the array it replaces, the static_data_hash and so the kernel stay
+  /// the same: the engine is not asked, nothing is compiled, and the next step reads the new
+  /// contents. Otherwise the node emits its kernel again and the engine serves it (compiled
+  /// once, or from a cache tier). On an error (Error(usage): no such node or key, a shape the
+  /// node's kernel rejects; or the engine's errors) the simulation is unchanged.
+  Rebound rebind_static(std::string_view node, StaticArray array);
+
+  /// Writes the state and params to `path` (format above), atomically: a temporary file in the
+  /// same directory, fsync, rename. Throws Error(io).
+  void checkpoint(const std::filesystem::path& path) const;
+
+  /// Rebuilds a simulation from a checkpoint: nodes from `factory`, their kernels from `engine`,
+  /// their state and step count from the file. Stepping it on gives, bit for bit, what the
+  /// uninterrupted simulation gives. Throws Error(io) for an unreadable, truncated, corrupt or
+  /// foreign file, Error(usage) if a node rebuilt by the factory does not match the file.
+  [[nodiscard]] static Simulation restore(engine::Engine& engine, const std::filesystem::path& path,
+                                          const NodeFactory& factory,
+                                          SimulationOptions options = {});
+
+private:
+  struct Impl;
+  explicit Simulation(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace uwjit::runtime

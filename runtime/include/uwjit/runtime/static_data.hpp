@@ -1,0 +1,138 @@
+// StaticArray, StaticData and static_data_hash: large arrays that never change during a run,
+// bound to kernels as external buffers and never compiled into them.
+#pragma once
+
+#include <uwjit/codegen/dtype.hpp>
+#include <uwjit/runtime/value.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace uwjit::runtime {
+
+using codegen::Dtype;
+
+/// How a static array is distributed when the domain is split over processes (MPI ranks):
+/// every process gets the whole array, or each gets a slab along shard_axis.
+enum class Replication { replicate, shard };
+
+/// "replicate" or "shard".
+[[nodiscard]] std::string_view to_string(Replication replication) noexcept;
+
+/// A read-only view of contiguous, row-major data (the last axis varies fastest) with its dtype,
+/// shape and distribution policy, named by its key in a node's static data.
+///
+/// Ownership: shared. The StaticArray holds a std::shared_ptr<const void> to the data, so the
+/// data lives as long as any copy of the array (copies are cheap and share it). To wrap memory
+/// owned elsewhere, pass a shared_ptr with a no-op deleter (or the aliasing constructor of a
+/// shared_ptr that owns the memory); the caller then guarantees the memory outlives every copy.
+/// The contents must not change while a kernel may read them. Immutable; thread-safe to share.
+class StaticArray {
+public:
+  /// Validates everything at construction; throws Error(usage) naming the key and the rule:
+  ///   - the key is a C identifier (kernels read the array through an accessor of that name);
+  ///   - data is not null; dtype is one of f32, f64, i8, u8, i32, i64;
+  ///   - the shape has 1 to 8 axes, each at least 1 (no zero-size arrays), and its element count
+  ///     fits in 63 bits of bytes;
+  ///   - replicate forbids a shard_axis; shard needs one in [0, ndim).
+  StaticArray(std::string key, std::shared_ptr<const void> data, Dtype dtype,
+              std::vector<std::int64_t> shape, Replication replication = Replication::replicate,
+              std::optional<int> shard_axis = std::nullopt);
+
+  /// An array that owns `values` (moved in). Besides the rules above, values.size() must equal
+  /// the product of the shape.
+  template <class T>
+  [[nodiscard]] static StaticArray from_vector(std::string key, std::vector<T> values,
+                                               std::vector<std::int64_t> shape,
+                                               Replication replication = Replication::replicate,
+                                               std::optional<int> shard_axis = std::nullopt) {
+    check_count(key, values.size(), shape);
+    auto owned = std::make_shared<std::vector<T>>(std::move(values));
+    std::shared_ptr<const void> data(owned, owned->data());
+    return StaticArray(std::move(key), std::move(data), codegen::dtype_of<T>, std::move(shape),
+                       replication, shard_axis);
+  }
+
+  [[nodiscard]] const std::string& key() const noexcept { return m_key; }
+  [[nodiscard]] const void* data() const noexcept { return m_data.get(); }
+  [[nodiscard]] const std::shared_ptr<const void>& shared_data() const noexcept { return m_data; }
+  [[nodiscard]] Dtype dtype() const noexcept { return m_dtype; }
+  [[nodiscard]] const std::vector<std::int64_t>& shape() const noexcept { return m_shape; }
+  [[nodiscard]] int ndim() const noexcept { return static_cast<int>(m_shape.size()); }
+  [[nodiscard]] std::int64_t element_count() const noexcept { return m_count; }
+  [[nodiscard]] std::size_t size_bytes() const;
+  [[nodiscard]] Replication replication() const noexcept { return m_replication; }
+  [[nodiscard]] std::optional<int> shard_axis() const noexcept { return m_shard_axis; }
+
+  /// The elements as T; throws Error(usage) if T is not the array's dtype.
+  template <class T> [[nodiscard]] std::span<const T> values() const {
+    check_dtype(codegen::dtype_of<T>);
+    return {static_cast<const T*>(m_data.get()), static_cast<std::size_t>(m_count)};
+  }
+
+private:
+  static void check_count(const std::string& key, std::size_t count,
+                          const std::vector<std::int64_t>& shape);
+  void check_dtype(Dtype wanted) const;
+
+  std::string m_key;
+  std::shared_ptr<const void> m_data;
+  Dtype m_dtype;
+  std::vector<std::int64_t> m_shape;
+  std::int64_t m_count = 0;
+  Replication m_replication;
+  std::optional<int> m_shard_axis;
+};
+
+/// A node's static data: string key → StaticArray, or a bare scalar (Value: int64, double,
+/// string, or a tuple of those). Keys are unique and iterated in sorted (byte) order.
+/// Not thread-safe to modify; thread-safe to read.
+class StaticData {
+public:
+  using Entry = std::variant<StaticArray, Value>;
+
+  /// Adds `array` under its key; Error(usage) if the key is taken.
+  StaticData& add(StaticArray array);
+  /// Adds a bare scalar; Error(usage) if the key is empty or taken.
+  StaticData& add(std::string key, Value scalar);
+  /// Replaces the array under array.key(); Error(usage) if there is no array of that key.
+  StaticData& replace(StaticArray array);
+
+  /// The array or scalar of `key`, or nullptr.
+  [[nodiscard]] const StaticArray* array(std::string_view key) const;
+  [[nodiscard]] const Value* scalar(std::string_view key) const;
+  /// The array of `key`; Error(usage) naming the key if there is none.
+  [[nodiscard]] const StaticArray& at(std::string_view key) const;
+
+  [[nodiscard]] const std::map<std::string, Entry, std::less<>>& entries() const noexcept {
+    return m_entries;
+  }
+  [[nodiscard]] bool empty() const noexcept { return m_entries.empty(); }
+  [[nodiscard]] std::size_t size() const noexcept { return m_entries.size(); }
+
+private:
+  std::map<std::string, Entry, std::less<>> m_entries;
+};
+
+/// A hash of `data` that is the same in every process, run and rank: "0" when `data` is empty,
+/// otherwise the SHA-256 (64 lowercase hex digits, through uwjit::cache::sha256_hex) of this
+/// text, one line per key in sorted order:
+///
+///   array:   A<len>:<key> <dtype> <ndim>:<d0>,<d1>,... <replication> <shard_axis or ->\n
+///   scalar:  S<len>:<key> <value>\n
+///   value:   i<decimal int64> | d<16 hex digits: the IEEE-754 bits> | s<len>:<bytes>
+///            | t<count>(<value>,<value>,...)
+///
+/// Arrays contribute their key, dtype, shape, replication and shard axis, never their contents:
+/// a new array of the same shape rebinds without recompiling; a shape, dtype or sharding change
+/// recompiles. Scalars contribute their exact value. Thread-safe.
+[[nodiscard]] std::string static_data_hash(const StaticData& data);
+
+} // namespace uwjit::runtime

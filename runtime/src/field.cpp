@@ -1,0 +1,197 @@
+#include <uwjit/runtime/field.hpp>
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <array>
+#include <cstring>
+#include <new>
+
+namespace uwjit::runtime {
+
+std::string_view to_string(Boundary boundary) noexcept {
+  return boundary == Boundary::periodic ? "periodic" : "edge";
+}
+
+namespace {
+constexpr std::size_t k_alignment = 64;
+constexpr std::size_t k_max_rank = 8;
+} // namespace
+
+void Field::Free::operator()(std::byte* p) const noexcept {
+  ::operator delete[](p, std::align_val_t{k_alignment});
+}
+
+Field::Field(std::string name, Dtype dtype, std::vector<std::int64_t> shape, std::vector<int> halo)
+    : m_name(std::move(name)), m_dtype(dtype), m_shape(std::move(shape)), m_halo(std::move(halo)) {
+  if (!codegen::is_supported(m_dtype)) {
+    throw Error(ErrorKind::usage, format("field \"{}\": unsupported dtype", m_name));
+  }
+  if (m_shape.empty() || m_shape.size() > k_max_rank) {
+    throw Error(ErrorKind::usage, format("field \"{}\": needs 1 to {} axes, got {}", m_name,
+                                         k_max_rank, m_shape.size()));
+  }
+  if (m_halo.size() != m_shape.size()) {
+    throw Error(ErrorKind::usage, format("field \"{}\": {} halo widths for {} axes", m_name,
+                                         m_halo.size(), m_shape.size()));
+  }
+  for (std::size_t d = 0; d < m_shape.size(); ++d) {
+    if (m_shape[d] < 1 || m_halo[d] < 0) {
+      throw Error(ErrorKind::usage, format("field \"{}\": axis {} has extent {} and halo {} "
+                                           "(need extent >= 1, halo >= 0)",
+                                           m_name, d, m_shape[d], m_halo[d]));
+    }
+  }
+  m_strides.assign(m_shape.size(), 1);
+  for (std::size_t d = m_shape.size(); d-- > 0;) {
+    m_interior *= m_shape[d];
+    const std::int64_t padded = m_shape[d] + 2 * m_halo[d];
+    m_strides[d] = m_padded;
+    m_padded *= padded;
+  }
+  m_bytes = static_cast<std::size_t>(m_padded) * codegen::size_of(m_dtype);
+  auto* raw = static_cast<std::byte*>(
+      ::operator new[](std::max<std::size_t>(m_bytes, 1), std::align_val_t{k_alignment}));
+  std::memset(raw, 0, m_bytes);
+  m_storage.reset(raw);
+}
+
+void Field::check_access(Dtype dtype, std::size_t indices) const {
+  UWJIT_ASSERT(dtype == m_dtype, format("field \"{}\" holds {}, accessed as {}", m_name,
+                                        codegen::to_string(m_dtype), codegen::to_string(dtype)));
+  UWJIT_ASSERT(indices == m_shape.size(),
+               format("field \"{}\" has {} axes, accessed with {} indices", m_name, m_shape.size(),
+                      indices));
+}
+
+double Field::value(std::span<const std::int64_t> index) const {
+  UWJIT_ASSERT(index.size() == m_shape.size(), "Field::value: wrong number of indices");
+  const std::int64_t at = offset(index);
+  switch (m_dtype) {
+  case Dtype::f32:
+    return static_cast<const float*>(data())[at];
+  case Dtype::f64:
+    return static_cast<const double*>(data())[at];
+  case Dtype::i8:
+    return static_cast<const std::int8_t*>(data())[at];
+  case Dtype::u8:
+    return static_cast<const std::uint8_t*>(data())[at];
+  case Dtype::i32:
+    return static_cast<const std::int32_t*>(data())[at];
+  case Dtype::i64:
+    return static_cast<double>(static_cast<const std::int64_t*>(data())[at]);
+  }
+  return 0;
+}
+
+// Calls fn(padded element offset of a row's first interior cell) for each interior row (all axes
+// but the last), in row-major order, without allocating.
+template <class Fn> void Field::for_each_interior_row(Fn&& fn) const {
+  const std::size_t rank = m_shape.size();
+  std::array<std::int64_t, k_max_rank> index{};
+  std::int64_t rows = 1;
+  for (std::size_t d = 0; d + 1 < rank; ++d) {
+    rows *= m_shape[d];
+  }
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t at = m_halo[rank - 1];
+    for (std::size_t d = 0; d + 1 < rank; ++d) {
+      at += (index[d] + m_halo[d]) * m_strides[d];
+    }
+    fn(at);
+    for (std::size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < m_shape[d]) {
+        break;
+      }
+      index[d] = 0;
+    }
+  }
+}
+
+void Field::copy_interior_to(std::span<std::byte> out) const {
+  const std::size_t element = codegen::size_of(m_dtype);
+  const std::size_t row = static_cast<std::size_t>(m_shape.back()) * element;
+  UWJIT_ASSERT(out.size() == static_cast<std::size_t>(m_interior) * element,
+               "Field::copy_interior_to: wrong buffer size");
+  const auto* base = static_cast<const std::byte*>(data());
+  std::size_t written = 0;
+  for_each_interior_row([&](std::int64_t at) {
+    std::memcpy(out.data() + written, base + static_cast<std::size_t>(at) * element, row);
+    written += row;
+  });
+}
+
+void Field::copy_interior_from(std::span<const std::byte> in) {
+  const std::size_t element = codegen::size_of(m_dtype);
+  const std::size_t row = static_cast<std::size_t>(m_shape.back()) * element;
+  UWJIT_ASSERT(in.size() == static_cast<std::size_t>(m_interior) * element,
+               "Field::copy_interior_from: wrong buffer size");
+  auto* base = static_cast<std::byte*>(data());
+  std::size_t read = 0;
+  for_each_interior_row([&](std::int64_t at) {
+    std::memcpy(base + static_cast<std::size_t>(at) * element, in.data() + read, row);
+    read += row;
+  });
+}
+
+bool Field::interior_equals(const Field& other) const {
+  if (other.m_dtype != m_dtype || other.m_shape != m_shape) {
+    return false;
+  }
+  const std::size_t element = codegen::size_of(m_dtype);
+  const std::size_t row = static_cast<std::size_t>(m_shape.back()) * element;
+  const auto* mine = static_cast<const std::byte*>(data());
+  const auto* theirs = static_cast<const std::byte*>(other.data());
+  // Same shape, but the halos may differ: walk both layouts row by row.
+  std::vector<std::int64_t> their_rows;
+  other.for_each_interior_row([&](std::int64_t at) { their_rows.push_back(at); });
+  std::size_t r = 0;
+  bool equal = true;
+  for_each_interior_row([&](std::int64_t at) {
+    equal =
+        equal && std::memcmp(mine + static_cast<std::size_t>(at) * element,
+                             theirs + static_cast<std::size_t>(their_rows[r]) * element, row) == 0;
+    ++r;
+  });
+  return equal;
+}
+
+void Field::fill_halos(std::span<const Boundary> boundary) {
+  if (boundary.size() != m_shape.size()) {
+    throw Error(ErrorKind::usage, format("field \"{}\": {} boundaries for {} axes", m_name,
+                                         boundary.size(), m_shape.size()));
+  }
+  const std::size_t element = codegen::size_of(m_dtype);
+  auto* base = static_cast<std::byte*>(data());
+  for (std::size_t d = 0; d < m_shape.size(); ++d) {
+    const std::int64_t h = m_halo[d];
+    if (h == 0) {
+      continue;
+    }
+    const std::int64_t n = m_shape[d];
+    const bool periodic = boundary[d] == Boundary::periodic;
+    if (periodic && h > n) {
+      throw Error(ErrorKind::usage, format("field \"{}\": a periodic halo of {} on axis {} is "
+                                           "wider than its extent {}",
+                                           m_name, h, d, n));
+    }
+    // The padded array as [outer][n + 2h][inner]: each halo layer is `inner` contiguous elements.
+    const std::int64_t inner = m_strides[d];
+    const std::int64_t outer = m_padded / (inner * (n + 2 * h));
+    const std::size_t layer = static_cast<std::size_t>(inner) * element;
+    for (std::int64_t o = 0; o < outer; ++o) {
+      std::byte* slab = base + static_cast<std::size_t>(o * (n + 2 * h) * inner) * element;
+      auto at = [&](std::int64_t padded_index) {
+        return slab + static_cast<std::size_t>(padded_index * inner) * element;
+      };
+      for (std::int64_t g = 1; g <= h; ++g) {
+        const std::int64_t low = h - g;          // interior-relative -g
+        const std::int64_t high = h + n - 1 + g; // interior-relative n-1+g
+        std::memcpy(at(low), at(periodic ? low + n : h), layer);
+        std::memcpy(at(high), at(periodic ? high - n : h + n - 1), layer);
+      }
+    }
+  }
+}
+
+} // namespace uwjit::runtime

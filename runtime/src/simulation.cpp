@@ -1,0 +1,812 @@
+#include <uwjit/runtime/simulation.hpp>
+
+#include <uwjit/cache/key.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/log.hpp>
+
+#include "byte_io.hpp"
+#include "parallel.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace uwjit::runtime {
+
+using codegen::BufferDecl;
+using codegen::BufferRole;
+using codegen::KernelWriter;
+
+namespace {
+
+constexpr std::string_view k_magic = "UWJITCKP";
+
+log::Logger& logger() {
+  static log::Logger instance = log::get("uwjit.runtime");
+  return instance;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    out += i == 0 ? "" : ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + ")";
+}
+
+[[noreturn]] void node_error(const Node& node, std::string_view message) {
+  throw Error(ErrorKind::usage, format("node \"{}\": {}", node.name(), message));
+}
+
+// What a node declares about its layout, read once and checked.
+struct Layout {
+  std::vector<std::int64_t> domain;
+  std::vector<int> halo;
+  std::vector<Boundary> boundary;
+  std::vector<codegen::ExtentMode> modes;
+  std::vector<std::string> axis_names;
+  std::vector<StateField> fields;
+  std::vector<std::string> integrals;
+  double dt = 1.0;
+
+  [[nodiscard]] std::vector<std::int64_t> shape(const StateField& f) const {
+    std::vector<std::int64_t> out = f.components;
+    out.insert(out.end(), domain.begin(), domain.end());
+    return out;
+  }
+  [[nodiscard]] std::vector<int> halos(const StateField& f) const {
+    std::vector<int> out(f.components.size(), 0);
+    out.insert(out.end(), halo.begin(), halo.end());
+    return out;
+  }
+  [[nodiscard]] std::vector<Boundary> boundaries(const StateField& f) const {
+    std::vector<Boundary> out(f.components.size(), Boundary::edge);
+    out.insert(out.end(), boundary.begin(), boundary.end());
+    return out;
+  }
+};
+
+Layout read_layout(const Node& node) {
+  Layout layout;
+  layout.domain = node.domain();
+  const std::size_t axes = layout.domain.size();
+  if (axes < 1 || axes > UWJIT_MAX_AXES) {
+    node_error(node, format("the domain needs 1 to {} axes, got {}", UWJIT_MAX_AXES, axes));
+  }
+  for (std::size_t d = 0; d < axes; ++d) {
+    if (layout.domain[d] < 1) {
+      node_error(node, format("domain axis {} has extent {} (need >= 1)", d, layout.domain[d]));
+    }
+  }
+  layout.halo = node.halo_width();
+  layout.boundary = node.boundary();
+  layout.modes = node.extent_modes();
+  layout.axis_names = node.axis_names();
+  auto check_length = [&](std::size_t size, std::string_view what) {
+    if (size != axes) {
+      node_error(node, format("{} has {} entries for {} domain axes", what, size, axes));
+    }
+  };
+  check_length(layout.halo.size(), "halo_width()");
+  check_length(layout.boundary.size(), "boundary()");
+  check_length(layout.modes.size(), "extent_modes()");
+  check_length(layout.axis_names.size(), "axis_names()");
+  for (std::size_t d = 0; d < axes; ++d) {
+    if (layout.halo[d] < 0) {
+      node_error(node, format("halo width {} on axis {} is negative", layout.halo[d], d));
+    }
+    if (layout.boundary[d] == Boundary::periodic && layout.halo[d] > layout.domain[d]) {
+      node_error(node, format("a periodic halo of {} on axis {} is wider than the extent {}",
+                              layout.halo[d], d, layout.domain[d]));
+    }
+  }
+  layout.fields = node.state_fields();
+  if (layout.fields.empty()) {
+    node_error(node, "declares no state field");
+  }
+  std::set<std::string> names;
+  for (const auto& f : layout.fields) {
+    if (!names.insert(f.name).second) {
+      node_error(node, format("state field \"{}\" is declared twice", f.name));
+    }
+    if (!codegen::is_supported(f.dtype)) {
+      node_error(node, format("state field \"{}\" has an unsupported dtype", f.name));
+    }
+    for (const std::int64_t c : f.components) {
+      if (c < 1) {
+        node_error(node, format("state field \"{}\" has a component extent {}", f.name, c));
+      }
+    }
+  }
+  layout.integrals = node.domain_integral_fields();
+  std::set<std::string> integral_names;
+  for (const auto& name : layout.integrals) {
+    if (!integral_names.insert(name).second) {
+      node_error(node, format("domain integral \"{}\" is declared twice", name));
+    }
+    if (names.count(name) != 0) {
+      node_error(node, format("\"{}\" is both a state field and a domain integral", name));
+    }
+  }
+  layout.dt = node.dt();
+  return layout;
+}
+
+// A node's kernel as emitted: the writer (its declarations, for binding) and the source.
+struct Emitted {
+  KernelWriter writer;
+  codegen::KernelSource source;
+};
+
+Emitted emit(const Node& node, const Layout& layout, const StaticData& bound) {
+  KernelWriter writer(node.name());
+  writer.comment("static_data_hash " + static_data_hash(bound));
+  for (std::size_t d = 0; d < layout.domain.size(); ++d) {
+    (void)writer.domain_extent(static_cast<int>(d), layout.axis_names[d], layout.domain[d],
+                               layout.modes[d]);
+  }
+  std::vector<std::string> field_names;
+  for (const auto& f : layout.fields) {
+    std::vector<codegen::Axis> axes;
+    for (const std::int64_t c : f.components) {
+      axes.push_back({writer.constant(c), 0});
+    }
+    for (std::size_t d = 0; d < layout.domain.size(); ++d) {
+      axes.push_back({writer.domain(static_cast<int>(d)), layout.halo[d]});
+    }
+    writer.state_in(f.name, f.dtype, std::move(axes));
+    field_names.push_back(f.name);
+  }
+  for (const auto& [key, entry] : bound.entries()) {
+    if (const auto* array = std::get_if<StaticArray>(&entry)) {
+      writer.provide_static(key, array->dtype(), array->shape());
+    }
+  }
+  writer.restrict_outputs(field_names, layout.integrals);
+  node.emit_update(writer);
+  for (const auto& name : layout.integrals) {
+    if (std::find(writer.integrals().begin(), writer.integrals().end(), name) ==
+        writer.integrals().end()) {
+      node_error(node, format("declares domain integral \"{}\" but its kernel does not compute it "
+                              "(writer.integral(\"{}\"))",
+                              name, name));
+    }
+  }
+  auto source = writer.finish();
+  return Emitted{std::move(writer), std::move(source)};
+}
+
+// How one node's kernel is bound: buffer slots to fields, static pointers, run-time extents and
+// integral slots. Built completely before it replaces a previous binding.
+struct Binding {
+  std::optional<engine::Kernel> kernel;
+  KernelReport report;
+  std::vector<std::size_t> in_field;          // state_in slot -> field index
+  std::vector<std::size_t> out_field;         // state_out slot -> field index
+  std::vector<const void*> statics;           // statics slot -> pointer
+  std::vector<StaticArray> held;              // keeps the bound arrays alive
+  std::vector<std::unique_ptr<Field>> padded; // halo-padded copies of static arrays
+  std::vector<uw_i64> extents;                // run-time extents, slot order
+  std::vector<std::size_t> integral_slot;     // declared integral -> kernel slot
+  std::vector<double> kernel_integrals;       // kernel slot order
+};
+
+Binding bind(const Node& node, const Layout& layout, const KernelWriter& writer,
+             const StaticData& bound) {
+  Binding b;
+  auto field_index = [&](const BufferDecl& buffer) {
+    for (std::size_t i = 0; i < layout.fields.size(); ++i) {
+      const StateField& f = layout.fields[i];
+      if (f.name != buffer.name) {
+        continue;
+      }
+      std::vector<int> halos;
+      for (const auto& axis : buffer.axes) {
+        halos.push_back(axis.halo);
+      }
+      if (buffer.dtype != f.dtype || writer.interior_shape(buffer) != layout.shape(f) ||
+          halos != layout.halos(f)) {
+        node_error(node, format("its kernel declares {} \"{}\" with another layout than the "
+                                "state field ({} {} with halos per axis)",
+                                codegen::to_string(buffer.role), buffer.name,
+                                codegen::to_string(f.dtype), shape_text(layout.shape(f))));
+      }
+      return i;
+    }
+    node_error(node, format("its kernel declares {} \"{}\", which is not a state field",
+                            codegen::to_string(buffer.role), buffer.name));
+  };
+  for (const BufferDecl& buffer : writer.buffers()) {
+    switch (buffer.role) {
+    case BufferRole::state_in:
+      b.in_field.push_back(field_index(buffer));
+      break;
+    case BufferRole::state_out:
+      b.out_field.push_back(field_index(buffer));
+      break;
+    case BufferRole::statics: {
+      const StaticArray* array = bound.array(buffer.name);
+      if (array == nullptr) {
+        node_error(node, format("its kernel reads static array \"{}\", which its static data "
+                                "does not hold",
+                                buffer.name));
+      }
+      const auto shape = writer.interior_shape(buffer);
+      if (array->dtype() != buffer.dtype || array->shape() != shape) {
+        node_error(node,
+                   format("static array \"{}\" is {} {} but the kernel reads {} {}", buffer.name,
+                          codegen::to_string(array->dtype()), shape_text(array->shape()),
+                          codegen::to_string(buffer.dtype), shape_text(shape)));
+      }
+      b.held.push_back(*array);
+      bool has_halo = false;
+      std::vector<int> halos;
+      std::vector<Boundary> boundaries;
+      for (const auto& axis : buffer.axes) {
+        has_halo = has_halo || axis.halo > 0;
+        halos.push_back(axis.halo);
+        const int domain_axis =
+            writer.extents()[static_cast<std::size_t>(axis.extent.id)].domain_axis;
+        boundaries.push_back(domain_axis >= 0
+                                 ? layout.boundary[static_cast<std::size_t>(domain_axis)]
+                                 : Boundary::edge);
+      }
+      if (!has_halo) {
+        b.statics.push_back(array->data()); // bound in place: the kernel reads the caller's data
+        break;
+      }
+      // A halo-padded copy, made once here: the halos follow the node's boundaries (a periodic
+      // axis wraps, others repeat the edge), so stencils may read one cell beyond the domain.
+      auto padded = std::make_unique<Field>(buffer.name, array->dtype(), shape, halos);
+      padded->copy_interior_from(std::span<const std::byte>(
+          static_cast<const std::byte*>(array->data()), array->size_bytes()));
+      padded->fill_halos(boundaries);
+      b.statics.push_back(padded->data());
+      b.padded.push_back(std::move(padded));
+      break;
+    }
+    }
+  }
+  for (const auto& e : writer.extents()) {
+    if (e.mode == codegen::ExtentMode::runtime) {
+      b.extents.push_back(e.value);
+    }
+  }
+  for (const auto& name : layout.integrals) {
+    const auto& declared = writer.integrals();
+    b.integral_slot.push_back(static_cast<std::size_t>(
+        std::find(declared.begin(), declared.end(), name) - declared.begin()));
+  }
+  b.kernel_integrals.assign(writer.integrals().size(), 0.0);
+  return b;
+}
+
+struct NodeState {
+  std::shared_ptr<const Node> node;
+  Layout layout;
+  StaticData bound;
+  std::optional<KernelWriter> writer; // the current kernel's declarations
+  Binding binding;
+  std::vector<std::unique_ptr<Field>> current; // per state field
+  std::vector<std::unique_ptr<Field>> next;    // per state field, null unless the kernel writes it
+  std::vector<std::vector<Boundary>> boundaries; // per state field, per axis
+  std::vector<bool> has_halo;                    // per state field
+  std::vector<const void*> in_ptrs;
+  std::vector<void*> out_ptrs;
+  std::vector<double> integrals; // declared order
+  uwjit_kernel_args args{};
+
+  // Points the ABI struct at the binding's tables; called whenever the binding changes.
+  void wire() {
+    in_ptrs.assign(binding.in_field.size(), nullptr);
+    out_ptrs.assign(binding.out_field.size(), nullptr);
+    for (std::size_t i = 0; i < layout.fields.size(); ++i) {
+      const bool written = std::find(binding.out_field.begin(), binding.out_field.end(), i) !=
+                           binding.out_field.end();
+      if (written && next[i] == nullptr) {
+        const StateField& f = layout.fields[i];
+        next[i] = std::make_unique<Field>(f.name, f.dtype, layout.shape(f), layout.halos(f));
+        const std::size_t bytes =
+            static_cast<std::size_t>(current[i]->interior_count()) * codegen::size_of(f.dtype);
+        std::vector<std::byte> interior(bytes);
+        current[i]->copy_interior_to(interior);
+        next[i]->copy_interior_from(interior);
+      }
+    }
+    args = {};
+    args.state_in = in_ptrs.data();
+    args.state_out = out_ptrs.data();
+    args.statics = binding.statics.data();
+    args.extents = binding.extents.data();
+    args.integrals = binding.kernel_integrals.data();
+    args.dt = layout.dt;
+    for (std::size_t d = 0; d < layout.domain.size(); ++d) {
+      // Serial: one shard that is the whole domain.
+      args.shard_offset[d] = 0;
+      args.shard_extent[d] = layout.domain[d];
+      args.global_extent[d] = layout.domain[d];
+    }
+  }
+};
+
+using Clock = std::chrono::steady_clock;
+
+} // namespace
+
+struct Simulation::Impl {
+  engine::Engine* engine = nullptr;
+  std::vector<std::shared_ptr<const Node>> nodes;
+  std::vector<NodeState> states;
+  std::vector<KernelReport> reports;
+  std::int64_t steps = 0;
+
+  enum class Init { compute, skip };
+
+  Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node>> list,
+       const SimulationOptions& options, Init init)
+      : engine(&e), nodes(std::move(list)) {
+    std::set<std::string> names;
+    for (const auto& node : nodes) {
+      if (node == nullptr) {
+        throw Error(ErrorKind::usage, "simulation: a null node");
+      }
+      if (!names.insert(node->name()).second) {
+        throw Error(ErrorKind::usage,
+                    format("simulation: two nodes are named \"{}\"", node->name()));
+      }
+    }
+    states.resize(nodes.size());
+    std::vector<std::optional<Emitted>> emitted(nodes.size());
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      NodeState& s = states[n];
+      s.node = nodes[n];
+      s.layout = read_layout(*s.node);
+      s.bound = s.node->static_data();
+      emitted[n].emplace(emit(*s.node, s.layout, s.bound));
+    }
+    request_all(emitted, options);
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      NodeState& s = states[n];
+      Binding binding = bind(*s.node, s.layout, emitted[n]->writer, s.bound);
+      binding.kernel = std::move(kernels_[n]);
+      binding.report = reports[n];
+      s.binding = std::move(binding);
+      s.writer.emplace(std::move(emitted[n]->writer));
+      allocate_state(s, init);
+      s.integrals.assign(s.layout.integrals.size(), 0.0);
+      s.wire();
+    }
+  }
+
+  // Requests every kernel; distinct keys in parallel, repeats afterwards (memory hits).
+  void request_all(std::vector<std::optional<Emitted>>& emitted, const SimulationOptions& options) {
+    std::vector<std::string> keys;
+    std::vector<std::size_t> firsts;
+    std::map<std::string, std::size_t> first_of;
+    for (std::size_t n = 0; n < emitted.size(); ++n) {
+      keys.push_back(engine->key_of(emitted[n]->source).hex());
+      if (first_of.emplace(keys.back(), n).second) {
+        firsts.push_back(n);
+      }
+    }
+    const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads =
+        options.compile_threads > 0 ? options.compile_threads : std::min(hardware, 4);
+    kernels_.assign(emitted.size(), std::nullopt);
+    detail::parallel_for(firsts.size(), threads, [&](std::size_t i) {
+      const std::size_t n = firsts[i];
+      kernels_[n].emplace(engine->kernel(emitted[n]->source));
+    });
+    for (std::size_t n = 0; n < emitted.size(); ++n) {
+      if (!kernels_[n]) {
+        kernels_[n].emplace(engine->kernel(emitted[n]->source));
+      }
+    }
+    reports.clear();
+    for (std::size_t n = 0; n < emitted.size(); ++n) {
+      const auto& info = kernels_[n]->info();
+      reports.push_back({nodes[n]->name(), info,
+                         std::make_shared<const codegen::KernelSource>(emitted[n]->source)});
+      logger().info("node {}: kernel {} from {} in {} ms", nodes[n]->name(), info.key,
+                    engine::to_string(info.tier), info.request_ms);
+    }
+  }
+
+  static void allocate_state(NodeState& s, Init init) {
+    const Layout& layout = s.layout;
+    std::vector<Field*> fields;
+    for (const auto& f : layout.fields) {
+      s.current.push_back(
+          std::make_unique<Field>(f.name, f.dtype, layout.shape(f), layout.halos(f)));
+      s.next.push_back(nullptr);
+      s.boundaries.push_back(layout.boundaries(f));
+      const auto halos = layout.halos(f);
+      s.has_halo.push_back(std::any_of(halos.begin(), halos.end(), [](int h) { return h > 0; }));
+      fields.push_back(s.current.back().get());
+    }
+    if (init == Init::compute) {
+      State state(fields);
+      s.node->initial_state(state);
+    }
+  }
+
+  NodeState& state_of(std::string_view name) {
+    for (auto& s : states) {
+      if (s.node->name() == name) {
+        return s;
+      }
+    }
+    throw Error(ErrorKind::usage, format("simulation has no node \"{}\"", name));
+  }
+
+  void step_node(NodeState& s) {
+    for (std::size_t i = 0; i < s.current.size(); ++i) {
+      if (s.has_halo[i]) {
+        s.current[i]->fill_halos(s.boundaries[i]);
+      }
+    }
+    for (std::size_t slot = 0; slot < s.binding.in_field.size(); ++slot) {
+      s.in_ptrs[slot] = s.current[s.binding.in_field[slot]]->data();
+    }
+    for (std::size_t slot = 0; slot < s.binding.out_field.size(); ++slot) {
+      s.out_ptrs[slot] = s.next[s.binding.out_field[slot]]->data();
+    }
+    s.args.step = steps;
+    const int status = (*s.binding.kernel)(s.args);
+    if (status != UWJIT_KERNEL_OK) {
+      throw Error(ErrorKind::usage, format("node \"{}\": kernel returned status {} at step {}",
+                                           s.node->name(), status, steps));
+    }
+    for (const std::size_t i : s.binding.out_field) {
+      std::swap(s.current[i], s.next[i]);
+    }
+    for (std::size_t i = 0; i < s.integrals.size(); ++i) {
+      s.integrals[i] = s.binding.kernel_integrals[s.binding.integral_slot[i]];
+    }
+  }
+
+  std::vector<std::optional<engine::Kernel>> kernels_;
+};
+
+Simulation::Simulation(engine::Engine& engine, std::vector<std::shared_ptr<const Node>> nodes,
+                       SimulationOptions options)
+    : m_impl(std::make_unique<Impl>(engine, std::move(nodes), options, Impl::Init::compute)) {}
+
+Simulation::Simulation(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+Simulation::~Simulation() = default;
+Simulation::Simulation(Simulation&&) noexcept = default;
+Simulation& Simulation::operator=(Simulation&&) noexcept = default;
+
+const std::vector<KernelReport>& Simulation::kernels() const noexcept {
+  return m_impl->reports;
+}
+
+void Simulation::step(std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    for (auto& s : m_impl->states) {
+      m_impl->step_node(s);
+    }
+    ++m_impl->steps;
+  }
+}
+
+void Simulation::run(std::int64_t count, const std::function<void(const Simulation&)>& after_step) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    step(1);
+    if (after_step) {
+      after_step(*this);
+    }
+  }
+}
+
+std::int64_t Simulation::steps_taken() const noexcept {
+  return m_impl->steps;
+}
+
+const std::vector<std::shared_ptr<const Node>>& Simulation::nodes() const noexcept {
+  return m_impl->nodes;
+}
+
+const Node& Simulation::node(std::string_view name) const {
+  return *m_impl->state_of(name).node;
+}
+
+const Field& Simulation::field(std::string_view node, std::string_view field) const {
+  NodeState& s = m_impl->state_of(node);
+  for (const auto& f : s.current) {
+    if (f->name() == field) {
+      return *f;
+    }
+  }
+  throw Error(ErrorKind::usage, format("node \"{}\" has no state field \"{}\"", node, field));
+}
+
+std::span<const double> Simulation::integrals(std::string_view node) const {
+  return m_impl->state_of(node).integrals;
+}
+
+std::span<const double> Simulation::integrals(std::size_t node_index) const {
+  UWJIT_ASSERT(node_index < m_impl->states.size(), "Simulation::integrals: index out of range");
+  return m_impl->states[node_index].integrals;
+}
+
+const StaticData& Simulation::bound_static_data(std::string_view node) const {
+  return m_impl->state_of(node).bound;
+}
+
+Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray array) {
+  NodeState& s = m_impl->state_of(node);
+  StaticData bound = s.bound;
+  bound.replace(std::move(array));
+  const bool same_kernel = static_data_hash(bound) == static_data_hash(s.bound);
+  std::optional<Emitted> emitted;
+  if (!same_kernel) {
+    emitted.emplace(emit(*s.node, s.layout, bound));
+  }
+  const KernelWriter& writer = same_kernel ? *s.writer : emitted->writer;
+  Binding binding = bind(*s.node, s.layout, writer, bound);
+  if (same_kernel) {
+    binding.kernel = s.binding.kernel;
+    binding.report = s.binding.report;
+  } else {
+    binding.kernel.emplace(m_impl->engine->kernel(emitted->source));
+    binding.report = {s.node->name(), binding.kernel->info(),
+                      std::make_shared<const codegen::KernelSource>(emitted->source)};
+    logger().info("node {}: rebound, kernel {} from {}", s.node->name(), binding.report.info.key,
+                  engine::to_string(binding.report.info.tier));
+  }
+  // Everything that can fail has; commit.
+  s.bound = std::move(bound);
+  s.binding = std::move(binding);
+  if (emitted) {
+    s.writer.emplace(std::move(emitted->writer));
+  }
+  s.wire();
+  for (std::size_t n = 0; n < m_impl->states.size(); ++n) {
+    if (&m_impl->states[n] == &s) {
+      m_impl->reports[n] = s.binding.report;
+    }
+  }
+  return Rebound{!same_kernel, s.binding.report};
+}
+
+void Simulation::checkpoint(const std::filesystem::path& path) const {
+  detail::ByteWriter out;
+  out.raw(k_magic.data(), k_magic.size());
+  out.u32(k_checkpoint_version);
+  out.i64(m_impl->steps);
+  out.u32(static_cast<std::uint32_t>(m_impl->states.size()));
+  for (const auto& s : m_impl->states) {
+    out.str(s.node->type());
+    out.str(s.node->name());
+    const auto& params = s.node->params().values();
+    out.u32(static_cast<std::uint32_t>(params.size()));
+    for (const auto& [key, value] : params) {
+      out.str(key);
+      out.value(value);
+    }
+    out.u32(static_cast<std::uint32_t>(s.current.size()));
+    for (const auto& f : s.current) {
+      out.str(f->name());
+      out.u8(static_cast<std::uint8_t>(f->dtype()));
+      out.u32(static_cast<std::uint32_t>(f->rank()));
+      for (const std::int64_t n : f->shape()) {
+        out.i64(n);
+      }
+      const std::size_t bytes =
+          static_cast<std::size_t>(f->interior_count()) * codegen::size_of(f->dtype());
+      out.u64(bytes);
+      const std::size_t at = out.bytes().size();
+      out.bytes().resize(at + bytes);
+      f->copy_interior_to(
+          std::span<std::byte>(reinterpret_cast<std::byte*>(out.bytes().data() + at), bytes));
+    }
+    out.u32(static_cast<std::uint32_t>(s.integrals.size()));
+    for (std::size_t i = 0; i < s.integrals.size(); ++i) {
+      out.str(s.layout.integrals[i]);
+      out.f64(s.integrals[i]);
+    }
+  }
+  const std::string checksum = cache::sha256_hex(out.bytes());
+  out.raw(checksum.data(), checksum.size());
+
+  // A reader never sees a torn checkpoint: write a temporary, fsync, rename over the target.
+  const std::string& bytes = out.bytes();
+  const std::filesystem::path tmp =
+      path.string() + ".tmp." + std::to_string(static_cast<long>(::getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw Error(ErrorKind::io,
+                format("checkpoint {}: cannot create: {}", path.string(), std::strerror(errno)));
+  }
+  std::size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      const int error = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error(ErrorKind::io,
+                  format("checkpoint {}: write failed: {}", path.string(), std::strerror(error)));
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int error = errno;
+    ::unlink(tmp.c_str());
+    throw Error(ErrorKind::io,
+                format("checkpoint {}: fsync failed: {}", path.string(), std::strerror(error)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(tmp.c_str());
+    throw Error(ErrorKind::io,
+                format("checkpoint {}: rename failed: {}", path.string(), std::strerror(error)));
+  }
+  logger().info("checkpoint {} written at step {} ({} bytes)", path.string(), m_impl->steps,
+                bytes.size());
+}
+
+namespace {
+
+struct FieldRecord {
+  std::string name;
+  std::uint8_t dtype;
+  std::vector<std::int64_t> shape;
+  std::string_view bytes;
+};
+
+struct NodeRecord {
+  std::string type;
+  std::string name;
+  Params params;
+  std::vector<FieldRecord> fields;
+  std::vector<std::pair<std::string, double>> integrals;
+};
+
+} // namespace
+
+Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::path& path,
+                               const NodeFactory& factory, SimulationOptions options) {
+  const std::string what = "checkpoint " + path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(ErrorKind::io, format("{}: cannot open", what));
+  }
+  std::ostringstream slurp;
+  slurp << in.rdbuf();
+  const std::string file = std::move(slurp).str();
+  if (file.size() < k_magic.size() || file.compare(0, k_magic.size(), k_magic) != 0) {
+    throw Error(ErrorKind::io, format("{}: not a uwjit checkpoint (bad magic)", what));
+  }
+  if (file.size() < k_magic.size() + 4 + 64) {
+    throw Error(ErrorKind::io, format("{}: truncated", what));
+  }
+  const std::string_view body(file.data(), file.size() - 64);
+  if (cache::sha256_hex(body) != std::string_view(file).substr(file.size() - 64)) {
+    throw Error(ErrorKind::io, format("{}: truncated or corrupt (checksum mismatch)", what));
+  }
+  detail::ByteReader reader(body, what);
+  (void)reader.raw(k_magic.size());
+  const std::uint32_t version = reader.u32();
+  if (version != k_checkpoint_version) {
+    throw Error(ErrorKind::io, format("{}: format version {} (this uwjit reads version {})", what,
+                                      version, k_checkpoint_version));
+  }
+  const std::int64_t steps = reader.i64();
+  const std::uint32_t node_count = reader.u32();
+  std::vector<NodeRecord> records;
+  for (std::uint32_t n = 0; n < node_count; ++n) {
+    NodeRecord record;
+    record.type = reader.str();
+    record.name = reader.str();
+    const std::uint32_t param_count = reader.u32();
+    for (std::uint32_t p = 0; p < param_count; ++p) {
+      std::string key = reader.str();
+      record.params.set(std::move(key), reader.value());
+    }
+    const std::uint32_t field_count = reader.u32();
+    for (std::uint32_t f = 0; f < field_count; ++f) {
+      FieldRecord field;
+      field.name = reader.str();
+      field.dtype = reader.u8();
+      const std::uint32_t rank = reader.u32();
+      for (std::uint32_t d = 0; d < rank && d < 16; ++d) {
+        field.shape.push_back(reader.i64());
+      }
+      if (rank > 16) {
+        throw Error(ErrorKind::io, format("{}: field \"{}\" has rank {}", what, field.name, rank));
+      }
+      field.bytes = reader.raw(reader.u64());
+      record.fields.push_back(std::move(field));
+    }
+    const std::uint32_t integral_count = reader.u32();
+    for (std::uint32_t i = 0; i < integral_count; ++i) {
+      std::string name = reader.str();
+      record.integrals.emplace_back(std::move(name), reader.f64());
+    }
+    records.push_back(std::move(record));
+  }
+  if (!reader.at_end()) {
+    throw Error(ErrorKind::io, format("{}: unexpected bytes after the last node", what));
+  }
+
+  std::vector<std::shared_ptr<const Node>> nodes;
+  for (const auto& record : records) {
+    auto node = factory(record.type, record.name, record.params);
+    if (node == nullptr || node->type() != record.type || node->name() != record.name) {
+      throw Error(ErrorKind::usage, format("{}: the factory did not rebuild node \"{}\" of type "
+                                           "\"{}\"",
+                                           what, record.name, record.type));
+    }
+    nodes.push_back(std::move(node));
+  }
+  auto impl = std::make_unique<Impl>(engine, std::move(nodes), options, Impl::Init::skip);
+  impl->steps = steps;
+  for (std::size_t n = 0; n < records.size(); ++n) {
+    NodeState& s = impl->states[n];
+    const NodeRecord& record = records[n];
+    if (record.fields.size() != s.current.size()) {
+      throw Error(ErrorKind::usage,
+                  format("{}: node \"{}\" has {} fields in the file, {} now", what, record.name,
+                         record.fields.size(), s.current.size()));
+    }
+    for (const auto& saved : record.fields) {
+      Field* target = nullptr;
+      for (std::size_t i = 0; i < s.current.size(); ++i) {
+        if (s.current[i]->name() == saved.name) {
+          target = s.current[i].get();
+        }
+      }
+      if (target == nullptr || static_cast<std::uint8_t>(target->dtype()) != saved.dtype ||
+          target->shape() != saved.shape ||
+          saved.bytes.size() != static_cast<std::size_t>(target->interior_count()) *
+                                    codegen::size_of(target->dtype())) {
+        throw Error(ErrorKind::usage,
+                    format("{}: field \"{}\" of node \"{}\" ({}) does not match the node's "
+                           "state field",
+                           what, saved.name, record.name, shape_text(saved.shape)));
+      }
+      const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(saved.bytes.data()),
+                                             saved.bytes.size());
+      target->copy_interior_from(bytes);
+    }
+    for (std::size_t i = 0; i < s.current.size(); ++i) {
+      if (s.next[i] != nullptr) {
+        const std::size_t size = static_cast<std::size_t>(s.current[i]->interior_count()) *
+                                 codegen::size_of(s.current[i]->dtype());
+        std::vector<std::byte> interior(size);
+        s.current[i]->copy_interior_to(interior);
+        s.next[i]->copy_interior_from(interior);
+      }
+    }
+    for (const auto& [name, value] : record.integrals) {
+      const auto& declared = s.layout.integrals;
+      const auto at = std::find(declared.begin(), declared.end(), name);
+      if (at == declared.end()) {
+        throw Error(ErrorKind::usage, format("{}: node \"{}\" has no domain integral \"{}\"", what,
+                                             record.name, name));
+      }
+      s.integrals[static_cast<std::size_t>(at - declared.begin())] = value;
+    }
+  }
+  logger().info("restored {} at step {}", path.string(), steps);
+  return Simulation(std::move(impl));
+}
+
+} // namespace uwjit::runtime

@@ -1,0 +1,263 @@
+#include <uwjit/runtime/static_data.hpp>
+
+#include <uwjit/cache/key.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <limits>
+
+namespace uwjit::runtime {
+
+std::string_view to_string(Replication replication) noexcept {
+  return replication == Replication::shard ? "shard" : "replicate";
+}
+
+namespace {
+
+constexpr int k_max_axes = 8;
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    out += i == 0 ? "" : ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + ")";
+}
+
+[[noreturn]] void reject(std::string_view key, std::string_view rule) {
+  throw Error(ErrorKind::usage, format("static array \"{}\": {}", key, rule));
+}
+
+bool is_identifier(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// The element count, or nullopt when the array's bytes would not fit in 63 bits.
+std::optional<std::int64_t> checked_count(const std::vector<std::int64_t>& shape,
+                                          std::size_t element_size) {
+  const auto limit = std::numeric_limits<std::int64_t>::max() /
+                     static_cast<std::int64_t>(std::max<std::size_t>(element_size, 1));
+  std::int64_t count = 1;
+  for (const std::int64_t n : shape) {
+    if (n > limit / count) {
+      return std::nullopt;
+    }
+    count *= n;
+  }
+  return count;
+}
+
+} // namespace
+
+StaticArray::StaticArray(std::string key, std::shared_ptr<const void> data, Dtype dtype,
+                         std::vector<std::int64_t> shape, Replication replication,
+                         std::optional<int> shard_axis)
+    : m_key(std::move(key)), m_data(std::move(data)), m_dtype(dtype), m_shape(std::move(shape)),
+      m_replication(replication), m_shard_axis(shard_axis) {
+  if (!is_identifier(m_key)) {
+    reject(m_key, "the key must be a C identifier (letters, digits, _; not starting with a digit)");
+  }
+  if (!codegen::is_supported(m_dtype)) {
+    reject(m_key, format("unsupported dtype {} (accepted: f32, f64, i8, u8, i32, i64)",
+                         static_cast<int>(m_dtype)));
+  }
+  if (m_data == nullptr) {
+    reject(m_key, "the data pointer is null");
+  }
+  if (m_shape.empty() || m_shape.size() > k_max_axes) {
+    reject(m_key, format("shape {} must have 1 to {} axes", shape_text(m_shape), k_max_axes));
+  }
+  for (std::size_t axis = 0; axis < m_shape.size(); ++axis) {
+    if (m_shape[axis] < 1) {
+      reject(m_key, format("shape {} has extent {} on axis {}: zero-size and negative extents "
+                           "are not allowed",
+                           shape_text(m_shape), m_shape[axis], axis));
+    }
+  }
+  const auto count = checked_count(m_shape, codegen::size_of(m_dtype));
+  if (!count) {
+    reject(m_key, format("shape {} is too large to address", shape_text(m_shape)));
+  }
+  m_count = *count;
+  if (m_replication != Replication::replicate && m_replication != Replication::shard) {
+    reject(m_key, format("unknown replication {} (accepted: replicate, shard)",
+                         static_cast<int>(m_replication)));
+  }
+  if (m_replication == Replication::replicate && m_shard_axis) {
+    reject(m_key, format("replicate forbids a shard_axis (got {}); use Replication::shard to "
+                         "split the array",
+                         *m_shard_axis));
+  }
+  if (m_replication == Replication::shard) {
+    if (!m_shard_axis) {
+      reject(m_key, "shard needs a shard_axis");
+    }
+    if (*m_shard_axis < 0 || *m_shard_axis >= ndim()) {
+      reject(m_key, format("shard_axis {} is out of range [0, {}) for shape {}", *m_shard_axis,
+                           ndim(), shape_text(m_shape)));
+    }
+  }
+}
+
+std::size_t StaticArray::size_bytes() const {
+  return static_cast<std::size_t>(m_count) * codegen::size_of(m_dtype);
+}
+
+void StaticArray::check_count(const std::string& key, std::size_t count,
+                              const std::vector<std::int64_t>& shape) {
+  std::int64_t expected = 1;
+  for (const std::int64_t n : shape) {
+    if (n < 1) {
+      return; // the constructor rejects the shape with its own message
+    }
+    if (expected > std::numeric_limits<std::int64_t>::max() / n) {
+      return;
+    }
+    expected *= n;
+  }
+  if (static_cast<std::int64_t>(count) != expected) {
+    reject(key, format("{} values do not fill shape {} ({} elements)", count, shape_text(shape),
+                       expected));
+  }
+}
+
+void StaticArray::check_dtype(Dtype wanted) const {
+  if (wanted != m_dtype) {
+    reject(m_key,
+           format("holds {}, not {}", codegen::to_string(m_dtype), codegen::to_string(wanted)));
+  }
+}
+
+StaticData& StaticData::add(StaticArray array) {
+  std::string key = array.key();
+  if (m_entries.count(key) != 0) {
+    throw Error(ErrorKind::usage, format("static data: key \"{}\" is used twice", key));
+  }
+  m_entries.emplace(std::move(key), std::move(array));
+  return *this;
+}
+
+StaticData& StaticData::add(std::string key, Value scalar) {
+  if (key.empty()) {
+    throw Error(ErrorKind::usage, "static data: a scalar with an empty key");
+  }
+  if (m_entries.count(key) != 0) {
+    throw Error(ErrorKind::usage, format("static data: key \"{}\" is used twice", key));
+  }
+  m_entries.emplace(std::move(key), std::move(scalar));
+  return *this;
+}
+
+StaticData& StaticData::replace(StaticArray array) {
+  const auto found = m_entries.find(array.key());
+  if (found == m_entries.end() || !std::holds_alternative<StaticArray>(found->second)) {
+    throw Error(ErrorKind::usage, format("static data: no array \"{}\" to replace", array.key()));
+  }
+  found->second = std::move(array);
+  return *this;
+}
+
+const StaticArray* StaticData::array(std::string_view key) const {
+  const auto found = m_entries.find(key);
+  return found == m_entries.end() ? nullptr : std::get_if<StaticArray>(&found->second);
+}
+
+const Value* StaticData::scalar(std::string_view key) const {
+  const auto found = m_entries.find(key);
+  return found == m_entries.end() ? nullptr : std::get_if<Value>(&found->second);
+}
+
+const StaticArray& StaticData::at(std::string_view key) const {
+  if (const StaticArray* found = array(key)) {
+    return *found;
+  }
+  throw Error(ErrorKind::usage, format("static data: no array \"{}\"", key));
+}
+
+namespace {
+
+void append_length_prefixed(std::string& out, std::string_view text) {
+  out += std::to_string(text.size());
+  out += ':';
+  out += text;
+}
+
+void append_value(std::string& out, const Value& value) {
+  const auto& v = value.variant();
+  switch (v.index()) {
+  case 0:
+    out += 'i';
+    out += std::to_string(std::get<0>(v));
+    break;
+  case 1: {
+    static constexpr char k_hex[] = "0123456789abcdef";
+    const auto bits = std::bit_cast<std::uint64_t>(std::get<1>(v));
+    out += 'd';
+    for (int shift = 60; shift >= 0; shift -= 4) {
+      out += k_hex[(bits >> shift) & 0xF];
+    }
+    break;
+  }
+  case 2:
+    out += 's';
+    append_length_prefixed(out, std::get<2>(v));
+    break;
+  default: {
+    const auto& items = std::get<3>(v);
+    out += 't';
+    out += std::to_string(items.size());
+    out += '(';
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      out += i == 0 ? "" : ",";
+      append_value(out, items[i]);
+    }
+    out += ')';
+  }
+  }
+}
+
+} // namespace
+
+std::string static_data_hash(const StaticData& data) {
+  if (data.empty()) {
+    return "0";
+  }
+  std::string text;
+  for (const auto& [key, entry] : data.entries()) {
+    if (const auto* array = std::get_if<StaticArray>(&entry)) {
+      text += 'A';
+      append_length_prefixed(text, key);
+      text += ' ';
+      text += codegen::to_string(array->dtype());
+      text += ' ';
+      text += std::to_string(array->ndim());
+      text += ':';
+      for (int axis = 0; axis < array->ndim(); ++axis) {
+        text += axis == 0 ? "" : ",";
+        text += std::to_string(array->shape()[static_cast<std::size_t>(axis)]);
+      }
+      text += ' ';
+      text += to_string(array->replication());
+      text += ' ';
+      text += array->shard_axis() ? std::to_string(*array->shard_axis()) : "-";
+    } else {
+      text += 'S';
+      append_length_prefixed(text, key);
+      text += ' ';
+      append_value(text, std::get<Value>(entry));
+    }
+    text += '\n';
+  }
+  return cache::sha256_hex(text);
+}
+
+} // namespace uwjit::runtime

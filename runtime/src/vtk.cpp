@@ -1,0 +1,226 @@
+#include <uwjit/runtime/vtk.hpp>
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <unistd.h>
+
+#include <array>
+#include <charconv>
+#include <fstream>
+
+namespace uwjit::runtime {
+
+namespace {
+
+std::string_view vtk_type(Dtype dtype) {
+  switch (dtype) {
+  case Dtype::f32:
+    return "Float32";
+  case Dtype::f64:
+    return "Float64";
+  case Dtype::i8:
+    return "Int8";
+  case Dtype::u8:
+    return "UInt8";
+  case Dtype::i32:
+    return "Int32";
+  case Dtype::i64:
+    return "Int64";
+  }
+  throw Error(ErrorKind::usage, "vtk: unsupported dtype");
+}
+
+void base64(std::string& out, const unsigned char* data, std::size_t size) {
+  static constexpr char k_alphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::size_t i = 0;
+  for (; i + 2 < size; i += 3) {
+    const unsigned v = (data[i] << 16) | (data[i + 1] << 8) | data[i + 2];
+    out += k_alphabet[(v >> 18) & 63];
+    out += k_alphabet[(v >> 12) & 63];
+    out += k_alphabet[(v >> 6) & 63];
+    out += k_alphabet[v & 63];
+  }
+  if (i < size) {
+    const unsigned v = (data[i] << 16) | (i + 1 < size ? data[i + 1] << 8 : 0);
+    out += k_alphabet[(v >> 18) & 63];
+    out += k_alphabet[(v >> 12) & 63];
+    out += i + 1 < size ? k_alphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+}
+
+// One <DataArray> in VTK's inline binary form: base64 of a UInt64 byte count followed by the
+// data, encoded as one stream (as VTK's own writer does for uncompressed data).
+void data_array(std::string& out, std::string_view name, Dtype dtype, int components,
+                std::span<const std::byte> bytes) {
+  out += format("        <DataArray type=\"{}\" Name=\"{}\"", vtk_type(dtype), name);
+  if (components > 1) {
+    out += format(" NumberOfComponents=\"{}\"", components);
+  }
+  out += " format=\"binary\">\n          ";
+  std::vector<unsigned char> block(8 + bytes.size());
+  const std::uint64_t count = bytes.size();
+  for (int i = 0; i < 8; ++i) {
+    block[static_cast<std::size_t>(i)] = static_cast<unsigned char>((count >> (8 * i)) & 0xFF);
+  }
+  if (!bytes.empty()) {
+    std::memcpy(block.data() + 8, bytes.data(), bytes.size());
+  }
+  base64(out, block.data(), block.size());
+  out += "\n        </DataArray>\n";
+}
+
+void cell_arrays(std::string& out, std::span<const VtkArray> arrays, std::int64_t cells) {
+  out += "      <CellData>\n";
+  for (const auto& a : arrays) {
+    const auto expected = static_cast<std::size_t>(cells) * static_cast<std::size_t>(a.components) *
+                          codegen::size_of(a.dtype);
+    if (a.components < 1 || a.bytes.size() != expected) {
+      throw Error(ErrorKind::usage,
+                  format("vtk: array \"{}\" holds {} bytes, expected {} ({} cells x {} "
+                         "components of {})",
+                         a.name, a.bytes.size(), expected, cells, a.components,
+                         codegen::to_string(a.dtype)));
+    }
+    data_array(out, a.name, a.dtype, a.components, a.bytes);
+  }
+  out += "      </CellData>\n";
+}
+
+void write_atomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp =
+      path.string() + ".tmp." + std::to_string(static_cast<long>(::getpid()));
+  {
+    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+    file.write(text.data(), static_cast<std::streamsize>(text.size()));
+    file.close();
+    if (!file) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw Error(ErrorKind::io, format("{}: cannot write", path.string()));
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(tmp, path, error);
+  if (error) {
+    std::filesystem::remove(tmp, error);
+    throw Error(ErrorKind::io, format("{}: cannot write", path.string()));
+  }
+}
+
+std::string number(double value) {
+  std::array<char, 32> buffer{};
+  const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  return std::string(buffer.data(), end);
+}
+
+} // namespace
+
+VtkArray image_cells(const Field& field, int domain_axes) {
+  const int rank = field.rank();
+  if (domain_axes < 1 || domain_axes > 3 || domain_axes > rank) {
+    throw Error(ErrorKind::usage, format("vtk: field \"{}\" of rank {} with {} domain axes",
+                                         field.name(), rank, domain_axes));
+  }
+  const auto& shape = field.shape();
+  std::int64_t components = 1;
+  for (int d = 0; d < rank - domain_axes; ++d) {
+    components *= shape[static_cast<std::size_t>(d)];
+  }
+  if (components > 9) {
+    throw Error(ErrorKind::usage, format("vtk: field \"{}\" has {} components per cell (at "
+                                         "most 9 go into one VTK array)",
+                                         field.name(), components));
+  }
+  std::array<std::int64_t, 3> n = {1, 1, 1};
+  for (int a = 0; a < domain_axes; ++a) {
+    n[static_cast<std::size_t>(a)] = shape[static_cast<std::size_t>(rank - domain_axes + a)];
+  }
+  const std::size_t element = codegen::size_of(field.dtype());
+  VtkArray array{field.name(), field.dtype(), static_cast<int>(components), {}};
+  array.bytes.resize(static_cast<std::size_t>(field.interior_count()) * element);
+  const auto* base = static_cast<const std::byte*>(field.data());
+  std::vector<std::int64_t> index(static_cast<std::size_t>(rank), 0);
+  std::size_t at = 0;
+  for (std::int64_t z = 0; z < n[2]; ++z) {
+    for (std::int64_t y = 0; y < n[1]; ++y) {
+      for (std::int64_t x = 0; x < n[0]; ++x) {
+        const std::int64_t xyz[3] = {x, y, z};
+        for (int a = 0; a < domain_axes; ++a) {
+          index[static_cast<std::size_t>(rank - domain_axes + a)] = xyz[a];
+        }
+        for (std::int64_t c = 0; c < components; ++c) {
+          // The component index, row-major over the leading axes.
+          std::int64_t rest = c;
+          for (int d = rank - domain_axes; d-- > 0;) {
+            index[static_cast<std::size_t>(d)] = rest % shape[static_cast<std::size_t>(d)];
+            rest /= shape[static_cast<std::size_t>(d)];
+          }
+          std::memcpy(array.bytes.data() + at,
+                      base + static_cast<std::size_t>(field.offset(index)) * element, element);
+          at += element;
+        }
+      }
+    }
+  }
+  return array;
+}
+
+void write_image_data(const std::filesystem::path& path, const ImageGeometry& g,
+                      std::span<const VtkArray> cell_data) {
+  for (const std::int64_t n : g.cells) {
+    if (n < 1) {
+      throw Error(ErrorKind::usage, format("vtk: {}: cells per axis must be >= 1", path.string()));
+    }
+  }
+  const std::string extent = format("0 {} 0 {} 0 {}", g.cells[0], g.cells[1], g.cells[2]);
+  std::string out = "<?xml version=\"1.0\"?>\n"
+                    "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"LittleEndian\" "
+                    "header_type=\"UInt64\">\n";
+  out += format("  <ImageData WholeExtent=\"{}\" Origin=\"{} {} {}\" Spacing=\"{} {} {}\">\n",
+                extent, number(g.origin[0]), number(g.origin[1]), number(g.origin[2]),
+                number(g.spacing[0]), number(g.spacing[1]), number(g.spacing[2]));
+  out += format("    <Piece Extent=\"{}\">\n", extent);
+  cell_arrays(out, cell_data, g.cells[0] * g.cells[1] * g.cells[2]);
+  out += "    </Piece>\n  </ImageData>\n</VTKFile>\n";
+  write_atomically(path, out);
+}
+
+void write_unstructured_grid(const std::filesystem::path& path, const UnstructuredGeometry& g,
+                             std::span<const VtkArray> cell_data) {
+  const std::size_t points = g.points.size() / 3;
+  const std::size_t cells = g.types.size();
+  if (g.points.size() % 3 != 0 || g.offsets.size() != cells ||
+      (cells > 0 && g.offsets.back() != static_cast<std::int64_t>(g.connectivity.size()))) {
+    throw Error(ErrorKind::usage,
+                format("vtk: {}: inconsistent geometry ({} coordinates, {} types, {} offsets, "
+                       "{} connectivity entries)",
+                       path.string(), g.points.size(), cells, g.offsets.size(),
+                       g.connectivity.size()));
+  }
+  for (const std::int64_t p : g.connectivity) {
+    if (p < 0 || p >= static_cast<std::int64_t>(points)) {
+      throw Error(ErrorKind::usage,
+                  format("vtk: {}: connectivity names point {} of {}", path.string(), p, points));
+    }
+  }
+  std::string out = "<?xml version=\"1.0\"?>\n"
+                    "<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" "
+                    "byte_order=\"LittleEndian\" header_type=\"UInt64\">\n"
+                    "  <UnstructuredGrid>\n";
+  out += format("    <Piece NumberOfPoints=\"{}\" NumberOfCells=\"{}\">\n", points, cells);
+  out += "      <Points>\n";
+  data_array(out, "Points", Dtype::f64, 3, std::as_bytes(std::span(g.points)));
+  out += "      </Points>\n      <Cells>\n";
+  data_array(out, "connectivity", Dtype::i64, 1, std::as_bytes(std::span(g.connectivity)));
+  data_array(out, "offsets", Dtype::i64, 1, std::as_bytes(std::span(g.offsets)));
+  data_array(out, "types", Dtype::u8, 1, std::as_bytes(std::span(g.types)));
+  out += "      </Cells>\n";
+  cell_arrays(out, cell_data, static_cast<std::int64_t>(cells));
+  out += "    </Piece>\n  </UnstructuredGrid>\n</VTKFile>\n";
+  write_atomically(path, out);
+}
+
+} // namespace uwjit::runtime

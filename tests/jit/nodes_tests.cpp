@@ -1,0 +1,347 @@
+// nodes/: the built-in nodes' physics checks, checkpoints and extents. These tests really JIT.
+#include <uwjit/common/error.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/nodes/fvm.hpp>
+#include <uwjit/nodes/mlp.hpp>
+#include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/simulation.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using uwjit::engine::Engine;
+using uwjit::engine::Tier;
+using uwjit::nodes::Trace;
+using uwjit::nodes::Verdict;
+using uwjit::runtime::Params;
+using uwjit::runtime::Simulation;
+
+namespace {
+
+struct Run {
+  Simulation simulation;
+  std::shared_ptr<const uwjit::nodes::BuiltinNode> node;
+  Trace trace;
+};
+
+Params with(Params params,
+            std::initializer_list<std::pair<const char*, uwjit::runtime::Value>> changes) {
+  for (const auto& [key, value] : changes) {
+    REQUIRE(params.contains(key));
+    params.set(key, value);
+  }
+  return params;
+}
+
+Run run(Engine& engine, const std::string& type, const Params& params, std::int64_t steps = -1) {
+  auto node = uwjit::nodes::make(type, type, params);
+  Run r{Simulation(engine, {node}), node, {}};
+  const std::int64_t n = steps < 0 ? node->default_steps() : steps;
+  for (std::int64_t s = 0; s < n; ++s) {
+    r.simulation.step();
+    r.trace.record(r.simulation, 0);
+  }
+  return r;
+}
+
+const uwjit::nodes::Measurement& measurement(const Verdict& verdict, const std::string& name) {
+  for (const auto& m : verdict.measurements) {
+    if (m.name == name) {
+      return m;
+    }
+  }
+  FAIL("no measurement " << name);
+  throw std::logic_error("unreachable");
+}
+
+void require_pass(const Verdict& verdict) {
+  for (const auto& m : verdict.measurements) {
+    INFO(m.name << ": " << m.value << " (limit " << m.limit << ")");
+    CHECK(m.passed);
+  }
+  CHECK(verdict.passed);
+}
+
+// A scratch directory that goes away with the test.
+struct Scratch {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("uwjit-nodes-" + std::to_string(::getpid()));
+  Scratch() { std::filesystem::create_directories(path); }
+  ~Scratch() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+bool same_bits(std::span<const double> a, std::span<const double> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+} // namespace
+
+TEST_CASE("heat: insulating walls conserve heat and a Fourier mode decays at the analytic rate") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  auto r = run(engine, "heat", uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{16}));
+  const Verdict verdict = r.node->check(r.simulation, r.trace);
+  require_pass(verdict);
+  CHECK(measurement(verdict, "heat conservation").value <= 1e-12);
+  CHECK(measurement(verdict, "mode amplitude (discrete)").value <= 1e-9);
+  CHECK(measurement(verdict, "mode decay rate (continuum)").value <= 0.01);
+}
+
+TEST_CASE("heat: a periodic mode decays at its own rate") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  const Params params = with(uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{16}),
+                             {{"boundary", "periodic"}});
+  auto r = run(engine, "heat", params, 300);
+  const Verdict verdict = r.node->check(r.simulation, r.trace);
+  require_pass(verdict);
+  CHECK(verdict.measurements.size() == 4);
+}
+
+TEST_CASE("heat: a conductivity contrast still conserves heat; the mode check says it is skipped") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  const Params params =
+      with(uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{16}), {{"contrast", 8.0}});
+  auto r = run(engine, "heat", params, 300);
+  const Verdict verdict = r.node->check(r.simulation, r.trace);
+  require_pass(verdict);
+  REQUIRE(verdict.notes.size() == 1);
+  CHECK(verdict.notes[0].find("not uniform") != std::string::npos);
+  // The inclusion matters: the field differs from the uniform run's.
+  auto uniform =
+      run(engine, "heat", uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{16}), 300);
+  CHECK_FALSE(
+      r.simulation.field("heat", "u").interior_equals(uniform.simulation.field("heat", "u")));
+}
+
+TEST_CASE("heat: compiled-in and run-time extents give the same field bit for bit") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  const Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{12, 10, 14});
+  auto compiled = run(engine, "heat", base, 40);
+  auto runtime = run(engine, "heat", with(base, {{"extents", "runtime"}}), 40);
+  CHECK(compiled.simulation.kernels()[0].info.key != runtime.simulation.kernels()[0].info.key);
+  CHECK(compiled.simulation.kernels()[0].info.slots.extents.empty());
+  CHECK(runtime.simulation.kernels()[0].info.slots.extents ==
+        std::vector<std::string>{"nx", "ny", "nz"});
+  CHECK(compiled.simulation.field("heat", "u")
+            .interior_equals(runtime.simulation.field("heat", "u")));
+  // Integral sums may be vectorised differently: equal to round-off, not necessarily in bits.
+  CHECK(compiled.simulation.integrals(std::size_t{0})[0] ==
+        doctest::Approx(runtime.simulation.integrals(std::size_t{0})[0]).epsilon(1e-13));
+}
+
+TEST_CASE("pipe-flow: Poiseuille profile, drag balances the body force, mass is conserved") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  auto r = run(engine, "pipe-flow", uwjit::nodes::default_params("pipe-flow"));
+  const Verdict verdict = r.node->check(r.simulation, r.trace);
+  require_pass(verdict);
+  CHECK(measurement(verdict, "Poiseuille profile").value < 0.05);
+  CHECK(measurement(verdict, "drag balances body force").value < 0.01);
+}
+
+TEST_CASE("pipe-flow: the check fails a run that has not reached the steady state") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  auto r = run(engine, "pipe-flow", uwjit::nodes::default_params("pipe-flow"), 50);
+  const Verdict verdict = r.node->check(r.simulation, r.trace);
+  CHECK_FALSE(verdict.passed);
+  CHECK_FALSE(measurement(verdict, "drag balances body force").passed);
+  CHECK_FALSE(measurement(verdict, "Poiseuille profile").passed);
+  CHECK(measurement(verdict, "mass conservation").passed);
+}
+
+TEST_CASE("pipe-flow: the wall masks are sharded static arrays of the documented shapes") {
+  const auto node = uwjit::nodes::make("pipe-flow", "p", uwjit::nodes::default_params("pipe-flow"));
+  const auto& wall = node->static_data().at("pipe_wall");
+  const auto& missing = node->static_data().at("pipe_missing");
+  CHECK(wall.shape() == std::vector<std::int64_t>{32, 24, 24});
+  CHECK(missing.shape() == std::vector<std::int64_t>{19, 32, 24, 24});
+  CHECK(wall.dtype() == uwjit::runtime::Dtype::u8);
+  CHECK(missing.dtype() == uwjit::runtime::Dtype::u8);
+  CHECK(wall.shard_axis() == 0);
+  CHECK(missing.shard_axis() == 1); // x is the second axis of (19, nx, ny, nz)
+}
+
+TEST_CASE("fvm: the unstructured diffusion converges to the analytic steady state") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  auto coarse =
+      run(engine, "fvm", uwjit::nodes::sized_params("fvm", std::vector<std::int64_t>{16}));
+  auto fine = run(engine, "fvm", uwjit::nodes::default_params("fvm"));
+  const Verdict coarse_verdict = coarse.node->check(coarse.simulation, coarse.trace);
+  const Verdict fine_verdict = fine.node->check(fine.simulation, fine.trace);
+  require_pass(coarse_verdict);
+  require_pass(fine_verdict);
+  const double coarse_error = measurement(coarse_verdict, "analytic steady state").value;
+  const double fine_error = measurement(fine_verdict, "analytic steady state").value;
+  // Halving the spacing cuts the error by well over two: the scheme converges.
+  CHECK(coarse_error / fine_error > 2.0);
+}
+
+TEST_CASE("fvm: the mesh is a replicate face graph with indirect addressing") {
+  const auto node = uwjit::nodes::make(
+      "fvm", "m", uwjit::nodes::sized_params("fvm", std::vector<std::int64_t>{8}));
+  const auto& data = node->static_data();
+  const auto cells = data.scalar("n_cells")->as_int();
+  const auto faces = data.scalar("n_faces")->as_int();
+  CHECK(node->domain() == std::vector<std::int64_t>{cells});
+  for (const char* key : {"face_owner", "face_neighbour", "face_area", "cell_volume", "cell_centre",
+                          "boundary_owner", "boundary_area", "boundary_point", "boundary_value"}) {
+    CAPTURE(key);
+    REQUIRE(data.array(key) != nullptr);
+    CHECK(data.array(key)->replication() == uwjit::runtime::Replication::replicate);
+  }
+  const auto owner = data.at("face_owner").values<std::int32_t>();
+  const auto neighbour = data.at("face_neighbour").values<std::int32_t>();
+  REQUIRE(static_cast<std::int64_t>(owner.size()) == faces);
+  double volume = 0;
+  for (const double v : data.at("cell_volume").values<double>()) {
+    CHECK(v > 0);
+    volume += v;
+  }
+  for (std::size_t f = 0; f < owner.size(); ++f) {
+    CHECK(owner[f] < neighbour[f]);
+    CHECK(neighbour[f] < cells);
+  }
+  CHECK(volume > 0.5);
+  CHECK(volume < 1.0);
+  CHECK_THROWS_WITH_AS(
+      uwjit::nodes::make("fvm", "m",
+                         with(uwjit::nodes::default_params("fvm"), {{"perturbation", 0.3}})),
+      doctest::Contains("perturbation"), uwjit::Error);
+}
+
+TEST_CASE("mlp: the kernel equals the plain C++ reference") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  auto r = run(engine, "mlp", uwjit::nodes::sized_params("mlp", std::vector<std::int64_t>{8}), 40);
+  const Verdict verdict = r.node->check(r.simulation, r.trace);
+  require_pass(verdict);
+  CHECK(measurement(verdict, "matches the C++ reference").value <= 1e-12);
+}
+
+TEST_CASE("mlp: new weights of the same shapes need no compile and change the results") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  const Params params = uwjit::nodes::sized_params("mlp", std::vector<std::int64_t>{6});
+  auto first = run(engine, "mlp", params, 10);
+  auto second = run(engine, "mlp", with(params, {{"seed", 99}}), 10);
+  CHECK(first.simulation.kernels()[0].info.tier == Tier::compiled);
+  CHECK(second.simulation.kernels()[0].info.tier == Tier::memory);
+  CHECK_FALSE(
+      first.simulation.field("mlp", "u").interior_equals(second.simulation.field("mlp", "u")));
+  require_pass(second.node->check(second.simulation, second.trace));
+  // Another width changes a shape: one compile.
+  auto wider = run(engine, "mlp", with(params, {{"hidden", 24}}), 1);
+  CHECK(wider.simulation.kernels()[0].info.tier == Tier::compiled);
+  // Run-time extents: another grid size is the same kernel.
+  auto larger =
+      run(engine, "mlp", uwjit::nodes::sized_params("mlp", std::vector<std::int64_t>{7, 5, 3}), 1);
+  CHECK(larger.simulation.kernels()[0].info.tier == Tier::memory);
+}
+
+TEST_CASE("mlp: rebinding other weights follows the new contents without a compile") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  auto r = run(engine, "mlp", uwjit::nodes::sized_params("mlp", std::vector<std::int64_t>{5}), 0);
+  const auto& w = r.simulation.bound_static_data("mlp").at("w2");
+  std::vector<double> doubled(w.values<double>().begin(), w.values<double>().end());
+  for (auto& v : doubled) {
+    v *= 2;
+  }
+  const auto rebound = r.simulation.rebind_static(
+      "mlp", uwjit::runtime::StaticArray::from_vector("w2", doubled, w.shape()));
+  CHECK_FALSE(rebound.new_kernel);
+  r.simulation.step(5);
+  // The check's reference uses the bound weights: it agrees only if the kernel read the new ones.
+  require_pass(r.node->check(r.simulation, r.trace));
+  const auto& mlp = dynamic_cast<const uwjit::nodes::MlpNode&>(*r.node);
+  const auto original = mlp.reference(mlp.static_data(), 5);
+  const auto& u = r.simulation.field("mlp", "u");
+  CHECK(std::abs(u.at<double>(0, 0, 0, 0) - original[0]) > 1e-6);
+}
+
+TEST_CASE("a checkpointed and restored run matches the uninterrupted one bit for bit") {
+  Scratch scratch;
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  const std::vector<std::pair<std::string, Params>> cases = {
+      {"heat", with(uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{10, 8, 6}),
+                    {{"extents", "runtime"}})},
+      {"pipe-flow", uwjit::nodes::sized_params("pipe-flow", std::vector<std::int64_t>{8, 10, 10})},
+      {"fvm", uwjit::nodes::sized_params("fvm", std::vector<std::int64_t>{8})},
+      {"mlp", uwjit::nodes::sized_params("mlp", std::vector<std::int64_t>{4})},
+  };
+  for (const auto& [type, params] : cases) {
+    CAPTURE(type);
+    auto whole = run(engine, type, params, 30);
+    auto first = run(engine, type, params, 18);
+    const auto file = scratch.path / (type + ".ckpt");
+    first.simulation.checkpoint(file);
+    Simulation resumed = Simulation::restore(engine, file, uwjit::nodes::factory());
+    CHECK(resumed.steps_taken() == 18);
+    CHECK(resumed.kernels()[0].info.tier == Tier::memory); // rebuilt from params: same kernel
+    CHECK(same_bits(resumed.integrals(std::size_t{0}), first.simulation.integrals(std::size_t{0})));
+    resumed.step(12);
+    CHECK(resumed.steps_taken() == 30);
+    for (const auto& field : resumed.nodes()[0]->state_fields()) {
+      CHECK(resumed.field(type, field.name)
+                .interior_equals(whole.simulation.field(type, field.name)));
+    }
+    CHECK(same_bits(resumed.integrals(std::size_t{0}), whole.simulation.integrals(std::size_t{0})));
+    CHECK(resumed.nodes()[0]->params() == params);
+  }
+}
+
+TEST_CASE("a truncated, corrupt or foreign checkpoint is an io error naming the file") {
+  Scratch scratch;
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  auto r = run(engine, "heat", uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{4}), 2);
+  const auto file = scratch.path / "heat.ckpt";
+  r.simulation.checkpoint(file);
+  std::ifstream in(file, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto io_error = [&](const std::string& content) {
+    const auto path = scratch.path / "bad.ckpt";
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+    try {
+      (void)Simulation::restore(engine, path, uwjit::nodes::factory());
+    } catch (const uwjit::Error& error) {
+      CHECK(error.kind() == uwjit::ErrorKind::io);
+      CHECK(std::string(error.what()).find("bad.ckpt") != std::string::npos);
+      return std::string(error.what());
+    }
+    return std::string("(restored)");
+  };
+  CHECK(io_error(bytes.substr(0, bytes.size() - 10)).find("checksum mismatch") !=
+        std::string::npos);
+  std::string flipped = bytes;
+  flipped[40] = static_cast<char>(flipped[40] ^ 1);
+  CHECK(io_error(flipped).find("checksum mismatch") != std::string::npos);
+  CHECK(io_error("#!/bin/sh\necho hello\n").find("not a uwjit checkpoint") != std::string::npos);
+  CHECK(io_error("").find("not a uwjit checkpoint") != std::string::npos);
+  CHECK_THROWS_WITH_AS(
+      (void)Simulation::restore(engine, scratch.path / "none.ckpt", uwjit::nodes::factory()),
+      doctest::Contains("none.ckpt: cannot open"), uwjit::Error);
+  // The original still restores.
+  CHECK(Simulation::restore(engine, file, uwjit::nodes::factory()).steps_taken() == 2);
+}
+
+TEST_CASE("the registry knows the four nodes, their sizes and their params") {
+  CHECK(uwjit::nodes::kinds().size() == 4);
+  CHECK_THROWS_WITH_AS(
+      (void)uwjit::nodes::default_params("lbm"),
+      doctest::Contains("unknown node type \"lbm\" (built-in: heat, pipe-flow, fvm, mlp)"),
+      uwjit::Error);
+  const Params pipe = uwjit::nodes::sized_params("pipe-flow", std::vector<std::int64_t>{40});
+  CHECK(pipe.get_int("ny") == 30);
+  CHECK(pipe.get_double("radius") == 14.0);
+  CHECK_THROWS_WITH_AS((void)uwjit::nodes::sized_params("fvm", std::vector<std::int64_t>{8, 8, 8}),
+                       doctest::Contains("fvm: the size is one number"), uwjit::Error);
+  CHECK_THROWS_WITH_AS((void)uwjit::nodes::make(
+                           "heat", "h", with(uwjit::nodes::default_params("heat"), {{"nx", 2}})),
+                       doctest::Contains("heat: param \"nx\" = 2 is out of range"), uwjit::Error);
+  CHECK_THROWS_WITH_AS(
+      (void)uwjit::nodes::make("pipe-flow", "p",
+                               with(uwjit::nodes::default_params("pipe-flow"), {{"radius", 12.0}})),
+      doctest::Contains("param \"radius\""), uwjit::Error);
+}

@@ -1,0 +1,432 @@
+// runtime/: Simulation with nodes written here against the public API. These tests really JIT.
+#include <uwjit/common/error.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/runtime/simulation.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <new>
+#include <numeric>
+
+using uwjit::codegen::Dtype;
+using uwjit::codegen::ExtentMode;
+using uwjit::codegen::KernelWriter;
+using uwjit::engine::Engine;
+using uwjit::engine::Tier;
+using uwjit::runtime::Node;
+using uwjit::runtime::Params;
+using uwjit::runtime::Replication;
+using uwjit::runtime::Simulation;
+using uwjit::runtime::StaticArray;
+using uwjit::runtime::StaticData;
+
+// Counts every allocation of the process, so a test can say that stepping makes none. The
+// replacements pair malloc with free, which GCC cannot see through.
+namespace {
+std::atomic<long> g_allocations{0};
+}
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+void* operator new(std::size_t size) {
+  ++g_allocations;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) {
+    return p;
+  }
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+#pragma GCC diagnostic pop
+
+namespace {
+
+// u(i) += lut(i mod L) on a 1-D domain: the lookup table is a static array of the node's, of
+// any length L (compiled into the kernel from the bound array's shape).
+class LookupNode final : public Node {
+public:
+  LookupNode(std::string name, std::vector<double> lut, std::int64_t n = 8,
+             ExtentMode mode = ExtentMode::compiled)
+      : Node("lookup", std::move(name), Params{{"n", n}}), m_lut(std::move(lut)), m_n(n),
+        m_mode(mode) {}
+
+  std::vector<std::int64_t> domain() const override { return {m_n}; }
+  std::vector<uwjit::runtime::StateField> state_fields() const override {
+    return {{"u", Dtype::f64}};
+  }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t i = 0; i < m_n; ++i) {
+      state["u"].at<double>(i) = static_cast<double>(i);
+    }
+  }
+  std::vector<ExtentMode> extent_modes() const override { return {m_mode}; }
+  std::vector<std::string> axis_names() const override { return {"n"}; }
+  std::vector<std::string> domain_integral_fields() const override { return {"total"}; }
+  void emit_update(KernelWriter& w) const override {
+    w.state_out("u");
+    w.static_array("lut");
+    w.integral("total");
+    w.body("    for (uw_i64 i = 0; i < n; ++i) {\n"
+           "      u_out(i) = u(i) + lut(i % lut_n0);\n"
+           "      total += u_out(i);\n"
+           "    }\n");
+  }
+  int builds() const { return m_builds; }
+
+protected:
+  StaticData build_static_data() const override {
+    ++m_builds;
+    StaticData data;
+    data.add(StaticArray::from_vector("lut", m_lut, {static_cast<std::int64_t>(m_lut.size())}));
+    return data;
+  }
+
+private:
+  std::vector<double> m_lut;
+  std::int64_t m_n;
+  ExtentMode m_mode;
+  mutable int m_builds = 0;
+};
+
+// A node whose kernel does something wrong, chosen by `fault`.
+class FaultyNode final : public Node {
+public:
+  FaultyNode(std::string name, std::string fault)
+      : Node("faulty", std::move(name), Params{}), m_fault(std::move(fault)) {}
+  std::vector<std::int64_t> domain() const override { return {4, 4}; }
+  std::vector<uwjit::runtime::StateField> state_fields() const override {
+    return {{"u", Dtype::f64}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  std::vector<int> halo_width() const override {
+    return m_fault == "halo list" ? std::vector<int>{1} : std::vector<int>{1, 1};
+  }
+  std::vector<std::string> domain_integral_fields() const override { return {"total"}; }
+  void emit_update(KernelWriter& w) const override {
+    w.state_out("u");
+    if (m_fault == "undeclared output") {
+      w.state_out("velocity", Dtype::f64, {{w.domain(0), 1}, {w.domain(1), 1}});
+    }
+    if (m_fault == "undeclared integral") {
+      w.integral("drag");
+    }
+    if (m_fault != "missing integral") {
+      w.integral("total");
+    }
+    if (m_fault == "missing static") {
+      w.static_array("mask", Dtype::u8, {{w.domain(0)}, {w.domain(1)}});
+    }
+    w.body(m_fault == "status" ? "    return 3;\n"
+                               : "    for (uw_i64 i = 0; i < nx; ++i)\n"
+                                 "      for (uw_i64 j = 0; j < ny; ++j)\n"
+                                 "        u_out(i, j) = u(i - 1, j) + u(i, j + 1);\n");
+  }
+
+private:
+  std::string m_fault;
+};
+
+std::vector<std::shared_ptr<const Node>> one(std::shared_ptr<const Node> node) {
+  return {std::move(node)};
+}
+
+std::vector<double> values(const Simulation& sim, const char* node) {
+  const auto& u = sim.field(node, "u");
+  std::vector<double> out;
+  for (std::int64_t i = 0; i < u.shape()[0]; ++i) {
+    out.push_back(u.at<double>(i));
+  }
+  return out;
+}
+
+StaticArray lut(std::vector<double> v, Replication r = Replication::replicate) {
+  const auto n = static_cast<std::int64_t>(v.size());
+  return StaticArray::from_vector("lut", std::move(v), {n}, r,
+                                  r == Replication::shard ? std::optional<int>(0) : std::nullopt);
+}
+
+std::string usage_error(auto&& action) {
+  try {
+    action();
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::usage);
+    return error.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("a simulation compiles its node's kernel, steps it and keeps the integrals") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, one(std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3})));
+  REQUIRE(sim.kernels().size() == 1);
+  CHECK(sim.kernels()[0].info.tier == Tier::compiled);
+  CHECK(sim.kernels()[0].node == "a");
+  CHECK(sim.kernels()[0].source->body().find("// static_data_hash ") != std::string::npos);
+  CHECK(sim.integrals("a")[0] == 0.0);
+  sim.step(2);
+  CHECK(sim.steps_taken() == 2);
+  CHECK(values(sim, "a") == std::vector<double>{2, 5, 8, 5, 8, 11, 8, 11});
+  CHECK(sim.integrals("a")[0] == 58.0);
+}
+
+TEST_CASE("static data is built once and returned by reference") {
+  const auto node = std::make_shared<LookupNode>("a", std::vector<double>{1});
+  const StaticData& first = node->static_data();
+  const StaticData& second = node->static_data();
+  CHECK(&first == &second);
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, one(node));
+  sim.step(3);
+  CHECK(node->builds() == 1);
+  CHECK(node->static_data_hash() == uwjit::runtime::static_data_hash(first));
+}
+
+TEST_CASE("rebinding a different array of the same shape compiles nothing and results follow it") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, one(std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3})));
+  const std::string key = sim.kernels()[0].info.key;
+  const auto rebound = sim.rebind_static("a", lut({100, 200, 300}));
+  CHECK_FALSE(rebound.new_kernel); // the engine was not even asked
+  CHECK(rebound.report.info.key == key);
+  sim.step();
+  CHECK(values(sim, "a") == std::vector<double>{100, 201, 302, 103, 204, 305, 106, 207});
+
+  // A new node with other contents of the same shape: the same kernel, from memory.
+  Simulation other(engine, one(std::make_shared<LookupNode>("b", std::vector<double>{-1, 0, 1})));
+  CHECK(other.kernels()[0].info.tier == Tier::memory);
+  CHECK(other.kernels()[0].info.key == key);
+  other.step();
+  CHECK(values(other, "b") == std::vector<double>{-1, 1, 3, 2, 4, 6, 5, 7});
+}
+
+TEST_CASE("a static array of a new shape gives exactly one compile, and the old shape none") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, one(std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3})));
+  const std::string key = sim.kernels()[0].info.key;
+  const auto longer = sim.rebind_static("a", lut({1, 2, 3, 4}));
+  CHECK(longer.new_kernel);
+  CHECK(longer.report.info.tier == Tier::compiled);
+  CHECK(longer.report.info.key != key);
+  CHECK(sim.kernels()[0].info.key == longer.report.info.key);
+  sim.step();
+  CHECK(values(sim, "a") == std::vector<double>{1, 3, 5, 7, 5, 7, 9, 11});
+  const auto back = sim.rebind_static("a", lut({0, 0, 0}));
+  CHECK(back.new_kernel);
+  CHECK(back.report.info.tier == Tier::memory);
+  CHECK(back.report.info.key == key);
+}
+
+TEST_CASE("switching a static array between replicate and shard changes the kernel") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, one(std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3})));
+  const std::string key = sim.kernels()[0].info.key;
+  const auto shard = sim.rebind_static("a", lut({1, 2, 3}, Replication::shard));
+  CHECK(shard.new_kernel);
+  CHECK(shard.report.info.tier == Tier::compiled);
+  CHECK(shard.report.info.key != key);
+  const auto replicate = sim.rebind_static("a", lut({1, 2, 3}));
+  CHECK(replicate.report.info.key == key);
+}
+
+TEST_CASE("a failed rebind leaves the simulation as it was") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, one(std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3})));
+  // A 2-D table: the kernel text indexes it with one index, so it does not compile.
+  CHECK_THROWS_AS((void)sim.rebind_static(
+                      "a", StaticArray::from_vector("lut", std::vector<double>{1, 2, 3}, {3, 1})),
+                  uwjit::Error);
+  CHECK(contains(usage_error([&] {
+                   (void)sim.rebind_static(
+                       "a", StaticArray::from_vector("other", std::vector<double>{1}, {1}));
+                 }),
+                 "no array \"other\" to replace"));
+  CHECK(contains(usage_error([&] { (void)sim.rebind_static("zz", lut({1})); }), "no node \"zz\""));
+  sim.step();
+  CHECK(values(sim, "a") == std::vector<double>{1, 3, 5, 4, 6, 8, 7, 9});
+}
+
+TEST_CASE("a static array of another dtype is another kernel that reads it as that dtype") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, one(std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3})));
+  const auto narrow = sim.rebind_static(
+      "a", StaticArray::from_vector("lut", std::vector<float>{0.5f, 1.5f, 2.5f}, {3}));
+  CHECK(narrow.new_kernel);
+  CHECK(narrow.report.info.tier == Tier::compiled);
+  CHECK(narrow.report.source->body().find("-> uw_f32") != std::string::npos);
+  sim.step();
+  CHECK(values(sim, "a") == std::vector<double>{0.5, 2.5, 4.5, 3.5, 5.5, 7.5, 6.5, 8.5});
+}
+
+TEST_CASE("with run-time extents, another domain size is the same kernel") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  auto node = [](std::int64_t n, ExtentMode mode) {
+    return one(std::make_shared<LookupNode>("a", std::vector<double>{1, 2}, n, mode));
+  };
+  Simulation small(engine, node(6, ExtentMode::runtime));
+  Simulation large(engine, node(10, ExtentMode::runtime));
+  CHECK(small.kernels()[0].info.tier == Tier::compiled);
+  CHECK(large.kernels()[0].info.tier == Tier::memory);
+  CHECK(large.kernels()[0].info.slots.extents == std::vector<std::string>{"n"});
+  large.step();
+  CHECK(values(large, "a") == std::vector<double>{1, 3, 3, 5, 5, 7, 7, 9, 9, 11});
+  // Compiled in, each size is its own kernel.
+  Simulation fixed(engine, node(6, ExtentMode::compiled));
+  Simulation fixed_large(engine, node(10, ExtentMode::compiled));
+  CHECK(fixed.kernels()[0].info.tier == Tier::compiled);
+  CHECK(fixed_large.kernels()[0].info.tier == Tier::compiled);
+  CHECK(fixed.kernels()[0].info.slots.extents.empty());
+  fixed_large.step();
+  CHECK(values(fixed_large, "a") == values(large, "a"));
+}
+
+TEST_CASE("distinct kernels are compiled once each and repeats come from memory") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine,
+                 {std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3}),
+                  std::make_shared<LookupNode>("b", std::vector<double>{4, 5, 6}),
+                  std::make_shared<LookupNode>("c", std::vector<double>{1, 2}),
+                  std::make_shared<LookupNode>("d", std::vector<double>{1}, 5)},
+                 {.compile_threads = 2});
+  int compiled = 0;
+  for (const auto& report : sim.kernels()) {
+    compiled += report.info.tier == Tier::compiled ? 1 : 0;
+  }
+  CHECK(compiled == 3);
+  CHECK(sim.kernels()[1].info.tier == Tier::memory); // b is a's kernel with other data
+  CHECK(sim.kernels()[1].info.key == sim.kernels()[0].info.key);
+  sim.step();
+  CHECK(values(sim, "b")[0] == 4);
+  CHECK(values(sim, "d") == std::vector<double>{1, 2, 3, 4, 5});
+}
+
+TEST_CASE("stepping allocates nothing") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  const long at_start = g_allocations.load();
+  Simulation sim(engine, {std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3}),
+                          std::make_shared<FaultyNode>("halo", "none")});
+  REQUIRE(g_allocations.load() > at_start); // the counter sees the library's allocations
+  sim.step();                               // the first step may warm up whatever it likes
+  const long before = g_allocations.load();
+  sim.step(50);
+  CHECK(g_allocations.load() == before);
+}
+
+TEST_CASE("an output that is not a declared state field or integral is an error naming it") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  const auto output = usage_error(
+      [&] { Simulation sim(engine, one(std::make_shared<FaultyNode>("f", "undeclared output"))); });
+  CHECK(contains(output, "kernel of \"f\": output \"velocity\" is neither a declared state "
+                         "field (u) nor a domain integral (total)"));
+  const auto integral = usage_error([&] {
+    Simulation sim(engine, one(std::make_shared<FaultyNode>("f", "undeclared integral")));
+  });
+  CHECK(contains(integral, "output \"drag\" is neither a declared state field"));
+}
+
+TEST_CASE("declarations the kernel does not keep are errors naming the node") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  CHECK(contains(usage_error([&] {
+                   Simulation sim(engine,
+                                  one(std::make_shared<FaultyNode>("f", "missing integral")));
+                 }),
+                 "node \"f\": declares domain integral \"total\" but its kernel does not compute"));
+  CHECK(contains(usage_error([&] {
+                   Simulation sim(engine, one(std::make_shared<FaultyNode>("f", "missing static")));
+                 }),
+                 "node \"f\": its kernel reads static array \"mask\", which its static data does "
+                 "not hold"));
+  CHECK(contains(usage_error([&] {
+                   Simulation sim(engine, one(std::make_shared<FaultyNode>("f", "halo list")));
+                 }),
+                 "node \"f\": halo_width() has 1 entries for 2 domain axes"));
+  CHECK(contains(usage_error([&] {
+                   Simulation sim(engine, {std::make_shared<FaultyNode>("f", "none"),
+                                           std::make_shared<FaultyNode>("f", "none")});
+                 }),
+                 "two nodes are named \"f\""));
+}
+
+TEST_CASE("a kernel that returns an error status stops the step with an error naming the node") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, one(std::make_shared<FaultyNode>("f", "status")));
+  CHECK(
+      contains(usage_error([&] { sim.step(); }), "node \"f\": kernel returned status 3 at step 0"));
+  CHECK(sim.steps_taken() == 0);
+}
+
+TEST_CASE("a kernel sees where its shard lies: the whole domain when serial") {
+  class Coordinates final : public Node {
+  public:
+    Coordinates() : Node("coordinates", "c", Params{}) {}
+    std::vector<std::int64_t> domain() const override { return {3, 2}; }
+    std::vector<uwjit::runtime::StateField> state_fields() const override {
+      return {{"g", Dtype::i64}};
+    }
+    void initial_state(uwjit::runtime::State&) const override {}
+    std::vector<ExtentMode> extent_modes() const override {
+      return {ExtentMode::runtime, ExtentMode::compiled};
+    }
+    void emit_update(KernelWriter& w) const override {
+      w.state_out("g");
+      w.body("    for (uw_i64 i = 0; i < nx; ++i)\n"
+             "      for (uw_i64 j = 0; j < ny; ++j)\n"
+             "        g_out(i, j) = 1000 * nx_global + 100 * ny_global + 10 * (i + nx_offset) +\n"
+             "                      (j + ny_offset);\n");
+    }
+  };
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, one(std::make_shared<Coordinates>()));
+  sim.step();
+  const auto& g = sim.field("c", "g");
+  CHECK(g.at<std::int64_t>(0, 0) == 3200);
+  CHECK(g.at<std::int64_t>(2, 1) == 3221);
+}
+
+TEST_CASE("halos are filled before each step from the node's boundaries") {
+  // FaultyNode "none": u_out(i, j) = u(i - 1, j) + u(i, j + 1), edge halos on both axes.
+  class Ones final : public Node {
+  public:
+    Ones() : Node("ones", "o", Params{}) {}
+    std::vector<std::int64_t> domain() const override { return {3}; }
+    std::vector<uwjit::runtime::StateField> state_fields() const override {
+      return {{"u", Dtype::i64}};
+    }
+    void initial_state(uwjit::runtime::State& s) const override {
+      s["u"].at<std::int64_t>(0) = 1;
+      s["u"].at<std::int64_t>(1) = 10;
+      s["u"].at<std::int64_t>(2) = 100;
+    }
+    std::vector<int> halo_width() const override { return {2}; }
+    std::vector<uwjit::runtime::Boundary> boundary() const override {
+      return {uwjit::runtime::Boundary::periodic};
+    }
+    void emit_update(KernelWriter& w) const override {
+      w.state_out("u");
+      w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+             "      u_out(i) = u(i - 2) + u(i + 1);\n"
+             "    }\n");
+    }
+  };
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, one(std::make_shared<Ones>()));
+  sim.step();
+  const auto& u = sim.field("o", "u");
+  // Periodic: u(-2) = u(1), u(-1) = u(2), u(3) = u(0).
+  CHECK(u.at<std::int64_t>(0) == 10 + 10);
+  CHECK(u.at<std::int64_t>(1) == 100 + 100);
+  CHECK(u.at<std::int64_t>(2) == 1 + 1);
+}

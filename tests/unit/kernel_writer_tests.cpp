@@ -1,0 +1,159 @@
+// codegen/: KernelWriter and dtypes. The text is checked here; tests/jit runs it.
+#include <uwjit/codegen/dtype.hpp>
+#include <uwjit/codegen/kernel_writer.hpp>
+#include <uwjit/common/error.hpp>
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using uwjit::codegen::Dtype;
+using uwjit::codegen::ExtentMode;
+using uwjit::codegen::KernelWriter;
+
+namespace {
+
+// A writer with a 3-D domain, a halo-padded state field u, a static array k and an integral.
+KernelWriter heat_like(ExtentMode mode, std::int64_t n = 12345) {
+  KernelWriter w("heat");
+  const auto x = w.domain_extent(0, "nx", n, mode);
+  const auto y = w.domain_extent(1, "ny", 7, mode);
+  const auto z = w.domain_extent(2, "nz", 9, ExtentMode::compiled);
+  w.state_in("u", Dtype::f64, {{x, 1}, {y, 1}, {z, 1}});
+  w.provide_static("k", Dtype::f32, {n, 7, 9});
+  w.restrict_outputs({"u"}, {"total"});
+  w.state_out("u");
+  w.static_array("k", Dtype::f32, {{x}, {y}, {z}});
+  w.integral("total");
+  w.body("    total += u(0, 0, 0) + k(0, 0, 0);\n    u_out(0, 0, 0) = u(-1, 0, 0);\n");
+  return w;
+}
+
+std::string usage_error(auto&& action) {
+  try {
+    action();
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::usage);
+    return error.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("every dtype has a name, a C type and a size, and its name parses back") {
+  for (const Dtype dtype : uwjit::codegen::k_all_dtypes) {
+    CHECK(uwjit::codegen::parse_dtype(uwjit::codegen::to_string(dtype)) == dtype);
+    CHECK(uwjit::codegen::c_type(dtype).substr(0, 3) == "uw_");
+  }
+  CHECK(uwjit::codegen::size_of(Dtype::u8) == 1);
+  CHECK(uwjit::codegen::size_of(Dtype::i32) == 4);
+  CHECK(uwjit::codegen::size_of(Dtype::f64) == 8);
+  CHECK_FALSE(uwjit::codegen::parse_dtype("f16"));
+  const auto bogus = static_cast<Dtype>(42);
+  CHECK_FALSE(uwjit::codegen::is_supported(bogus));
+  CHECK(contains(usage_error([&] { (void)uwjit::codegen::size_of(bogus); }), "unsupported"));
+}
+
+TEST_CASE("a kernel writer emits accessors, extents and slot tables in declaration order") {
+  const auto source = heat_like(ExtentMode::runtime).finish();
+  const std::string& body = source.body();
+  CHECK(source.slots().state_in == std::vector<std::string>{"u"});
+  CHECK(source.slots().state_out == std::vector<std::string>{"u"});
+  CHECK(source.slots().statics == std::vector<std::string>{"k"});
+  CHECK(source.slots().extents == std::vector<std::string>{"nx", "ny"});
+  CHECK(source.slots().integrals == std::vector<std::string>{"total"});
+  CHECK(contains(body, "const uw_i64 nx = args->extents[0];"));
+  CHECK(contains(body, "const uw_i64 ny = args->extents[1];"));
+  CHECK(contains(body, "constexpr uw_i64 nz = 9LL;"));
+  CHECK(contains(body, "const uw_i64 nx_offset = args->shard_offset[0];"));
+  CHECK(contains(body, "const uw_i64 nz_global = args->global_extent[2];"));
+  CHECK(contains(body, "auto u = [=](uw_i64 i0, uw_i64 i1, uw_i64 i2) -> uw_f64 {"));
+  CHECK(contains(body, "auto u_out = [=](uw_i64 i0, uw_i64 i1, uw_i64 i2) -> uw_f64& {"));
+  CHECK(contains(body, "(i0 + 1LL) * u_s0 + (i1 + 1LL) * u_s1 + (i2 + 1LL)"));
+  CHECK(contains(body, "auto k = [=](uw_i64 i0, uw_i64 i1, uw_i64 i2) -> uw_f32 {"));
+  CHECK(contains(body, "static_cast<const uw_f32*>(args->statics[0])"));
+  CHECK(contains(body, "args->integrals[0] = total.value;"));
+  CHECK(contains(body, "extern \"C\" int __UWJIT_ENTRY__(const uwjit_kernel_args* args)"));
+  CHECK_FALSE(contains(body, "#define"));
+  CHECK_FALSE(contains(body, "#include"));
+}
+
+TEST_CASE("a run-time extent's value never appears in the text; a compiled one's does") {
+  const std::string runtime_text = heat_like(ExtentMode::runtime, 12345).finish().body();
+  const std::string compiled_text = heat_like(ExtentMode::compiled, 12345).finish().body();
+  CHECK_FALSE(contains(runtime_text, "12345"));
+  CHECK(contains(compiled_text, "constexpr uw_i64 nx = 12345LL;"));
+  // So with run-time extents another grid size is the same kernel.
+  CHECK(heat_like(ExtentMode::runtime, 100).finish().canonical() ==
+        heat_like(ExtentMode::runtime, 200).finish().canonical());
+  CHECK(heat_like(ExtentMode::compiled, 100).finish().canonical() !=
+        heat_like(ExtentMode::compiled, 200).finish().canonical());
+}
+
+TEST_CASE("the same declarations give byte-identical text") {
+  CHECK(heat_like(ExtentMode::compiled).finish().canonical() ==
+        heat_like(ExtentMode::compiled).finish().canonical());
+}
+
+TEST_CASE("an output that is neither a state field nor a domain integral is refused, named") {
+  KernelWriter w("heat");
+  const auto x = w.domain_extent(0, "nx", 8, ExtentMode::compiled);
+  w.state_in("u", Dtype::f64, {{x, 1}});
+  w.restrict_outputs({"u"}, {"total"});
+  const auto state = usage_error([&] { w.state_out("ghost", Dtype::f64, {{x, 1}}); });
+  CHECK(contains(state, "kernel of \"heat\""));
+  CHECK(contains(state, "output \"ghost\" is neither a declared state field (u) nor a domain "
+                        "integral (total)"));
+  const auto integral = usage_error([&] { w.integral("energy"); });
+  CHECK(contains(integral, "output \"energy\""));
+  w.state_out("u");
+  w.integral("total");
+}
+
+TEST_CASE("a static array read with another shape or dtype than it is bound with is refused") {
+  KernelWriter w("fvm");
+  const auto n = w.extent("n", 10, ExtentMode::compiled);
+  w.provide_static("area", Dtype::f64, {11});
+  CHECK(contains(usage_error([&] { w.static_array("area", Dtype::f64, {{n}}); }),
+                 "static array \"area\" has shape (11) but the kernel's axes are (10)"));
+  CHECK(contains(usage_error([&] { w.static_array("area", Dtype::f32, {{w.constant(11)}}); }),
+                 "bound as f64 but the kernel reads it as f32"));
+  CHECK(contains(usage_error([&] { w.static_array("missing"); }),
+                 "static array \"missing\" was not provided"));
+  w.static_array("area");
+  CHECK(w.find(uwjit::codegen::BufferRole::statics, "area") != nullptr);
+}
+
+TEST_CASE("a static array declared from its provided shape gets compiled-in constants") {
+  KernelWriter w("mlp");
+  w.provide_static("w0", Dtype::f64, {16, 3});
+  w.static_array("w0");
+  w.body("    (void)w0(0, 0);\n");
+  const std::string text = w.finish().body();
+  CHECK(contains(text, "constexpr uw_i64 w0_n0 = 16LL;"));
+  CHECK(contains(text, "constexpr uw_i64 w0_n1 = 3LL;"));
+  CHECK(contains(text, "constexpr uw_i64 w0_s0 = w0_s1 * (w0_n1 + 0LL);"));
+}
+
+TEST_CASE("names must be identifiers, unreserved and unique") {
+  KernelWriter w("n");
+  const auto x = w.extent("nx", 4, ExtentMode::compiled);
+  CHECK(contains(usage_error([&] { (void)w.extent("nx", 4, ExtentMode::compiled); }),
+                 "clashes with a name already declared"));
+  CHECK(
+      contains(usage_error([&] { w.state_in("2u", Dtype::f64, {{x}}); }), "is not a C identifier"));
+  CHECK(contains(usage_error([&] { w.state_in("args", Dtype::f64, {{x}}); }), "reserved"));
+  CHECK(contains(usage_error([&] { w.state_in("uwjit_x", Dtype::f64, {{x}}); }), "reserved"));
+  CHECK(contains(usage_error([&] { (void)w.extent("m", 0, ExtentMode::compiled); }),
+                 "must be at least 1"));
+  CHECK(contains(usage_error([&] { w.state_in("u", Dtype::f64, {{uwjit::codegen::Extent{7}}}); }),
+                 "extent handle 7 was not declared"));
+  CHECK(contains(usage_error([&] { (void)w.domain(1); }), "domain axis 1 was not declared"));
+  CHECK(contains(usage_error([&] { (void)w.finish(); }), "no body was written"));
+  CHECK(contains(usage_error([&] { w.comment("two\nlines"); }), "line break"));
+}

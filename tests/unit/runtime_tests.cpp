@@ -1,0 +1,284 @@
+// runtime/: StaticArray, StaticData, static_data_hash, params, fields. Nothing here compiles a
+// kernel; tests/jit/nodes_tests.cpp does.
+#include "static_data_sample.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/runtime/field.hpp>
+#include <uwjit/runtime/static_data.hpp>
+#include <uwjit/runtime/value.hpp>
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+
+using uwjit::runtime::Dtype;
+using uwjit::runtime::Replication;
+using uwjit::runtime::StaticArray;
+using uwjit::runtime::StaticData;
+
+namespace {
+
+std::shared_ptr<const void> bytes(std::size_t n) {
+  auto owned = std::make_shared<std::vector<double>>(n, 0.0);
+  return {owned, owned->data()};
+}
+
+std::string usage_error(auto&& action) {
+  try {
+    action();
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::usage);
+    return error.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string run(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 256> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) {
+    out += buffer.data();
+  }
+  CHECK(::pclose(pipe) == 0);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("a static array of every dtype, replicated or sharded on any axis, is accepted") {
+  for (const Dtype dtype : uwjit::codegen::k_all_dtypes) {
+    const StaticArray replicated("a", bytes(24), dtype, {2, 3, 4});
+    CHECK(replicated.element_count() == 24);
+    CHECK(replicated.size_bytes() == 24 * uwjit::codegen::size_of(dtype));
+    CHECK_FALSE(replicated.shard_axis());
+    for (int axis = 0; axis < 3; ++axis) {
+      const StaticArray sharded("a", bytes(24), dtype, {2, 3, 4}, Replication::shard, axis);
+      CHECK(sharded.shard_axis() == axis);
+      CHECK(sharded.replication() == Replication::shard);
+    }
+  }
+}
+
+TEST_CASE("the StaticArray validation matrix: each rule is an error naming the key and the rule") {
+  struct Case {
+    const char* what;
+    std::function<void()> make;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"shard without an axis",
+       [] { StaticArray("mask", bytes(8), Dtype::u8, {8}, Replication::shard); },
+       "static array \"mask\": shard needs a shard_axis"},
+      {"shard axis below range",
+       [] { StaticArray("mask", bytes(8), Dtype::u8, {2, 4}, Replication::shard, -1); },
+       "static array \"mask\": shard_axis -1 is out of range [0, 2) for shape (2, 4)"},
+      {"shard axis at ndim",
+       [] { StaticArray("mask", bytes(8), Dtype::u8, {2, 4}, Replication::shard, 2); },
+       "static array \"mask\": shard_axis 2 is out of range [0, 2)"},
+      {"replicate with an axis",
+       [] { StaticArray("w", bytes(8), Dtype::f64, {8}, Replication::replicate, 0); },
+       "static array \"w\": replicate forbids a shard_axis (got 0)"},
+      {"zero-size axis", [] { StaticArray("w", bytes(8), Dtype::f64, {4, 0}); },
+       "static array \"w\": shape (4, 0) has extent 0 on axis 1: zero-size"},
+      {"negative axis", [] { StaticArray("w", bytes(8), Dtype::f64, {-3}); },
+       "static array \"w\": shape (-3) has extent -3 on axis 0"},
+      {"no axes", [] { StaticArray("w", bytes(8), Dtype::f64, {}); },
+       "static array \"w\": shape () must have 1 to 8 axes"},
+      {"too many axes", [] { StaticArray("w", bytes(8), Dtype::f64, {1, 1, 1, 1, 1, 1, 1, 1, 1}); },
+       "must have 1 to 8 axes"},
+      {"unsupported dtype", [] { StaticArray("w", bytes(8), static_cast<Dtype>(9), {8}); },
+       "static array \"w\": unsupported dtype 9 (accepted: f32, f64, i8, u8, i32, i64)"},
+      {"null data", [] { StaticArray("w", nullptr, Dtype::f64, {8}); },
+       "static array \"w\": the data pointer is null"},
+      {"key not an identifier", [] { StaticArray("pipe wall", bytes(8), Dtype::f64, {8}); },
+       "static array \"pipe wall\": the key must be a C identifier"},
+      {"empty key", [] { StaticArray("", bytes(8), Dtype::f64, {8}); },
+       "the key must be a C identifier"},
+      {"too large", [] { StaticArray("w", bytes(8), Dtype::f64, {1LL << 40, 1LL << 40}); },
+       "static array \"w\": shape (1099511627776, 1099511627776) is too large"},
+      {"values that do not fill the shape",
+       [] { (void)StaticArray::from_vector("w", std::vector<float>(5), {2, 3}); },
+       "static array \"w\": 5 values do not fill shape (2, 3) (6 elements)"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    CHECK(contains(usage_error(c.make), c.message));
+  }
+}
+
+TEST_CASE("a static array shares ownership of its data") {
+  std::weak_ptr<const void> watch;
+  {
+    auto owned = std::make_shared<std::vector<double>>(4, 2.5);
+    const StaticArray array("w", std::shared_ptr<const void>(owned, owned->data()), Dtype::f64,
+                            {4});
+    watch = array.shared_data();
+    owned.reset();
+    CHECK_FALSE(watch.expired()); // the array keeps it alive
+    const StaticArray copy = array;
+    CHECK(copy.data() == array.data());
+    CHECK(copy.values<double>()[3] == 2.5);
+    CHECK(contains(usage_error([&] { (void)copy.values<float>(); }), "holds f64, not f32"));
+  }
+  CHECK(watch.expired());
+}
+
+TEST_CASE("static data keeps keys unique and sorted, and tells arrays from scalars") {
+  StaticData data = uwjit::tests::sample_static_data();
+  CHECK(data.size() == 7);
+  CHECK(data.entries().begin()->first == "N_cells"); // byte order: capitals first
+  CHECK(data.array("owner") != nullptr);
+  CHECK(data.array("ratio") == nullptr);
+  CHECK(data.scalar("ratio")->as_double() == 0.1);
+  CHECK(contains(usage_error([&] { data.add("owner", 1); }), "key \"owner\" is used twice"));
+  CHECK(contains(usage_error([&] { (void)data.at("nothing"); }), "no array \"nothing\""));
+  CHECK(contains(usage_error([&] {
+                   data.replace(StaticArray::from_vector("ratio", std::vector<double>{1}, {1}));
+                 }),
+                 "no array \"ratio\" to replace"));
+}
+
+TEST_CASE("static_data_hash of empty static data is 0") {
+  CHECK(uwjit::runtime::static_data_hash(StaticData{}) == "0");
+}
+
+TEST_CASE("static_data_hash matches its pinned golden value") {
+  // Pinned, and computed independently (a short Python script) from the grammar documented in
+  // static_data.hpp: a change here changes every kernel key built from static data.
+  CHECK(uwjit::runtime::static_data_hash(uwjit::tests::sample_static_data()) ==
+        "4c51534ab1a8f77277092feecdc394553baa883e198602c8428ffcb3c2d17241");
+}
+
+TEST_CASE("static_data_hash is the same in another process") {
+  const std::string here = uwjit::runtime::static_data_hash(uwjit::tests::sample_static_data());
+  const std::string first = run(UWJIT_HASH_HELPER);
+  const std::string second = run(UWJIT_HASH_HELPER);
+  CHECK(first == here + "\n");
+  CHECK(second == first);
+}
+
+TEST_CASE("static_data_hash ignores contents and order, and sees every declared property") {
+  using uwjit::runtime::static_data_hash;
+  const std::string base = static_data_hash(uwjit::tests::sample_static_data(1.0));
+  CHECK(static_data_hash(uwjit::tests::sample_static_data(-7.0)) == base); // contents
+
+  auto with = [](auto&& change) {
+    StaticData data = uwjit::tests::sample_static_data();
+    change(data);
+    return uwjit::runtime::static_data_hash(data);
+  };
+  // Shape, dtype, replication and shard axis are each part of the hash.
+  CHECK(with([](StaticData& d) {
+          d.replace(StaticArray::from_vector("mesh_area", std::vector<double>(11), {11}));
+        }) != base);
+  CHECK(with([](StaticData& d) {
+          d.replace(StaticArray::from_vector("mesh_area", std::vector<double>(10), {2, 5}));
+        }) != base);
+  CHECK(with([](StaticData& d) {
+          d.replace(StaticArray::from_vector("mesh_area", std::vector<float>(10), {10}));
+        }) != base);
+  const std::string shard = with([](StaticData& d) {
+    d.replace(StaticArray::from_vector("mesh_area", std::vector<double>(10), {10},
+                                       Replication::shard, 0));
+  });
+  CHECK(shard != base); // replicate -> shard
+  CHECK(with([](StaticData& d) {
+          d.replace(
+              StaticArray::from_vector("pipe_wall", std::vector<std::uint8_t>(120, 1), {4, 5, 6}));
+        }) != base); // shard -> replicate
+  CHECK(with([](StaticData& d) {
+          d.replace(StaticArray::from_vector("pipe_wall", std::vector<std::uint8_t>(120, 1),
+                                             {4, 5, 6}, Replication::shard, 1));
+        }) != base); // another shard axis
+  // Scalars by exact value, and keys.
+  StaticData other_ratio;
+  const double same = 0.1 + 1e-18; // below half an ulp: the same double as 0.1
+  REQUIRE(same == 0.1);
+  other_ratio.add("ratio", same);
+  StaticData ratio;
+  ratio.add("ratio", 0.1);
+  CHECK(static_data_hash(other_ratio) == static_data_hash(ratio));
+  StaticData next_ratio;
+  next_ratio.add("ratio", std::nextafter(0.1, 1.0));
+  CHECK(static_data_hash(next_ratio) != static_data_hash(ratio));
+  StaticData negative_zero, zero;
+  negative_zero.add("x", -0.0);
+  zero.add("x", 0.0);
+  CHECK(static_data_hash(negative_zero) != static_data_hash(zero));
+  StaticData as_int, as_string;
+  as_int.add("x", 1);
+  as_string.add("x", "1");
+  CHECK(static_data_hash(as_int) != static_data_hash(as_string));
+  StaticData renamed;
+  renamed.add("y", 1);
+  CHECK(static_data_hash(renamed) != static_data_hash(as_int));
+}
+
+TEST_CASE("params are typed, sorted, and set from text in their own type") {
+  uwjit::runtime::Params params{{"nx", 32}, {"tau", 0.8}, {"boundary", "edge"}};
+  CHECK(params.get_int("nx") == 32);
+  CHECK(params.get_double("nx") == 32.0); // an integer reads as a double
+  CHECK(params.values().begin()->first == "boundary");
+  params.set_from_text("nx", "64");
+  params.set_from_text("tau", "0.75");
+  params.set_from_text("boundary", "periodic");
+  CHECK(params.get_int("nx") == 64);
+  CHECK(params.get_double("tau") == 0.75);
+  CHECK(params.get_string("boundary") == "periodic");
+  CHECK(contains(usage_error([&] { params.set_from_text("nx", "6.5"); }),
+                 "param \"nx\": expected an integer, got \"6.5\""));
+  CHECK(contains(usage_error([&] { params.set_from_text("tau", "fast"); }),
+                 "expected a finite number"));
+  CHECK(contains(usage_error([&] { params.set_from_text("ny", "1"); }),
+                 "unknown param \"ny\" (known: boundary, nx, tau)"));
+  CHECK(contains(usage_error([&] { (void)params.get_int("tau"); }),
+                 "param \"tau\": expected an integer, got double 0.75"));
+  CHECK(contains(usage_error([&] { (void)params.at("missing"); }), "param \"missing\" is missing"));
+}
+
+TEST_CASE("halos are filled periodically or from the edge, corners included") {
+  uwjit::runtime::Field field("u", Dtype::f64, {2, 3, 4}, {0, 1, 2});
+  field.for_each_interior([&](std::span<const std::int64_t> i) {
+    field.at<double>(i[0], i[1], i[2]) = static_cast<double>(100 * i[0] + 10 * i[1] + i[2]);
+  });
+  const std::array<uwjit::runtime::Boundary, 3> boundary = {uwjit::runtime::Boundary::edge,
+                                                            uwjit::runtime::Boundary::periodic,
+                                                            uwjit::runtime::Boundary::edge};
+  field.fill_halos(boundary);
+  CHECK(field.at<double>(1, -1, 0) == 120);  // periodic: j = -1 is j = 2
+  CHECK(field.at<double>(1, 3, 3) == 103);   // periodic: j = 3 is j = 0
+  CHECK(field.at<double>(0, 1, -2) == 10);   // edge: k = -2 is k = 0
+  CHECK(field.at<double>(0, 1, 5) == 13);    // edge: k = 5 is k = 3
+  CHECK(field.at<double>(1, -1, -1) == 120); // a corner: both rules
+  CHECK(field.at<double>(0, 3, 4) == 3);
+  CHECK(contains(usage_error([&] { field.fill_halos(std::span(boundary).first(2)); }),
+                 "2 boundaries for 3 axes"));
+}
+
+TEST_CASE("a field's interior copies out and back without its halos") {
+  uwjit::runtime::Field a("f", Dtype::i32, {3, 5}, {1, 2});
+  uwjit::runtime::Field b("f", Dtype::i32, {3, 5}, {0, 0});
+  a.for_each_interior([&](std::span<const std::int64_t> i) {
+    a.at<std::int32_t>(i[0], i[1]) = static_cast<std::int32_t>(7 * i[0] + i[1]);
+  });
+  std::vector<std::byte> interior(15 * sizeof(std::int32_t));
+  a.copy_interior_to(interior);
+  b.copy_interior_from(interior);
+  CHECK(b.at<std::int32_t>(2, 4) == 18);
+  CHECK(a.interior_equals(b));
+  b.at<std::int32_t>(0, 0) = -1;
+  CHECK_FALSE(a.interior_equals(b));
+  CHECK(a.padded_count() == 5 * 9);
+  CHECK(reinterpret_cast<std::uintptr_t>(a.data()) % 64 == 0);
+}
