@@ -48,7 +48,8 @@ struct Options {
   int contenders = 4; ///< processes racing on one cold key
   int grid = 128;     ///< the stencil's grid edge for kernel speed
   int fields_grid = 48;
-  int speed_reps = 5; ///< sweeps per timed sample
+  int speed_reps = 5;          ///< sweeps per timed sample
+  std::int64_t pipe_grid = 64; ///< the pipe-flow lattice for MLUPS: N × 3N/4 × 3N/4
 
   /// The command that reproduces one row: this program with `args` and the rounds.
   [[nodiscard]] std::string command(const std::string& args) const;
@@ -172,7 +173,7 @@ ProcessResult run(const std::vector<std::string>& argv, const std::vector<std::s
 /// "static-ext-N" / "static-baked-N" (N doubles as an external buffer / baked initialiser),
 /// "tiny-I" (a trivial kernel, distinct per I). Throws Error(usage) for an unknown name.
 [[nodiscard]] codegen::KernelSource kernel_source(const std::string& name);
-/// Whether `name` is available in this build (pipe-flow needs the built-in nodes).
+/// Whether `name` is one of the named kernels (not a family such as tiny-N).
 [[nodiscard]] bool kernel_available(const std::string& name);
 
 // --- Sections -----------------------------------------------------------------------------------

@@ -212,10 +212,7 @@ void memory_section(const Options& options, Report& report) {
       "from /proc/self/smaps_rollup after the request";
   Series series;
   const auto dir = fresh_dir(options.work, "memory");
-  std::vector<std::string> kernels = {"fields16"};
-  if (kernel_available("pipe-flow")) {
-    kernels.push_back("pipe-flow");
-  }
+  const std::vector<std::string> kernels = {"fields16", "pipe-flow"};
   const int rounds = std::max(1, options.rounds / 2);
   for (int round = 0; round < rounds; ++round) {
     for (const auto& kernel : kernels) {

@@ -5,6 +5,8 @@
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/engine/engine.hpp>
+#include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/simulation.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -203,12 +205,32 @@ void speed_section(const Options& options, Report& report) {
   (void)time_sweeps(copy_kernel.function(), copy, 1);
   section["checks"] = std::move(checks);
 
+  // pipe-flow through the runtime, as `uwjit run pipe-flow` steps it (halos, kernel, integrals).
+  const std::vector<std::int64_t> pipe_size = {options.pipe_grid};
+  const auto pipe_node =
+      nodes::make("pipe-flow", "pipe", nodes::sized_params("pipe-flow", pipe_size));
+  runtime::Simulation pipe(engine, {pipe_node});
+  pipe.step(1);
+  const double pipe_updates = static_cast<double>(pipe_node->updates_per_step());
+  const auto pipe_domain = pipe_node->domain();
+
   Series series;
   const int reps = options.speed_reps;
   for (int round = 0; round < options.rounds; ++round) {
     const double copy_ms = time_sweeps(copy_kernel.function(), copy, reps);
     const double copy_gbs = copy.bytes / copy_ms / 1e6;
     series.add("copy_gb_s", copy_gbs);
+    {
+      const auto start = Clock::now();
+      pipe.step(reps);
+      const double step_ms = ms_since(start) / reps;
+      series.add("pipe_flow_step_ms", step_ms);
+      series.add("pipe_flow_mlups", pipe_updates / step_ms / 1e3);
+      // D3Q19: 19 populations read and 19 written per lattice update, 8 bytes each.
+      const double gbs = pipe_updates * 19 * 8 * 2 / step_ms / 1e6;
+      series.add("pipe_flow_gb_s", gbs);
+      series.add("pipe_flow_fraction_of_copy", gbs / copy_gbs);
+    }
     for (auto& c : cases) {
       double jit_ms = 0, aot_ms = 0;
       if (round % 2 == 0) {
@@ -228,7 +250,12 @@ void speed_section(const Options& options, Report& report) {
     }
   }
   section["series"] = series.to_json();
-  section["grid"] = {{"stencil", n}, {"fields16", n16}, {"copy_elements", copy.cells}};
+  section["grid"] = {
+      {"stencil", n}, {"fields16", n16}, {"copy_elements", copy.cells}, {"pipe_flow", pipe_domain}};
+  section["not_measured"] = {
+      {"pipe_flow_jit_vs_aot",
+       "the runtime binds the pipe-flow kernel's buffers internally (no public way to call an "
+       "AOT build of it with the same arguments); its MLUPS are measured through the runtime"}};
   section["aot_command"] = cases.front().aot.command;
   const std::string command = options.command("--sections kernel_speed");
   report.add({.section = "kernel_speed",
@@ -237,6 +264,16 @@ void speed_section(const Options& options, Report& report) {
               .value = series.summary("copy_gb_s"),
               .command = command,
               .note = "JIT'd copy loop; the physical limit for the stencils below"});
+  report.add({.section = "kernel_speed",
+              .figure = format("pipe-flow {}×{}×{}: MLUPS through the runtime", pipe_domain[0],
+                               pipe_domain[1], pipe_domain[2]),
+              .unit = "MLUPS",
+              .value = series.summary("pipe_flow_mlups"),
+              .command = command,
+              .note = format("{} ms per step; {} GB/s of populations, {} of the copy bandwidth",
+                             number_text(series.summary("pipe_flow_step_ms").median),
+                             number_text(series.summary("pipe_flow_gb_s").median),
+                             number_text(series.summary("pipe_flow_fraction_of_copy").median))});
   for (const auto& c : cases) {
     const std::string size = format("{}³", c.name == "stencil" ? n : n16);
     const Summary ratio = series.summary(c.name + "_jit_over_aot_speed");
