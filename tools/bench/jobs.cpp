@@ -20,7 +20,10 @@ const std::vector<std::string> k_mpi_env = {"OMPI_ALLOW_RUN_AS_ROOT=1",
                                             "OMPI_MCA_btl=self,vader",
                                             "UWJIT_LOG_LEVEL=error"};
 
-const std::string k_mpi_kernels = "stencil,fields16";
+// What an MPI job asks for (--quick: the stencil alone).
+std::string mpi_kernels(const Options& options) {
+  return options.quick ? "stencil" : "stencil,fields16";
+}
 
 bool have_program(const std::string& path_or_name) {
   if (path_or_name.find('/') != std::string::npos) {
@@ -44,7 +47,7 @@ bool have_program(const std::string& path_or_name) {
 
 Json mpi_job(const Options& options, int np, const std::filesystem::path& cache, double& wall_ms) {
   const auto result = run({"mpiexec", "-n", std::to_string(np), helper(options, "uwjit-bench-mpi"),
-                           "--cache", cache.string(), "--kernels", k_mpi_kernels},
+                           "--cache", cache.string(), "--kernels", mpi_kernels(options)},
                           k_mpi_env, std::chrono::minutes(5));
   wall_ms = result.wall_ms;
   return result.json();
@@ -79,15 +82,17 @@ void mpi_section(const Options& options, Report& report) {
   section["method"] =
       "per round and np: a cold job (fresh cache directory) then a warm job (the same directory), "
       "each `mpiexec -n NP uwjit-bench-mpi` asking for the kernels " +
-      k_mpi_kernels +
+      mpi_kernels(options) +
       " through Engine::kernels(sources, comm) (the collective request: rank 0 compiles or reads "
       "the disk and broadcasts the objects); the sharded runtime (`uwjit run --shard`) is not in "
       "this uwjit yet, so a job is the collective request alone";
-  section["kernels"] = split_list(k_mpi_kernels);
-  const double kernels = static_cast<double>(split_list(k_mpi_kernels).size());
+  section["kernels"] = split_list(mpi_kernels(options));
+  const double kernels = static_cast<double>(split_list(mpi_kernels(options)).size());
   Series series;
   const auto dir = fresh_dir(options.work, "mpi");
-  for (int round = 0; round < options.rounds; ++round) {
+  // An MPI job costs about a second of mpiexec alone: --quick runs one round.
+  const int rounds = options.quick ? 1 : options.rounds;
+  for (int round = 0; round < rounds; ++round) {
     for (const int np : options.mpi_ranks) {
       const auto cache = fresh_dir(dir, "np" + std::to_string(np));
       const std::string p = "np" + std::to_string(np) + "_";
