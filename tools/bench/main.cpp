@@ -33,7 +33,8 @@ sections (all by default): cold, warm, kernel_speed, static_arrays, mpi, content
 options:
   --out DIR           where bench.json and bench.md go (default: bench-results)
   --quick             a short run (a few rounds, small sizes): for the test suite, not for claims
-  --rounds N          interleaved rounds per comparison (default 7; --quick: 2)
+  --rounds N          interleaved rounds per comparison (default 9; --quick: 2); kernel speed,
+                      whose rounds take milliseconds, runs 3 N
   --sections A,B      run only these sections (the others are reported as skipped)
   --kernels A,B       the cold/warm kernels: stencil, fields16, pipe-flow (default: all built)
   --mpi-ranks LIST    the MPI job sizes (default 1,2,4; --quick: 1,2)
@@ -195,7 +196,7 @@ int bench_main(const std::vector<std::string>& args, const std::string& invoked_
     options.pipe_grid = 24;
     options.baked_limit_s = 10;
   } else {
-    options.rounds = 7;
+    options.rounds = 9;
     options.kernels = {"stencil", "fields16", "pipe-flow"};
   }
   options.rounds = static_cast<int>(rounds.value_or(options.rounds));
