@@ -171,9 +171,16 @@ std::string Report::to_markdown(const Json& run) const {
   std::string md = "# uwjit benchmark\n\n";
   md += "Machine: " + machine_line(m_machine) + " (" + m_machine.value("gcc", "") + "; " +
         m_machine.value("clang", "") + ").\n\n";
+  const auto loads = [](const Json& list) {
+    std::string text;
+    for (const auto& value : list) {
+      text += (text.empty() ? "" : ", ") + number_text(value.get<double>());
+    }
+    return text;
+  };
   md += "Run: `" + run.value("command", "") + "`, " + run.value("started_utc", "") + ", " +
         number_text(run.value("duration_s", 0.0)) + " s; load average at start " +
-        run["load_average_start"].dump() + ", at end " + run["load_average_end"].dump() + ".\n\n";
+        loads(run["load_average_start"]) + ", at end " + loads(run["load_average_end"]) + ".\n\n";
   md += "Each figure is the median of interleaved rounds [min–max] (n); ratios are medians of the "
         "per-round ratios of interleaved pairs.\n\n";
   md += "| section | figure | median [min–max] (n) | goal | verdict | reproduce |\n";
