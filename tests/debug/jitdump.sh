@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # UWJIT_PERF=1 writes a jitdump that perf can use: a valid header (the flags and pad1 fields
-# that LLVM 19 leaves uninitialised are zeroed), a code-load record per kernel, a close record
-# at exit. Where the jitdump cannot be written, uwjit says so once
+# that LLVM 19 leaves uninitialised are zeroed), a code-load record per kernel, line records with
+# UWJIT_DEBUG=1, a close record at exit. Where the jitdump cannot be written, uwjit says so once
 # and the kernels still run. Needs no perf.
 #   jitdump.sh DEBUG_HOST SOURCE_DIR
 host=$1
@@ -40,6 +40,11 @@ check_dump "the jitdump of a compiled kernel"
 run "$host" --calls 2
 expect_out '"tier": "disk"' "the kernel is loaded from disk"
 check_dump "the jitdump of a kernel loaded from disk"
+
+run env UWJIT_DEBUG=1 "$host" --calls 2
+expect_code 0 "a host with UWJIT_PERF=1 UWJIT_DEBUG=1"
+check_dump "the jitdump of a debug kernel has line records" \
+  --debug-file "$(json 'd["entry"]' <<<"$out").cpp"
 
 # Where the jitdump cannot be written: one warning, and the kernel still loads and computes.
 run env JITDUMPDIR=/proc/uwjit-no-such-dir "$host" --calls 2
