@@ -81,6 +81,12 @@ std::string debug_file_name(const cache::Key& key) {
   return "uwjit_" + key.hex() + ".cpp";
 }
 
+// A short digest for log lines: two requests whose keys differ differ in the source digest, the
+// salt digest or both.
+std::string digest(std::string_view text) {
+  return cache::sha256_hex(text).substr(0, 16);
+}
+
 std::string dump_stem(const std::string& origin, const cache::Key& key) {
   std::string stem;
   for (const char c : origin) {
@@ -120,10 +126,11 @@ struct Engine::Impl {
         .add("features", join_features(target.features))
         .add("opt", std::to_string(compiler.options().opt_level))
         .add("flags", compiler.flags());
-    open_store();
+    salt_text = salt.text();
     // The first SHA-256 of a process fetches the digest (~1.5 ms): pay it here, not in the
     // first request.
-    (void)cache::sha256_hex(std::string_view());
+    salt_digest = digest(salt_text);
+    open_store();
     if (options.dump_dir) {
       std::error_code ec;
       std::filesystem::create_directories(*options.dump_dir, ec);
@@ -210,9 +217,9 @@ struct Engine::Impl {
     info->load_ms = ms_since(load_start);
     info->object_size = object.size();
     info->request_ms = ms_since(start);
-    if (info->tier == Tier::disk) {
-      logger.info("disk hit key={} origin={} loaded in {} ms", key.hex(), source.origin(),
-                  info->load_ms);
+    if (info->tier == Tier::disk && logger.enabled(log::Level::info)) {
+      logger.info("disk hit key={} origin={} source={} salt={} loaded in {} ms", key.hex(),
+                  source.origin(), digest(source.canonical()), salt_digest, info->load_ms);
     }
     write_debug_sources(source, key, info->entry);
     return Loaded{loaded.entry, std::move(loaded.code), std::move(info)};
@@ -226,10 +233,13 @@ struct Engine::Impl {
     stats.add(cache::Stat::compiles);
     info.compile = object.timings;
     info.warnings = object.warnings;
-    logger.info("compiled key={} origin={} in {} ms (frontend {} ms, optimise {} ms, codegen {} "
-                "ms)",
-                key.hex(), source.origin(), object.timings.total_ms(), object.timings.frontend_ms,
-                object.timings.optimise_ms, object.timings.codegen_ms);
+    if (logger.enabled(log::Level::info)) {
+      logger.info("compiled key={} origin={} source={} salt={} in {} ms (frontend {} ms, optimise "
+                  "{} ms, codegen {} ms)",
+                  key.hex(), source.origin(), digest(source.canonical()), salt_digest,
+                  object.timings.total_ms(), object.timings.frontend_ms, object.timings.optimise_ms,
+                  object.timings.codegen_ms);
+    }
     if (options.dump_dir) {
       const auto stem = *options.dump_dir / dump_stem(source.origin(), key);
       write_dump(stem.string() + ".cpp", source.canonical(), logger);
@@ -320,6 +330,8 @@ struct Engine::Impl {
   Compiler compiler;
   std::shared_ptr<Jit> jit;
   cache::Salt salt;
+  std::string salt_text;
+  std::string salt_digest;
   std::optional<std::filesystem::path> debug_source_dir;
   std::once_flag debug_headers_written;
   cache::Stats stats;
@@ -367,6 +379,13 @@ cache::Key Engine::key_of(const codegen::KernelSource& source) const {
 Kernel Engine::kernel(const codegen::KernelSource& source) {
   const auto start = Clock::now();
   const cache::Key key = key_of(source);
+  // What the key is made of, so that two processes' logs show why one key became another: the
+  // source digest (SHA-256 of KEY.cpp) and the salt, component by component.
+  if (m_impl->logger.enabled(log::Level::debug)) {
+    m_impl->logger.debug("request key={} origin={} source={} salt={} salt_text={}", key.hex(),
+                         source.origin(), digest(source.canonical()), m_impl->salt_digest,
+                         m_impl->salt_text);
+  }
   std::shared_future<Loaded> pending;
   std::promise<Loaded> promise;
   bool owner = false;
