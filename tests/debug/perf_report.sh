@@ -7,8 +7,9 @@ host=$1
 . "$(dirname "$0")/../cli/lib.sh"
 json() { python3 -c "import json,sys; d=json.loads(sys.stdin.readline()); print(($1))"; }
 unset UWJIT_DEBUG UWJIT_DUMP_DIR
-export JITDUMPDIR="$sandbox/jitdump"
-mkdir -p "$sandbox/run"
+# The jitdump and perf's build-id cache ($HOME/.debug) stay in the sandbox.
+export JITDUMPDIR="$sandbox/jitdump" HOME="$sandbox/home"
+mkdir -p "$sandbox/run" "$HOME"
 cd "$sandbox/run" || exit 1
 
 if ! command -v perf >/dev/null 2>&1; then
