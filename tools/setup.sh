@@ -16,6 +16,7 @@ packages=(
   doctest-dev
   nlohmann-json3-dev
   clang-format-19
+  gdb linux-perf   # the debugger and profiler tests (label debug)
 )
 
 missing=()

@@ -378,3 +378,60 @@ TEST_CASE("compiling the same source twice gives byte-identical objects") {
   const auto text = axpb(3.0, 4.0).instantiate("uwjit_0000000000000000", "m");
   CHECK(compiler.compile(text).bytes == compiler.compile(text).bytes);
 }
+
+namespace {
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+EngineOptions debug_options(const std::filesystem::path& cache_dir,
+                            const std::filesystem::path& source_dir) {
+  EngineOptions options{.cache_dir = cache_dir, .debug_source_dir = source_dir};
+  options.compile.debug_info = uwjit::engine::DebugInfo::yes;
+  return options;
+}
+} // namespace
+
+TEST_CASE("a debug kernel's debug info names its body uwjit_KEY.cpp, written for the debugger") {
+  SandboxDir cache;
+  SandboxDir sources;
+  Engine debug(debug_options(cache.path, sources.path));
+  const auto kernel = debug.kernel(axpb(5.0, 1.0));
+  const auto& key = kernel.info().key;
+  // -g is in the salt: debug objects are cached apart.
+  CHECK(key != Engine(memory_only()).key_of(axpb(5.0, 1.0)).hex());
+  CHECK(run(kernel, {1.0, 2.0}) == std::vector<double>{6.0, 11.0});
+
+  const std::string file = "uwjit_" + key + ".cpp";
+  const std::string object = read_file(cache.path / (key + ".o"));
+  CHECK(object.find(file) != std::string::npos);
+  // Line 1 of the file is line 1 of the body, with the real entry name.
+  CHECK(read_file(sources.path / file) ==
+        uwjit::codegen::replace_all(axpb(5.0, 1.0).body(), uwjit::codegen::k_entry_placeholder,
+                                    kernel.info().entry));
+  CHECK(read_file(sources.path / "uwjit_kernel_abi.h") == uwjit::codegen::kernel_abi_text());
+  CHECK(read_file(sources.path / "uwjit_kernel_prelude.h") ==
+        uwjit::codegen::kernel_prelude_text());
+
+  // A disk hit in another engine writes the sources too.
+  SandboxDir other_sources;
+  Engine second(debug_options(cache.path, other_sources.path));
+  CHECK(second.kernel(axpb(5.0, 1.0)).info().tier == uwjit::engine::Tier::disk);
+  CHECK(std::filesystem::exists(other_sources.path / file));
+}
+
+TEST_CASE("with debug info, diagnostics still name kernel.cpp") {
+  SandboxDir sources;
+  EngineOptions options = debug_options({}, sources.path);
+  options.disk_cache = DiskCache::off;
+  Engine engine(options);
+  const auto message = compile_error_of(
+      engine, KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args* a) {\n"
+                                      "  return a->missing;\n"
+                                      "}\n",
+                                      "k"));
+  CHECK(message.find("kernel.cpp:2:13: error: no member named 'missing'") != std::string::npos);
+}
