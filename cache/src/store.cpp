@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <ctime>
 
 namespace uwjit::cache {
@@ -114,6 +115,39 @@ void touch(const posix::UniqueFd& fd) noexcept {
   if (fd) {
     (void)::futimens(fd.get(), nullptr);
   }
+}
+
+// Whoever can write the cache directory can put code into every process that uses it: a
+// directory that others may write, or that another user owns, is refused unless the user says
+// it is a trusted shared cache (e.g. a read-only site cache kept by an administrator).
+void check_trusted(int dir_fd, const std::filesystem::path& dir, const log::Logger& logger) {
+  // Read whether or not it matters here, so that a bad value is reported on every machine.
+  const bool trust_shared = env::get_bool(k_trust_shared_variable, false);
+  struct stat st{};
+  if (::fstat(dir_fd, &st) != 0) {
+    posix::throw_io(format("cache directory \"{}\": cannot examine", dir.string()), errno);
+  }
+  std::string why;
+  if (st.st_uid != ::geteuid()) {
+    why = format("it is owned by uid {}, not by this user (uid {})", st.st_uid, ::geteuid());
+  } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8] = {};
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    why = format("it is writable by {} (mode {})",
+                 (st.st_mode & S_IWOTH) != 0 ? "other users" : "its group", mode);
+  } else {
+    return;
+  }
+  if (trust_shared) {
+    logger.debug("cache directory {}: {}, trusted by {}=1", dir.string(), why,
+                 k_trust_shared_variable);
+    return;
+  }
+  throw Error(ErrorKind::io,
+              format("cache directory \"{}\" is refused: {}; whoever can write it can run code in "
+                     "this process (use a directory of your own with mode 0700, or set {}=1 to "
+                     "trust a shared cache)",
+                     dir.string(), why, k_trust_shared_variable));
 }
 
 std::atomic<bool> g_publish_failure_warned{false};
@@ -335,6 +369,7 @@ Store Store::open(std::filesystem::path dir, Stats& counters) {
   if (!impl->dir_fd) {
     posix::throw_io(format("cache directory \"{}\": cannot open", impl->dir.string()), errno);
   }
+  check_trusted(impl->dir_fd.get(), impl->dir, impl->logger);
   Store store(std::move(impl));
   const int fd = store.m_impl->fd();
   const std::string tag(names::k_tag);

@@ -9,6 +9,7 @@
 #include <uwjit/engine/disassemble.hpp>
 #include <uwjit/engine/jit.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -133,7 +134,13 @@ struct Engine::Impl {
       if (error.kind() != ErrorKind::io) {
         throw;
       }
-      logger.warn("the kernel cache is off for this process: {}", error.what());
+      // One warning per process: a host that makes many engines has one problem, not many.
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) {
+        logger.warn("the kernel cache is off for this process: {}", error.what());
+      } else {
+        logger.debug("the kernel cache is off for this engine: {}", error.what());
+      }
     }
   }
 
