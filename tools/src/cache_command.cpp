@@ -13,9 +13,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 namespace uwjit::tools {
 
@@ -217,14 +215,12 @@ int inspect_command(const std::vector<std::string>& argv) {
     return 0;
   }
   if (args.has("--asm")) {
-    std::ifstream in(store->dir() / (key.hex() + ".o"), std::ios::binary);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    const std::string object = std::move(bytes).str();
-    if (!in || object.empty()) {
+    // Through the store: never follows a symlink planted in the object's place.
+    const auto object = store->read_object(key);
+    if (!object || object->empty()) {
       throw Error(ErrorKind::io, format("entry {}: its object file cannot be read", key.hex()));
     }
-    std::cout << engine::disassemble(object);
+    std::cout << engine::disassemble(*object);
     return 0;
   }
   const auto manifest = store->read_manifest(key);

@@ -271,6 +271,10 @@ public:
   /// The canonical source stored for `key`, or nullopt (also when it is a symlink).
   [[nodiscard]] std::optional<std::string> read_source(const Key& key);
 
+  /// The object stored for `key` as it is (not verified), or nullopt (also when it is a
+  /// symlink). For people: inspect --asm.
+  [[nodiscard]] std::optional<std::vector<char>> read_object(const Key& key);
+
   /// Checks every entry as lookup does, without a request to compare salt and slot tables
   /// with, and also that its stored source and salt hash to its key; lists orphans and stale
   /// temporaries. With Fix::yes removes bad entries and orphans (under their key locks) and stale
