@@ -1,6 +1,7 @@
 #include <uwjit/cache/store.hpp>
 
 #include "entry_names.hpp"
+#include "fault_point.hpp"
 #include "file_lock.hpp"
 #include "manifest_json.hpp"
 #include "posix_file.hpp"
@@ -274,6 +275,9 @@ std::vector<std::string> Store::Impl::remove_entry(const Key& key) const {
   for (const auto& name : {names::manifest(key), names::object(key), names::source(key)}) {
     if (posix::status_at(fd(), name) && ::unlinkat(fd(), name.c_str(), 0) == 0) {
       removed.push_back(name);
+      if (removed.size() == 1 && name == names::manifest(key)) {
+        detail::fault_point("remove:manifest-removed");
+      }
     }
   }
   return removed;
@@ -485,8 +489,13 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
     }
 
     const int fd = m_impl->fd();
+    detail::fault_point("publish:begin");
     posix::TempFile object_file(fd, key.hex(), "o");
-    object_file.write(object);
+    // In two halves, so that the fault suite can stop a writer in the middle of a file.
+    const auto half = object.size() / 2;
+    object_file.write(object.first(half));
+    detail::fault_point("publish:object-partial");
+    object_file.write(object.subspan(half));
     object_file.finish(posix::Durability::synced);
     posix::TempFile source_file(fd, key.hex(), "cpp");
     source_file.write(source);
@@ -497,10 +506,14 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
 
     // The object and source are in place (and durable) before the manifest names them: a crash
     // anywhere leaves either no entry or a whole one.
+    detail::fault_point("publish:temporaries-written");
     object_file.commit(names::object(key));
+    detail::fault_point("publish:object-committed");
     source_file.commit(names::source(key));
+    detail::fault_point("publish:source-committed");
     posix::sync_directory(fd, dir().string());
     manifest_file.commit(names::manifest(key));
+    detail::fault_point("publish:manifest-committed");
     posix::sync_directory(fd, dir().string());
 
     outcome.status = PublishStatus::published;
