@@ -58,12 +58,15 @@ std::optional<cache::Store> open_existing() {
   return cache::Store::open(dir);
 }
 
-cache::Key resolve_prefix(cache::Store& store, const std::string& prefix) {
+// Checked before any store is opened: a malformed prefix is a misuse of the command line.
+void check_prefix(const ArgSpec& spec, const std::string& prefix) {
   if (prefix.empty() || prefix.size() > 16 ||
       prefix.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    throw Error(ErrorKind::usage,
-                format("key prefix \"{}\": expected 1 to 16 lowercase hex digits", prefix));
+    spec.fail(format("key prefix \"{}\": expected 1 to 16 lowercase hex digits", prefix));
   }
+}
+
+cache::Key resolve_prefix(cache::Store& store, const std::string& prefix) {
   std::vector<cache::Key> matches;
   for (const auto& entry : store.list()) {
     if (entry.key.hex().rfind(prefix, 0) == 0) {
@@ -201,6 +204,7 @@ int inspect_command(const std::vector<std::string>& argv) {
     std::cout << spec.help();
     return 0;
   }
+  check_prefix(spec, args.positional().at(0));
   auto store = open_existing();
   if (!store) {
     throw Error(ErrorKind::usage, "the cache is empty");
@@ -267,6 +271,8 @@ int explain_command(const std::vector<std::string>& argv) {
     std::cout << spec.help();
     return 0;
   }
+  check_prefix(spec, args.positional().at(0));
+  check_prefix(spec, args.positional().at(1));
   auto store = open_existing();
   if (!store) {
     throw Error(ErrorKind::usage, "the cache is empty");
@@ -361,15 +367,19 @@ int prune_command(const std::vector<std::string>& argv) {
     return 0;
   }
   cache::EvictBy by;
-  if (const auto size = args.get("--max-size")) {
-    by.max_size = env::parse_size("--max-size", *size);
-  }
-  if (const auto age = args.get("--older-than")) {
-    by.older_than =
-        std::chrono::seconds(static_cast<std::int64_t>(env::parse_seconds("--older-than", *age)));
+  try {
+    if (const auto size = args.get("--max-size")) {
+      by.max_size = env::parse_size("--max-size", *size);
+    }
+    if (const auto age = args.get("--older-than")) {
+      by.older_than =
+          std::chrono::seconds(static_cast<std::int64_t>(env::parse_seconds("--older-than", *age)));
+    }
+  } catch (const Error& error) {
+    spec.fail(error.what());
   }
   if (!by.max_size && !by.older_than) {
-    throw Error(ErrorKind::usage, "cache prune: give --max-size SIZE or --older-than AGE");
+    spec.fail("give --max-size SIZE or --older-than AGE");
   }
   auto store = open_existing();
   if (!store) {
@@ -469,7 +479,7 @@ int cache_command(const std::vector<std::string>& argv) {
   if (sub == "wipe") {
     return wipe_command(rest);
   }
-  throw Error(ErrorKind::usage, format("cache: unknown subcommand \"{}\"", sub));
+  throw UsageError(format("cache: unknown subcommand \"{}\"", sub), k_cache_help, "cache");
 }
 
 } // namespace uwjit::tools
