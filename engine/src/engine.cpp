@@ -9,10 +9,13 @@
 #include <uwjit/engine/disassemble.hpp>
 #include <uwjit/engine/jit.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -50,12 +53,25 @@ std::vector<cache::SlotTable> slot_tables(const codegen::SlotTables& slots) {
           {"integrals", slots.integrals}};
 }
 
-// Writes a dump file; a failure to dump never fails the request.
+// Writes a dump file; a failure to dump never fails the request. O_NOFOLLOW: a symlink planted
+// where a dump goes (mismatch/ is inside the cache directory) is never written through.
 void write_dump(const std::filesystem::path& path, std::string_view text,
                 const log::Logger& logger) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!out) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  bool written = fd >= 0;
+  std::size_t done = 0;
+  while (written && done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno != EINTR) {
+      written = false;
+    } else if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  if (fd >= 0 && ::close(fd) != 0) {
+    written = false;
+  }
+  if (!written) {
     logger.warn("cannot write dump {}", path.string());
   }
 }
@@ -478,8 +494,11 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
       std::error_code ec;
       const auto dir = store->dir() / "mismatch";
       std::filesystem::create_directories(dir, ec);
-      for (const auto& [key, ranks] : groups) {
-        write_dump(dir / (key + ".cpp"), texts[ranks.front()], logger);
+      // Not through a symlink planted in the cache directory.
+      if (std::filesystem::is_directory(std::filesystem::symlink_status(dir, ec))) {
+        for (const auto& [key, ranks] : groups) {
+          write_dump(dir / (key + ".cpp"), texts[ranks.front()], logger);
+        }
       }
     }
     logger.error("{}", message);

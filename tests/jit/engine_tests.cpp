@@ -411,6 +411,21 @@ TEST_CASE("dumps hold source, IR and assembly and change neither key nor object"
   CHECK(stored == reference.bytes);
 }
 
+TEST_CASE("a dump is never written through a symlink planted where it goes") {
+  SandboxDir dumps;
+  const auto victim = dumps.path / "victim.txt";
+  std::ofstream(victim) << "keep me";
+  Engine dumping({.disk_cache = DiskCache::off, .dump_dir = dumps.path});
+  const auto stem = dumps.path / ("axpb-" + dumping.key_of(axpb(8.0, 0.0)).hex());
+  std::filesystem::create_symlink(victim, stem.string() + ".s");
+  CHECK(run(dumping.kernel(axpb(8.0, 0.0)), {1.0}) == std::vector<double>{8.0});
+  std::ifstream in(victim);
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str() == "keep me");
+  CHECK(std::filesystem::exists(stem.string() + ".ll")); // the other dumps are written
+}
+
 TEST_CASE("a stored object disassembles to the entry's instructions") {
   const uwjit::engine::Compiler compiler;
   const auto object = compiler.compile(axpb(2.0, 0.0).instantiate("uwjit_entry", "m"));
