@@ -9,11 +9,13 @@
 #include <uwjit/engine/disassemble.hpp>
 #include <uwjit/engine/jit.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -64,22 +66,35 @@ std::shared_ptr<KernelInfo> new_info(const codegen::KernelSource& source, const 
   return info;
 }
 
-// Writes a dump or a debug source under a temporary name, then renames it into place: processes
-// (e.g. MPI ranks) writing the same kernel at once never leave a torn file for a reader such as
-// gdb. A failure never fails the request.
+// Writes a dump or a debug source under a fresh temporary name (O_EXCL | O_NOFOLLOW: never
+// through a planted symlink), then renames it into place: processes (e.g. MPI ranks) writing the
+// same kernel at once never leave a torn file for a reader such as gdb, and rename replaces a
+// symlink at `path` instead of following it. A failure never fails the request.
 void write_dump(const std::filesystem::path& path, std::string_view text,
                 const log::Logger& logger) {
   static std::atomic<std::uint64_t> counter{0};
   auto temporary = path;
   temporary += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.close();
+  const int fd =
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  bool written = fd >= 0;
+  std::size_t done = 0;
+  while (written && done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno != EINTR) {
+      written = false;
+    } else if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  if (fd >= 0 && ::close(fd) != 0) {
+    written = false;
+  }
   std::error_code ec;
-  if (out) {
+  if (written) {
     std::filesystem::rename(temporary, path, ec);
   }
-  if (!out || ec) {
+  if (!written || ec) {
     std::filesystem::remove(temporary, ec);
     logger.warn("cannot write {}", path.string());
   }
@@ -218,7 +233,13 @@ struct Engine::Impl {
       if (error.kind() != ErrorKind::io) {
         throw;
       }
-      logger.warn("the kernel cache is off for this process: {}", error.what());
+      // One warning per process: a host that makes many engines has one problem, not many.
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) {
+        logger.warn("the kernel cache is off for this process: {}", error.what());
+      } else {
+        logger.debug("the kernel cache is off for this engine: {}", error.what());
+      }
     }
   }
 
@@ -566,8 +587,11 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
       std::error_code ec;
       const auto dir = store->dir() / "mismatch";
       std::filesystem::create_directories(dir, ec);
-      for (const auto& [key, ranks] : groups) {
-        write_dump(dir / (key + ".cpp"), texts[ranks.front()], logger);
+      // Not through a symlink planted in the cache directory.
+      if (std::filesystem::is_directory(std::filesystem::symlink_status(dir, ec))) {
+        for (const auto& [key, ranks] : groups) {
+          write_dump(dir / (key + ".cpp"), texts[ranks.front()], logger);
+        }
       }
     }
     logger.error("{}", message);

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -238,6 +239,52 @@ TEST_CASE("an object that references an unknown symbol fails to load with a jit 
   }
 }
 
+TEST_CASE("megabytes of binary garbage are a compile error with bounded diagnostics") {
+  Engine engine(memory_only());
+  std::string garbage(3 << 20, '\0');
+  std::uint64_t state = 0x9E3779B97F4A7C15ULL;
+  for (auto& byte : garbage) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    byte = static_cast<char>(state >> 56);
+  }
+  const auto message = compile_error_of(engine, KernelSource::from_text(garbage, "k"));
+  CHECK(message.rfind("kernel does not compile:\n", 0) == 0);
+  CHECK(message.find("kernel.cpp:") != std::string::npos);
+  CHECK(message.find("too many errors emitted") != std::string::npos);
+  CHECK(message.size() < 100000); // clang's error limit and line excerpts bound the text
+  CHECK(run(engine.kernel(axpb(1.0, 2.0)), {1.0}) == std::vector<double>{3.0});
+}
+
+TEST_CASE("a kernel of several megabytes compiles and gets one key") {
+  Engine engine(memory_only());
+  std::string body = "// " + std::string(4 << 20, 'x') + "\n";
+  body += "extern \"C\" int k(const uwjit_kernel_args* a) {\n"
+          "  *static_cast<double*>(a->state_out[0]) = 7.0;\n"
+          "  return UWJIT_KERNEL_OK;\n"
+          "}\n";
+  const auto source = KernelSource::from_text(body, "k");
+  const auto kernel = engine.kernel(source);
+  CHECK(kernel.info().key == engine.key_of(source).hex());
+  double out = 0;
+  void* outs[] = {&out};
+  uwjit_kernel_args args{};
+  args.state_out = outs;
+  CHECK(kernel(args) == UWJIT_KERNEL_OK);
+  CHECK(out == 7.0);
+}
+
+TEST_CASE("a kernel without its entry function is a jit error naming the entry") {
+  Engine engine(memory_only());
+  try {
+    (void)engine.kernel(KernelSource::from_text(
+        "extern \"C\" int other(const uwjit_kernel_args*) { return 0; }\n", "missing_entry"));
+    FAIL("a kernel without its entry loaded");
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::jit);
+    CHECK(std::string(error.what()).find("missing_entry") != std::string::npos);
+  }
+}
+
 TEST_CASE("a malformed object is a jit error, not a crash") {
   auto jit = uwjit::engine::Jit::create();
   const std::vector<char> junk(64, 'x');
@@ -362,6 +409,21 @@ TEST_CASE("dumps hold source, IR and assembly and change neither key nor object"
   const std::vector<char> stored((std::istreambuf_iterator<char>(object)),
                                  std::istreambuf_iterator<char>());
   CHECK(stored == reference.bytes);
+}
+
+TEST_CASE("a dump is never written through a symlink planted where it goes") {
+  SandboxDir dumps;
+  const auto victim = dumps.path / "victim.txt";
+  std::ofstream(victim) << "keep me";
+  Engine dumping({.disk_cache = DiskCache::off, .dump_dir = dumps.path});
+  const auto stem = dumps.path / ("axpb-" + dumping.key_of(axpb(8.0, 0.0)).hex());
+  std::filesystem::create_symlink(victim, stem.string() + ".s");
+  CHECK(run(dumping.kernel(axpb(8.0, 0.0)), {1.0}) == std::vector<double>{8.0});
+  std::ifstream in(victim);
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str() == "keep me");
+  CHECK(std::filesystem::exists(stem.string() + ".ll")); // the other dumps are written
 }
 
 TEST_CASE("a stored object disassembles to the entry's instructions") {
