@@ -9,6 +9,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   llvm-19-dev libclang-19-dev libclang-cpp19-dev clang-19 libzstd-dev
+  libclang-rt-19-dev
   libssl-dev
   libopenmpi-dev openmpi-bin
   libboost-dev
@@ -16,6 +17,8 @@ packages=(
   doctest-dev
   nlohmann-json3-dev
   clang-format-19
+  gdb linux-perf   # the debugger and profiler tests (label debug)
+  python3 util-linux
 )
 
 missing=()

@@ -1,6 +1,7 @@
 #include <uwjit/cache/store.hpp>
 
 #include "entry_names.hpp"
+#include "fault_point.hpp"
 #include "file_lock.hpp"
 #include "manifest_json.hpp"
 #include "posix_file.hpp"
@@ -19,6 +20,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <ctime>
 
 namespace uwjit::cache {
@@ -114,6 +116,39 @@ void touch(const posix::UniqueFd& fd) noexcept {
   if (fd) {
     (void)::futimens(fd.get(), nullptr);
   }
+}
+
+// Whoever can write the cache directory can put code into every process that uses it: a
+// directory that others may write, or that another user owns, is refused unless the user says
+// it is a trusted shared cache (e.g. a read-only site cache kept by an administrator).
+void check_trusted(int dir_fd, const std::filesystem::path& dir, const log::Logger& logger) {
+  // Read whether or not it matters here, so that a bad value is reported on every machine.
+  const bool trust_shared = env::get_bool(k_trust_shared_variable, false);
+  struct stat st{};
+  if (::fstat(dir_fd, &st) != 0) {
+    posix::throw_io(format("cache directory \"{}\": cannot examine", dir.string()), errno);
+  }
+  std::string why;
+  if (st.st_uid != ::geteuid()) {
+    why = format("it is owned by uid {}, not by this user (uid {})", st.st_uid, ::geteuid());
+  } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8] = {};
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    why = format("it is writable by {} (mode {})",
+                 (st.st_mode & S_IWOTH) != 0 ? "other users" : "its group", mode);
+  } else {
+    return;
+  }
+  if (trust_shared) {
+    logger.debug("cache directory {}: {}, trusted by {}=1", dir.string(), why,
+                 k_trust_shared_variable);
+    return;
+  }
+  throw Error(ErrorKind::io,
+              format("cache directory \"{}\" is refused: {}; whoever can write it can run code in "
+                     "this process (use a directory of your own with mode 0700, or set {}=1 to "
+                     "trust a shared cache)",
+                     dir.string(), why, k_trust_shared_variable));
 }
 
 std::atomic<bool> g_publish_failure_warned{false};
@@ -240,6 +275,9 @@ std::vector<std::string> Store::Impl::remove_entry(const Key& key) const {
   for (const auto& name : {names::manifest(key), names::object(key), names::source(key)}) {
     if (posix::status_at(fd(), name) && ::unlinkat(fd(), name.c_str(), 0) == 0) {
       removed.push_back(name);
+      if (removed.size() == 1 && name == names::manifest(key)) {
+        detail::fault_point("remove:manifest-removed");
+      }
     }
   }
   return removed;
@@ -335,6 +373,7 @@ Store Store::open(std::filesystem::path dir, Stats& counters) {
   if (!impl->dir_fd) {
     posix::throw_io(format("cache directory \"{}\": cannot open", impl->dir.string()), errno);
   }
+  check_trusted(impl->dir_fd.get(), impl->dir, impl->logger);
   Store store(std::move(impl));
   const int fd = store.m_impl->fd();
   const std::string tag(names::k_tag);
@@ -450,8 +489,13 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
     }
 
     const int fd = m_impl->fd();
+    detail::fault_point("publish:begin");
     posix::TempFile object_file(fd, key.hex(), "o");
-    object_file.write(object);
+    // In two halves, so that the fault suite can stop a writer in the middle of a file.
+    const auto half = object.size() / 2;
+    object_file.write(object.first(half));
+    detail::fault_point("publish:object-partial");
+    object_file.write(object.subspan(half));
     object_file.finish(posix::Durability::synced);
     posix::TempFile source_file(fd, key.hex(), "cpp");
     source_file.write(source);
@@ -462,10 +506,14 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
 
     // The object and source are in place (and durable) before the manifest names them: a crash
     // anywhere leaves either no entry or a whole one.
+    detail::fault_point("publish:temporaries-written");
     object_file.commit(names::object(key));
+    detail::fault_point("publish:object-committed");
     source_file.commit(names::source(key));
+    detail::fault_point("publish:source-committed");
     posix::sync_directory(fd, dir().string());
     manifest_file.commit(names::manifest(key));
+    detail::fault_point("publish:manifest-committed");
     posix::sync_directory(fd, dir().string());
 
     outcome.status = PublishStatus::published;

@@ -193,6 +193,12 @@ std::optional<std::string> Store::read_source(const Key& key) {
   return read.error == 0 ? std::optional(std::move(text)) : std::nullopt;
 }
 
+std::optional<std::vector<char>> Store::read_object(const Key& key) {
+  std::vector<char> bytes;
+  const auto read = posix::read_file_at(m_impl->fd(), names::object(key), k_source_limit, bytes);
+  return read.error == 0 ? std::optional(std::move(bytes)) : std::nullopt;
+}
+
 std::vector<EntryInfo> Store::list() {
   std::vector<EntryInfo> entries;
   int error = 0;

@@ -126,26 +126,32 @@ std::uint64_t parse_size(std::string_view name, std::string_view text) {
 }
 
 double parse_seconds(std::string_view name, std::string_view text) {
-  constexpr std::string_view k_accepted =
-      "a non-negative number with an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d";
+  constexpr std::string_view k_accepted = "a non-negative number with an optional unit s, m, h or "
+                                          "d, e.g. 30, 1.5, 10m, 7d, at most 1e9 s";
   const auto parts = split_number(trim(text));
   if (!parts) {
     detail::throw_unrecognised(name, text, k_accepted);
   }
   const auto [number, unit] = *parts;
+  double scale = 0;
   if (unit.empty() || unit == "s") {
-    return number;
+    scale = 1;
+  } else if (unit == "m") {
+    scale = 60;
+  } else if (unit == "h") {
+    scale = 3600;
+  } else if (unit == "d") {
+    scale = 86400;
+  } else {
+    detail::throw_unrecognised(name, text, k_accepted);
   }
-  if (unit == "m") {
-    return number * 60;
+  // Callers turn the value into integral milliseconds and subtract it from the clock: bound it
+  // far inside what those can hold.
+  const double seconds = number * scale;
+  if (!(seconds <= k_max_seconds)) {
+    detail::throw_unrecognised(name, text, k_accepted);
   }
-  if (unit == "h") {
-    return number * 3600;
-  }
-  if (unit == "d") {
-    return number * 86400;
-  }
-  detail::throw_unrecognised(name, text, k_accepted);
+  return seconds;
 }
 
 } // namespace uwjit::env

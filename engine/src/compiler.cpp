@@ -179,7 +179,8 @@ const std::string& Compiler::flags() const noexcept {
   return m_impl->flags;
 }
 
-CompiledObject Compiler::compile(std::string_view source, Listing listing) const {
+CompiledObject Compiler::compile(std::string_view source, Listing listing,
+                                 std::string_view debug_file) const {
   const TargetInfo& target = host_target();
   CompiledObject result;
   auto start = Clock::now();
@@ -188,6 +189,12 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing) const
   auto context = std::make_unique<llvm::LLVMContext>();
   DiagnosticSink sink;
   auto invocation = std::make_shared<clang::CompilerInvocation>(*m_impl->invocation);
+  if (m_impl->options.debug_info == DebugInfo::yes && !debug_file.empty()) {
+    // A prefix map renames files in the debug info only; diagnostics keep the name the body's
+    // line marker gives (kernel.cpp). The headers (uwjit_kernel_*.h) keep their names.
+    invocation->getCodeGenOpts().DebugPrefixMap.emplace_back(std::string(codegen::k_buffer_name),
+                                                             std::string(debug_file));
+  }
   invocation->getPreprocessorOpts().addRemappedFile(
       codegen::k_buffer_name,
       llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(source.data(), source.size()),

@@ -9,12 +9,18 @@
 #include <uwjit/engine/disassemble.hpp>
 #include <uwjit/engine/jit.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
+
+#include <unistd.h>
 
 namespace uwjit::engine {
 
@@ -60,14 +66,53 @@ std::shared_ptr<KernelInfo> new_info(const codegen::KernelSource& source, const 
   return info;
 }
 
-// Writes a dump file; a failure to dump never fails the request.
+// Writes a dump or a debug source under a fresh temporary name (O_EXCL | O_NOFOLLOW: never
+// through a planted symlink), then renames it into place: processes (e.g. MPI ranks) writing the
+// same kernel at once never leave a torn file for a reader such as gdb, and rename replaces a
+// symlink at `path` instead of following it. A failure never fails the request.
 void write_dump(const std::filesystem::path& path, std::string_view text,
                 const log::Logger& logger) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!out) {
-    logger.warn("cannot write dump {}", path.string());
+  static std::atomic<std::uint64_t> counter{0};
+  auto temporary = path;
+  temporary += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  const int fd =
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  bool written = fd >= 0;
+  std::size_t done = 0;
+  while (written && done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno != EINTR) {
+      written = false;
+    } else if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    }
   }
+  if (fd >= 0 && ::close(fd) != 0) {
+    written = false;
+  }
+  std::error_code ec;
+  if (written) {
+    std::filesystem::rename(temporary, path, ec);
+  }
+  if (!written || ec) {
+    std::filesystem::remove(temporary, ec);
+    logger.warn("cannot write {}", path.string());
+  }
+}
+
+std::string module_name(const cache::Key& key) {
+  return "uwjit_mod_" + key.hex();
+}
+
+// The body's file name in a debug object's debug info, and of the file gdb shows for it.
+std::string debug_file_name(const cache::Key& key) {
+  return "uwjit_" + key.hex() + ".cpp";
+}
+
+// A short digest for log lines: two requests whose keys differ differ in the source digest, the
+// salt digest or both.
+std::string digest(std::string_view text) {
+  return cache::sha256_hex(text).substr(0, 16);
 }
 
 std::string dump_stem(const std::string& origin, const cache::Key& key) {
@@ -109,10 +154,11 @@ struct Engine::Impl {
         .add("features", join_features(target.features))
         .add("opt", std::to_string(compiler.options().opt_level))
         .add("flags", compiler.flags());
-    open_store();
+    salt_text = salt.text();
     // The first SHA-256 of a process fetches the digest (~1.5 ms): pay it here, not in the
     // first request.
-    (void)cache::sha256_hex(std::string_view());
+    salt_digest = digest(salt_text);
+    open_store();
     if (options.dump_dir) {
       std::error_code ec;
       std::filesystem::create_directories(*options.dump_dir, ec);
@@ -121,6 +167,49 @@ struct Engine::Impl {
         options.dump_dir.reset();
       }
     }
+    if (options.compile.debug_info == DebugInfo::yes) {
+      open_debug_source_dir();
+    }
+  }
+
+  void open_debug_source_dir() {
+    std::error_code ec;
+    auto dir = options.debug_source_dir ? *options.debug_source_dir
+               : options.dump_dir       ? *options.dump_dir
+                                        : std::filesystem::current_path(ec);
+    if (!ec) {
+      std::filesystem::create_directories(dir, ec);
+    }
+    if (!ec && ::access(dir.c_str(), W_OK | X_OK) != 0) {
+      ec = std::error_code(errno, std::generic_category());
+    }
+    if (ec) {
+      logger.warn("debug sources: {}: {}; a debugger will not show kernel source lines",
+                  dir.string(), ec.message());
+      return;
+    }
+    const auto absolute = std::filesystem::absolute(dir, ec);
+    debug_source_dir = ec ? dir : absolute;
+    logger.info("debug sources of kernels go to {}", debug_source_dir->string());
+  }
+
+  // The files a debugger needs to show a debug object's lines: the body under the name its
+  // debug info gives it (the placeholders replaced, as compiled; line markers start the body at
+  // line 1) and the headers in front of it.
+  void write_debug_sources(const codegen::KernelSource& source, const cache::Key& key,
+                           const std::string& entry) {
+    if (!debug_source_dir) {
+      return;
+    }
+    std::call_once(debug_headers_written, [&] {
+      write_dump(*debug_source_dir / "uwjit_kernel_abi.h", codegen::kernel_abi_text(), logger);
+      write_dump(*debug_source_dir / "uwjit_kernel_prelude.h", codegen::kernel_prelude_text(),
+                 logger);
+    });
+    const auto body = codegen::replace_all(
+        codegen::replace_all(source.body(), codegen::k_entry_placeholder, entry),
+        codegen::k_module_placeholder, module_name(key));
+    write_dump(*debug_source_dir / debug_file_name(key), body, logger);
   }
 
   void open_store() {
@@ -144,7 +233,13 @@ struct Engine::Impl {
       if (error.kind() != ErrorKind::io) {
         throw;
       }
-      logger.warn("the kernel cache is off for this process: {}", error.what());
+      // One warning per process: a host that makes many engines has one problem, not many.
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) {
+        logger.warn("the kernel cache is off for this process: {}", error.what());
+      } else {
+        logger.debug("the kernel cache is off for this engine: {}", error.what());
+      }
     }
   }
 
@@ -156,26 +251,30 @@ struct Engine::Impl {
     info->load_ms = ms_since(load_start);
     info->object_size = object.size();
     info->request_ms = ms_since(start);
-    if (info->tier == Tier::disk) {
-      logger.info("disk hit key={} origin={} loaded in {} ms", key.hex(), source.origin(),
-                  info->load_ms);
+    if (info->tier == Tier::disk && logger.enabled(log::Level::info)) {
+      logger.info("disk hit key={} origin={} source={} salt={} loaded in {} ms", key.hex(),
+                  source.origin(), digest(source.canonical()), salt_digest, info->load_ms);
     }
+    write_debug_sources(source, key, info->entry);
     return Loaded{loaded.entry, std::move(loaded.code), std::move(info),
                   std::make_shared<const std::vector<char>>(object.begin(), object.end())};
   }
 
   CompiledObject compile(const codegen::KernelSource& source, const cache::Key& key,
                          KernelInfo& info) {
-    const auto text = source.instantiate(info.entry, "uwjit_mod_" + key.hex());
-    auto object =
-        compiler.compile(text, options.dump_dir ? Listing::ir_and_assembly : Listing::none);
+    const auto text = source.instantiate(info.entry, module_name(key));
+    auto object = compiler.compile(
+        text, options.dump_dir ? Listing::ir_and_assembly : Listing::none, debug_file_name(key));
     stats.add(cache::Stat::compiles);
     info.compile = object.timings;
     info.warnings = object.warnings;
-    logger.info("compiled key={} origin={} in {} ms (frontend {} ms, optimise {} ms, codegen {} "
-                "ms)",
-                key.hex(), source.origin(), object.timings.total_ms(), object.timings.frontend_ms,
-                object.timings.optimise_ms, object.timings.codegen_ms);
+    if (logger.enabled(log::Level::info)) {
+      logger.info("compiled key={} origin={} source={} salt={} in {} ms (frontend {} ms, optimise "
+                  "{} ms, codegen {} ms)",
+                  key.hex(), source.origin(), digest(source.canonical()), salt_digest,
+                  object.timings.total_ms(), object.timings.frontend_ms, object.timings.optimise_ms,
+                  object.timings.codegen_ms);
+    }
     if (options.dump_dir) {
       const auto stem = *options.dump_dir / dump_stem(source.origin(), key);
       write_dump(stem.string() + ".cpp", source.canonical(), logger);
@@ -261,6 +360,12 @@ struct Engine::Impl {
   // The three tiers for one request, with single-flight per key inside this process.
   Loaded request(const codegen::KernelSource& source, const cache::Key& key) {
     const auto start = Clock::now();
+    // What the key is made of, so that two processes' logs show why one key became another: the
+    // source digest (SHA-256 of KEY.cpp) and the salt, component by component.
+    if (logger.enabled(log::Level::debug)) {
+      logger.debug("request key={} origin={} source={} salt={} salt_text={}", key.hex(),
+                   source.origin(), digest(source.canonical()), salt_digest, salt_text);
+    }
     std::shared_future<Loaded> pending;
     std::promise<Loaded> promise;
     bool owner = false;
@@ -321,6 +426,10 @@ struct Engine::Impl {
   Compiler compiler;
   std::shared_ptr<Jit> jit;
   cache::Salt salt;
+  std::string salt_text;
+  std::string salt_digest;
+  std::optional<std::filesystem::path> debug_source_dir;
+  std::once_flag debug_headers_written;
   cache::Stats stats;
   std::optional<cache::Store> store;
   std::uint64_t max_size = cache::k_default_max_cache_size;
@@ -478,8 +587,11 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
       std::error_code ec;
       const auto dir = store->dir() / "mismatch";
       std::filesystem::create_directories(dir, ec);
-      for (const auto& [key, ranks] : groups) {
-        write_dump(dir / (key + ".cpp"), texts[ranks.front()], logger);
+      // Not through a symlink planted in the cache directory.
+      if (std::filesystem::is_directory(std::filesystem::symlink_status(dir, ec))) {
+        for (const auto& [key, ranks] : groups) {
+          write_dump(dir / (key + ".cpp"), texts[ranks.front()], logger);
+        }
       }
     }
     logger.error("{}", message);

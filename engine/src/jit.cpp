@@ -8,9 +8,12 @@
 
 #include <uwjit/common/env.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <mutex>
+#include <vector>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -20,6 +23,10 @@ namespace uwjit::engine {
 struct Jit::Impl {
   std::unique_ptr<llvm::orc::LLJIT> lljit;
   std::atomic<std::uint64_t> next_dylib{0};
+  // Perf support is on and the jitdump header still waits for its repair: checked after each
+  // load until the header is on disk and repaired.
+  std::atomic<bool> jitdump_unrepaired{false};
+  std::mutex jitdump_mutex;
   log::Logger logger = log::get("uwjit.engine");
 };
 
@@ -58,48 +65,123 @@ JitOptions JitOptions::from_environment() {
 
 namespace {
 
-// LLVM 19 leaves the jitdump header's flags field (8 bytes at offset 32) uninitialised, and
-// `perf inject --jit` rejects such a file. Find this process's dump among its open files and
-// zero the field.
-void repair_jitdump_header(const log::Logger& logger) {
+// LLVM's jitdump: jit-PID.dump, in a directory of its own under $JITDUMPDIR (or $HOME)
+// /.debug/jit. LLVM holds the file open while perf support runs, so this process's open files
+// say where it is (and whether LLVM managed to start it).
+std::vector<std::filesystem::path> open_jitdumps() {
   const std::string wanted = "jit-" + std::to_string(::getpid()) + ".dump";
+  std::vector<std::filesystem::path> found;
+  // Descriptors come and go while this runs (other threads): no step of it may throw.
   std::error_code ec;
-  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+  for (std::filesystem::directory_iterator fd("/proc/self/fd", ec), end; !ec && fd != end;
+       fd.increment(ec)) {
     std::error_code link_ec;
-    const auto target = std::filesystem::read_symlink(fd.path(), link_ec);
-    if (link_ec || target.filename() != wanted) {
-      continue;
+    auto target = std::filesystem::read_symlink(fd->path(), link_ec);
+    if (!link_ec && target.filename() == wanted &&
+        std::find(found.begin(), found.end(), target) == found.end()) {
+      found.push_back(std::move(target));
     }
-    const int file = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
-    const char zeros[8] = {};
-    if (file < 0 || ::pwrite(file, zeros, sizeof zeros, 32) != static_cast<ssize_t>(sizeof zeros)) {
-      logger.warn("cannot repair the jitdump header of {}", target.string());
-    } else {
-      logger.info("perf jitdump: {}", target.string());
-    }
-    if (file >= 0) {
-      ::close(file);
-    }
-    return;
   }
-  logger.warn("perf support: no jitdump file found among this process's open files");
+  return found;
 }
 
-void add_perf_support(llvm::orc::LLJIT& lljit, const log::Logger& logger) {
+enum class Repair { done, not_yet, failed };
+
+constexpr std::uint32_t k_jitdump_magic = 0x4A695444; // "JiTD"
+
+// LLVM 19 leaves two fields of the jitdump header uninitialised: pad1 (4 bytes at offset 16)
+// and flags (8 bytes at offset 32); `perf inject --jit` rejects a file whose flags it does not
+// know. The header waits in LLVM's stream buffer until the first code record is flushed, and a
+// write before that would be overwritten: repair only a file that holds the header.
+Repair repair_jitdump_header(const std::filesystem::path& path) {
+  const int file = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (file < 0) {
+    return Repair::failed;
+  }
+  std::uint32_t magic = 0;
+  Repair outcome = Repair::not_yet;
+  if (::pread(file, &magic, sizeof magic, 0) == static_cast<ssize_t>(sizeof magic) &&
+      magic == k_jitdump_magic) {
+    const char zeros[8] = {};
+    const bool written = ::pwrite(file, zeros, 4, 16) == 4 && ::pwrite(file, zeros, 8, 32) == 8;
+    outcome = written ? Repair::done : Repair::failed;
+  }
+  ::close(file);
+  return outcome;
+}
+
+// Where LLVM will try to create the jitdump's directory, as LLVM 19 chooses it.
+std::filesystem::path jitdump_base() {
+  if (const auto dir = env::get("JITDUMPDIR"); dir && !dir->empty()) {
+    return *dir;
+  }
+  if (const auto home = env::get("HOME"); home && !home->empty()) {
+    return *home;
+  }
+  return ".";
+}
+
+// Returns whether perf support is on. LLVM's plugin cannot report a failed start: every later
+// link would then fail ("PerfState not initialized"). So check the directory first, for a
+// precise message, and afterwards that LLVM really opened the jitdump.
+bool add_perf_support(llvm::orc::LLJIT& lljit, const log::Logger& logger) {
   auto* linking = llvm::dyn_cast<llvm::orc::ObjectLinkingLayer>(&lljit.getObjLinkingLayer());
   auto process = lljit.getProcessSymbolsJITDylib();
   if (linking == nullptr || !process) {
     logger.warn("perf support unavailable: the JIT does not link with JITLink here");
-    return;
+    return false;
   }
+  const auto dir = jitdump_base() / ".debug" / "jit";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!ec && ::access(dir.c_str(), W_OK | X_OK) != 0) {
+    ec = std::error_code(errno, std::generic_category());
+  }
+  if (ec) {
+    logger.warn("perf support unavailable: cannot write the jitdump in {}: {} (set JITDUMPDIR to "
+                "a writable directory)",
+                dir.string(), ec.message());
+    return false;
+  }
+  // Unwind records are left out: LLVM 19 prints a line to stderr for each one.
   auto plugin = llvm::orc::PerfSupportPlugin::Create(
-      lljit.getExecutionSession().getExecutorProcessControl(), *process, true, true);
+      lljit.getExecutionSession().getExecutorProcessControl(), *process, true, false);
   if (!plugin) {
     logger.warn("perf support unavailable: {}", detail::take_message(plugin.takeError()));
+    return false;
+  }
+  if (open_jitdumps().empty()) {
+    logger.warn("perf support unavailable: LLVM could not start a jitdump in {}", dir.string());
+    return false;
+  }
+  // JITLink drops debug sections unless told to keep them; the perf plugin reads its line
+  // records (for `perf annotate` with source lines, under UWJIT_DEBUG) from them.
+  linking->addPlugin(std::make_unique<llvm::orc::DebugInfoPreservationPlugin>());
+  linking->addPlugin(std::move(*plugin));
+  return true;
+}
+
+void repair_jitdumps(Jit::Impl& jit) {
+  std::lock_guard lock(jit.jitdump_mutex);
+  if (!jit.jitdump_unrepaired.load()) {
     return;
   }
-  linking->addPlugin(std::move(*plugin));
-  repair_jitdump_header(logger);
+  bool pending = false;
+  for (const auto& path : open_jitdumps()) {
+    switch (repair_jitdump_header(path)) {
+    case Repair::done:
+      jit.logger.info("perf jitdump: {}", path.string());
+      break;
+    case Repair::not_yet:
+      pending = true;
+      break;
+    case Repair::failed:
+      jit.logger.warn("cannot repair the jitdump header of {}: perf inject --jit will reject it",
+                      path.string());
+      break;
+    }
+  }
+  jit.jitdump_unrepaired.store(pending);
 }
 
 } // namespace
@@ -136,8 +218,8 @@ std::shared_ptr<Jit> Jit::create(JitOptions options) {
       impl->logger.warn("debugger support unavailable: {}", detail::take_message(std::move(error)));
     }
   }
-  if (options.perf == PerfSupport::yes) {
-    add_perf_support(*impl->lljit, impl->logger);
+  if (options.perf == PerfSupport::yes && add_perf_support(*impl->lljit, impl->logger)) {
+    impl->jitdump_unrepaired.store(true);
   }
   return std::shared_ptr<Jit>(new Jit(std::move(impl)));
 }
@@ -169,6 +251,10 @@ LoadedObject Jit::load(std::span<const char> object, std::string_view entry) {
       why = t_session_errors + " (" + why + ")";
     }
     throw Error(ErrorKind::jit, format("cannot link kernel entry \"{}\": {}", entry, why));
+  }
+  // The lookup linked the object, and the perf plugin has flushed its code record.
+  if (m_impl->jitdump_unrepaired.load()) {
+    repair_jitdumps(*m_impl);
   }
   LoadedObject loaded;
   loaded.entry = symbol->toPtr<uwjit_kernel_fn>();

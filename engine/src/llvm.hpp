@@ -18,6 +18,7 @@
 #include <clang/Lex/PreprocessorOptions.h>
 
 #include <llvm/Config/llvm-config.h>
+#include <llvm/ExecutionEngine/Orc/Debugging/DebugInfoSupport.h>
 #include <llvm/ExecutionEngine/Orc/Debugging/DebuggerSupport.h>
 #include <llvm/ExecutionEngine/Orc/Debugging/PerfSupportPlugin.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>

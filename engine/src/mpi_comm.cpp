@@ -161,4 +161,32 @@ std::unique_ptr<engine::Comm> make_comm(MPI_Comm comm) {
   return std::make_unique<MpiComm>(comm);
 }
 
+Session::Session(int* argc, char*** argv) {
+  int initialised = 0;
+  check(MPI_Initialized(&initialised), "MPI_Initialized");
+  if (initialised == 0) {
+    int provided = 0;
+    check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    m_owned = true;
+  }
+}
+
+Session::~Session() {
+  int finalised = 0;
+  MPI_Finalized(&finalised);
+  if (m_owned && finalised == 0) {
+    MPI_Finalize();
+  }
+}
+
+std::unique_ptr<engine::Comm> Session::world() const {
+  return make_comm(MPI_COMM_WORLD);
+}
+
+int Session::size() const {
+  int size = 1;
+  check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  return size;
+}
+
 } // namespace uwjit::mpi

@@ -6,6 +6,7 @@
 #include <uwjit/common/log.hpp>
 
 #include "byte_io.hpp"
+#include "halo_exchange.hpp"
 #include "parallel.hpp"
 
 #include <fcntl.h>
@@ -17,12 +18,17 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
 
 namespace uwjit::runtime {
+
+std::string_view to_string(ExchangeMode mode) noexcept {
+  return mode == ExchangeMode::sync ? "sync" : "overlap";
+}
 
 using codegen::BufferDecl;
 using codegen::BufferRole;
@@ -150,9 +156,12 @@ struct Emitted {
   codegen::KernelSource source;
 };
 
-Emitted emit(const Node& node, const Layout& layout, const StaticData& bound) {
+// `hash` is the static_data_hash the kernel text names: that of the node's whole static data,
+// also when `bound` holds a rank's slabs, so that every rank emits the same text.
+Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
+             const std::string& hash) {
   KernelWriter writer(node.name());
-  writer.comment("static_data_hash " + static_data_hash(bound));
+  writer.comment("static_data_hash " + hash);
   for (std::size_t d = 0; d < layout.domain.size(); ++d) {
     (void)writer.domain_extent(static_cast<int>(d), layout.axis_names[d], layout.domain[d],
                                layout.modes[d]);
@@ -203,8 +212,24 @@ struct Binding {
   std::vector<double> kernel_integrals;       // kernel slot order
 };
 
-Binding bind(const Node& node, const Layout& layout, const KernelWriter& writer,
-             const StaticData& bound) {
+// Fills the halos of a padded static array; domain_axes[a] is the domain axis of its axis a
+// (-1 for other axes).
+using StaticPadder = std::function<void(Field&, const std::vector<int>& domain_axes)>;
+
+// Serial: the halos follow the node's boundaries (a periodic axis wraps, others repeat the
+// edge), so stencils may read one cell beyond the domain.
+StaticPadder serial_padder(const Layout& layout) {
+  return [&layout](Field& field, const std::vector<int>& domain_axes) {
+    std::vector<Boundary> boundaries;
+    for (const int d : domain_axes) {
+      boundaries.push_back(d >= 0 ? layout.boundary[static_cast<std::size_t>(d)] : Boundary::edge);
+    }
+    field.fill_halos(boundaries);
+  };
+}
+
+Binding bind_kernel(const Node& node, const Layout& layout, const KernelWriter& writer,
+                    const StaticData& bound, const StaticPadder& pad) {
   Binding b;
   auto field_index = [&](const BufferDecl& buffer) {
     for (std::size_t i = 0; i < layout.fields.size(); ++i) {
@@ -253,26 +278,22 @@ Binding bind(const Node& node, const Layout& layout, const KernelWriter& writer,
       b.held.push_back(*array);
       bool has_halo = false;
       std::vector<int> halos;
-      std::vector<Boundary> boundaries;
+      std::vector<int> domain_axes;
       for (const auto& axis : buffer.axes) {
         has_halo = has_halo || axis.halo > 0;
         halos.push_back(axis.halo);
-        const int domain_axis =
-            writer.extents()[static_cast<std::size_t>(axis.extent.id)].domain_axis;
-        boundaries.push_back(domain_axis >= 0
-                                 ? layout.boundary[static_cast<std::size_t>(domain_axis)]
-                                 : Boundary::edge);
+        domain_axes.push_back(
+            writer.extents()[static_cast<std::size_t>(axis.extent.id)].domain_axis);
       }
       if (!has_halo) {
         b.statics.push_back(array->data()); // bound in place: the kernel reads the caller's data
         break;
       }
-      // A halo-padded copy, made once here: the halos follow the node's boundaries (a periodic
-      // axis wraps, others repeat the edge), so stencils may read one cell beyond the domain.
+      // A halo-padded copy, made once here.
       auto padded = std::make_unique<Field>(buffer.name, array->dtype(), shape, halos);
       padded->copy_interior_from(std::span<const std::byte>(
           static_cast<const std::byte*>(array->data()), array->size_bytes()));
-      padded->fill_halos(boundaries);
+      pad(*padded, domain_axes);
       b.statics.push_back(padded->data());
       b.padded.push_back(std::move(padded));
       break;
@@ -295,9 +316,13 @@ Binding bind(const Node& node, const Layout& layout, const KernelWriter& writer,
 
 struct NodeState {
   std::shared_ptr<const Node> node;
-  Layout layout;
-  StaticData bound;
-  std::optional<KernelWriter> writer; // the current kernel's declarations
+  Layout layout; // sharded: this rank's extents; shard.global holds the whole domain's
+  ShardInfo shard;
+  StaticData bound;                               // sharded: shard-mode arrays as this rank's slabs
+  std::vector<detail::AxisPlan> plans;            // per domain axis, for the state's halos
+  std::optional<detail::HaloExchanger> exchanger; // sharded: made on the first step
+  std::vector<Field*> halo_fields;                // the exchanger's fields, refreshed per step
+  std::optional<KernelWriter> writer;             // the current kernel's declarations
   Binding binding;
   std::vector<std::unique_ptr<Field>> current; // per state field
   std::vector<std::unique_ptr<Field>> next;    // per state field, null unless the kernel writes it
@@ -333,15 +358,318 @@ struct NodeState {
     args.integrals = binding.kernel_integrals.data();
     args.dt = layout.dt;
     for (std::size_t d = 0; d < layout.domain.size(); ++d) {
-      // Serial: one shard that is the whole domain.
-      args.shard_offset[d] = 0;
-      args.shard_extent[d] = layout.domain[d];
-      args.global_extent[d] = layout.domain[d];
+      args.shard_offset[d] = shard.offset[d];
+      args.shard_extent[d] = shard.extent[d];
+      args.global_extent[d] = shard.global[d];
     }
   }
 };
 
 using Clock = std::chrono::steady_clock;
+
+// The whole domain as one shard on a grid of one rank.
+ShardInfo serial_shard(const Layout& layout) {
+  ShardInfo info;
+  const std::size_t axes = layout.domain.size();
+  info.grid.assign(axes, 1);
+  info.coords.assign(axes, 0);
+  info.offset.assign(axes, 0);
+  info.extent = layout.domain;
+  info.global = layout.domain;
+  return info;
+}
+
+// The most even split of `ranks` over `axes` counts, larger first (as MPI_Dims_create).
+std::vector<int> balanced_grid(int ranks, std::size_t axes) {
+  std::vector<int> best;
+  std::vector<int> current;
+  std::function<void(int, int)> search = [&](int remaining, int cap) {
+    if (current.size() + 1 == axes) {
+      if (remaining <= cap) {
+        current.push_back(remaining);
+        if (best.empty() || current.front() - current.back() < best.front() - best.back()) {
+          best = current;
+        }
+        current.pop_back();
+      }
+      return;
+    }
+    for (int d = std::min(cap, remaining); d >= 1; --d) {
+      if (remaining % d == 0) {
+        current.push_back(d);
+        search(remaining / d, d);
+        current.pop_back();
+      }
+    }
+  };
+  search(ranks, ranks);
+  return best;
+}
+
+std::string grid_text(const std::vector<int>& grid) {
+  std::string out;
+  for (const int n : grid) {
+    out += (out.empty() ? "" : "x") + std::to_string(n);
+  }
+  return out;
+}
+
+// How the ranks split every node's domain: the sharded axes and the ranks along each.
+struct Decomposition {
+  engine::Comm* comm = nullptr;
+  std::vector<int> axes;
+  std::vector<int> grid;
+
+  // Checks the options against the communicator; the same verdict on every rank.
+  static Decomposition make(const SimulationOptions& options) {
+    Decomposition out;
+    out.comm = options.comm;
+    out.axes = options.shard_axes.empty() ? std::vector<int>{0} : options.shard_axes;
+    if (out.axes.size() > 3) {
+      throw Error(ErrorKind::usage,
+                  format("simulation: {} shard axes (at most 3)", out.axes.size()));
+    }
+    for (std::size_t i = 0; i < out.axes.size(); ++i) {
+      if (out.axes[i] < 0 || out.axes[i] >= UWJIT_MAX_AXES) {
+        throw Error(ErrorKind::usage,
+                    format("simulation: shard axis {} is not a domain axis (0 to {})", out.axes[i],
+                           UWJIT_MAX_AXES - 1));
+      }
+      for (std::size_t j = 0; j < i; ++j) {
+        if (out.axes[j] == out.axes[i]) {
+          throw Error(ErrorKind::usage,
+                      format("simulation: shard axis {} is given twice", out.axes[i]));
+        }
+      }
+    }
+    const int ranks = out.comm->size();
+    out.grid = options.grid.empty() ? balanced_grid(ranks, out.axes.size()) : options.grid;
+    if (out.grid.size() != out.axes.size()) {
+      throw Error(ErrorKind::usage, format("simulation: a grid of {} axes for {} shard axes",
+                                           out.grid.size(), out.axes.size()));
+    }
+    std::int64_t product = 1;
+    for (const int n : out.grid) {
+      if (n < 1) {
+        throw Error(ErrorKind::usage, format("simulation: the grid {} has an axis of {} ranks",
+                                             grid_text(out.grid), n));
+      }
+      product *= n;
+    }
+    if (product != ranks) {
+      throw Error(ErrorKind::usage,
+                  format("simulation: the grid {} has {} ranks but the communicator has {}",
+                         grid_text(out.grid), product, ranks));
+    }
+    return out;
+  }
+
+  // Rank `rank`'s coordinates along each shard axis (row-major: the last varies fastest).
+  [[nodiscard]] std::vector<int> coords_of(int rank) const {
+    std::vector<int> coords(axes.size());
+    for (std::size_t i = axes.size(); i-- > 0;) {
+      coords[i] = rank % grid[i];
+      rank /= grid[i];
+    }
+    return coords;
+  }
+  [[nodiscard]] int rank_of(const std::vector<int>& coords) const {
+    int rank = 0;
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      rank = rank * grid[i] + coords[i];
+    }
+    return rank;
+  }
+
+  // Checks that `node` can be split so (every rank reaches the same verdict: it reads only the
+  // node and the options).
+  void check(const Node& node, const Layout& layout, const StaticData& data) const {
+    const std::size_t dims = layout.domain.size();
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      const auto d = static_cast<std::size_t>(axes[i]);
+      if (d >= dims) {
+        node_error(node, format("shard axis {} is not one of its {} domain axes", d, dims));
+      }
+      const std::string& name = layout.axis_names[d];
+      const int h = layout.halo[d];
+      if (h == 0) {
+        node_error(node, format("sharded axis {} ({}) has halo width 0; a sharded axis needs a "
+                                "halo of at least one cell to exchange",
+                                d, name));
+      }
+      const std::int64_t n = layout.domain[d];
+      if (grid[i] > n) {
+        node_error(node, format("axis {} ({}) has {} cells for {} ranks along it; use at most {} "
+                                "ranks there",
+                                d, name, n, grid[i], n));
+      }
+      if (n / grid[i] < h) {
+        node_error(node, format("axis {} ({}) of {} cells over {} ranks gives shards of {} cells, "
+                                "fewer than the halo width {}",
+                                d, name, n, grid[i], n / grid[i], h));
+      }
+    }
+    for (const auto& [key, entry] : data.entries()) {
+      const auto* array = std::get_if<StaticArray>(&entry);
+      if (array == nullptr || array->replication() != Replication::shard) {
+        continue;
+      }
+      const int d = domain_axis_of(*array, dims);
+      const bool sharded = std::find(axes.begin(), axes.end(), d) != axes.end();
+      if (!sharded) {
+        std::string names;
+        for (const int a : axes) {
+          names += (names.empty() ? "" : ", ") + std::to_string(a) + " (" +
+                   layout.axis_names[static_cast<std::size_t>(a)] + ")";
+        }
+        node_error(node, format("static array \"{}\" is sharded along its axis {}, which is "
+                                "not a sharded domain axis (an array's trailing axes are the "
+                                "domain; sharded: {})",
+                                key, *array->shard_axis(), names));
+      }
+      // Sliced like the domain along every sharded axis: the trailing extents must be the
+      // domain's there.
+      const std::size_t lead = static_cast<std::size_t>(array->ndim()) - dims;
+      for (const int a : axes) {
+        const std::int64_t cells = array->shape()[lead + static_cast<std::size_t>(a)];
+        if (cells != layout.domain[static_cast<std::size_t>(a)]) {
+          node_error(node, format("static array \"{}\" {} has {} cells along its axis {}, but "
+                                  "the sharded domain axis {} has {}",
+                                  key, shape_text(array->shape()), cells,
+                                  lead + static_cast<std::size_t>(a), a,
+                                  layout.domain[static_cast<std::size_t>(a)]));
+        }
+      }
+    }
+  }
+
+  // The domain axis a shard-mode array's shard_axis stands for (its trailing axes are the
+  // domain), or -1.
+  static int domain_axis_of(const StaticArray& array, std::size_t dims) {
+    const int d = *array.shard_axis() - (array.ndim() - static_cast<int>(dims));
+    return d >= 0 && d < static_cast<int>(dims) ? d : -1;
+  }
+
+  // Where rank `rank`'s shard of `layout`'s domain lies.
+  [[nodiscard]] ShardInfo shard_of(const Layout& layout, int rank) const {
+    ShardInfo info = serial_shard(layout);
+    const auto coords = coords_of(rank);
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      const auto d = static_cast<std::size_t>(axes[i]);
+      const std::int64_t n = layout.domain[d];
+      const std::int64_t p = grid[i];
+      const std::int64_t c = coords[i];
+      info.grid[d] = grid[i];
+      info.coords[d] = coords[i];
+      // The first n % p ranks take one cell more.
+      info.extent[d] = n / p + (c < n % p ? 1 : 0);
+      info.offset[d] = c * (n / p) + std::min(c, n % p);
+    }
+    return info;
+  }
+
+  // The rank `step` (+1 or -1) along shard axis i, wrapping if `wrap`; -1 past an edge.
+  [[nodiscard]] int neighbour(std::size_t i, int step, bool wrap) const {
+    auto coords = coords_of(comm->rank());
+    int c = coords[i] + step;
+    if (c < 0 || c >= grid[i]) {
+      if (!wrap) {
+        return -1;
+      }
+      c = (c + grid[i]) % grid[i];
+    }
+    coords[i] = c;
+    return rank_of(coords);
+  }
+
+  // How each domain axis's halos are filled. Sharded axes over more than one rank exchange
+  // (static data: never wrapping, always edge at the global boundary); a sharded axis over one
+  // rank and every other axis is filled locally.
+  enum class For { state, statics };
+  [[nodiscard]] std::vector<detail::AxisPlan> plans(const Layout& layout, For what) const {
+    std::vector<detail::AxisPlan> out(layout.domain.size());
+    for (std::size_t d = 0; d < out.size(); ++d) {
+      out[d].boundary = layout.boundary[d];
+    }
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      auto& plan = out[static_cast<std::size_t>(axes[i])];
+      const bool wrap = what == For::state && plan.boundary == Boundary::periodic;
+      if (what == For::statics) {
+        plan.boundary = Boundary::edge;
+      }
+      if (grid[i] > 1) {
+        plan.exchange = true;
+        plan.low = neighbour(i, -1, wrap);
+        plan.high = neighbour(i, +1, wrap);
+      }
+    }
+    return out;
+  }
+};
+
+// This rank's part of a shard-mode array: its trailing axes are the domain, cut to the shard
+// along every sharded axis (not only along shard_axis, so that it matches the state's slab when
+// the domain is split along several axes).
+StaticArray slice(const StaticArray& array, const ShardInfo& shard) {
+  const auto& shape = array.shape();
+  const std::size_t lead = shape.size() - shard.extent.size();
+  std::vector<std::int64_t> local = shape;
+  std::vector<std::int64_t> offset(shape.size(), 0);
+  for (std::size_t d = 0; d < shard.extent.size(); ++d) {
+    local[lead + d] = shard.extent[d];
+    offset[lead + d] = shard.offset[d];
+  }
+  const std::size_t element = codegen::size_of(array.dtype());
+  std::int64_t count = 1;
+  for (const std::int64_t n : local) {
+    count *= n;
+  }
+  auto bytes = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(count) * element);
+  const auto* source = static_cast<const std::byte*>(array.data());
+  // Row by row (the last axis is contiguous in both).
+  const std::size_t row = static_cast<std::size_t>(local.back()) * element;
+  std::vector<std::int64_t> index(shape.size(), 0);
+  for (std::size_t written = 0; written < bytes->size(); written += row) {
+    std::int64_t at = 0;
+    for (std::size_t a = 0; a < shape.size(); ++a) {
+      at = at * shape[a] + index[a] + offset[a];
+    }
+    std::memcpy(bytes->data() + written, source + static_cast<std::size_t>(at) * element, row);
+    for (std::size_t a = shape.size() - 1; a-- > 0;) {
+      if (++index[a] < local[a]) {
+        break;
+      }
+      index[a] = 0;
+    }
+  }
+  std::shared_ptr<const void> data(bytes, bytes->data());
+  return StaticArray(array.key(), std::move(data), array.dtype(), std::move(local),
+                     Replication::shard, array.shard_axis());
+}
+
+// Copies `from`'s interior cells that lie in `to`'s shard (its domain axes are the trailing
+// ones, starting at `offset`) into `to`'s interior, or the other way round.
+enum class Direction { global_to_local, local_to_global };
+void copy_slab(Field& global, Field& local, const std::vector<std::int64_t>& offset,
+               Direction direction) {
+  const std::size_t element = codegen::size_of(local.dtype());
+  const std::size_t lead = static_cast<std::size_t>(local.rank()) - offset.size();
+  std::vector<std::int64_t> at(static_cast<std::size_t>(local.rank()));
+  auto* g = static_cast<std::byte*>(global.data());
+  auto* l = static_cast<std::byte*>(local.data());
+  local.for_each_interior([&](std::span<const std::int64_t> index) {
+    for (std::size_t a = 0; a < at.size(); ++a) {
+      at[a] = index[a] + (a >= lead ? offset[a - lead] : 0);
+    }
+    std::byte* gp = g + static_cast<std::size_t>(global.offset(at)) * element;
+    std::byte* lp = l + static_cast<std::size_t>(local.offset(index)) * element;
+    if (direction == Direction::global_to_local) {
+      std::memcpy(lp, gp, element);
+    } else {
+      std::memcpy(gp, lp, element);
+    }
+  });
+}
 
 } // namespace
 
@@ -351,12 +679,22 @@ struct Simulation::Impl {
   std::vector<NodeState> states;
   std::vector<KernelReport> reports;
   std::int64_t steps = 0;
+  std::optional<Decomposition> decomposition; // sharded only
+  ExchangeMode exchange_mode = ExchangeMode::sync;
+  ExchangeStats exchange;
+  bool snapshot = false; // a gathered snapshot: no kernels, cannot step
 
-  enum class Init { compute, skip };
+  // compute: the nodes' initial state; skip: zeros (restore fills it); snapshot: zeros and no
+  // kernels requested.
+  enum class Init { compute, skip, snapshot };
 
   Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node>> list,
        const SimulationOptions& options, Init init)
-      : engine(&e), nodes(std::move(list)) {
+      : engine(&e), nodes(std::move(list)), exchange_mode(options.exchange),
+        snapshot(init == Init::snapshot) {
+    if (options.comm != nullptr && init != Init::snapshot) {
+      decomposition = Decomposition::make(options);
+    }
     std::set<std::string> names;
     for (const auto& node : nodes) {
       if (node == nullptr) {
@@ -373,18 +711,63 @@ struct Simulation::Impl {
       NodeState& s = states[n];
       s.node = nodes[n];
       s.layout = read_layout(*s.node);
-      s.bound = s.node->static_data();
-      emitted[n].emplace(emit(*s.node, s.layout, s.bound));
+      s.shard = serial_shard(s.layout);
+      const StaticData& whole = s.node->static_data();
+      s.bound = whole;
+      if (decomposition) {
+        // Every check reads only the node and the options, so every rank raises the same error
+        // here, before the first collective.
+        decomposition->check(*s.node, s.layout, whole);
+        s.shard = decomposition->shard_of(s.layout, options.comm->rank());
+        s.plans = decomposition->plans(s.layout, Decomposition::For::state);
+        StaticData local;
+        for (const auto& [key, entry] : whole.entries()) {
+          const auto* array = std::get_if<StaticArray>(&entry);
+          if (array == nullptr) {
+            local.add(key, std::get<Value>(entry));
+          } else if (array->replication() == Replication::shard) {
+            local.add(slice(*array, s.shard));
+          } else {
+            local.add(*array);
+          }
+        }
+        s.bound = std::move(local);
+        // Run-time extents on sharded axes: one kernel text, and one key, for all ranks.
+        s.layout.domain = s.shard.extent;
+        for (const int d : decomposition->axes) {
+          s.layout.modes[static_cast<std::size_t>(d)] = codegen::ExtentMode::runtime;
+        }
+      }
+      emitted[n].emplace(emit(*s.node, s.layout, s.bound, static_data_hash(whole)));
     }
-    request_all(emitted, options);
+    if (init != Init::snapshot) {
+      request_all(emitted, options);
+    } else {
+      kernels_.assign(nodes.size(), std::nullopt);
+      reports.assign(nodes.size(), {});
+    }
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       NodeState& s = states[n];
-      Binding binding = bind(*s.node, s.layout, emitted[n]->writer, s.bound);
+      StaticPadder pad = serial_padder(s.layout);
+      if (decomposition) {
+        const auto plans = decomposition->plans(s.layout, Decomposition::For::statics);
+        pad = [plans, comm = options.comm](Field& field, const std::vector<int>& domain_axes) {
+          std::vector<detail::AxisPlan> field_plans;
+          for (const int d : domain_axes) {
+            field_plans.push_back(d >= 0 ? plans[static_cast<std::size_t>(d)] : detail::AxisPlan{});
+          }
+          // Static data never changes: exchanged once, here.
+          detail::HaloExchanger exchanger(*comm, {field_plans});
+          Field* fields[] = {&field};
+          exchanger.fill(fields, ExchangeMode::sync);
+        };
+      }
+      Binding binding = bind_kernel(*s.node, s.layout, emitted[n]->writer, s.bound, pad);
       binding.kernel = std::move(kernels_[n]);
       binding.report = reports[n];
       s.binding = std::move(binding);
       s.writer.emplace(std::move(emitted[n]->writer));
-      allocate_state(s, init);
+      allocate_state(s, init == Init::compute ? Init::compute : Init::skip);
       s.integrals.assign(s.layout.integrals.size(), 0.0);
       s.wire();
     }
@@ -392,6 +775,20 @@ struct Simulation::Impl {
 
   // Requests every kernel; distinct keys in parallel, repeats afterwards (memory hits).
   void request_all(std::vector<std::optional<Emitted>>& emitted, const SimulationOptions& options) {
+    if (options.comm != nullptr) {
+      // Collective: the ranks agree on the keys, one rank compiles, every rank loads.
+      std::vector<codegen::KernelSource> sources;
+      for (const auto& e : emitted) {
+        sources.push_back(e->source);
+      }
+      auto loaded = engine->kernels(sources, *options.comm);
+      kernels_.clear();
+      for (auto& kernel : loaded) {
+        kernels_.emplace_back(std::move(kernel));
+      }
+      report_all(emitted);
+      return;
+    }
     std::vector<std::string> keys;
     std::vector<std::size_t> firsts;
     std::map<std::string, std::size_t> first_of;
@@ -414,6 +811,10 @@ struct Simulation::Impl {
         kernels_[n].emplace(engine->kernel(emitted[n]->source));
       }
     }
+    report_all(emitted);
+  }
+
+  void report_all(std::vector<std::optional<Emitted>>& emitted) {
     reports.clear();
     for (std::size_t n = 0; n < emitted.size(); ++n) {
       const auto& info = kernels_[n]->info();
@@ -427,6 +828,7 @@ struct Simulation::Impl {
   static void allocate_state(NodeState& s, Init init) {
     const Layout& layout = s.layout;
     std::vector<Field*> fields;
+    const bool sharded = layout.domain != s.shard.global;
     for (const auto& f : layout.fields) {
       s.current.push_back(
           std::make_unique<Field>(f.name, f.dtype, layout.shape(f), layout.halos(f)));
@@ -436,9 +838,26 @@ struct Simulation::Impl {
       s.has_halo.push_back(std::any_of(halos.begin(), halos.end(), [](int h) { return h > 0; }));
       fields.push_back(s.current.back().get());
     }
-    if (init == Init::compute) {
+    if (init == Init::compute && !sharded) {
       State state(fields);
       s.node->initial_state(state);
+    } else if (init == Init::compute) {
+      // The node fills the whole domain; this rank keeps its slab.
+      std::vector<std::unique_ptr<Field>> whole;
+      std::vector<Field*> whole_fields;
+      for (const auto& f : layout.fields) {
+        std::vector<std::int64_t> shape = f.components;
+        shape.insert(shape.end(), s.shard.global.begin(), s.shard.global.end());
+        whole.push_back(std::make_unique<Field>(
+            f.name, f.dtype, std::move(shape),
+            std::vector<int>(f.components.size() + s.shard.global.size(), 0)));
+        whole_fields.push_back(whole.back().get());
+      }
+      State state(whole_fields);
+      s.node->initial_state(state);
+      for (std::size_t i = 0; i < fields.size(); ++i) {
+        copy_slab(*whole[i], *fields[i], s.shard.offset, Direction::global_to_local);
+      }
     }
   }
 
@@ -452,9 +871,16 @@ struct Simulation::Impl {
   }
 
   void step_node(NodeState& s) {
-    for (std::size_t i = 0; i < s.current.size(); ++i) {
-      if (s.has_halo[i]) {
-        s.current[i]->fill_halos(s.boundaries[i]);
+    if (snapshot) {
+      throw Error(ErrorKind::usage, "simulation: a gathered snapshot cannot step");
+    }
+    if (decomposition) {
+      exchange_halos(s);
+    } else {
+      for (std::size_t i = 0; i < s.current.size(); ++i) {
+        if (s.has_halo[i]) {
+          s.current[i]->fill_halos(s.boundaries[i]);
+        }
       }
     }
     for (std::size_t slot = 0; slot < s.binding.in_field.size(); ++slot) {
@@ -475,6 +901,39 @@ struct Simulation::Impl {
     for (std::size_t i = 0; i < s.integrals.size(); ++i) {
       s.integrals[i] = s.binding.kernel_integrals[s.binding.integral_slot[i]];
     }
+    if (decomposition && !s.integrals.empty()) {
+      // Partial sums of doubles (integrals are floating point: no wrap-around), added over the
+      // decomposition's ranks.
+      decomposition->comm->all_reduce_sum(s.integrals);
+    }
+  }
+
+  // Fills the state halos of node `s` from the neighbouring ranks (and locally on axes that are
+  // not split). The exchanger and its buffers are made on the first step, from the state's
+  // actual layout, and reused.
+  void exchange_halos(NodeState& s) {
+    const auto start = Clock::now();
+    if (!s.exchanger) {
+      std::vector<std::vector<detail::AxisPlan>> plans;
+      for (std::size_t i = 0; i < s.current.size(); ++i) {
+        if (s.has_halo[i]) {
+          std::vector<detail::AxisPlan> field_plans(s.layout.fields[i].components.size());
+          field_plans.insert(field_plans.end(), s.plans.begin(), s.plans.end());
+          plans.push_back(std::move(field_plans));
+          s.halo_fields.push_back(nullptr);
+        }
+      }
+      s.exchanger.emplace(*decomposition->comm, std::move(plans));
+    }
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < s.current.size(); ++i) {
+      if (s.has_halo[i]) {
+        s.halo_fields[at++] = s.current[i].get();
+      }
+    }
+    s.exchanger->fill(s.halo_fields, exchange_mode);
+    exchange.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    ++exchange.exchanges;
   }
 
   std::vector<std::optional<engine::Kernel>> kernels_;
@@ -509,6 +968,49 @@ void Simulation::run(std::int64_t count, const std::function<void(const Simulati
       after_step(*this);
     }
   }
+}
+
+const ShardInfo& Simulation::shard(std::string_view node) const {
+  return m_impl->state_of(node).shard;
+}
+
+ExchangeStats Simulation::exchange_stats() const noexcept {
+  return m_impl->exchange;
+}
+
+Simulation Simulation::gathered() const {
+  auto impl = std::make_unique<Impl>(*m_impl->engine, m_impl->nodes, SimulationOptions{},
+                                     Impl::Init::snapshot);
+  impl->steps = m_impl->steps;
+  impl->reports = m_impl->reports;
+  for (std::size_t n = 0; n < m_impl->states.size(); ++n) {
+    NodeState& from = m_impl->states[n];
+    NodeState& to = impl->states[n];
+    to.integrals = from.integrals;
+    to.binding.report = from.binding.report;
+    for (std::size_t i = 0; i < from.current.size(); ++i) {
+      const Field& mine = *from.current[i];
+      std::string bytes(
+          static_cast<std::size_t>(mine.interior_count()) * codegen::size_of(mine.dtype()), '\0');
+      mine.copy_interior_to(std::as_writable_bytes(std::span(bytes)));
+      if (!m_impl->decomposition) {
+        to.current[i]->copy_interior_from(std::as_bytes(std::span(bytes)));
+        continue;
+      }
+      const auto all = m_impl->decomposition->comm->all_gather(bytes);
+      const StateField& f = to.layout.fields[i];
+      for (std::size_t r = 0; r < all.size(); ++r) {
+        const ShardInfo info = m_impl->decomposition->shard_of(to.layout, static_cast<int>(r));
+        std::vector<std::int64_t> shape = f.components;
+        shape.insert(shape.end(), info.extent.begin(), info.extent.end());
+        Field slab(f.name, f.dtype, std::move(shape),
+                   std::vector<int>(f.components.size() + info.extent.size(), 0));
+        slab.copy_interior_from(std::as_bytes(std::span(all[r])));
+        copy_slab(*to.current[i], slab, info.offset, Direction::local_to_global);
+      }
+    }
+  }
+  return Simulation(std::move(impl));
 }
 
 std::int64_t Simulation::steps_taken() const noexcept {
@@ -547,16 +1049,21 @@ const StaticData& Simulation::bound_static_data(std::string_view node) const {
 }
 
 Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray array) {
+  if (m_impl->decomposition) {
+    throw Error(ErrorKind::usage, format("rebind_static: node \"{}\": not supported on a sharded "
+                                         "simulation (its static data is sliced per rank)",
+                                         node));
+  }
   NodeState& s = m_impl->state_of(node);
   StaticData bound = s.bound;
   bound.replace(std::move(array));
   const bool same_kernel = static_data_hash(bound) == static_data_hash(s.bound);
   std::optional<Emitted> emitted;
   if (!same_kernel) {
-    emitted.emplace(emit(*s.node, s.layout, bound));
+    emitted.emplace(emit(*s.node, s.layout, bound, static_data_hash(bound)));
   }
   const KernelWriter& writer = same_kernel ? *s.writer : emitted->writer;
-  Binding binding = bind(*s.node, s.layout, writer, bound);
+  Binding binding = bind_kernel(*s.node, s.layout, writer, bound, serial_padder(s.layout));
   if (same_kernel) {
     binding.kernel = s.binding.kernel;
     binding.report = s.binding.report;
@@ -583,6 +1090,12 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
 }
 
 void Simulation::checkpoint(const std::filesystem::path& path) const {
+  if (m_impl->decomposition && m_impl->decomposition->comm->size() > 1) {
+    throw Error(ErrorKind::usage,
+                format("checkpoint {}: a simulation sharded over {} ranks is not checkpointed "
+                       "rank by rank; write gathered().checkpoint(...) from one rank",
+                       path.string(), m_impl->decomposition->comm->size()));
+  }
   detail::ByteWriter out;
   out.raw(k_magic.data(), k_magic.size());
   out.u32(k_checkpoint_version);
@@ -683,6 +1196,12 @@ struct NodeRecord {
 
 Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::path& path,
                                const NodeFactory& factory, SimulationOptions options) {
+  if (options.comm != nullptr && options.comm->size() > 1) {
+    throw Error(ErrorKind::usage,
+                format("checkpoint {}: restore is serial-only; restore on one rank (a sharded "
+                       "restore over {} ranks is not supported)",
+                       path.string(), options.comm->size()));
+  }
   const std::string what = "checkpoint " + path.string();
   std::ifstream in(path, std::ios::binary);
   if (!in) {

@@ -118,10 +118,17 @@ if [ "$(id -u)" = 0 ]; then
   if command -v setpriv >/dev/null; then as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
 fi
 if [ "$(id -u)" != 0 ] || [ ${#as_user[@]} -gt 0 ]; then
-  UWJIT_CACHE_DIR=$ro run "${as_user[@]}" "$host"
+  # A read-only site cache kept by another user is trusted only when the user says so.
+  UWJIT_CACHE_DIR=$ro UWJIT_CACHE_TRUST_SHARED=1 run "${as_user[@]}" "$host"
   expect_code 0 "a read-only cache directory: the host runs"
   [ "$(json 'd["ok"], d["compiles"], d["publish_failed"]' <<<"$out")" = "(True, 1, 1)" ] && ok || fail "a read-only directory: compiled, publish failed softly"
   expect_err 'warn' "a read-only directory warns"
+  if [ ${#as_user[@]} -gt 0 ]; then
+    UWJIT_CACHE_DIR=$ro run "${as_user[@]}" "$host"
+    [ "$code" = 0 ] && [ "$(json 'd["ok"], d["publish_failed"], d["cache_dir"]' <<<"$out")" = "(True, 0, '')" ] \
+      && ok || fail "another user's read-only directory, untrusted: memory only"
+    expect_err 'is refused: it is owned by uid 0' "another user's directory is refused unless trusted"
+  fi
 fi
 rm -rf "$ro"
 UWJIT_CACHE_DIR=/proc/version/cache run "$host"

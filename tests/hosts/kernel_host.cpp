@@ -1,8 +1,11 @@
 // A small host for multi-process tests: requests kernels through the public API, checks that
 // each computes what it should, and prints what the engine did as one JSON line.
-//   kernel_host [--kernels N] [--first I] [--hold-ms T]
-// Kernel i computes y = i * x + 1. --hold-ms keeps the process alive after loading (for tests
-// that need a live holder).
+//   kernel_host [--kernels N] [--first I] [--offset J] [--opt O] [--hold-ms T]
+// Kernel i computes y = i * x + 1, for i = I .. I+N-1, requested in that order starting with the
+// J-th (so that racing processes can start on different kernels). --opt sets the optimisation
+// level (the fault suite uses 0: its compiles are cheap). --hold-ms keeps the process alive after
+// loading (for tests that need a live holder). "tiers" and "keys" map each i to the tier that
+// served it and its key.
 #include <uwjit/engine/engine.hpp>
 
 #include <chrono>
@@ -32,6 +35,8 @@ int main(int argc, char** argv) {
   int kernels = 1;
   int first = 1;
   int hold_ms = 0;
+  int offset = 0;
+  int opt = -1;
   for (int a = 1; a + 1 < argc; a += 2) {
     const std::string flag = argv[a];
     const int value = std::atoi(argv[a + 1]);
@@ -41,16 +46,26 @@ int main(int argc, char** argv) {
       first = value;
     } else if (flag == "--hold-ms") {
       hold_ms = value;
+    } else if (flag == "--offset") {
+      offset = value;
+    } else if (flag == "--opt") {
+      opt = value;
     } else {
       std::fprintf(stderr, "kernel_host: unknown option %s\n", flag.c_str());
       return 2;
     }
   }
   try {
-    uwjit::engine::Engine engine;
+    auto options = uwjit::engine::EngineOptions::from_environment();
+    if (opt >= 0) {
+      options.compile.opt_level = opt;
+    }
+    uwjit::engine::Engine engine(options);
     std::string tiers;
+    std::string keys;
     bool right = true;
-    for (int i = first; i < first + kernels; ++i) {
+    for (int step = 0; step < kernels; ++step) {
+      const int i = first + (step + offset) % kernels;
       const auto kernel = engine.kernel(kernel_source(i));
       const double x[3] = {0.0, 1.0, 2.0};
       double y[3] = {};
@@ -62,8 +77,10 @@ int main(int argc, char** argv) {
       args.state_out = out;
       args.extents = n;
       right = right && kernel(args) == 0 && y[0] == 1.0 && y[1] == i + 1.0 && y[2] == 2.0 * i + 1;
-      tiers += std::string(tiers.empty() ? "" : ",") + "\"" +
+      tiers += std::string(tiers.empty() ? "" : ", ") + "\"" + std::to_string(i) + "\": \"" +
                uwjit::engine::to_string(kernel.info().tier) + "\"";
+      keys += std::string(keys.empty() ? "" : ", ") + "\"" + std::to_string(i) + "\": \"" +
+              kernel.info().key + "\"";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
     const auto stats = engine.stats();
@@ -71,7 +88,7 @@ int main(int argc, char** argv) {
     std::printf("{\"ok\": %s, \"compiles\": %llu, \"disk_hits\": %llu, \"memory_hits\": %llu, "
                 "\"published\": %llu, \"publish_failed\": %llu, \"rejected\": %llu, "
                 "\"lock_waits\": %llu, \"lock_timeouts\": %llu, \"cache_dir\": \"%s\", "
-                "\"tiers\": [%s]}\n",
+                "\"tiers\": {%s}, \"keys\": {%s}}\n",
                 right ? "true" : "false", (unsigned long long)stats.get(Stat::compiles),
                 (unsigned long long)stats.get(Stat::disk_hits),
                 (unsigned long long)stats.get(Stat::memory_hits),
@@ -80,7 +97,7 @@ int main(int argc, char** argv) {
                 (unsigned long long)stats.get(Stat::rejected),
                 (unsigned long long)stats.get(Stat::lock_waits),
                 (unsigned long long)stats.get(Stat::lock_timeouts),
-                engine.cache_dir() ? engine.cache_dir()->c_str() : "", tiers.c_str());
+                engine.cache_dir() ? engine.cache_dir()->c_str() : "", tiers.c_str(), keys.c_str());
     return right ? 0 : 1;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "kernel_host: error: %s\n", error.what());

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -238,6 +239,52 @@ TEST_CASE("an object that references an unknown symbol fails to load with a jit 
   }
 }
 
+TEST_CASE("megabytes of binary garbage are a compile error with bounded diagnostics") {
+  Engine engine(memory_only());
+  std::string garbage(3 << 20, '\0');
+  std::uint64_t state = 0x9E3779B97F4A7C15ULL;
+  for (auto& byte : garbage) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    byte = static_cast<char>(state >> 56);
+  }
+  const auto message = compile_error_of(engine, KernelSource::from_text(garbage, "k"));
+  CHECK(message.rfind("kernel does not compile:\n", 0) == 0);
+  CHECK(message.find("kernel.cpp:") != std::string::npos);
+  CHECK(message.find("too many errors emitted") != std::string::npos);
+  CHECK(message.size() < 100000); // clang's error limit and line excerpts bound the text
+  CHECK(run(engine.kernel(axpb(1.0, 2.0)), {1.0}) == std::vector<double>{3.0});
+}
+
+TEST_CASE("a kernel of several megabytes compiles and gets one key") {
+  Engine engine(memory_only());
+  std::string body = "// " + std::string(4 << 20, 'x') + "\n";
+  body += "extern \"C\" int k(const uwjit_kernel_args* a) {\n"
+          "  *static_cast<double*>(a->state_out[0]) = 7.0;\n"
+          "  return UWJIT_KERNEL_OK;\n"
+          "}\n";
+  const auto source = KernelSource::from_text(body, "k");
+  const auto kernel = engine.kernel(source);
+  CHECK(kernel.info().key == engine.key_of(source).hex());
+  double out = 0;
+  void* outs[] = {&out};
+  uwjit_kernel_args args{};
+  args.state_out = outs;
+  CHECK(kernel(args) == UWJIT_KERNEL_OK);
+  CHECK(out == 7.0);
+}
+
+TEST_CASE("a kernel without its entry function is a jit error naming the entry") {
+  Engine engine(memory_only());
+  try {
+    (void)engine.kernel(KernelSource::from_text(
+        "extern \"C\" int other(const uwjit_kernel_args*) { return 0; }\n", "missing_entry"));
+    FAIL("a kernel without its entry loaded");
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::jit);
+    CHECK(std::string(error.what()).find("missing_entry") != std::string::npos);
+  }
+}
+
 TEST_CASE("a malformed object is a jit error, not a crash") {
   auto jit = uwjit::engine::Jit::create();
   const std::vector<char> junk(64, 'x');
@@ -364,6 +411,21 @@ TEST_CASE("dumps hold source, IR and assembly and change neither key nor object"
   CHECK(stored == reference.bytes);
 }
 
+TEST_CASE("a dump is never written through a symlink planted where it goes") {
+  SandboxDir dumps;
+  const auto victim = dumps.path / "victim.txt";
+  std::ofstream(victim) << "keep me";
+  Engine dumping({.disk_cache = DiskCache::off, .dump_dir = dumps.path});
+  const auto stem = dumps.path / ("axpb-" + dumping.key_of(axpb(8.0, 0.0)).hex());
+  std::filesystem::create_symlink(victim, stem.string() + ".s");
+  CHECK(run(dumping.kernel(axpb(8.0, 0.0)), {1.0}) == std::vector<double>{8.0});
+  std::ifstream in(victim);
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str() == "keep me");
+  CHECK(std::filesystem::exists(stem.string() + ".ll")); // the other dumps are written
+}
+
 TEST_CASE("a stored object disassembles to the entry's instructions") {
   const uwjit::engine::Compiler compiler;
   const auto object = compiler.compile(axpb(2.0, 0.0).instantiate("uwjit_entry", "m"));
@@ -377,4 +439,61 @@ TEST_CASE("compiling the same source twice gives byte-identical objects") {
   const uwjit::engine::Compiler compiler;
   const auto text = axpb(3.0, 4.0).instantiate("uwjit_0000000000000000", "m");
   CHECK(compiler.compile(text).bytes == compiler.compile(text).bytes);
+}
+
+namespace {
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+EngineOptions debug_options(const std::filesystem::path& cache_dir,
+                            const std::filesystem::path& source_dir) {
+  EngineOptions options{.cache_dir = cache_dir, .debug_source_dir = source_dir};
+  options.compile.debug_info = uwjit::engine::DebugInfo::yes;
+  return options;
+}
+} // namespace
+
+TEST_CASE("a debug kernel's debug info names its body uwjit_KEY.cpp, written for the debugger") {
+  SandboxDir cache;
+  SandboxDir sources;
+  Engine debug(debug_options(cache.path, sources.path));
+  const auto kernel = debug.kernel(axpb(5.0, 1.0));
+  const auto& key = kernel.info().key;
+  // -g is in the salt: debug objects are cached apart.
+  CHECK(key != Engine(memory_only()).key_of(axpb(5.0, 1.0)).hex());
+  CHECK(run(kernel, {1.0, 2.0}) == std::vector<double>{6.0, 11.0});
+
+  const std::string file = "uwjit_" + key + ".cpp";
+  const std::string object = read_file(cache.path / (key + ".o"));
+  CHECK(object.find(file) != std::string::npos);
+  // Line 1 of the file is line 1 of the body, with the real entry name.
+  CHECK(read_file(sources.path / file) ==
+        uwjit::codegen::replace_all(axpb(5.0, 1.0).body(), uwjit::codegen::k_entry_placeholder,
+                                    kernel.info().entry));
+  CHECK(read_file(sources.path / "uwjit_kernel_abi.h") == uwjit::codegen::kernel_abi_text());
+  CHECK(read_file(sources.path / "uwjit_kernel_prelude.h") ==
+        uwjit::codegen::kernel_prelude_text());
+
+  // A disk hit in another engine writes the sources too.
+  SandboxDir other_sources;
+  Engine second(debug_options(cache.path, other_sources.path));
+  CHECK(second.kernel(axpb(5.0, 1.0)).info().tier == uwjit::engine::Tier::disk);
+  CHECK(std::filesystem::exists(other_sources.path / file));
+}
+
+TEST_CASE("with debug info, diagnostics still name kernel.cpp") {
+  SandboxDir sources;
+  EngineOptions options = debug_options({}, sources.path);
+  options.disk_cache = DiskCache::off;
+  Engine engine(options);
+  const auto message = compile_error_of(
+      engine, KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args* a) {\n"
+                                      "  return a->missing;\n"
+                                      "}\n",
+                                      "k"));
+  CHECK(message.find("kernel.cpp:2:13: error: no member named 'missing'") != std::string::npos);
 }

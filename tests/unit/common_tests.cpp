@@ -113,6 +113,18 @@ TEST_CASE("durations parse in seconds, minutes, hours and days") {
   }
 }
 
+TEST_CASE("durations beyond 1e9 seconds are refused rather than overflow a clock") {
+  CHECK(uwjit::env::parse_seconds("T", "1000000000") == 1e9);
+  CHECK(uwjit::env::parse_seconds("T", "11574d") == 11574.0 * 86400);
+  for (const char* bad : {"1000000001", "11575d", "99999999999999999999999", "1e9"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS((void)uwjit::env::parse_seconds("UWJIT_LOCK_TIMEOUT", bad), uwjit::Error);
+  }
+  CHECK(message_of([] { (void)uwjit::env::parse_seconds("UWJIT_LOCK_TIMEOUT", "9e99d"); }) ==
+        "UWJIT_LOCK_TIMEOUT: unrecognised value \"9e99d\" (accepted: a non-negative number with "
+        "an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d, at most 1e9 s)");
+}
+
 TEST_CASE("format replaces placeholders in order and ignores the locale") {
   CHECK(uwjit::format("{} + {} = {}", 1, 2.5, "three") == "1 + 2.5 = three");
   CHECK(uwjit::format("no placeholders", 1) == "no placeholders");

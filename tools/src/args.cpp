@@ -27,6 +27,10 @@ ArgSpec& ArgSpec::positional(std::string name, std::string help, bool required) 
   return *this;
 }
 
+void ArgSpec::fail(const std::string& message) const {
+  throw UsageError(format("{}: {}", m_command, message), usage_line(), m_command);
+}
+
 ArgSpec& ArgSpec::epilog(std::string text) {
   m_epilog = std::move(text);
   return *this;
@@ -106,19 +110,18 @@ Args Args::parse(const ArgSpec& spec, const std::vector<std::string>& argv) {
         }
       }
       if (match == nullptr) {
-        throw Error(ErrorKind::usage, format("{}: unknown option {}", spec.command(), arg));
+        spec.fail(format("unknown option {}", arg));
       }
       if (!match->takes_value) {
         if (inline_value) {
-          throw Error(ErrorKind::usage, format("{}: {} takes no value", spec.command(), arg));
+          spec.fail(format("{} takes no value", arg));
         }
         args.m_flags.insert(arg);
         continue;
       }
       if (!inline_value) {
         if (i + 1 >= argv.size()) {
-          throw Error(ErrorKind::usage,
-                      format("{}: {} needs a value ({})", spec.command(), arg, match->metavar));
+          spec.fail(format("{} needs a value ({})", arg, match->metavar));
         }
         inline_value = argv[++i];
       }
@@ -136,12 +139,10 @@ Args Args::parse(const ArgSpec& spec, const std::vector<std::string>& argv) {
     required += pos.required ? 1 : 0;
   }
   if (args.m_positional.size() < required) {
-    throw Error(ErrorKind::usage, format("{}: missing argument {}", spec.command(),
-                                         spec.positionals()[args.m_positional.size()].name));
+    spec.fail(format("missing argument {}", spec.positionals()[args.m_positional.size()].name));
   }
   if (args.m_positional.size() > spec.positionals().size()) {
-    throw Error(ErrorKind::usage, format("{}: unexpected argument \"{}\"", spec.command(),
-                                         args.m_positional[spec.positionals().size()]));
+    spec.fail(format("unexpected argument \"{}\"", args.m_positional[spec.positionals().size()]));
   }
   return args;
 }

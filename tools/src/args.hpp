@@ -1,6 +1,8 @@
 // A small command-line parser for the uwjit subcommands: flags, options with values, positionals.
 #pragma once
 
+#include <uwjit/common/error.hpp>
+
 #include <map>
 #include <optional>
 #include <set>
@@ -8,6 +10,23 @@
 #include <vector>
 
 namespace uwjit::tools {
+
+/// A misuse of the command line: main prints the message, then the usage of the command that was
+/// misused, and exits 2.
+class UsageError : public Error {
+public:
+  UsageError(const std::string& message, std::string usage, std::string command)
+      : Error(ErrorKind::usage, message), m_usage(std::move(usage)), m_command(std::move(command)) {
+  }
+  [[nodiscard]] const std::string& usage() const noexcept { return m_usage; }
+  [[nodiscard]] const std::string& command() const noexcept { return m_command; }
+  /// Throws UsageError "<command>: <message>" with this command's usage line.
+  [[noreturn]] void fail(const std::string& message) const;
+
+private:
+  std::string m_usage;
+  std::string m_command;
+};
 
 /// What one subcommand accepts; renders its own --help text.
 class ArgSpec {
@@ -23,6 +42,8 @@ public:
   [[nodiscard]] std::string help() const;
   [[nodiscard]] std::string usage_line() const;
   [[nodiscard]] const std::string& command() const noexcept { return m_command; }
+  /// Throws UsageError "<command>: <message>" with this command's usage line.
+  [[noreturn]] void fail(const std::string& message) const;
 
   struct Option {
     std::string name, metavar, help, fallback;
@@ -43,7 +64,7 @@ private:
   std::vector<Positional> m_positionals;
 };
 
-/// Parsed arguments. parse() throws Error(usage) naming the offending argument.
+/// Parsed arguments. parse() throws UsageError naming the offending argument.
 class Args {
 public:
   static Args parse(const ArgSpec& spec, const std::vector<std::string>& argv);

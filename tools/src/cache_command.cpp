@@ -13,9 +13,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 namespace uwjit::tools {
 
@@ -60,12 +58,15 @@ std::optional<cache::Store> open_existing() {
   return cache::Store::open(dir);
 }
 
-cache::Key resolve_prefix(cache::Store& store, const std::string& prefix) {
+// Checked before any store is opened: a malformed prefix is a misuse of the command line.
+void check_prefix(const ArgSpec& spec, const std::string& prefix) {
   if (prefix.empty() || prefix.size() > 16 ||
       prefix.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    throw Error(ErrorKind::usage,
-                format("key prefix \"{}\": expected 1 to 16 lowercase hex digits", prefix));
+    spec.fail(format("key prefix \"{}\": expected 1 to 16 lowercase hex digits", prefix));
   }
+}
+
+cache::Key resolve_prefix(cache::Store& store, const std::string& prefix) {
   std::vector<cache::Key> matches;
   for (const auto& entry : store.list()) {
     if (entry.key.hex().rfind(prefix, 0) == 0) {
@@ -203,6 +204,7 @@ int inspect_command(const std::vector<std::string>& argv) {
     std::cout << spec.help();
     return 0;
   }
+  check_prefix(spec, args.positional().at(0));
   auto store = open_existing();
   if (!store) {
     throw Error(ErrorKind::usage, "the cache is empty");
@@ -217,14 +219,12 @@ int inspect_command(const std::vector<std::string>& argv) {
     return 0;
   }
   if (args.has("--asm")) {
-    std::ifstream in(store->dir() / (key.hex() + ".o"), std::ios::binary);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    const std::string object = std::move(bytes).str();
-    if (!in || object.empty()) {
+    // Through the store: never follows a symlink planted in the object's place.
+    const auto object = store->read_object(key);
+    if (!object || object->empty()) {
       throw Error(ErrorKind::io, format("entry {}: its object file cannot be read", key.hex()));
     }
-    std::cout << engine::disassemble(object);
+    std::cout << engine::disassemble(*object);
     return 0;
   }
   const auto manifest = store->read_manifest(key);
@@ -271,6 +271,8 @@ int explain_command(const std::vector<std::string>& argv) {
     std::cout << spec.help();
     return 0;
   }
+  check_prefix(spec, args.positional().at(0));
+  check_prefix(spec, args.positional().at(1));
   auto store = open_existing();
   if (!store) {
     throw Error(ErrorKind::usage, "the cache is empty");
@@ -365,15 +367,19 @@ int prune_command(const std::vector<std::string>& argv) {
     return 0;
   }
   cache::EvictBy by;
-  if (const auto size = args.get("--max-size")) {
-    by.max_size = env::parse_size("--max-size", *size);
-  }
-  if (const auto age = args.get("--older-than")) {
-    by.older_than =
-        std::chrono::seconds(static_cast<std::int64_t>(env::parse_seconds("--older-than", *age)));
+  try {
+    if (const auto size = args.get("--max-size")) {
+      by.max_size = env::parse_size("--max-size", *size);
+    }
+    if (const auto age = args.get("--older-than")) {
+      by.older_than =
+          std::chrono::seconds(static_cast<std::int64_t>(env::parse_seconds("--older-than", *age)));
+    }
+  } catch (const Error& error) {
+    spec.fail(error.what());
   }
   if (!by.max_size && !by.older_than) {
-    throw Error(ErrorKind::usage, "cache prune: give --max-size SIZE or --older-than AGE");
+    spec.fail("give --max-size SIZE or --older-than AGE");
   }
   auto store = open_existing();
   if (!store) {
@@ -459,7 +465,7 @@ int cache_command(const std::vector<std::string>& argv) {
       return run({argv.begin() + 1, argv.end()});
     }
   }
-  throw Error(ErrorKind::usage, format("cache: unknown subcommand \"{}\"", sub));
+  throw UsageError(format("cache: unknown subcommand \"{}\"", sub), k_cache_help, "cache");
 }
 
 } // namespace uwjit::tools

@@ -43,11 +43,11 @@ std::string read_file(const std::string& path) {
   return std::move(text).str();
 }
 
-int parse_level(const std::string& text) {
+int parse_level(const ArgSpec& spec, const std::string& text) {
   int level = -1;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), level);
   if (ec != std::errc{} || end != text.data() + text.size() || level < 0 || level > 3) {
-    throw Error(ErrorKind::usage, format("compile: -O: expected 0, 1, 2 or 3, got \"{}\"", text));
+    spec.fail(format("-O: expected 0, 1, 2 or 3, got \"{}\"", text));
   }
   return level;
 }
@@ -77,7 +77,7 @@ int compile_command(const std::vector<std::string>& argv) {
   }
   const std::string& path = args.positional().at(0);
   engine::EngineOptions options = engine::EngineOptions::from_environment();
-  options.compile.opt_level = parse_level(args.value("-O"));
+  options.compile.opt_level = parse_level(spec, args.value("-O"));
   if (auto dir = args.get("-I")) {
     options.compile.include_dirs.push_back(*dir);
   }

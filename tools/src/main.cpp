@@ -1,4 +1,5 @@
 // uwjit: the command-line interface to the uwjit engine and its kernel cache.
+#include "args.hpp"
 #include "commands.hpp"
 
 #include <uwjit/common/error.hpp>
@@ -64,6 +65,11 @@ int main(int argc, char** argv) {
     }
     try {
       return command.run({args.begin() + 1, args.end()});
+    } catch (const uwjit::tools::UsageError& error) {
+      std::cerr << "uwjit: error: " << error.what() << "\n"
+                << error.usage() << (error.usage().ends_with('\n') ? "" : "\n") << "(run 'uwjit "
+                << error.command() << " --help' for details)\n";
+      return 2;
     } catch (const uwjit::Error& error) {
       std::cerr << "uwjit: error: " << error.what() << "\n";
       if (error.kind() == uwjit::ErrorKind::usage) {

@@ -7,15 +7,23 @@
 #include <uwjit/nodes/registry.hpp>
 #include <uwjit/runtime/simulation.hpp>
 
+#ifdef UWJIT_HAVE_MPI
+#include <uwjit/mpi.hpp>
+#endif
+
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <optional>
+#include <span>
 #include <sstream>
 
 namespace uwjit::tools {
@@ -42,6 +50,9 @@ ArgSpec run_spec() {
       .option("--set", "NAME=VALUE", "set a node param (repeatable; --set help lists them)")
       .option("--checkpoint", "FILE", "write a checkpoint after the last step")
       .option("--restore", "FILE", "continue from a checkpoint (the node and params come from it)")
+      .option("--shard", "x[,y[,z]]",
+              "split the domain along these axes over the MPI ranks (run under mpirun)")
+      .option("--exchange", "sync|overlap", "how sharded halos are exchanged", "sync")
       .flag("--json", "print the report as JSON on stdout")
       .flag("--print-kernel", "print the node's generated kernel source and stop")
       .positional("NODE", "heat, pipe-flow, fvm or mlp")
@@ -50,13 +61,18 @@ ArgSpec run_spec() {
               "memory) and its timings, the throughput in MLUPS (million cell updates per\n"
               "second), the domain integrals of the last step and the physics check. A progress\n"
               "bar is drawn on stderr when it is a terminal.\n\n"
+              "Under MPI (mpirun -np N uwjit run NODE --shard x), the ranks request the kernel\n"
+              "together (one compile for the job), each steps its slab of the domain and\n"
+              "exchanges halos; rank 0 prints the report (compiles summed over the ranks, halo\n"
+              "exchange time) and writes the output from the gathered fields.\n\n"
               "Exit codes: 0 the check passed, 1 it failed (or a run-time error), 2 bad usage.\n"
               "Examples:\n"
               "  uwjit run pipe-flow\n"
               "  uwjit run heat --size 64 --steps 200 --output out --json\n"
               "  uwjit run heat --set contrast=5 --set boundary=periodic\n"
               "  uwjit run heat --steps 200 --checkpoint heat.ckpt && uwjit run heat --restore "
-              "heat.ckpt --steps 300");
+              "heat.ckpt --steps 300\n"
+              "  mpirun -np 4 uwjit run pipe-flow --shard x --exchange overlap");
   return spec;
 }
 
@@ -85,6 +101,45 @@ std::vector<std::int64_t> parse_size(const std::string& text) {
   }
   return dims;
 }
+
+std::vector<int> parse_shard(const std::string& text) {
+  std::vector<int> axes;
+  std::string_view rest = text;
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view part = rest.substr(0, comma);
+    const int axis = part == "x" ? 0 : part == "y" ? 1 : part == "z" ? 2 : -1;
+    if (axis < 0 || std::find(axes.begin(), axes.end(), axis) != axes.end()) {
+      throw Error(ErrorKind::usage,
+                  format("run: --shard: expected distinct axes x, y, z separated by commas, got "
+                         "\"{}\"",
+                         text));
+    }
+    axes.push_back(axis);
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    rest.remove_prefix(comma + 1);
+  }
+  return axes;
+}
+
+// Only rank 0 of a sharded run prints: the others' std::cout goes nowhere while this lives.
+class QuietUnlessLead {
+public:
+  explicit QuietUnlessLead(bool lead) : m_saved(lead ? nullptr : std::cout.rdbuf(nullptr)) {}
+  ~QuietUnlessLead() {
+    if (m_saved != nullptr) {
+      std::cout.rdbuf(m_saved);
+      std::cout.clear();
+    }
+  }
+  QuietUnlessLead(const QuietUnlessLead&) = delete;
+  QuietUnlessLead& operator=(const QuietUnlessLead&) = delete;
+
+private:
+  std::streambuf* m_saved;
+};
 
 std::int64_t parse_steps(const std::string& text) {
   std::int64_t value = -1;
@@ -216,6 +271,36 @@ int run_command(const std::vector<std::string>& argv) {
     }
   }
 
+  runtime::SimulationOptions options;
+  const auto shard = args.get("--shard");
+  const std::string exchange = args.value("--exchange");
+  if (exchange != "sync" && exchange != "overlap") {
+    throw Error(ErrorKind::usage,
+                format("run: --exchange: expected sync or overlap, got \"{}\"", exchange));
+  }
+  options.exchange =
+      exchange == "sync" ? runtime::ExchangeMode::sync : runtime::ExchangeMode::overlap;
+#ifdef UWJIT_HAVE_MPI
+  std::optional<mpi::Session> session;
+  std::unique_ptr<engine::Comm> comm;
+  if (shard) {
+    options.shard_axes = parse_shard(*shard);
+    if (restore) {
+      throw Error(ErrorKind::usage, "run: --restore is serial-only; drop --shard");
+    }
+    session.emplace(nullptr, nullptr);
+    comm = session->world();
+    options.comm = comm.get();
+  }
+#else
+  if (shard) {
+    throw Error(ErrorKind::usage, "run: --shard needs uwjit built with MPI (uwjit::mpi)");
+  }
+#endif
+  const bool lead = options.comm == nullptr || options.comm->rank() == 0;
+  const int ranks = options.comm == nullptr ? 1 : options.comm->size();
+  const QuietUnlessLead quiet(lead);
+
   engine::Engine engine;
   std::optional<runtime::Simulation> simulation;
   if (restore) {
@@ -226,7 +311,7 @@ int run_command(const std::vector<std::string>& argv) {
     }
   } else {
     const auto node = nodes::make(type, type, params);
-    simulation.emplace(engine, std::vector<std::shared_ptr<const runtime::Node>>{node});
+    simulation.emplace(engine, std::vector<std::shared_ptr<const runtime::Node>>{node}, options);
   }
   const auto& node = dynamic_cast<const nodes::BuiltinNode&>(*simulation->nodes()[0]);
   if (args.has("--print-kernel")) {
@@ -259,7 +344,7 @@ int run_command(const std::vector<std::string>& argv) {
   }
 
   nodes::Trace trace;
-  Progress progress(steps, ::isatty(STDERR_FILENO) == 1);
+  Progress progress(steps, lead && ::isatty(STDERR_FILENO) == 1);
   const auto start = Clock::now();
   for (std::int64_t s = 0; s < steps; ++s) {
     simulation->step(1);
@@ -271,18 +356,33 @@ int run_command(const std::vector<std::string>& argv) {
                                          static_cast<double>(steps) / seconds / 1e6
                                    : 0.0;
 
-  const nodes::Verdict verdict = node.check(*simulation, trace);
-  const auto outputs = node.write_output(*simulation, args.value("--output"));
-  if (const auto file = args.get("--checkpoint")) {
-    simulation->checkpoint(*file);
+  // Sharded: every rank gathers the whole state and checks it (so every rank exits alike);
+  // rank 0 writes the files.
+  const auto exchange_seconds = simulation->exchange_stats().seconds;
+  const runtime::Simulation whole = simulation->gathered();
+  const nodes::Verdict verdict = node.check(whole, trace);
+  std::vector<std::filesystem::path> outputs;
+  if (lead) {
+    outputs = node.write_output(whole, args.value("--output"));
+    if (const auto file = args.get("--checkpoint")) {
+      whole.checkpoint(*file);
+    }
   }
 
   const auto integral_names = node.domain_integral_fields();
   const auto integrals = simulation->integrals(std::size_t{0});
-  int compiles = 0;
+  // The job's compiles, summed over the ranks, and the mean halo time per rank.
+  std::uint64_t counts[2] = {0, 0};
   for (const auto& report : simulation->kernels()) {
-    compiles += report.info.tier == engine::Tier::compiled ? 1 : 0;
+    counts[0] += report.info.tier == engine::Tier::compiled ? 1 : 0;
   }
+  double halo_seconds = exchange_seconds;
+  if (options.comm != nullptr) {
+    options.comm->all_reduce_sum(std::span<std::uint64_t>(counts, 1));
+    options.comm->all_reduce_sum(std::span<double>(&halo_seconds, 1));
+    halo_seconds /= ranks;
+  }
+  const auto compiles = static_cast<int>(counts[0]);
   if (json) {
     nlohmann::json report;
     report["node"] = type;
@@ -292,6 +392,10 @@ int run_command(const std::vector<std::string>& argv) {
     }
     report["params"] = params_json;
     report["compiles"] = compiles;
+    report["ranks"] = ranks;
+    report["shard"] = shard ? *shard : "";
+    report["exchange"] = exchange;
+    report["halo_seconds"] = halo_seconds;
     report["kernels"] = nlohmann::json::array();
     for (const auto& k : simulation->kernels()) {
       report["kernels"].push_back({{"node", k.node},
@@ -332,7 +436,11 @@ int run_command(const std::vector<std::string>& argv) {
     std::cout << "steps\n  " << steps << " steps in " << fixed(seconds, 3)
               << " s: " << fixed(mlups, 2) << " MLUPS (" << node.updates_per_step()
               << " cell updates per step); " << compiles << " compile" << (compiles == 1 ? "" : "s")
-              << "\n";
+              << (ranks > 1 ? " for the job" : "") << "\n";
+    if (options.comm != nullptr) {
+      std::cout << "  " << ranks << " ranks, sharded along " << *shard << ", halo exchange ("
+                << exchange << ") " << fixed(halo_seconds, 3) << " s per rank\n";
+    }
     std::cout << "integrals (step " << simulation->steps_taken() << ")\n";
     for (std::size_t i = 0; i < integral_names.size(); ++i) {
       std::string name = integral_names[i];

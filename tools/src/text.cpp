@@ -87,14 +87,36 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-std::set<std::string> split_set(const std::string& text) {
+std::set<std::string> split_set(const std::string& text, char separator) {
   std::set<std::string> parts;
   std::istringstream in(text);
   std::string part;
-  while (std::getline(in, part, ',')) {
-    parts.insert(part);
+  while (std::getline(in, part, separator)) {
+    if (!part.empty()) {
+      parts.insert(part);
+    }
   }
   return parts;
+}
+
+// "  NAME differ: A:x B:y" for list-valued components (features, flags), naming only the items
+// that differ; "" when both hold the same items (e.g. reordered): then the values are shown whole.
+std::string item_difference(const std::string& name, const std::string& value_a,
+                            const std::string& value_b, char separator) {
+  const auto items_a = split_set(value_a, separator);
+  const auto items_b = split_set(value_b, separator);
+  std::string out;
+  for (const auto& item : items_a) {
+    if (items_b.count(item) == 0) {
+      out += " A:" + item;
+    }
+  }
+  for (const auto& item : items_b) {
+    if (items_a.count(item) == 0) {
+      out += " B:" + item;
+    }
+  }
+  return out.empty() ? out : "  " + name + " differ:" + out + "\n";
 }
 
 // A line diff by longest common subsequence: fine for kernel sources (hundreds of lines).
@@ -142,21 +164,12 @@ std::string explain_difference(const std::string& key_a, const cache::Manifest& 
     if (other == values_b.end()) {
       salt << "  " << name << ": only in A (" << value_a << ")\n";
     } else if (other->second != value_a) {
-      if (name == "features") {
-        const auto fa = split_set(value_a);
-        const auto fb = split_set(other->second);
-        salt << "  features differ:";
-        for (const auto& f : fa) {
-          if (fb.count(f) == 0) {
-            salt << " A:" << f;
-          }
-        }
-        for (const auto& f : fb) {
-          if (fa.count(f) == 0) {
-            salt << " B:" << f;
-          }
-        }
-        salt << "\n";
+      std::string items;
+      if (name == "features" || name == "flags") {
+        items = item_difference(name, value_a, other->second, name == "features" ? ',' : ' ');
+      }
+      if (!items.empty()) {
+        salt << items;
       } else {
         salt << "  " << name << ": A=" << value_a << "  B=" << other->second << "\n";
       }

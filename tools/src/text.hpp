@@ -31,7 +31,8 @@ private:
 };
 
 /// Why two entries have different keys: the salt components whose values differ (for the CPU
-/// features, which features), then the source lines that differ, as a line diff.
+/// features and the compile flags, which ones), then the source lines that differ, as a line
+/// diff.
 [[nodiscard]] std::string explain_difference(const std::string& key_a, const cache::Manifest& a,
                                              const std::string& source_a, const std::string& key_b,
                                              const cache::Manifest& b, const std::string& source_b);

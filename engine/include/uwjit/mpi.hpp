@@ -15,4 +15,24 @@ namespace uwjit::mpi {
 /// uwjit's log lines. Throws Error(collective) if MPI reports an error.
 [[nodiscard]] std::unique_ptr<engine::Comm> make_comm(MPI_Comm comm);
 
+/// MPI for a program that may or may not be started by mpiexec: initialises MPI
+/// (MPI_Init_thread, MPI_THREAD_FUNNELED) unless it already is, and finalises it on destruction
+/// if it initialised it. Throws Error(collective) if MPI cannot be initialised. One per process;
+/// not thread-safe.
+class Session {
+public:
+  Session(int* argc, char*** argv);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  /// A Comm over MPI_COMM_WORLD (see make_comm).
+  [[nodiscard]] std::unique_ptr<engine::Comm> world() const;
+  /// The number of ranks in MPI_COMM_WORLD.
+  [[nodiscard]] int size() const;
+
+private:
+  bool m_owned = false;
+};
+
 } // namespace uwjit::mpi

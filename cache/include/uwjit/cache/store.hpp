@@ -38,7 +38,12 @@ namespace uwjit::cache {
 /// | `cleanup.stamp`                  | its mtime says when temporaries were last cleaned    |
 ///
 /// Files with any other name are never touched, not even by wipe. Entry files are opened with
-/// O_NOFOLLOW: a symlink in an entry's place is refused, never followed.
+/// O_NOFOLLOW: a symlink in an entry's place is refused, never followed; removing one unlinks
+/// the link, never its target. The directory itself may be a symlink.
+///
+/// Trust: whoever can write the directory can run code in every process that uses it. Store::open
+/// refuses a directory (after following a symlink to it) that is writable by its group or by
+/// others, or that is owned by another user, unless UWJIT_CACHE_TRUST_SHARED is 1/true/yes/on.
 ///
 /// stats.json, format 1: one JSON object, updated under a flock on stats.lock.
 ///
@@ -47,6 +52,10 @@ namespace uwjit::cache {
 /// | `format`   | integer                     | 1                                              |
 /// | `counters` | object: name -> integer >= 0 | each Stat by its stable name; unknown names   |
 /// |            |                             | (from newer versions) are kept                 |
+
+/// The variable that makes Store::open accept a cache directory that other users can write or
+/// that another user owns (e.g. a read-only site cache): UWJIT_CACHE_TRUST_SHARED=1.
+inline constexpr const char* k_trust_shared_variable = "UWJIT_CACHE_TRUST_SHARED";
 
 /// A temporary older than this was left by a killed writer: writing one takes milliseconds.
 inline constexpr std::chrono::seconds k_temporary_grace{600};
@@ -194,8 +203,10 @@ public:
   /// Opens the cache in `dir`, creating it and missing parents with mode 0700, writing
   /// CACHEDIR.TAG if missing, and cleaning old temporaries at most every k_cleanup_interval.
   /// A read-only directory opens (lookups work; publishing fails softly). Counts into
-  /// process_stats(). Throws Error(io) only if the directory cannot be created or opened at all
-  /// (the caller then runs memory-only, with one warning); Error(usage) on a bad UWJIT_LOG_LEVEL.
+  /// process_stats(). Throws Error(io) if the directory cannot be created or opened at all, or
+  /// if it is writable by its group or others or owned by another user and
+  /// UWJIT_CACHE_TRUST_SHARED is not set (the caller then runs memory-only, with one warning);
+  /// Error(usage) on a bad UWJIT_LOG_LEVEL or UWJIT_CACHE_TRUST_SHARED.
   [[nodiscard]] static Store open(std::filesystem::path dir);
   /// As open(dir), counting into `counters`, which must outlive the Store.
   [[nodiscard]] static Store open(std::filesystem::path dir, Stats& counters);
@@ -257,8 +268,12 @@ public:
   /// The manifest of `key` as stored (not verified against the object), or nullopt.
   [[nodiscard]] std::optional<Manifest> read_manifest(const Key& key);
 
-  /// The canonical source stored for `key`, or nullopt.
+  /// The canonical source stored for `key`, or nullopt (also when it is a symlink).
   [[nodiscard]] std::optional<std::string> read_source(const Key& key);
+
+  /// The object stored for `key` as it is (not verified), or nullopt (also when it is a
+  /// symlink). For people: inspect --asm.
+  [[nodiscard]] std::optional<std::vector<char>> read_object(const Key& key);
 
   /// Checks every entry as lookup does, without a request to compare salt and slot tables
   /// with, and also that its stored source and salt hash to its key; lists orphans and stale

@@ -36,8 +36,13 @@ template <class T>
 /// optional trailing "B" or "iB"), e.g. "500M", "2G", "4096". Throws Error(usage).
 [[nodiscard]] std::uint64_t parse_size(std::string_view name, std::string_view text);
 
+/// The longest duration parse_seconds accepts: 1e9 s (about 31 years), so that any result fits
+/// in integral milliseconds or nanoseconds and can be subtracted from the clock.
+inline constexpr double k_max_seconds = 1e9;
+
 /// A duration in seconds: a number (fractions allowed) with an optional unit s, m, h, d
-/// (default s), e.g. "30", "1.5", "10m", "7d". Throws Error(usage); negative values are refused.
+/// (default s), e.g. "30", "1.5", "10m", "7d", at most k_max_seconds. Throws Error(usage);
+/// negative values are refused.
 [[nodiscard]] double parse_seconds(std::string_view name, std::string_view text);
 
 namespace detail {

@@ -65,8 +65,11 @@ public:
   /// Compiles `source` (C++20, compiled as the buffer kernel.cpp). Throws Error(compile) with the
   /// diagnostics (`kernel.cpp:LINE:COL: error: ...` and the offending line) if it does not
   /// compile, or if the object would need static initialisers (they never run in the JIT).
-  [[nodiscard]] CompiledObject compile(std::string_view source,
-                                       Listing listing = Listing::none) const;
+  /// With debug info, a non-empty `debug_file` replaces kernel.cpp as the body's file name in
+  /// the debug info only (e.g. "uwjit_KEY.cpp"), so that a debugger tells kernels apart;
+  /// diagnostics still say kernel.cpp.
+  [[nodiscard]] CompiledObject compile(std::string_view source, Listing listing = Listing::none,
+                                       std::string_view debug_file = {}) const;
 
   [[nodiscard]] const CompileOptions& options() const noexcept;
 

@@ -34,6 +34,12 @@ struct EngineOptions {
   /// When set, each compiled kernel's canonical source, optimised IR and assembly are written
   /// here (named by origin and key); the key and the cached object do not change.
   std::optional<std::filesystem::path> dump_dir;
+  /// With compile.debug_info: where the sources a debugger shows are written when a kernel is
+  /// compiled or loaded from disk: `uwjit_KEY.cpp` (the body, with the real entry name, under
+  /// the name the debug info gives it) and the headers `uwjit_kernel_abi.h` and
+  /// `uwjit_kernel_prelude.h`. Unset: dump_dir, else the working directory (where gdb looks by
+  /// default).
+  std::optional<std::filesystem::path> debug_source_dir;
 
   /// The defaults adjusted by the environment: UWJIT_DEBUG (-g, and gdb registration),
   /// UWJIT_LOCK_TIMEOUT (seconds), UWJIT_DUMP_DIR. Throws Error(usage) on a bad value.

@@ -22,8 +22,10 @@ struct JitOptions {
   /// Register JIT'd code with gdb (ORC's debugger support), so that a debugger can break in a
   /// kernel by name and, with -g, show its source lines.
   DebuggerSupport debugger = DebuggerSupport::no;
-  /// Describe JIT'd code to perf in a jitdump file (jit-PID.dump in the working directory or
-  /// $JITDUMPDIR), for `perf record -k 1` + `perf inject --jit` + `perf report`.
+  /// Describe JIT'd code to perf in a jitdump file, for `perf record -k 1` + `perf inject --jit`
+  /// + `perf report`: `$JITDUMPDIR/.debug/jit/llvm-IR-jit-DATE-XXXXXX/jit-PID.dump` ($HOME when
+  /// JITDUMPDIR is unset), its path logged at info level. LLVM keeps one jitdump per process:
+  /// give perf support to one JIT at a time (Jit::shared() does).
   PerfSupport perf = PerfSupport::no;
 
   /// UWJIT_DEBUG turns debugger support on, UWJIT_PERF perf support. Throws Error(usage).

@@ -16,10 +16,44 @@
 
 namespace uwjit::runtime {
 
+/// How a sharded simulation exchanges halos each step: `sync` sends and receives each field's
+/// layers with blocking calls; `overlap` starts every transfer of an axis (all fields, both
+/// directions) before waiting for any. Both give the same state, bit for bit.
+enum class ExchangeMode { sync, overlap };
+
+/// "sync" or "overlap".
+[[nodiscard]] std::string_view to_string(ExchangeMode mode) noexcept;
+
 struct SimulationOptions {
   /// Threads that compile distinct kernels in parallel when the simulation is built; 0 means
   /// min(hardware threads, 4).
   int compile_threads = 0;
+  /// The ranks to shard the domain over, or nullptr for a serial simulation. Must outlive the
+  /// simulation. With a comm, construction, step(), run() and gathered() are collective over
+  /// it (every rank calls them, in the same order).
+  engine::Comm* comm = nullptr;
+  /// The domain axes to split over the ranks of `comm` (1 to 3 distinct axes; ignored without a
+  /// comm). Empty with a comm: axis 0.
+  std::vector<int> shard_axes;
+  /// Ranks along each axis of shard_axes (their product must be comm->size()); empty: a
+  /// balanced factorisation, larger counts first (like MPI_Dims_create).
+  std::vector<int> grid;
+  ExchangeMode exchange = ExchangeMode::sync;
+};
+
+/// Where this rank's shard of a node's domain lies.
+struct ShardInfo {
+  std::vector<int> grid;            ///< ranks per domain axis (1 where not sharded)
+  std::vector<int> coords;          ///< this rank's position in the grid, per domain axis
+  std::vector<std::int64_t> offset; ///< global index of the first local cell, per axis
+  std::vector<std::int64_t> extent; ///< local interior extent, per axis
+  std::vector<std::int64_t> global; ///< the whole domain's extent, per axis
+};
+
+/// Time spent in halo exchanges of state (seconds, this rank), and the exchanges done.
+struct ExchangeStats {
+  double seconds = 0;
+  std::int64_t exchanges = 0;
 };
 
 /// One node's kernel request: which node, its source, and what the engine did (key, tier,
@@ -59,7 +93,21 @@ using NodeFactory = std::function<std::shared_ptr<const Node>(
 /// restored; rebind them again.
 inline constexpr std::uint32_t k_checkpoint_version = 1;
 
-/// Runs nodes step by step in this process. Construction emits every node's kernel and requests
+/// Runs nodes step by step in this process, or sharded over the ranks of options.comm.
+///
+/// Sharded: each node's domain is split along options.shard_axes over a Cartesian grid of ranks
+/// (row-major rank order; an axis of n cells over p ranks gives the first n % p ranks one cell
+/// more). Sharded axes take their extents at run time, so every rank emits the same kernel
+/// source and key, and the kernels are requested collectively (one compile per job). Each rank
+/// computes the node's initial state over the whole domain and keeps its slab; shard-mode static
+/// arrays are sliced to the slab along their shard axis, which is a domain axis counted from the
+/// end (an array's trailing axes are the domain, as for state fields); replicate arrays stay
+/// whole. Static halos are exchanged once, edge at the global boundary; state halos every step,
+/// axis by axis (so corners are right), periodic or edge per node. Domain integrals are summed
+/// over the ranks (so their last bits may differ from a serial run's). checkpoint(),
+/// restore() and rebind_static() are serial-only (Error(usage) with a comm of more than one
+/// rank); gathered() gives a serial snapshot of the whole domain that can be checked,
+/// written or checkpointed. Construction emits every node's kernel and requests
 /// all of them from the engine up front; distinct kernels compile in parallel. A step fills each
 /// node's halos, calls its kernel on ping-pong state buffers and keeps the domain integrals; it
 /// allocates nothing. Not thread-safe: use one thread per Simulation. The engine must outlive
@@ -68,6 +116,10 @@ class Simulation {
 public:
   /// Validates every node (names unique, 1-3 domain axes, per-axis lists of the right length,
   /// state fields, the kernel's bindings; Error(usage) naming the node and what is wrong),
+  /// and, sharded, the decomposition (valid distinct shard axes, a grid whose product is the
+  /// rank count, a non-zero halo on every sharded axis, no more ranks than cells and no shard
+  /// narrower than the halo, every shard-mode static array's shard axis a sharded axis): the
+  /// same Error(usage) on every rank, raised before any collective,
   /// allocates and initialises the state, and requests the kernels (Error(compile) or
   /// Error(jit) from the engine).
   Simulation(engine::Engine& engine, std::vector<std::shared_ptr<const Node>> nodes,
@@ -82,10 +134,25 @@ public:
   /// Takes `count` steps; each steps every node, in order. Throws Error(usage) naming the node
   /// and step if a kernel returns a non-zero status: that node keeps the state it had before
   /// the step (nodes before it in order have taken it), and steps_taken() does not advance.
+  /// Sharded: collective; fills halos from the neighbouring ranks and sums the integrals over
+  /// the ranks. (A kernel status is per rank: a node whose kernel can fail must make it fail on
+  /// every rank alike.)
   void step(std::int64_t count = 1);
 
-  /// Takes `count` steps, calling after_step(*this) after each.
+  /// Takes `count` steps, calling after_step(*this) after each. Sharded: collective.
   void run(std::int64_t count, const std::function<void(const Simulation&)>& after_step);
+
+  /// Where this rank's shard of node `node` lies (serial: the whole domain on a 1-rank grid).
+  [[nodiscard]] const ShardInfo& shard(std::string_view node) const;
+
+  /// Time this rank spent exchanging state halos, since construction.
+  [[nodiscard]] ExchangeStats exchange_stats() const noexcept;
+
+  /// A serial snapshot of the whole simulation: every node's state gathered from the ranks, the
+  /// step count and integrals, the nodes' own (whole) static data. Collective when sharded; every
+  /// rank gets the snapshot. Its field(), integrals(), kernels() (this simulation's reports),
+  /// bound_static_data() and checkpoint() work; step() throws Error(usage). Requests no kernel.
+  [[nodiscard]] Simulation gathered() const;
 
   /// Steps taken since the initial state.
   [[nodiscard]] std::int64_t steps_taken() const noexcept;

@@ -1,0 +1,215 @@
+#include "halo_exchange.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <cstring>
+
+namespace uwjit::runtime::detail {
+
+namespace {
+
+// A field seen along one axis as [outer][n + 2h][inner]: a halo side is `outer` chunks of
+// h * inner contiguous elements.
+struct Layers {
+  std::int64_t outer = 0;
+  std::int64_t inner = 0;
+  std::int64_t n = 0;
+  std::int64_t h = 0;
+  std::size_t element = 0;
+
+  Layers(const Field& field, std::size_t axis)
+      : inner(field.strides()[axis]), n(field.shape()[axis]), h(field.halo()[axis]),
+        element(codegen::size_of(field.dtype())) {
+    outer = field.padded_count() / (inner * (n + 2 * h));
+  }
+  [[nodiscard]] std::size_t chunk() const { return static_cast<std::size_t>(h * inner) * element; }
+  [[nodiscard]] std::size_t bytes() const { return static_cast<std::size_t>(outer) * chunk(); }
+  // The address of padded layer `layer` in slab `o`.
+  [[nodiscard]] std::byte* at(Field& field, std::int64_t o, std::int64_t layer) const {
+    return static_cast<std::byte*>(field.data()) +
+           static_cast<std::size_t>((o * (n + 2 * h) + layer) * inner) * element;
+  }
+};
+
+// Copies the h layers that start at padded layer `first` into `out`, slab by slab.
+void pack(Field& field, const Layers& l, std::int64_t first, std::span<std::byte> out) {
+  for (std::int64_t o = 0; o < l.outer; ++o) {
+    std::memcpy(out.data() + static_cast<std::size_t>(o) * l.chunk(), l.at(field, o, first),
+                l.chunk());
+  }
+}
+
+void unpack(Field& field, const Layers& l, std::int64_t first, std::span<const std::byte> in) {
+  for (std::int64_t o = 0; o < l.outer; ++o) {
+    std::memcpy(l.at(field, o, first), in.data() + static_cast<std::size_t>(o) * l.chunk(),
+                l.chunk());
+  }
+}
+
+enum class Side { low, high };
+
+// Fills one side's halo from this field's own interior, as Field::fill_halos does.
+void fill_local(Field& field, const Layers& l, Side side, Boundary boundary) {
+  const bool periodic = boundary == Boundary::periodic;
+  const std::size_t layer = static_cast<std::size_t>(l.inner) * l.element;
+  for (std::int64_t o = 0; o < l.outer; ++o) {
+    for (std::int64_t g = 1; g <= l.h; ++g) {
+      if (side == Side::low) {
+        const std::int64_t low = l.h - g;
+        std::memcpy(l.at(field, o, low), l.at(field, o, periodic ? low + l.n : l.h), layer);
+      } else {
+        const std::int64_t high = l.h + l.n - 1 + g;
+        std::memcpy(l.at(field, o, high), l.at(field, o, periodic ? high - l.n : l.h + l.n - 1),
+                    layer);
+      }
+    }
+  }
+}
+
+// Distinct tags per field, axis and direction, so that transfers in flight together never match
+// the wrong receive (two neighbours may be the same rank).
+int tag(std::size_t f, std::size_t axis, Side towards) {
+  return static_cast<int>(f * 32 + axis * 2 + (towards == Side::low ? 0 : 1));
+}
+
+} // namespace
+
+HaloExchanger::HaloExchanger(engine::Comm& comm, std::vector<std::vector<AxisPlan>> plans)
+    : m_comm(&comm), m_plans(std::move(plans)) {}
+
+void HaloExchanger::ensure_buffers(std::span<Field* const> fields) {
+  if (m_ready) {
+    return;
+  }
+  UWJIT_ASSERT(fields.size() == m_plans.size(), "HaloExchanger: a plan per field");
+  m_buffers.resize(fields.size());
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    const Field& field = *fields[f];
+    UWJIT_ASSERT(m_plans[f].size() == static_cast<std::size_t>(field.rank()),
+                 "HaloExchanger: a plan per field axis");
+    m_buffers[f].resize(m_plans[f].size());
+    for (std::size_t axis = 0; axis < m_plans[f].size(); ++axis) {
+      if (!m_plans[f][axis].exchange || field.halo()[axis] == 0) {
+        continue;
+      }
+      const std::size_t bytes = Layers(field, axis).bytes();
+      Buffers& b = m_buffers[f][axis];
+      b.send_low.resize(m_plans[f][axis].low >= 0 ? bytes : 0);
+      b.receive_low.resize(m_plans[f][axis].low >= 0 ? bytes : 0);
+      b.send_high.resize(m_plans[f][axis].high >= 0 ? bytes : 0);
+      b.receive_high.resize(m_plans[f][axis].high >= 0 ? bytes : 0);
+    }
+  }
+  m_pending.reserve(4 * fields.size());
+  m_ready = true;
+}
+
+void HaloExchanger::exchange_sync(Field& field, std::size_t f, std::size_t axis) {
+  const AxisPlan& plan = m_plans[f][axis];
+  const Layers l(field, axis);
+  Buffers& b = m_buffers[f][axis];
+  // Towards low: my first layers become the low neighbour's high halo; then towards high. A side
+  // without a neighbour only sends or only receives (a blocking wait on one transfer).
+  for (const Side towards : {Side::low, Side::high}) {
+    const int dest = towards == Side::low ? plan.low : plan.high;
+    const int source = towards == Side::low ? plan.high : plan.low;
+    auto& send = towards == Side::low ? b.send_low : b.send_high;
+    auto& receive = towards == Side::low ? b.receive_high : b.receive_low;
+    const int t = tag(f, axis, towards);
+    if (dest >= 0) {
+      pack(field, l, towards == Side::low ? l.h : l.n, send);
+    }
+    if (dest >= 0 && source >= 0) {
+      m_comm->send_receive(send, dest, receive, source, t);
+    } else if (dest >= 0) {
+      m_comm->start_send(send, dest, t)->wait();
+    } else if (source >= 0) {
+      m_comm->start_receive(receive, source, t)->wait();
+    }
+    if (source >= 0) {
+      unpack(field, l, towards == Side::low ? l.h + l.n : 0, receive);
+    }
+  }
+}
+
+void HaloExchanger::fill(std::span<Field* const> fields, ExchangeMode mode) {
+  ensure_buffers(fields);
+  std::size_t axes = 0;
+  for (const Field* field : fields) {
+    axes = std::max(axes, static_cast<std::size_t>(field->rank()));
+  }
+  for (std::size_t axis = 0; axis < axes; ++axis) {
+    // Transfers first (all fields at once when overlapping), then the local sides.
+    if (mode == ExchangeMode::overlap) {
+      m_pending.clear();
+      for (std::size_t f = 0; f < fields.size(); ++f) {
+        Field& field = *fields[f];
+        if (axis >= m_plans[f].size() || !m_plans[f][axis].exchange || field.halo()[axis] == 0) {
+          continue;
+        }
+        const AxisPlan& plan = m_plans[f][axis];
+        Buffers& b = m_buffers[f][axis];
+        if (plan.high >= 0) {
+          m_pending.push_back(
+              m_comm->start_receive(b.receive_high, plan.high, tag(f, axis, Side::low)));
+        }
+        if (plan.low >= 0) {
+          m_pending.push_back(
+              m_comm->start_receive(b.receive_low, plan.low, tag(f, axis, Side::high)));
+        }
+        const Layers l(field, axis);
+        if (plan.low >= 0) {
+          pack(field, l, l.h, b.send_low);
+          m_pending.push_back(m_comm->start_send(b.send_low, plan.low, tag(f, axis, Side::low)));
+        }
+        if (plan.high >= 0) {
+          pack(field, l, l.n, b.send_high);
+          m_pending.push_back(m_comm->start_send(b.send_high, plan.high, tag(f, axis, Side::high)));
+        }
+      }
+      for (auto& request : m_pending) {
+        request->wait();
+      }
+      m_pending.clear();
+      for (std::size_t f = 0; f < fields.size(); ++f) {
+        Field& field = *fields[f];
+        if (axis >= m_plans[f].size() || !m_plans[f][axis].exchange || field.halo()[axis] == 0) {
+          continue;
+        }
+        const Layers l(field, axis);
+        if (m_plans[f][axis].high >= 0) {
+          unpack(field, l, l.h + l.n, m_buffers[f][axis].receive_high);
+        }
+        if (m_plans[f][axis].low >= 0) {
+          unpack(field, l, 0, m_buffers[f][axis].receive_low);
+        }
+      }
+    }
+    for (std::size_t f = 0; f < fields.size(); ++f) {
+      Field& field = *fields[f];
+      if (axis >= m_plans[f].size() || field.halo()[axis] == 0) {
+        continue;
+      }
+      const AxisPlan& plan = m_plans[f][axis];
+      const Layers l(field, axis);
+      if (!plan.exchange) {
+        fill_local(field, l, Side::low, plan.boundary);
+        fill_local(field, l, Side::high, plan.boundary);
+        continue;
+      }
+      if (mode == ExchangeMode::sync) {
+        exchange_sync(field, f, axis);
+      }
+      // The global boundary of an edge axis repeats the outermost cell (numpy's pad "edge").
+      if (plan.low < 0) {
+        fill_local(field, l, Side::low, Boundary::edge);
+      }
+      if (plan.high < 0) {
+        fill_local(field, l, Side::high, Boundary::edge);
+      }
+    }
+  }
+}
+
+} // namespace uwjit::runtime::detail

@@ -1,0 +1,53 @@
+// Halo exchange between ranks: one field axis at a time, the layers packed into buffers that are
+// sized on first use and reused.
+#pragma once
+
+#include <uwjit/engine/comm.hpp>
+#include <uwjit/runtime/field.hpp>
+#include <uwjit/runtime/simulation.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace uwjit::runtime::detail {
+
+/// How the halo of one field axis is filled. `exchange` false: locally, from the field's own
+/// interior, with `boundary` (as Field::fill_halos does). `exchange` true: each side from the rank
+/// `low` / `high` (which may be this rank: a periodic axis over one rank), or, where that is -1
+/// (the global boundary of an edge axis), by repeating the outermost interior cell.
+struct AxisPlan {
+  bool exchange = false;
+  Boundary boundary = Boundary::edge;
+  int low = -1;
+  int high = -1;
+};
+
+/// Fills the halos of a fixed set of fields (one plan per field axis), axis by axis in each
+/// field's axis order, so that halos of earlier axes travel with the layers of later ones and
+/// corners are right. Send and receive buffers are allocated on the first fill() and reused.
+/// Point-to-point over `comm`: every rank that neighbours another must call fill() the same
+/// number of times with the same plans. Not thread-safe.
+class HaloExchanger {
+public:
+  HaloExchanger(engine::Comm& comm, std::vector<std::vector<AxisPlan>> plans);
+
+  /// Fills every halo of `fields` (the same layouts, in the same order, on every call).
+  void fill(std::span<Field* const> fields, ExchangeMode mode);
+
+private:
+  struct Buffers {
+    std::vector<std::byte> send_low, send_high, receive_low, receive_high;
+  };
+  void ensure_buffers(std::span<Field* const> fields);
+  void exchange_sync(Field& field, std::size_t f, std::size_t axis);
+
+  engine::Comm* m_comm;
+  std::vector<std::vector<AxisPlan>> m_plans;  // per field, per field axis
+  std::vector<std::vector<Buffers>> m_buffers; // per field, per field axis
+  std::vector<std::unique_ptr<engine::Comm::Request>> m_pending;
+  bool m_ready = false;
+};
+
+} // namespace uwjit::runtime::detail

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# CLI suite under MPI: `uwjit run --shard` splits a node over the ranks, compiles once for the
+# job, passes the physics check and prints one report.
+mpiexec=$1
+uwjit=$2
+. "$(dirname "$0")/lib.sh"
+export UWJIT_LOG_LEVEL=off
+
+run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 60 --output "$sandbox/out"
+expect_code 0 "mpiexec -np 2 uwjit run heat --shard x"
+expect_out '; 1 compile for the job$' "a cold sharded job compiles once"
+expect_out '^  2 ranks, sharded along x, halo exchange \(sync\) [0-9.]+ s per rank$' \
+  "the halo exchange time is reported"
+expect_out '^check: PASS$' "the sharded run passes the physics check"
+[ "$(grep -c '^check: ' <<<"$out")" -eq 1 ] && ok || fail "only rank 0 prints the report"
+[ -f "$sandbox/out/heat.vti" ] && ok || fail "rank 0 writes the gathered output"
+
+run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 60 --exchange overlap \
+  --output "$sandbox/out"
+expect_code 0 "a warm sharded job with --exchange overlap"
+expect_out '; 0 compiles for the job$' "a warm sharded job compiles nothing"
+
+run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard w
+expect_code 2 "a bad --shard"
+expect_err 'shard: expected distinct axes x, y, z' "--shard is explained"
+finish

@@ -1,0 +1,318 @@
+// The sharded runtime under mpiexec: sharded runs equal the serial run bit for bit (uneven
+// splits, one to three sharded axes), halo semantics, overlap equals sync, construction checks
+// raise the same error on every rank, and a cold job compiles once.
+#include "harness.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/mpi.hpp>
+#include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/simulation.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <stdlib.h>
+
+using uwjit::engine::Engine;
+using uwjit::runtime::Boundary;
+using uwjit::runtime::ExchangeMode;
+using uwjit::runtime::Params;
+using uwjit::runtime::Simulation;
+using uwjit::runtime::SimulationOptions;
+
+namespace {
+
+std::unique_ptr<uwjit::engine::Comm>& comm() {
+  static std::unique_ptr<uwjit::engine::Comm> instance;
+  return instance;
+}
+
+// A fresh cache directory shared by the job (made by rank 0, its path broadcast).
+std::filesystem::path job_sandbox() {
+  std::string path;
+  if (comm()->rank() == 0) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "uwjit-shard.XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  return comm()->broadcast(path, 0);
+}
+
+std::unique_ptr<Engine> make_engine(const std::filesystem::path& cache) {
+  uwjit::engine::EngineOptions options;
+  options.cache_dir = cache;
+  return std::make_unique<Engine>(options);
+}
+
+using NodeList = std::vector<std::shared_ptr<const uwjit::runtime::Node>>;
+
+NodeList builtin(const std::string& type, std::vector<std::int64_t> size,
+                 std::vector<std::pair<std::string, std::string>> sets = {}) {
+  Params params = uwjit::nodes::sized_params(type, size);
+  for (const auto& [key, value] : sets) {
+    params.set_from_text(key, value);
+  }
+  return {uwjit::nodes::make(type, type, params)};
+}
+
+SimulationOptions sharded(std::vector<int> axes, ExchangeMode mode = ExchangeMode::sync) {
+  SimulationOptions options;
+  options.comm = comm().get();
+  options.shard_axes = std::move(axes);
+  options.exchange = mode;
+  return options;
+}
+
+bool close(double a, double b, double tolerance) {
+  return std::abs(a - b) <= tolerance * std::max(std::abs(a), std::abs(b));
+}
+
+// Runs `nodes` sharded and, on rank 0, serially; the gathered fields must equal the serial ones
+// bit for bit, the integrals to round-off (the ranks' partial sums are added in another order).
+void equals_serial(const NodeList& nodes, std::vector<int> axes, std::int64_t steps) {
+  const auto cache = job_sandbox();
+  auto engine = make_engine(cache / "sharded");
+  Simulation simulation(*engine, nodes, sharded(std::move(axes)));
+  simulation.step(steps);
+  const Simulation whole = simulation.gathered();
+  if (comm()->rank() != 0) {
+    return;
+  }
+  auto serial_engine = make_engine(cache / "serial");
+  Simulation serial(*serial_engine, nodes);
+  serial.step(steps);
+  for (const auto& node : nodes) {
+    for (const auto& f : node->state_fields()) {
+      MPI_CHECK(
+          whole.field(node->name(), f.name).interior_equals(serial.field(node->name(), f.name)));
+    }
+    const auto mine = simulation.integrals(node->name());
+    const auto theirs = serial.integrals(node->name());
+    MPI_CHECK(mine.size() == theirs.size());
+    for (std::size_t i = 0; i < mine.size() && i < theirs.size(); ++i) {
+      MPI_CHECK(close(mine[i], theirs[i], 1e-12));
+    }
+  }
+}
+
+// The error every rank raised, checked to be the same text everywhere.
+std::string same_error_everywhere(const std::function<void()>& body) {
+  std::string message = "(no error)";
+  bool usage = false;
+  try {
+    body();
+  } catch (const uwjit::Error& error) {
+    message = error.what();
+    usage = error.kind() == uwjit::ErrorKind::usage;
+  }
+  MPI_CHECK(usage);
+  for (const auto& other : comm()->all_gather(message)) {
+    MPI_CHECK(other == message);
+  }
+  return message;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A 1-D probe: copies the cells two to the left and right of each cell and its global index
+// into fields of their own, so that a test can see what the halos held.
+class ProbeNode final : public uwjit::runtime::Node {
+public:
+  ProbeNode(std::int64_t nx, int halo, Boundary boundary)
+      : Node("probe", "probe", Params{}), m_nx(nx), m_halo(halo), m_boundary(boundary) {}
+  std::vector<std::int64_t> domain() const override { return {m_nx}; }
+  std::vector<uwjit::runtime::StateField> state_fields() const override {
+    return {{"u"}, {"left"}, {"right"}, {"index"}};
+  }
+  std::vector<int> halo_width() const override { return {m_halo}; }
+  std::vector<Boundary> boundary() const override { return {m_boundary}; }
+  std::vector<std::string> domain_integral_fields() const override { return {"total"}; }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t i = 0; i < m_nx; ++i) {
+      state["u"].at<double>(i) = static_cast<double>(i + 1);
+    }
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    for (const char* f : {"u", "left", "right", "index"}) {
+      w.state_out(f);
+    }
+    w.integral("total");
+    const std::string reach = std::to_string(std::min(m_halo, 2));
+    w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+           "      u_out(i) = u(i);\n"
+           "      left_out(i) = u(i - " +
+           reach +
+           ");\n"
+           "      right_out(i) = u(i + " +
+           reach +
+           ");\n"
+           "      index_out(i) = static_cast<double>(nx_offset + i);\n"
+           "      total += u(i);\n"
+           "    }\n");
+  }
+
+private:
+  std::int64_t m_nx;
+  int m_halo;
+  Boundary m_boundary;
+};
+
+double expected_neighbour(std::int64_t i, std::int64_t step, std::int64_t nx, Boundary boundary) {
+  std::int64_t j = i + step;
+  if (boundary == Boundary::periodic) {
+    j = (j % nx + nx) % nx;
+  } else {
+    j = std::clamp<std::int64_t>(j, 0, nx - 1);
+  }
+  return static_cast<double>(j + 1);
+}
+
+} // namespace
+
+MPI_TEST_CASE("sharded heat equals the serial run bit for bit, nx=13 split unevenly along x") {
+  equals_serial(builtin("heat", {13, 8, 8}), {0}, 12);
+}
+
+MPI_TEST_CASE("sharded periodic heat equals the serial run bit for bit") {
+  // The conductivity is uniform at both x ends, so the edge-padded static slab reads as the
+  // periodic one does.
+  equals_serial(builtin("heat", {13, 8, 8}, {{"boundary", "periodic"}}), {0}, 12);
+}
+
+MPI_TEST_CASE("sharded heat over x and y equals the serial run bit for bit") {
+  equals_serial(builtin("heat", {9, 13, 6}), {0, 1}, 8);
+}
+
+MPI_TEST_CASE("sharded pipe-flow equals the serial run bit for bit, along x") {
+  equals_serial(builtin("pipe-flow", {13, 10, 10}), {0}, 15);
+}
+
+MPI_TEST_CASE("sharded pipe-flow over x and y (D3Q19 edges and corners) equals the serial run") {
+  equals_serial(builtin("pipe-flow", {13, 10, 10}), {0, 1}, 15);
+}
+
+MPI_TEST_CASE("overlap exchange equals sync bit for bit") {
+  const auto cache = job_sandbox();
+  auto engine = make_engine(cache);
+  const auto nodes = builtin("pipe-flow", {13, 10, 10});
+  Simulation sync(*engine, nodes, sharded({0, 1}, ExchangeMode::sync));
+  Simulation overlap(*engine, nodes, sharded({0, 1}, ExchangeMode::overlap));
+  sync.step(10);
+  overlap.step(10);
+  MPI_CHECK(sync.field("pipe-flow", "f").interior_equals(overlap.field("pipe-flow", "f")));
+  const auto a = sync.integrals("pipe-flow");
+  const auto b = overlap.integrals("pipe-flow");
+  MPI_CHECK(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+  MPI_CHECK(sync.exchange_stats().exchanges == 10);
+}
+
+MPI_TEST_CASE("halo width 2: edge repeats the boundary cell, periodic wraps, at any rank count") {
+  const auto cache = job_sandbox();
+  auto engine = make_engine(cache);
+  for (const Boundary boundary : {Boundary::edge, Boundary::periodic}) {
+    for (const ExchangeMode mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
+      constexpr std::int64_t nx = 13;
+      Simulation simulation(*engine, {std::make_shared<ProbeNode>(nx, 2, boundary)},
+                            sharded({0}, mode));
+      simulation.step(1);
+      const auto& shard = simulation.shard("probe");
+      MPI_CHECK(shard.grid[0] == comm()->size());
+      MPI_CHECK(shard.extent[0] == nx / comm()->size() + (shard.coords[0] < nx % comm()->size()));
+      const Simulation whole = simulation.gathered();
+      for (std::int64_t i = 0; i < nx; ++i) {
+        MPI_CHECK(whole.field("probe", "left").at<double>(i) ==
+                  expected_neighbour(i, -2, nx, boundary));
+        MPI_CHECK(whole.field("probe", "right").at<double>(i) ==
+                  expected_neighbour(i, +2, nx, boundary));
+        MPI_CHECK(whole.field("probe", "index").at<double>(i) == static_cast<double>(i));
+      }
+      MPI_CHECK(simulation.integrals("probe")[0] == nx * (nx + 1) / 2.0);
+    }
+  }
+}
+
+MPI_TEST_CASE("a cold sharded job compiles each kernel once in total") {
+  const auto cache = job_sandbox();
+  auto engine = make_engine(cache);
+  Simulation simulation(*engine, builtin("heat", {13, 8, 8}), sharded({0}));
+  std::uint64_t compiles[2] = {engine->stats().get(uwjit::cache::Stat::compiles), 0};
+  compiles[1] = simulation.kernels()[0].info.tier == uwjit::engine::Tier::compiled ? 1 : 0;
+  comm()->all_reduce_sum(compiles);
+  MPI_CHECK(compiles[0] == 1);
+  MPI_CHECK(compiles[1] == 1);
+}
+
+MPI_TEST_CASE("a sharded axis without a halo is the same error on every rank") {
+  auto engine = make_engine(job_sandbox());
+  const auto message = same_error_everywhere([&] {
+    Simulation s(*engine, {std::make_shared<ProbeNode>(13, 0, Boundary::edge)}, sharded({0}));
+  });
+  MPI_CHECK(contains(message, "node \"probe\": sharded axis 0 (nx) has halo width 0"));
+}
+
+MPI_TEST_CASE("a shard-mode static array along an axis that is not sharded is an error") {
+  auto engine = make_engine(job_sandbox());
+  const auto message = same_error_everywhere(
+      [&] { Simulation s(*engine, builtin("heat", {8, 8, 8}), sharded({1})); });
+  MPI_CHECK(contains(message, "node \"heat\": static array \"kappa\" is sharded along its axis 0, "
+                              "which is not a sharded domain axis"));
+}
+
+MPI_TEST_CASE("a grid that does not match the rank count is an error") {
+  auto engine = make_engine(job_sandbox());
+  auto options = sharded({0});
+  options.grid = {comm()->size() + 1};
+  const auto message =
+      same_error_everywhere([&] { Simulation s(*engine, builtin("heat", {8, 8, 8}), options); });
+  MPI_CHECK(contains(message, "has " + std::to_string(comm()->size() + 1) +
+                                  " ranks but the communicator has " +
+                                  std::to_string(comm()->size())));
+}
+
+MPI_TEST_CASE("more ranks than cells, or shards narrower than the halo, are errors") {
+  auto engine = make_engine(job_sandbox());
+  const int ranks = comm()->size();
+  if (ranks == 1) {
+    return; // one rank always fits
+  }
+  auto message = same_error_everywhere([&] {
+    Simulation s(*engine, {std::make_shared<ProbeNode>(ranks - 1, 1, Boundary::edge)},
+                 sharded({0}));
+  });
+  MPI_CHECK(contains(message, "has " + std::to_string(ranks - 1) + " cells for " +
+                                  std::to_string(ranks) + " ranks along it"));
+  message = same_error_everywhere([&] {
+    Simulation s(*engine, {std::make_shared<ProbeNode>(ranks + 1, 2, Boundary::edge)},
+                 sharded({0}));
+  });
+  MPI_CHECK(contains(message, "fewer than the halo width 2"));
+}
+
+MPI_TEST_CASE(
+    "checkpoints of a sharded simulation are refused on every rank, or written serially") {
+  auto engine = make_engine(job_sandbox());
+  Simulation simulation(*engine, builtin("heat", {8, 8, 8}), sharded({0}));
+  simulation.step(2);
+  const auto path = job_sandbox() / "heat.ckpt";
+  if (comm()->size() > 1) {
+    const auto message = same_error_everywhere([&] { simulation.checkpoint(path); });
+    MPI_CHECK(contains(message, "write gathered().checkpoint(...) from one rank"));
+  }
+  const Simulation whole = simulation.gathered();
+  if (comm()->rank() == 0) {
+    whole.checkpoint(path);
+    MPI_CHECK(std::filesystem::exists(path));
+  }
+}
+
+int main(int argc, char** argv) {
+  int code = 1;
+  {
+    uwjit::mpi::Session session(&argc, &argv);
+    comm() = session.world();
+    code = uwjit_test::run_all();
+    comm().reset();
+  }
+  return code;
+}
