@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake --preset release > /dev/null
-targets=(uwjit_bench uwjit_bench_start_plain uwjit_bench_start_linked)
+targets=(uwjit_cli uwjit_bench uwjit_bench_start_plain uwjit_bench_start_linked)
 if cmake --build --preset release --target help | grep -q '^uwjit_bench_mpi:'; then
   targets+=(uwjit_bench_mpi)
 fi

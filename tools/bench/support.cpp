@@ -174,6 +174,18 @@ long self_pss_kb() {
 // --- Process ------------------------------------------------------------------------------------
 
 Json ProcessResult::json() const {
+  // A whole JSON document (e.g. `uwjit run --json`, pretty-printed), possibly followed by
+  // mpiexec's own messages: the text from the first line that opens an object to its closing
+  // line.
+  if (const auto open = out.find("{\n");
+      open == 0 || (open != std::string::npos && out[open - 1] == '\n')) {
+    if (const auto close = out.find("\n}\n", open); close != std::string::npos) {
+      try {
+        return Json::parse(out.substr(open, close + 2 - open + 1));
+      } catch (const std::exception&) {
+      }
+    }
+  }
   std::string_view text = out;
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) {
     text.remove_suffix(1);
