@@ -38,6 +38,21 @@ void static_section(const Options& options, Report& report) {
   std::optional<std::int64_t> capped_at;
   const auto limit =
       std::chrono::milliseconds(static_cast<long long>(options.baked_limit_s * 1000));
+  // Cube edges of the heat node whose kappa has (about) each element count.
+  std::vector<std::int64_t> heat_edges;
+  for (const std::int64_t count : sizes) {
+    heat_edges.push_back(
+        static_cast<std::int64_t>(std::llround(std::cbrt(static_cast<double>(count)))));
+  }
+  const auto heat_label = [](std::int64_t edge) {
+    const std::int64_t count = edge * edge * edge;
+    const double exponent = std::log10(static_cast<double>(count));
+    return std::fabs(exponent - std::round(exponent)) < 1e-9
+               ? "1e" + std::to_string(static_cast<int>(std::round(exponent)))
+               : std::to_string(count);
+  };
+  const std::string heat_first = "heat_" + heat_label(heat_edges.front()) + "_compile_ms";
+  const std::string heat_last = "heat_" + heat_label(heat_edges.back()) + "_compile_ms";
   for (int round = 0; round < options.rounds; ++round) {
     // Externals first, adjacent to one another (their ratio is the flatness), in an order that
     // alternates between rounds; then the baked initialisers, smallest first.
@@ -90,6 +105,25 @@ void static_section(const Options& options, Report& report) {
     const std::string last = "external_" + count_text(sizes.back()) + "_compile_ms";
     series.add("external_last_over_first",
                series.values(last).back() / series.values(first).back());
+
+    // The same through a real node: heat's conductivity kappa is a static array of n³ doubles,
+    // bound as an external buffer; with run-time extents its kernel differs between sizes only
+    // in the static data's hash. Each size is a fresh `uwjit run` with the disk cache off.
+    std::vector<double> heat_ms;
+    for (std::size_t s = 0; s < heat_edges.size(); ++s) {
+      const std::int64_t edge = heat_edges[round % 2 == 0 ? s : heat_edges.size() - 1 - s];
+      const auto result = run({helper(options, "uwjit"), "run", "heat", "--size",
+                               std::to_string(edge), "--steps", "1", "--set", "extents=runtime",
+                               "--json", "--output", (options.work / "heat-vtk").string()},
+                              {"UWJIT_CACHE=0", "UWJIT_LOG_LEVEL=error"});
+      const Json doc = result.json();
+      const Json& k = doc["kernels"][0];
+      const double ms = k["frontend_ms"].get<double>() + k["optimise_ms"].get<double>() +
+                        k["codegen_ms"].get<double>();
+      series.add("heat_" + count_text(edge * edge * edge) + "_compile_ms", ms);
+    }
+    series.add("heat_last_over_first",
+               series.values(heat_last).back() / series.values(heat_first).back());
   }
   section["series"] = series.to_json();
   section["baked_capped_at"] = capped_at ? Json(*capped_at) : Json(nullptr);
@@ -127,6 +161,27 @@ void static_section(const Options& options, Report& report) {
                                  number_text(options.baked_limit_s))});
     }
   }
+  for (const std::int64_t edge : heat_edges) {
+    report.add({.section = "static_arrays",
+                .figure = format("heat node, kappa {}³ = {} elements (external): compile", edge,
+                                 heat_label(edge)),
+                .unit = "ms",
+                .value = series.summary("heat_" + heat_label(edge) + "_compile_ms"),
+                .command = command,
+                .note = "uwjit run heat --size N --steps 1 --set extents=runtime, UWJIT_CACHE=0"});
+  }
+  report.add({.section = "static_arrays",
+              .figure = format("heat node: compile at kappa {} / at {} elements",
+                               heat_label(heat_edges.back()), heat_label(heat_edges.front())),
+              .unit = "×",
+              .value = series.summary("heat_last_over_first"),
+              .goal = Goal{"0.90–1.10 (flat)", 0.90, 1.10},
+              .limit = format(
+                  "one compile per fresh `uwjit run` process: {} ms at {} vs {} ms at "
+                  "{} elements; the kernels differ only in the static data's hash",
+                  number_text(series.summary(heat_last).median), heat_label(heat_edges.back()),
+                  number_text(series.summary(heat_first).median), heat_label(heat_edges.front())),
+              .command = command});
   report.add({.section = "static_arrays",
               .figure = "external buffer: compile at " + last + " / at " + first + " elements",
               .unit = "×",
