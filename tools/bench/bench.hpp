@@ -128,12 +128,11 @@ struct ProcessResult {
   int exit_code = -1; ///< -1 when killed by a signal (or timed out)
   bool timed_out = false;
   std::string out, err;
-  double wall_ms = 0;  ///< from spawn to exit
-  long max_rss_kb = 0; ///< wait4's ru_maxrss: at least the spawning parent's peak, so only an
-                       ///< upper bound; children report their own VmHWM
+  double wall_ms = 0; ///< from spawn to exit
   std::int64_t start_ns = 0, end_ns = 0;
   [[nodiscard]] bool ok() const noexcept { return exit_code == 0 && !timed_out; }
-  /// The last line of stdout parsed as JSON; throws Error(internal) with stderr otherwise.
+  /// Stdout's JSON: a whole pretty-printed object (from its first line "{" to its last "}"),
+  /// else the last line; throws Error(internal) with stderr otherwise.
   [[nodiscard]] Json json() const;
 };
 
@@ -173,8 +172,6 @@ ProcessResult run(const std::vector<std::string>& argv, const std::vector<std::s
 /// "static-ext-N" / "static-baked-N" (N doubles as an external buffer / baked initialiser),
 /// "tiny-I" (a trivial kernel, distinct per I). Throws Error(usage) for an unknown name.
 [[nodiscard]] codegen::KernelSource kernel_source(const std::string& name);
-/// Whether `name` is one of the named kernels (not a family such as tiny-N).
-[[nodiscard]] bool kernel_available(const std::string& name);
 
 // --- Sections -----------------------------------------------------------------------------------
 

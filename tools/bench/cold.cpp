@@ -94,13 +94,8 @@ void cold_section(const Options& options, Report& report) {
       "atomic publish with fsync, JIT link); (b) g++ and (c) clang++-19 as subprocesses write "
       "a .so, which dlopen loads (writing the source file to callable). Ratios are per round.";
   Json kernels = Json::object();
-  Json not_measured = Json::object();
   const auto dir = fresh_dir(options.work, "cold");
   for (const auto& name : options.kernels) {
-    if (!kernel_available(name)) {
-      not_measured[name] = "the kernel's node is not built into this uwjit";
-      continue;
-    }
     const auto source = kernel_source(name);
     Series series;
     std::string gcc_command, clang_command;
@@ -207,9 +202,6 @@ void cold_section(const Options& options, Report& report) {
                 .note = clang_command});
   }
   section["kernels"] = std::move(kernels);
-  if (!not_measured.empty()) {
-    section["not_measured"] = std::move(not_measured);
-  }
 }
 
 } // namespace uwjit::bench

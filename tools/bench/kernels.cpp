@@ -209,10 +209,6 @@ std::optional<std::int64_t> suffix_number(const std::string& name, std::string_v
 
 } // namespace
 
-bool kernel_available(const std::string& name) {
-  return name == "stencil" || name == "fields16" || name == "pipe-flow" || name == "copy";
-}
-
 codegen::KernelSource kernel_source(const std::string& name) {
   if (name == "stencil") {
     return stencil();

@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -317,13 +316,11 @@ ProcessResult Process::wait(std::chrono::milliseconds timeout) {
   }
   m_out = m_err = -1;
   int status = 0;
-  rusage usage{};
-  while (::wait4(m_pid, &status, 0, &usage) < 0 && errno == EINTR) {
+  while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
   }
   result.end_ns = monotonic_ns();
   result.start_ns = m_start_ns;
   result.wall_ms = static_cast<double>(result.end_ns - m_start_ns) / 1e6;
-  result.max_rss_kb = usage.ru_maxrss;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   m_pid = -1;
   return result;
