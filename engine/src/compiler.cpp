@@ -154,6 +154,8 @@ Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
   target_opts.TuneCPU.clear();
   target_opts.FeaturesAsWritten = target.features;
   invocation->getFrontendOpts().DisableFree = false; // the driver's default leaks the AST
+  // ... and its backend's TargetMachine (BuryPointer), about 27 KB per compile.
+  invocation->getCodeGenOpts().DisableFree = false;
   invocation->getFrontendOpts().Inputs.clear();
   invocation->getFrontendOpts().Inputs.emplace_back(std::string(codegen::k_buffer_name),
                                                     clang::InputKind(clang::Language::CXX));

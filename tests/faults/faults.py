@@ -97,6 +97,10 @@ class Suite:
 
     def verify(self, cache):
         """`uwjit cache verify --json` as (exit code, report)."""
+        if not os.path.isdir(cache):
+            # A writer killed before it created the directory: nothing there, nothing torn.
+            return 0, {"ok": True, "entries": [], "orphans": [], "stale_temporaries": [],
+                       "removed": []}
         result = subprocess.run([self.uwjit, "cache", "verify", "--json"], env=self.env(cache),
                                 capture_output=True, text=True, timeout=DEADLINE_S)
         try:
@@ -158,11 +162,14 @@ def scenario_kill(suite, trials, rng):
     by_point = {point: 0 for point in FAULT_POINTS}
     healer_runs = 0
     known_keys = {}  # kernel index -> key, as the hosts report them
+    named_trials = 0
     for trial in range(trials):
         count = rng.randint(1, 3)
         first = POOL_FIRST + rng.randrange(pool - count + 1)
         named = rng.random() < 0.5
-        point = rng.choice(FAULT_POINTS) if named else None
+        # The named points in turn, so that each is tried about as often as the others.
+        point = FAULT_POINTS[named_trials % len(FAULT_POINTS)] if named else None
+        named_trials += 1 if named else 0
         # Set the stage: each wanted entry is made cold (removed, as eviction would), damaged
         # (to be healed), or left whole (a disk hit). A writer stopped at a publish point needs
         # a cold kernel, one stopped while removing a bad entry needs a damaged one.
@@ -187,8 +194,9 @@ def scenario_kill(suite, trials, rng):
         temporaries_before = set(temporaries(cache))
         fault_env = {"UWJIT_TEST_FAULT": f"kill@{point}"} if named else {}
         writer = suite.start_host(cache, first, count, rng.randrange(count), **fault_env)
-        # The reader runs alongside the writer, or after it (the next process).
-        concurrent = rng.random() < 0.5
+        # The reader runs alongside the writer, or after it (the next process). Mostly after a
+        # writer bound for a named point, so that the reader does not get there first.
+        concurrent = rng.random() < (0.25 if named else 0.5)
         reader = suite.start_host(cache, first, count, rng.randrange(count)) if concurrent else None
         if not named:
             delay = rng.uniform(0, lifetime * 1.2)
