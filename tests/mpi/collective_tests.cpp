@@ -1,5 +1,6 @@
 // Collective kernel requests under mpiexec: one compile per job, the same error on every rank.
 #include "harness.hpp"
+#include "job.hpp"
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/engine.hpp>
@@ -15,19 +16,10 @@ using uwjit::engine::Tier;
 
 namespace {
 
-std::unique_ptr<uwjit::engine::Comm>& comm() {
-  static std::unique_ptr<uwjit::engine::Comm> instance;
-  return instance;
-}
+using uwjit_test::comm;
 
-// A fresh cache directory shared by the job (made by rank 0, its path broadcast).
 std::filesystem::path job_sandbox() {
-  std::string path;
-  if (comm()->rank() == 0) {
-    std::string pattern = (std::filesystem::temp_directory_path() / "uwjit-mpi.XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  return comm()->broadcast(path, 0);
+  return uwjit_test::job_sandbox("uwjit-mpi");
 }
 
 KernelSource scale(double factor, const std::string& extra = "") {
@@ -100,10 +92,6 @@ MPI_TEST_CASE("a cold job compiles each kernel once in total, and every rank com
   MPI_CHECK(job_total(engine, Stat::compiles) == 0);
   MPI_CHECK(kernel.info().tier == (comm()->rank() == 0 ? Tier::disk : Tier::received));
   MPI_CHECK(call(kernel, 2.0) == 6.0);
-  comm()->barrier();
-  if (comm()->rank() == 0) {
-    std::filesystem::remove_all(dir);
-  }
 }
 
 MPI_TEST_CASE("a key mismatch raises the same collective error on every rank") {
@@ -128,10 +116,6 @@ MPI_TEST_CASE("a key mismatch raises the same collective error on every rank") {
   }
   MPI_CHECK(written == 2);
   MPI_CHECK(call(engine.kernel(scale(7.0), *comm()), 1.0) == 7.0);
-  comm()->barrier();
-  if (comm()->rank() == 0) {
-    std::filesystem::remove_all(dir);
-  }
 }
 
 MPI_TEST_CASE("a compile error on the compiling rank raises the same error on every rank") {
@@ -144,10 +128,6 @@ MPI_TEST_CASE("a compile error on the compiling rank raises the same error on ev
   MPI_CHECK(job_total(engine, Stat::compiles) == 0);
   // The job goes on: the next request works.
   MPI_CHECK(call(engine.kernel(scale(8.0), *comm()), 1.0) == 8.0);
-  comm()->barrier();
-  if (comm()->rank() == 0) {
-    std::filesystem::remove_all(dir);
-  }
 }
 
 MPI_TEST_CASE("ranks asking for different numbers of kernels get a collective error") {
@@ -183,6 +163,7 @@ int main(int argc, char** argv) {
   {
     comm() = uwjit::mpi::make_comm(MPI_COMM_WORLD);
     status = uwjit_test::run_all();
+    uwjit_test::remove_job_sandboxes();
     comm().reset();
   }
   MPI_Finalize();

@@ -2,6 +2,7 @@
 // splits, one to three sharded axes), halo semantics, overlap equals sync, construction checks
 // raise the same error on every rank, and a cold job compiles once.
 #include "harness.hpp"
+#include "job.hpp"
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/engine.hpp>
@@ -22,19 +23,10 @@ using uwjit::runtime::SimulationOptions;
 
 namespace {
 
-std::unique_ptr<uwjit::engine::Comm>& comm() {
-  static std::unique_ptr<uwjit::engine::Comm> instance;
-  return instance;
-}
+using uwjit_test::comm;
 
-// A fresh cache directory shared by the job (made by rank 0, its path broadcast).
 std::filesystem::path job_sandbox() {
-  std::string path;
-  if (comm()->rank() == 0) {
-    std::string pattern = (std::filesystem::temp_directory_path() / "uwjit-shard.XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  return comm()->broadcast(path, 0);
+  return uwjit_test::job_sandbox("uwjit-shard");
 }
 
 std::unique_ptr<Engine> make_engine(const std::filesystem::path& cache) {
@@ -312,6 +304,7 @@ int main(int argc, char** argv) {
     uwjit::mpi::Session session(&argc, &argv);
     comm() = session.world();
     code = uwjit_test::run_all();
+    uwjit_test::remove_job_sandboxes();
     comm().reset();
   }
   return code;

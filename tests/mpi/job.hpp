@@ -1,0 +1,52 @@
+// What every MPI test program shares: the job's communicator and its sandbox cache directories.
+#pragma once
+
+#include <uwjit/engine/comm.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <stdlib.h>
+
+namespace uwjit_test {
+
+/// The job's communicator, set by main() before the cases run and reset before MPI_Finalize.
+inline std::unique_ptr<uwjit::engine::Comm>& comm() {
+  static std::unique_ptr<uwjit::engine::Comm> instance;
+  return instance;
+}
+
+/// Every job_sandbox() made so far, for remove_job_sandboxes().
+inline std::vector<std::filesystem::path>& job_sandboxes() {
+  static std::vector<std::filesystem::path> made;
+  return made;
+}
+
+/// A fresh directory shared by the job: made by rank 0, its path broadcast. Collective.
+inline std::filesystem::path job_sandbox(const std::string& prefix) {
+  std::string path;
+  if (comm()->rank() == 0) {
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + ".XXXXXX")).string();
+    path = ::mkdtemp(pattern.data());
+  }
+  path = comm()->broadcast(path, 0);
+  job_sandboxes().emplace_back(path);
+  return path;
+}
+
+/// Removes every job_sandbox() still there, once every rank is done. Collective; main() calls it
+/// after the cases, so that no run leaves directories behind.
+inline void remove_job_sandboxes() {
+  comm()->barrier();
+  if (comm()->rank() == 0) {
+    for (const auto& dir : job_sandboxes()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  }
+  job_sandboxes().clear();
+}
+
+} // namespace uwjit_test
