@@ -57,4 +57,8 @@ std::unique_ptr<Comm::Request> SerialComm::start_send(std::span<const std::byte>
   return std::make_unique<DoneRequest>();
 }
 
+std::unique_ptr<Comm> SerialComm::split_node() {
+  return std::make_unique<SerialComm>();
+}
+
 } // namespace uwjit::engine

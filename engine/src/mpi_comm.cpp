@@ -45,7 +45,8 @@ public:
 
 class MpiComm final : public engine::Comm {
 public:
-  explicit MpiComm(MPI_Comm parent) {
+  // `names_log`: put this group's rank in uwjit's log lines (the job's group, not a sub-group).
+  MpiComm(MPI_Comm parent, bool names_log) {
     check(MPI_Comm_dup(parent, &m_comm), "MPI_Comm_dup");
     // Errors come back as codes and become Error(collective), instead of aborting the job.
     check(MPI_Comm_set_errhandler(m_comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
@@ -56,7 +57,9 @@ public:
           "MPI_Comm_split_type");
     check(MPI_Comm_rank(node, &m_node_rank), "MPI_Comm_rank");
     MPI_Comm_free(&node);
-    log::set_rank(m_rank, m_size);
+    if (names_log) {
+      log::set_rank(m_rank, m_size);
+    }
   }
   MpiComm(const MpiComm&) = delete;
   MpiComm& operator=(const MpiComm&) = delete;
@@ -148,6 +151,18 @@ public:
 
   void barrier() override { check(MPI_Barrier(m_comm), "MPI_Barrier"); }
 
+  [[nodiscard]] std::unique_ptr<Comm> split_node() override {
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(m_comm, MPI_COMM_TYPE_SHARED, m_rank, MPI_INFO_NULL, &node),
+          "MPI_Comm_split_type");
+    // The child duplicates `node`; this handle is ours to free, also if the child throws.
+    struct Free {
+      MPI_Comm* comm;
+      ~Free() { MPI_Comm_free(comm); }
+    } free_node{&node};
+    return std::make_unique<MpiComm>(node, false);
+  }
+
 private:
   MPI_Comm m_comm = MPI_COMM_NULL;
   int m_rank = 0;
@@ -158,7 +173,7 @@ private:
 } // namespace
 
 std::unique_ptr<engine::Comm> make_comm(MPI_Comm comm) {
-  return std::make_unique<MpiComm>(comm);
+  return std::make_unique<MpiComm>(comm, true);
 }
 
 Session::Session(int* argc, char*** argv) {

@@ -7,6 +7,7 @@
 
 #include "byte_io.hpp"
 #include "halo_exchange.hpp"
+#include "node_shared.hpp"
 #include "parallel.hpp"
 
 #include <fcntl.h>
@@ -682,6 +683,7 @@ struct Simulation::Impl {
   std::optional<Decomposition> decomposition; // sharded only
   ExchangeMode exchange_mode = ExchangeMode::sync;
   ExchangeStats exchange;
+  NodeShared node_shared;
   bool snapshot = false; // a gathered snapshot: no kernels, cannot step
 
   // compute: the nodes' initial state; skip: zeros (restore fills it); snapshot: zeros and no
@@ -740,6 +742,9 @@ struct Simulation::Impl {
       }
       emitted[n].emplace(emit(*s.node, s.layout, s.bound, static_data_hash(whole)));
     }
+    if (decomposition && options.share_on_node) {
+      share_replicate_arrays(*options.comm, options.share_min_bytes);
+    }
     if (init != Init::snapshot) {
       request_all(emitted, options);
     } else {
@@ -771,6 +776,22 @@ struct Simulation::Impl {
       s.integrals.assign(s.layout.integrals.size(), 0.0);
       s.wire();
     }
+  }
+
+  // One copy per node of the large computed replicate arrays, before anything reads them.
+  void share_replicate_arrays(engine::Comm& comm, std::size_t min_bytes) {
+    std::vector<detail::SharedCandidate> candidates;
+    for (const auto& s : states) {
+      for (const auto& [key, entry] : s.bound.entries()) {
+        const auto* array = std::get_if<StaticArray>(&entry);
+        if (array != nullptr && array->is_computed() &&
+            array->replication() == Replication::replicate && array->size_bytes() >= min_bytes) {
+          candidates.push_back({s.node->name(), array});
+        }
+      }
+    }
+    const auto outcome = detail::share_on_node(candidates, comm);
+    node_shared = {outcome.shared, outcome.bytes, outcome.kept_private};
   }
 
   // Requests every kernel; distinct keys in parallel, repeats afterwards (memory hits).
@@ -972,6 +993,10 @@ void Simulation::run(std::int64_t count, const std::function<void(const Simulati
 
 const ShardInfo& Simulation::shard(std::string_view node) const {
   return m_impl->state_of(node).shard;
+}
+
+NodeShared Simulation::node_shared() const {
+  return m_impl->node_shared;
 }
 
 ExchangeStats Simulation::exchange_stats() const noexcept {

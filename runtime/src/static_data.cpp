@@ -1,5 +1,7 @@
 #include <uwjit/runtime/static_data.hpp>
 
+#include "static_placement.hpp"
+
 #include <uwjit/cache/key.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
@@ -7,7 +9,9 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <cstring>
 #include <limits>
+#include <mutex>
 
 namespace uwjit::runtime {
 
@@ -58,20 +62,44 @@ std::optional<std::int64_t> checked_count(const std::vector<std::int64_t>& shape
 
 } // namespace
 
+struct StaticArray::Production {
+  std::function<void(std::span<std::byte>)> fill;
+  std::once_flag once;
+  std::shared_ptr<const void> contents; // set once, inside `once`
+};
+
 StaticArray::StaticArray(std::string key, std::shared_ptr<const void> data, Dtype dtype,
                          std::vector<std::int64_t> shape, Replication replication,
                          std::optional<int> shard_axis)
     : m_key(std::move(key)), m_data(std::move(data)), m_dtype(dtype), m_shape(std::move(shape)),
       m_replication(replication), m_shard_axis(shard_axis) {
+  if (m_data == nullptr) {
+    validate(); // the other rules are reported first
+    reject(m_key, "the data pointer is null");
+  }
+  validate();
+}
+
+StaticArray::StaticArray(std::string key, std::function<void(std::span<std::byte>)> fill,
+                         Dtype dtype, std::vector<std::int64_t> shape, Replication replication,
+                         std::optional<int> shard_axis)
+    : m_key(std::move(key)), m_production(std::make_shared<Production>()), m_dtype(dtype),
+      m_shape(std::move(shape)), m_replication(replication), m_shard_axis(shard_axis) {
+  validate();
+  m_production->fill = std::move(fill);
+}
+
+void StaticArray::reject_empty_fill(const std::string& key) {
+  reject(key, "a computed array needs a fill function");
+}
+
+void StaticArray::validate() {
   if (!is_identifier(m_key)) {
     reject(m_key, "the key must be a C identifier (letters, digits, _; not starting with a digit)");
   }
   if (!codegen::is_supported(m_dtype)) {
     reject(m_key, format("unsupported dtype {} (accepted: f32, f64, i8, u8, i32, i64)",
                          static_cast<int>(m_dtype)));
-  }
-  if (m_data == nullptr) {
-    reject(m_key, "the data pointer is null");
   }
   if (m_shape.empty() || m_shape.size() > k_max_axes) {
     reject(m_key, format("shape {} must have 1 to {} axes", shape_text(m_shape), k_max_axes));
@@ -106,6 +134,53 @@ StaticArray::StaticArray(std::string key, std::shared_ptr<const void> data, Dtyp
                            ndim(), shape_text(m_shape)));
     }
   }
+}
+
+const void* StaticArray::data() const {
+  return shared_data().get();
+}
+
+const std::shared_ptr<const void>& StaticArray::shared_data() const {
+  if (m_production == nullptr) {
+    return m_data;
+  }
+  Production& p = *m_production;
+  std::call_once(p.once, [&] {
+    auto storage = std::make_shared<std::vector<std::byte>>(size_bytes());
+    p.fill(*storage);
+    p.contents = std::shared_ptr<const void>(storage, storage->data());
+  });
+  return p.contents;
+}
+
+bool detail::StaticPlacement::computed_here(const StaticArray& array, std::span<std::byte> storage,
+                                            const std::shared_ptr<const void>& owner) {
+  UWJIT_ASSERT(array.m_production != nullptr && storage.size() == array.size_bytes(),
+               "placement of a computed array into storage of its size");
+  StaticArray::Production& p = *array.m_production;
+  bool computed = false;
+  std::call_once(p.once, [&] {
+    p.fill(storage);
+    p.contents = std::shared_ptr<const void>(owner, storage.data());
+    computed = true;
+  });
+  if (!computed) {
+    std::memcpy(storage.data(), p.contents.get(), storage.size());
+  }
+  return computed;
+}
+
+bool detail::StaticPlacement::adopt(const StaticArray& array,
+                                    std::shared_ptr<const void> contents) {
+  UWJIT_ASSERT(array.m_production != nullptr && contents != nullptr,
+               "adoption of contents by a computed array");
+  StaticArray::Production& p = *array.m_production;
+  bool adopted = false;
+  std::call_once(p.once, [&] {
+    p.contents = std::move(contents);
+    adopted = true;
+  });
+  return adopted;
 }
 
 std::size_t StaticArray::size_bytes() const {

@@ -9,12 +9,16 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <thread>
 
 using uwjit::runtime::Dtype;
 using uwjit::runtime::Replication;
@@ -132,6 +136,66 @@ TEST_CASE("a static array shares ownership of its data") {
     CHECK(contains(usage_error([&] { (void)copy.values<float>(); }), "holds f64, not f32"));
   }
   CHECK(watch.expired());
+}
+
+TEST_CASE("a computed array computes its contents once, when first needed, for all its copies") {
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  const auto array =
+      StaticArray::computed<std::int32_t>("lookup", {3, 4}, [calls](std::span<std::int32_t> out) {
+        calls->fetch_add(1);
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          out[i] = static_cast<std::int32_t>(i * i);
+        }
+      });
+  const StaticArray copy = array;
+  CHECK(array.is_computed());
+  CHECK(array.size_bytes() == 48);
+  CHECK(calls->load() == 0); // nothing computed yet
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&copy] { CHECK(copy.values<std::int32_t>()[11] == 121); });
+  }
+  for (auto& reader : readers) {
+    reader.join();
+  }
+  CHECK(calls->load() == 1);
+  CHECK(array.data() == copy.data());
+  CHECK(array.values<std::int32_t>()[5] == 25);
+  CHECK(calls->load() == 1);
+}
+
+TEST_CASE("a computed array whose fill throws passes the error on and tries again next time") {
+  int calls = 0;
+  const auto array = StaticArray::computed<double>("weights", {2}, [&calls](std::span<double> out) {
+    if (++calls == 1) {
+      throw std::runtime_error("weights file not ready");
+    }
+    out[0] = 1.5;
+    out[1] = 2.5;
+  });
+  CHECK_THROWS_WITH((void)array.data(), "weights file not ready");
+  CHECK(array.values<double>()[1] == 2.5);
+  CHECK(calls == 2);
+}
+
+TEST_CASE("a computed array obeys the rules of every array and hashes like one given its data") {
+  const auto fill = [](std::span<double> out) { std::fill(out.begin(), out.end(), 1.0); };
+  CHECK(contains(usage_error([&] { (void)StaticArray::computed<double>("w", {0}, fill); }),
+                 "static array \"w\": shape (0) has extent 0 on axis 0"));
+  CHECK(contains(usage_error([&] { (void)StaticArray::computed<double>("2w", {4}, fill); }),
+                 "the key must be a C identifier"));
+  CHECK(contains(usage_error([&] { (void)StaticArray::computed<double>("w", {4}, {}); }),
+                 "static array \"w\": a computed array needs a fill function"));
+  CHECK(contains(usage_error([&] {
+                   (void)StaticArray::computed<double>("w", {4}, fill, Replication::shard, 3);
+                 }),
+                 "shard_axis 3 is out of range [0, 1)"));
+  // The hash covers key, dtype, shape and distribution, never the contents or how they arrive.
+  StaticData computed;
+  computed.add(StaticArray::computed<double>("w", {4}, fill, Replication::shard, 0));
+  StaticData given;
+  given.add(StaticArray::from_vector("w", std::vector<double>(4, 7.0), {4}, Replication::shard, 0));
+  CHECK(uwjit::runtime::static_data_hash(computed) == uwjit::runtime::static_data_hash(given));
 }
 
 TEST_CASE("static data keeps keys unique and sorted, and tells arrays from scalars") {

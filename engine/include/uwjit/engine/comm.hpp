@@ -50,6 +50,9 @@ public:
   [[nodiscard]] virtual std::unique_ptr<Request> start_send(std::span<const std::byte> send,
                                                             int dest, int tag) = 0;
   virtual void barrier() = 0;
+  /// The ranks of this group that share this rank's node (its memory), in rank order, as a group
+  /// of their own: its rank() is this rank's node_rank().
+  [[nodiscard]] virtual std::unique_ptr<Comm> split_node() = 0;
 };
 
 /// One process alone: rank 0 of 1. Collectives return their input.
@@ -69,6 +72,7 @@ public:
   [[nodiscard]] std::unique_ptr<Request> start_send(std::span<const std::byte> send, int dest,
                                                     int tag) override;
   void barrier() override {}
+  [[nodiscard]] std::unique_ptr<Comm> split_node() override;
 
 private:
   // Self-transfers (a halo exchange with oneself along a periodic axis), matched by tag: the

@@ -5,6 +5,7 @@
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/runtime/node.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -39,6 +40,20 @@ struct SimulationOptions {
   /// balanced factorisation, larger counts first (like MPI_Dims_create).
   std::vector<int> grid;
   ExchangeMode exchange = ExchangeMode::sync;
+  /// Sharded: replicate static arrays made with StaticArray::computed() and at least
+  /// share_min_bytes large are computed once per node, by the node's first rank, into shared
+  /// memory that the node's other ranks map read-only: one copy per node instead of one per
+  /// rank. Without shared memory (or if the ranks list different such arrays) each rank computes
+  /// its own copy and a warning says why; results are the same either way.
+  bool share_on_node = true;
+  std::size_t share_min_bytes = std::size_t{1} << 20;
+};
+
+/// What SimulationOptions::share_on_node did on this rank.
+struct NodeShared {
+  std::int64_t arrays = 0;  ///< replicate arrays this rank reads from its node's shared copy
+  std::int64_t bytes = 0;   ///< their size (held once per node)
+  std::string kept_private; ///< why arrays that qualified stay private (empty: none do)
 };
 
 /// Where this rank's shard of a node's domain lies.
@@ -144,6 +159,9 @@ public:
 
   /// Where this rank's shard of node `node` lies (serial: the whole domain on a 1-rank grid).
   [[nodiscard]] const ShardInfo& shard(std::string_view node) const;
+
+  /// The replicate arrays this rank shares with its node (see SimulationOptions::share_on_node).
+  [[nodiscard]] NodeShared node_shared() const;
 
   /// Time this rank spent exchanging state halos, since construction.
   [[nodiscard]] ExchangeStats exchange_stats() const noexcept;

@@ -5,7 +5,9 @@
 #include <uwjit/codegen/dtype.hpp>
 #include <uwjit/runtime/value.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,6 +27,13 @@ enum class Replication { replicate, shard };
 
 /// "replicate" or "shard".
 [[nodiscard]] std::string_view to_string(Replication replication) noexcept;
+
+class StaticArray;
+
+namespace detail {
+/// Where the runtime puts the contents of computed arrays (one copy per node under MPI).
+struct StaticPlacement;
+} // namespace detail
 
 /// A read-only view of contiguous, row-major data (the last axis varies fastest) with its dtype,
 /// shape and distribution policy, named by its key in a node's static data.
@@ -60,9 +69,37 @@ public:
                        replication, shard_axis);
   }
 
+  /// An array whose contents are computed on demand: `fill` receives zeroed storage of the
+  /// array's size and writes the elements. Nothing runs until the contents are first needed
+  /// (data(), values(), binding to a kernel); then fill runs once per process, or, for a
+  /// replicate array under a sharded Simulation (see SimulationOptions::share_on_node), once per
+  /// node, into memory that the node's ranks share read-only: one copy per node instead of one
+  /// per rank. Build large replicate arrays (weights, tables, factors) this way.
+  /// fill must write the same contents in every call and every process. If it throws, whoever
+  /// asked for the contents gets the exception and a later request calls fill again. Copies of
+  /// the array share the contents and the one call of fill. The rules of the constructor apply.
+  template <class T>
+  [[nodiscard]] static StaticArray computed(std::string key, std::vector<std::int64_t> shape,
+                                            std::function<void(std::span<T>)> fill,
+                                            Replication replication = Replication::replicate,
+                                            std::optional<int> shard_axis = std::nullopt) {
+    if (!fill) {
+      reject_empty_fill(key);
+    }
+    auto bytes_fill = [fill = std::move(fill)](std::span<std::byte> storage) {
+      fill(std::span<T>(reinterpret_cast<T*>(storage.data()), storage.size() / sizeof(T)));
+    };
+    return StaticArray(std::move(key), std::move(bytes_fill), codegen::dtype_of<T>,
+                       std::move(shape), replication, shard_axis);
+  }
+
   [[nodiscard]] const std::string& key() const noexcept { return m_key; }
-  [[nodiscard]] const void* data() const noexcept { return m_data.get(); }
-  [[nodiscard]] const std::shared_ptr<const void>& shared_data() const noexcept { return m_data; }
+  /// The contents (computed arrays compute them here, the first time; that may throw).
+  [[nodiscard]] const void* data() const;
+  /// The contents' owner (computed arrays compute them here, the first time).
+  [[nodiscard]] const std::shared_ptr<const void>& shared_data() const;
+  /// Whether the contents are computed on demand (made by computed()).
+  [[nodiscard]] bool is_computed() const noexcept { return m_production != nullptr; }
   [[nodiscard]] Dtype dtype() const noexcept { return m_dtype; }
   [[nodiscard]] const std::vector<std::int64_t>& shape() const noexcept { return m_shape; }
   [[nodiscard]] int ndim() const noexcept { return static_cast<int>(m_shape.size()); }
@@ -74,16 +111,25 @@ public:
   /// The elements as T; throws Error(usage) if T is not the array's dtype.
   template <class T> [[nodiscard]] std::span<const T> values() const {
     check_dtype(codegen::dtype_of<T>);
-    return {static_cast<const T*>(m_data.get()), static_cast<std::size_t>(m_count)};
+    return {static_cast<const T*>(data()), static_cast<std::size_t>(m_count)};
   }
 
 private:
+  friend struct detail::StaticPlacement;
+  struct Production; // a computed array's fill, and its contents once computed
+
+  StaticArray(std::string key, std::function<void(std::span<std::byte>)> fill, Dtype dtype,
+              std::vector<std::int64_t> shape, Replication replication,
+              std::optional<int> shard_axis);
+  void validate();
+  [[noreturn]] static void reject_empty_fill(const std::string& key);
   static void check_count(const std::string& key, std::size_t count,
                           const std::vector<std::int64_t>& shape);
   void check_dtype(Dtype wanted) const;
 
   std::string m_key;
-  std::shared_ptr<const void> m_data;
+  std::shared_ptr<const void> m_data;       // arrays given their data
+  std::shared_ptr<Production> m_production; // computed arrays
   Dtype m_dtype;
   std::vector<std::int64_t> m_shape;
   std::int64_t m_count = 0;

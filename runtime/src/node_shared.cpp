@@ -1,0 +1,211 @@
+#include "node_shared.hpp"
+
+#include "static_placement.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/log.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <sstream>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace uwjit::runtime::detail {
+
+namespace {
+
+log::Logger& logger() {
+  static log::Logger instance = log::get("uwjit.runtime");
+  return instance;
+}
+
+// A name no other live object has: this process, the time and a counter (O_EXCL guards the rest).
+std::string segment_name() {
+  static std::atomic<unsigned> counter{0};
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  return format("/uwjit-{}-{:x}-{}", ::getpid(),
+                std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), counter++);
+}
+
+// `bytes` of shared memory mapped with `protection`, unmapped with the last owner; nullptr (and
+// `why`) if it cannot be mapped.
+std::shared_ptr<void> map_segment(int fd, std::size_t bytes, int protection, std::string& why) {
+  void* address = ::mmap(nullptr, bytes, protection, MAP_SHARED, fd, 0);
+  if (address == MAP_FAILED) {
+    why = format("mmap of {} bytes: {}", bytes, std::strerror(errno));
+    return nullptr;
+  }
+  return {address, [bytes](void* p) { ::munmap(p, bytes); }};
+}
+
+struct Segment {
+  std::string name;
+  std::shared_ptr<void> mapping;
+};
+
+// The node's first rank: makes a segment per array; false (and `why`) if one cannot be made.
+bool make_segments(const std::vector<SharedCandidate>& candidates, std::vector<Segment>& out,
+                   std::string& why) {
+  for (const auto& candidate : candidates) {
+    const std::size_t bytes = candidate.array->size_bytes();
+    Segment segment{segment_name(), nullptr};
+    const int fd = ::shm_open(segment.name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      why = format("shm_open {}: {}", segment.name, std::strerror(errno));
+      return false;
+    }
+    out.push_back(segment); // named now: unlinked by the caller whatever happens next
+    // Reserve the pages now: touching a page of a full tmpfs later would be a SIGBUS.
+    if (const int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+      why = format("no room for {} bytes in shared memory: {}", bytes, std::strerror(rc));
+      ::close(fd);
+      return false;
+    }
+    out.back().mapping = map_segment(fd, bytes, PROT_READ | PROT_WRITE, why);
+    ::close(fd);
+    if (out.back().mapping == nullptr) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The node's first rank: computes every array into its segment and makes it read-only. Returns
+// the message for the node: "ok" and the names, or "error", the kind and the text.
+std::string compute_into(const std::vector<SharedCandidate>& candidates,
+                         const std::vector<Segment>& segments, int job_rank) {
+  std::string names;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const StaticArray& array = *candidates[i].array;
+    const std::size_t bytes = array.size_bytes();
+    auto* address = static_cast<std::byte*>(segments[i].mapping.get());
+    const auto failed = [&](ErrorKind kind, std::string_view what) {
+      return format("error\n{}\nrank {}: node \"{}\": computing static array \"{}\": {}",
+                    static_cast<int>(kind), job_rank, candidates[i].node, array.key(), what);
+    };
+    try {
+      StaticPlacement::computed_here(array, {address, bytes}, segments[i].mapping);
+    } catch (const Error& error) {
+      return failed(error.kind(), error.what());
+    } catch (const std::exception& error) {
+      return failed(ErrorKind::usage, error.what());
+    }
+    ::mprotect(address, bytes, PROT_READ);
+    names += "\n" + segments[i].name;
+  }
+  return "ok" + names;
+}
+
+// The node's other ranks: maps the segments read-only and adopts them; an array whose segment
+// cannot be mapped stays private (outcome.kept_private says why).
+void adopt_segments(const std::vector<SharedCandidate>& candidates,
+                    const std::vector<std::string>& names, SharedOutcome& outcome) {
+  std::string& why = outcome.kept_private;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const StaticArray& array = *candidates[i].array;
+    const int fd = ::shm_open(names[i].c_str(), O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) {
+      why = format("shm_open {}: {}", names[i], std::strerror(errno));
+      continue;
+    }
+    struct stat status{};
+    std::shared_ptr<void> mapping;
+    if (::fstat(fd, &status) != 0 ||
+        static_cast<std::size_t>(status.st_size) != array.size_bytes()) {
+      why = format("shared memory {} does not hold the {} bytes of \"{}\"", names[i],
+                   array.size_bytes(), array.key());
+    } else {
+      mapping = map_segment(fd, array.size_bytes(), PROT_READ, why);
+    }
+    ::close(fd);
+    if (mapping != nullptr && StaticPlacement::adopt(array, std::move(mapping))) {
+      outcome.shared += 1;
+      outcome.bytes += static_cast<std::int64_t>(array.size_bytes());
+    }
+  }
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+} // namespace
+
+SharedOutcome share_on_node(const std::vector<SharedCandidate>& candidates, engine::Comm& job) {
+  SharedOutcome outcome;
+  std::string listing;
+  for (const auto& candidate : candidates) {
+    listing +=
+        format("{}/{} {}\n", candidate.node, candidate.array->key(), candidate.array->size_bytes());
+  }
+  const auto listings = job.all_gather(listing);
+  for (std::size_t r = 1; r < listings.size(); ++r) {
+    if (listings[r] != listings[0]) {
+      outcome.kept_private = format("ranks 0 and {} list different computed replicate arrays", r);
+      logger().warn("node-shared static arrays: {}; each rank keeps its own copies",
+                    outcome.kept_private);
+      return outcome;
+    }
+  }
+  if (candidates.empty()) {
+    return outcome;
+  }
+  const auto node = job.split_node();
+  std::string message;
+  std::vector<Segment> segments;
+  if (node->rank() == 0) {
+    std::string why;
+    message = make_segments(candidates, segments, why)
+                  ? compute_into(candidates, segments, job.rank())
+                  : "private\n" + why;
+  }
+  message = node->broadcast(std::move(message), 0);
+  const auto lines = split_lines(message);
+  std::string error;
+  if (lines.front() == "ok") {
+    if (node->rank() == 0) {
+      for (const auto& candidate : candidates) {
+        outcome.shared += 1;
+        outcome.bytes += static_cast<std::int64_t>(candidate.array->size_bytes());
+      }
+    } else {
+      adopt_segments(candidates, {lines.begin() + 1, lines.end()}, outcome);
+    }
+  } else if (lines.front() == "private") {
+    outcome.kept_private = lines.size() > 1 ? lines[1] : "no shared memory";
+  } else {
+    error = message; // the same text on every rank of the node
+  }
+  node->barrier(); // every rank has mapped what it could: the names can go
+  for (const auto& segment : segments) {
+    ::shm_unlink(segment.name.c_str());
+  }
+  const auto errors = job.all_gather(error);
+  for (const auto& text : errors) {
+    if (!text.empty()) {
+      const auto parts = split_lines(text);
+      const auto kind = static_cast<ErrorKind>(std::stoi(parts.at(1)));
+      throw Error(kind, text.substr(text.find('\n', text.find('\n') + 1) + 1));
+    }
+  }
+  if (!outcome.kept_private.empty()) {
+    logger().warn("node-shared static arrays: {}; each rank computes its own copy",
+                  outcome.kept_private);
+  }
+  return outcome;
+}
+
+} // namespace uwjit::runtime::detail
