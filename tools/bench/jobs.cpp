@@ -251,13 +251,51 @@ void memory_section(const Options& options, Report& report) {
     const auto linked = run({helper(options, "uwjit-bench-start-linked"), "--rss"});
     series.add("linked_trivial_max_rss_mb", linked.json()["peak_rss_kb"].get<double>() / 1024);
   }
+  // One copy per node of a computed replicate array: the job's PSS with and without sharing.
+  const int np = *std::max_element(options.mpi_ranks.begin(), options.mpi_ranks.end());
+  const double table_mb = options.quick ? 16 : 200;
+  const bool replicate =
+      np > 1 && have_program("mpiexec") && have_program(helper(options, "uwjit-bench-mpi"));
+  if (replicate) {
+    section["replicate_method"] = format(
+        "per round, alternating: `mpiexec -n {} uwjit-bench-mpi --replicate-mb {} --share 1|0`: a "
+        "sharded simulation whose node reads a computed replicate array of {} MB, every rank "
+        "reading all of it; the job's PSS is the sum of the ranks' smaps_rollup Pss",
+        np, table_mb, table_mb);
+    const auto cache = fresh_dir(dir, "replicate");
+    for (int round = 0; round < rounds; ++round) {
+      for (const char* share : {"1", "0"}) {
+        const auto job =
+            run({"mpiexec", "-n", std::to_string(np), helper(options, "uwjit-bench-mpi"), "--cache",
+                 cache.string(), "--replicate-mb", number_text(table_mb), "--share", share},
+                k_mpi_env, std::chrono::minutes(5))
+                .json();
+        double total = 0;
+        for (const auto& kb : job["pss_kb"]) {
+          total += kb.get<double>() / 1024.0;
+        }
+        series.add(std::string(share[0] == '1' ? "shared" : "private") + "_replicate_job_pss_mb",
+                   total);
+      }
+    }
+  } else {
+    section["not_measured"] = {
+        {"replicate_job_pss",
+         "needs mpiexec, uwjit-bench-mpi and more than one rank (--mpi-ranks)"}};
+  }
   section["series"] = series.to_json();
-  section["not_measured"] = {
-      {"pss_per_rank_replicate_array",
-       "the sharded runtime keeps a whole copy of a replicate static array in every rank (no "
-       "node-shared mapping of it yet), so there is no with/without to compare; the mpi section "
-       "reports the PSS per rank of the kernel requests alone"}};
   const std::string command = options.command("--sections memory");
+  if (replicate) {
+    report.add(
+        {.section = "memory",
+         .figure = format("np {}: job PSS with a {} MB computed replicate array, one copy per node",
+                          np, number_text(table_mb)),
+         .unit = "MB",
+         .value = series.summary("shared_replicate_job_pss_mb"),
+         .command = command,
+         .note = format("a private copy per rank instead: {} MB",
+                        number_text(series.summary("private_replicate_job_pss_mb").median))});
+  }
   for (const auto& kernel : kernels) {
     report.add({.section = "memory",
                 .figure = kernel + ": peak RSS of a process compiling it",

@@ -1,11 +1,16 @@
-// uwjit-bench-mpi: one MPI job of the benchmark: every rank asks for the same kernels through
-// the engine's collective request, and rank 0 prints one JSON line.
+// uwjit-bench-mpi: one MPI job of the benchmark, and rank 0 prints one JSON line.
 //   mpiexec -n NP uwjit-bench-mpi --cache DIR --kernels A,B
+//     every rank asks for the same kernels through the engine's collective request;
+//   mpiexec -n NP uwjit-bench-mpi --cache DIR --replicate-mb MB --share 0|1
+//     a sharded simulation whose node reads a computed replicate array of MB megabytes, shared
+//     by the node's ranks or not; reports each rank's PSS once every rank has read all of it.
 #include "bench.hpp"
 
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/mpi.hpp>
+#include <uwjit/runtime/simulation.hpp>
 
+#include <cmath>
 #include <iostream>
 #include <string>
 
@@ -19,6 +24,70 @@ std::string join(const std::vector<std::string>& parts) {
   return "[" + out + "]";
 }
 
+// A 1-D smoothing with a source read from a large computed replicate table (a material table,
+// say): the table is what the ranks of a node may share.
+class TableNode final : public uwjit::runtime::Node {
+public:
+  explicit TableNode(std::int64_t count)
+      : Node("bench-table", "table", uwjit::runtime::Params{}), m_count(count) {}
+  std::vector<std::int64_t> domain() const override { return {4096}; }
+  std::vector<uwjit::runtime::StateField> state_fields() const override { return {{"u"}}; }
+  std::vector<int> halo_width() const override { return {1}; }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t i = 0; i < 4096; ++i) {
+      state["u"].at<double>(i) = static_cast<double>(i % 11);
+    }
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.static_array("table");
+    w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+           "      const uw_i64 g = (nx_offset + i) * 7919;\n"
+           "      u_out(i) = 0.25 * (u(i - 1) + 2.0 * u(i) + u(i + 1)) + 1e-3 * table(g % " +
+           std::to_string(m_count) + ");\n    }\n");
+  }
+
+protected:
+  uwjit::runtime::StaticData build_static_data() const override {
+    uwjit::runtime::StaticData data;
+    data.add(uwjit::runtime::StaticArray::computed<double>(
+        "table", {m_count}, [](std::span<double> out) {
+          for (std::size_t i = 0; i < out.size(); ++i) {
+            out[i] = std::sin(1e-4 * static_cast<double>(i));
+          }
+        }));
+    return data;
+  }
+
+private:
+  std::int64_t m_count;
+};
+
+// Prints {"np", "share", "table_mb", "shared_arrays", "table_sum", "pss_kb": [per rank]}.
+void replicate_job(uwjit::engine::Comm& comm, const std::string& cache, double mb, bool share) {
+  const auto count = static_cast<std::int64_t>(mb * 1024 * 1024 / sizeof(double));
+  uwjit::engine::Engine engine({.cache_dir = cache});
+  uwjit::runtime::SimulationOptions options;
+  options.comm = &comm;
+  options.share_on_node = share;
+  uwjit::runtime::Simulation simulation(engine, {std::make_shared<TableNode>(count)}, options);
+  simulation.step(2);
+  // Every rank reads every page, as a kernel sweeping the table would.
+  double sum = 0;
+  for (const double v : simulation.bound_static_data("table").at("table").values<double>()) {
+    sum += v;
+  }
+  comm.barrier();
+  const auto pss_all = comm.all_gather(std::to_string(uwjit::bench::self_pss_kb()));
+  if (comm.rank() == 0) {
+    std::cout << "{\"np\": " << comm.size() << ", \"share\": " << (share ? "true" : "false")
+              << ", \"table_mb\": " << mb
+              << ", \"shared_arrays\": " << simulation.node_shared().arrays
+              << ", \"table_sum\": " << sum << ", \"pss_kb\": " << join(pss_all) << "}"
+              << std::endl;
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -30,41 +99,53 @@ int main(int argc, char** argv) {
   try {
     std::string cache;
     std::vector<std::string> names;
+    double replicate_mb = 0;
+    bool share = true;
     for (int i = 1; i + 1 < argc; i += 2) {
       const std::string flag = argv[i];
       if (flag == "--cache") {
         cache = argv[i + 1];
       } else if (flag == "--kernels") {
         names = split_list(argv[i + 1]);
+      } else if (flag == "--replicate-mb") {
+        replicate_mb = std::stod(argv[i + 1]);
+      } else if (flag == "--share") {
+        share = std::string(argv[i + 1]) != "0";
+      } else {
+        throw std::invalid_argument("unknown option " + flag);
       }
     }
-    std::vector<uwjit::codegen::KernelSource> sources;
-    for (const auto& name : names) {
-      sources.push_back(kernel_source(name));
-    }
-    const auto comm = uwjit::mpi::make_comm(MPI_COMM_WORLD);
-    uwjit::engine::Engine engine({.cache_dir = cache});
-    comm->barrier();
-    const auto start = Clock::now();
-    const auto kernels = engine.kernels(sources, *comm);
-    const double request_ms = ms_since(start);
-    comm->barrier();
-    const double all_ms = ms_since(start);
-    std::uint64_t counts[3] = {engine.stats().get(uwjit::cache::Stat::compiles),
-                               engine.stats().get(uwjit::cache::Stat::disk_hits),
-                               engine.stats().get(uwjit::cache::Stat::published)};
-    comm->all_reduce_sum(std::span(counts, 3));
-    const auto request_all = comm->all_gather(std::to_string(request_ms));
-    const auto pss_all = comm->all_gather(std::to_string(self_pss_kb()));
-    const auto tier_all = comm->all_gather(
-        std::string("\"") + uwjit::engine::to_string(kernels.front().info().tier) + "\"");
-    if (comm->rank() == 0) {
-      std::cout << "{\"np\": " << comm->size() << ", \"kernels\": " << sources.size()
-                << ", \"compiles\": " << counts[0] << ", \"disk_hits\": " << counts[1]
-                << ", \"published\": " << counts[2] << ", \"mpi_init_ms\": " << init_ms
-                << ", \"request_all_ranks_ms\": " << all_ms
-                << ", \"request_ms\": " << join(request_all) << ", \"pss_kb\": " << join(pss_all)
-                << ", \"first_kernel_tiers\": " << join(tier_all) << "}" << std::endl;
+    if (replicate_mb > 0) {
+      replicate_job(*uwjit::mpi::make_comm(MPI_COMM_WORLD), cache, replicate_mb, share);
+    } else {
+      std::vector<uwjit::codegen::KernelSource> sources;
+      for (const auto& name : names) {
+        sources.push_back(kernel_source(name));
+      }
+      const auto comm = uwjit::mpi::make_comm(MPI_COMM_WORLD);
+      uwjit::engine::Engine engine({.cache_dir = cache});
+      comm->barrier();
+      const auto start = Clock::now();
+      const auto kernels = engine.kernels(sources, *comm);
+      const double request_ms = ms_since(start);
+      comm->barrier();
+      const double all_ms = ms_since(start);
+      std::uint64_t counts[3] = {engine.stats().get(uwjit::cache::Stat::compiles),
+                                 engine.stats().get(uwjit::cache::Stat::disk_hits),
+                                 engine.stats().get(uwjit::cache::Stat::published)};
+      comm->all_reduce_sum(std::span(counts, 3));
+      const auto request_all = comm->all_gather(std::to_string(request_ms));
+      const auto pss_all = comm->all_gather(std::to_string(self_pss_kb()));
+      const auto tier_all = comm->all_gather(
+          std::string("\"") + uwjit::engine::to_string(kernels.front().info().tier) + "\"");
+      if (comm->rank() == 0) {
+        std::cout << "{\"np\": " << comm->size() << ", \"kernels\": " << sources.size()
+                  << ", \"compiles\": " << counts[0] << ", \"disk_hits\": " << counts[1]
+                  << ", \"published\": " << counts[2] << ", \"mpi_init_ms\": " << init_ms
+                  << ", \"request_all_ranks_ms\": " << all_ms
+                  << ", \"request_ms\": " << join(request_all) << ", \"pss_kb\": " << join(pss_all)
+                  << ", \"first_kernel_tiers\": " << join(tier_all) << "}" << std::endl;
+      }
     }
   } catch (const std::exception& error) {
     std::cerr << "uwjit-bench-mpi: error: " << error.what() << "\n";
