@@ -1116,10 +1116,25 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
 
 void Simulation::checkpoint(const std::filesystem::path& path) const {
   if (m_impl->decomposition && m_impl->decomposition->comm->size() > 1) {
-    throw Error(ErrorKind::usage,
-                format("checkpoint {}: a simulation sharded over {} ranks is not checkpointed "
-                       "rank by rank; write gathered().checkpoint(...) from one rank",
-                       path.string(), m_impl->decomposition->comm->size()));
+    // One file for the job: the whole domain gathered, written by rank 0, its outcome shared so
+    // that a failure raises the same error on every rank.
+    engine::Comm& comm = *m_impl->decomposition->comm;
+    const Simulation whole = gathered();
+    std::string outcome;
+    if (comm.rank() == 0) {
+      try {
+        whole.checkpoint(path);
+      } catch (const Error& error) {
+        outcome = format("{}\n{}", static_cast<int>(error.kind()), error.what());
+      }
+    }
+    outcome = comm.broadcast(std::move(outcome), 0);
+    if (!outcome.empty()) {
+      const std::size_t cut = outcome.find('\n');
+      throw Error(static_cast<ErrorKind>(std::stoi(outcome.substr(0, cut))),
+                  outcome.substr(cut + 1));
+    }
+    return;
   }
   detail::ByteWriter out;
   out.raw(k_magic.data(), k_magic.size());
@@ -1221,20 +1236,36 @@ struct NodeRecord {
 
 Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::path& path,
                                const NodeFactory& factory, SimulationOptions options) {
-  if (options.comm != nullptr && options.comm->size() > 1) {
-    throw Error(ErrorKind::usage,
-                format("checkpoint {}: restore is serial-only; restore on one rank (a sharded "
-                       "restore over {} ranks is not supported)",
-                       path.string(), options.comm->size()));
-  }
   const std::string what = "checkpoint " + path.string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(ErrorKind::io, format("{}: cannot open", what));
+  const auto read_file = [&] {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      throw Error(ErrorKind::io, format("{}: cannot open", what));
+    }
+    std::ostringstream slurp;
+    slurp << in.rdbuf();
+    return std::move(slurp).str();
+  };
+  std::string file;
+  if (options.comm != nullptr && options.comm->size() > 1) {
+    // Rank 0 reads (the ranks need not share a file system) and broadcasts the bytes, or why it
+    // could not; every rank then parses the same bytes and raises the same errors.
+    std::string message;
+    if (options.comm->rank() == 0) {
+      try {
+        message = "1" + read_file();
+      } catch (const Error& error) {
+        message = std::string("0") + error.what();
+      }
+    }
+    message = options.comm->broadcast(std::move(message), 0);
+    if (message.front() == '0') {
+      throw Error(ErrorKind::io, message.substr(1));
+    }
+    file = message.substr(1);
+  } else {
+    file = read_file();
   }
-  std::ostringstream slurp;
-  slurp << in.rdbuf();
-  const std::string file = std::move(slurp).str();
   if (file.size() < k_magic.size() || file.compare(0, k_magic.size(), k_magic) != 0) {
     throw Error(ErrorKind::io, format("{}: not a uwjit checkpoint (bad magic)", what));
   }
@@ -1317,10 +1348,21 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
           target = s.current[i].get();
         }
       }
+      // The file holds the whole domain; a sharded rank keeps its slab of it.
+      std::vector<std::int64_t> whole_shape;
+      if (target != nullptr) {
+        whole_shape = target->shape();
+        const std::size_t lead = whole_shape.size() - s.shard.global.size();
+        std::copy(s.shard.global.begin(), s.shard.global.end(), whole_shape.begin() + lead);
+      }
+      std::int64_t whole_count = 1;
+      for (const std::int64_t n : whole_shape) {
+        whole_count *= n;
+      }
       if (target == nullptr || static_cast<std::uint8_t>(target->dtype()) != saved.dtype ||
-          target->shape() != saved.shape ||
-          saved.bytes.size() != static_cast<std::size_t>(target->interior_count()) *
-                                    codegen::size_of(target->dtype())) {
+          whole_shape != saved.shape ||
+          saved.bytes.size() !=
+              static_cast<std::size_t>(whole_count) * codegen::size_of(target->dtype())) {
         throw Error(ErrorKind::usage,
                     format("{}: field \"{}\" of node \"{}\" ({}) does not match the node's "
                            "state field",
@@ -1328,7 +1370,14 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
       }
       const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(saved.bytes.data()),
                                              saved.bytes.size());
-      target->copy_interior_from(bytes);
+      if (whole_shape == target->shape()) {
+        target->copy_interior_from(bytes);
+      } else {
+        Field whole(saved.name, target->dtype(), whole_shape,
+                    std::vector<int>(whole_shape.size(), 0));
+        whole.copy_interior_from(bytes);
+        copy_slab(whole, *target, s.shard.offset, Direction::global_to_local);
+      }
     }
     for (std::size_t i = 0; i < s.current.size(); ++i) {
       if (s.next[i] != nullptr) {

@@ -20,6 +20,15 @@ run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 6
 expect_code 0 "a warm sharded job with --exchange overlap"
 expect_out '; 0 compiles for the job$' "a warm sharded job compiles nothing"
 
+run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 30 \
+  --checkpoint "$sandbox/heat.ckpt" --output "$sandbox/out"
+expect_code 0 "a sharded job writes a checkpoint"
+run timeout 120 "$mpiexec" -np 3 "$uwjit" run heat --shard x --restore "$sandbox/heat.ckpt" \
+  --steps 30 --output "$sandbox/out"
+expect_code 0 "a sharded job resumes on another rank count"
+expect_out "^  restored $sandbox/heat.ckpt at step 30$" "the resumed job says where it resumed"
+expect_out '^check: PASS$' "the resumed sharded run passes the physics check"
+
 run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard w
 expect_code 2 "a bad --shard"
 expect_err 'shard: expected distinct axes x, y, z' "--shard is explained"

@@ -285,9 +285,6 @@ int run_command(const std::vector<std::string>& argv) {
   std::unique_ptr<engine::Comm> comm;
   if (shard) {
     options.shard_axes = parse_shard(*shard);
-    if (restore) {
-      throw Error(ErrorKind::usage, "run: --restore is serial-only; drop --shard");
-    }
     session.emplace(nullptr, nullptr);
     comm = session->world();
     options.comm = comm.get();
@@ -304,7 +301,7 @@ int run_command(const std::vector<std::string>& argv) {
   engine::Engine engine;
   std::optional<runtime::Simulation> simulation;
   if (restore) {
-    simulation.emplace(runtime::Simulation::restore(engine, *restore, nodes::factory()));
+    simulation.emplace(runtime::Simulation::restore(engine, *restore, nodes::factory(), options));
     if (simulation->nodes().size() != 1 || simulation->nodes()[0]->type() != type) {
       throw Error(ErrorKind::usage,
                   format("run: checkpoint {} does not hold a single {} node", *restore, type));

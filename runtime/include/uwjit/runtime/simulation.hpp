@@ -119,10 +119,11 @@ inline constexpr std::uint32_t k_checkpoint_version = 1;
 /// end (an array's trailing axes are the domain, as for state fields); replicate arrays stay
 /// whole. Static halos are exchanged once, edge at the global boundary; state halos every step,
 /// axis by axis (so corners are right), periodic or edge per node. Domain integrals are summed
-/// over the ranks (so their last bits may differ from a serial run's). checkpoint(),
-/// restore() and rebind_static() are serial-only (Error(usage) with a comm of more than one
-/// rank); gathered() gives a serial snapshot of the whole domain that can be checked,
-/// written or checkpointed. Construction emits every node's kernel and requests
+/// over the ranks (so their last bits may differ from a serial run's). checkpoint() and
+/// restore() are collective and use one file for the job, the same file a serial run writes, so
+/// a job may be resumed on another rank count or serially; rebind_static() is serial-only
+/// (Error(usage) with a comm of more than one rank); gathered() gives a serial snapshot of the
+/// whole domain that can be checked or written. Construction emits every node's kernel and requests
 /// all of them from the engine up front; distinct kernels compile in parallel. A step fills each
 /// node's halos, calls its kernel on ping-pong state buffers and keeps the domain integrals; it
 /// allocates nothing. Not thread-safe: use one thread per Simulation. The engine must outlive
@@ -207,13 +208,17 @@ public:
   Rebound rebind_static(std::string_view node, StaticArray array);
 
   /// Writes the state and params to `path` (format above), atomically: a temporary file in the
-  /// same directory, fsync, rename. Throws Error(io).
+  /// same directory, fsync, rename. Throws Error(io). Sharded: collective; the whole domain is
+  /// gathered and rank 0 writes it; an error is raised on every rank alike.
   void checkpoint(const std::filesystem::path& path) const;
 
   /// Rebuilds a simulation from a checkpoint: nodes from `factory`, their kernels from `engine`,
   /// their state and step count from the file. Stepping it on gives, bit for bit, what the
   /// uninterrupted simulation gives. Throws Error(io) for an unreadable, truncated, corrupt or
   /// foreign file, Error(usage) if a node rebuilt by the factory does not match the file.
+  /// With options.comm: collective; rank 0 reads the file and broadcasts it, every rank keeps
+  /// its shard of the whole domain the file holds (any rank count and grid), and every error is
+  /// raised on every rank alike.
   [[nodiscard]] static Simulation restore(engine::Engine& engine, const std::filesystem::path& path,
                                           const NodeFactory& factory,
                                           SimulationOptions options = {});
