@@ -1,9 +1,13 @@
 // What every MPI test program shares: the job's communicator and its sandbox cache directories.
 #pragma once
 
+#include "harness.hpp"
+
+#include <uwjit/common/error.hpp>
 #include <uwjit/engine/comm.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +51,21 @@ inline void remove_job_sandboxes() {
     }
   }
   job_sandboxes().clear();
+}
+
+/// Runs `body` and returns the error it raised as "KIND: message" ("(no error)" if none),
+/// checking that every rank got the same. Collective.
+inline std::string same_failure_everywhere(const std::function<void()>& body) {
+  std::string message = "(no error)";
+  try {
+    body();
+  } catch (const uwjit::Error& error) {
+    message = std::string(uwjit::to_string(error.kind())) + ": " + error.what();
+  }
+  for (const auto& other : comm()->all_gather(message)) {
+    MPI_CHECK(other == message);
+  }
+  return message;
 }
 
 } // namespace uwjit_test

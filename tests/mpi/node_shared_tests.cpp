@@ -141,19 +141,6 @@ void check_table(const Simulation& simulation) {
   MPI_CHECK(right);
 }
 
-std::string same_error_everywhere(const std::function<void()>& body) {
-  std::string message = "(no error)";
-  try {
-    body();
-  } catch (const uwjit::Error& error) {
-    message = std::string(uwjit::to_string(error.kind())) + ": " + error.what();
-  }
-  for (const auto& other : comm()->all_gather(message)) {
-    MPI_CHECK(other == message);
-  }
-  return message;
-}
-
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -215,8 +202,8 @@ MPI_TEST_CASE("arrays under share_min_bytes stay private to each rank") {
 MPI_TEST_CASE("a fill that throws on the node's first rank raises one error on every rank") {
   const auto node = std::make_shared<TableNode>(true);
   auto engine = make_engine();
-  const auto message =
-      same_error_everywhere([&] { Simulation simulation(*engine, {node}, sharded(true)); });
+  const auto message = uwjit_test::same_failure_everywhere(
+      [&] { Simulation simulation(*engine, {node}, sharded(true)); });
   MPI_CHECK(contains(message, "usage: rank 0: node \"table\": computing static array \"table\": "
                               "the table's source file is missing"));
   MPI_CHECK(sum_over_ranks(node->fills()) == job_nodes());

@@ -282,20 +282,6 @@ MPI_TEST_CASE("more ranks than cells, or shards narrower than the halo, are erro
   MPI_CHECK(contains(message, "fewer than the halo width 2"));
 }
 
-// The error every rank raised (its kind and text), checked to be the same everywhere.
-std::string same_failure_everywhere(const std::function<void()>& body) {
-  std::string message = "(no error)";
-  try {
-    body();
-  } catch (const uwjit::Error& error) {
-    message = std::string(uwjit::to_string(error.kind())) + ": " + error.what();
-  }
-  for (const auto& other : comm()->all_gather(message)) {
-    MPI_CHECK(other == message);
-  }
-  return message;
-}
-
 MPI_TEST_CASE("a sharded checkpoint resumes bit for bit, sharded on the same ranks or serially") {
   const auto dir = job_sandbox();
   auto engine = make_engine(dir);
@@ -330,9 +316,9 @@ MPI_TEST_CASE("sharded checkpoint and restore errors are raised on every rank al
   Simulation simulation(*engine, builtin("heat", {8, 8, 8}), sharded({0}));
   simulation.step(1);
   const auto nowhere = job_sandbox() / "no-such-directory" / "heat.ckpt";
-  const auto written = same_failure_everywhere([&] { simulation.checkpoint(nowhere); });
+  const auto written = uwjit_test::same_failure_everywhere([&] { simulation.checkpoint(nowhere); });
   MPI_CHECK(contains(written, "io: checkpoint " + nowhere.string()));
-  const auto read = same_failure_everywhere(
+  const auto read = uwjit_test::same_failure_everywhere(
       [&] { (void)Simulation::restore(*engine, nowhere, {}, sharded({0})); });
   MPI_CHECK(contains(read, "io: checkpoint " + nowhere.string() + ": cannot open"));
 }
