@@ -158,14 +158,5 @@ MPI_TEST_CASE("collectives of the communicator agree with MPI") {
 } // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int status = 1;
-  {
-    comm() = uwjit::mpi::make_comm(MPI_COMM_WORLD);
-    status = uwjit_test::run_all();
-    uwjit_test::remove_job_sandboxes();
-    comm().reset();
-  }
-  MPI_Finalize();
-  return status;
+  return uwjit_test::run_job(argc, argv);
 }

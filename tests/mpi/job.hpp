@@ -5,6 +5,7 @@
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/comm.hpp>
+#include <uwjit/mpi.hpp>
 
 #include <filesystem>
 #include <functional>
@@ -66,6 +67,20 @@ inline std::string same_failure_everywhere(const std::function<void()>& body) {
     MPI_CHECK(other == message);
   }
   return message;
+}
+
+/// The whole of a test program's main(): MPI started, every case run on the job's communicator,
+/// the sandboxes removed, MPI finished. Returns the exit code.
+inline int run_job(int& argc, char**& argv) {
+  int code = 1;
+  {
+    uwjit::mpi::Session session(&argc, &argv);
+    comm() = session.world();
+    code = run_all();
+    remove_job_sandboxes();
+    comm().reset();
+  }
+  return code;
 }
 
 } // namespace uwjit_test

@@ -227,13 +227,5 @@ MPI_TEST_CASE("ranks that list different arrays to share keep private copies, wi
 }
 
 int main(int argc, char** argv) {
-  int code = 1;
-  {
-    uwjit::mpi::Session session(&argc, &argv);
-    comm() = session.world();
-    code = uwjit_test::run_all();
-    uwjit_test::remove_job_sandboxes();
-    comm().reset();
-  }
-  return code;
+  return uwjit_test::run_job(argc, argv);
 }

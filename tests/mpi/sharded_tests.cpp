@@ -324,13 +324,5 @@ MPI_TEST_CASE("sharded checkpoint and restore errors are raised on every rank al
 }
 
 int main(int argc, char** argv) {
-  int code = 1;
-  {
-    uwjit::mpi::Session session(&argc, &argv);
-    comm() = session.world();
-    code = uwjit_test::run_all();
-    uwjit_test::remove_job_sandboxes();
-    comm().reset();
-  }
-  return code;
+  return uwjit_test::run_job(argc, argv);
 }
