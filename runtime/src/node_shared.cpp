@@ -97,6 +97,8 @@ std::string compute_into(const std::vector<SharedCandidate>& candidates,
       return failed(error.kind(), error.what());
     } catch (const std::exception& error) {
       return failed(ErrorKind::usage, error.what());
+    } catch (...) { // anything: the node's other ranks wait for this rank's word
+      return failed(ErrorKind::usage, "an exception that is not a std::exception");
     }
     ::mprotect(address, bytes, PROT_READ);
     names += "\n" + segments[i].name;
