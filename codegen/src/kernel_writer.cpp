@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <iterator>
 
 namespace uwjit::codegen {
 
@@ -127,6 +128,10 @@ Extent KernelWriter::domain_extent(int axis, std::string name, std::int64_t valu
   const Extent handle = extent(std::move(name), value, mode);
   claim(base + "_offset", "extent");
   claim(base + "_global", "extent");
+  if (m_update_box) {
+    claim(base + "_begin", "extent");
+    claim(base + "_end", "extent");
+  }
   m_extents.back().domain_axis = axis;
   m_domain[axis] = handle.id;
   return handle;
@@ -272,6 +277,22 @@ void KernelWriter::static_array(std::string key) {
   fail(format("static array \"{}\" was not provided (no such array in the static data)", key));
 }
 
+void KernelWriter::update_box() {
+  if (m_update_box) {
+    return;
+  }
+  if (std::all_of(std::begin(m_domain), std::end(m_domain), [](int id) { return id < 0; })) {
+    fail("update_box(): no domain extent is declared");
+  }
+  for (const ExtentDecl& e : m_extents) {
+    if (e.domain_axis >= 0) {
+      claim(e.name + "_begin", "extent");
+      claim(e.name + "_end", "extent");
+    }
+  }
+  m_update_box = true;
+}
+
 void KernelWriter::integral(std::string name) {
   if (m_allowed_state && !contains(m_allowed_integrals, name)) {
     fail(format("output \"{}\" is neither a declared state field ({}) nor a domain integral ({})",
@@ -389,6 +410,9 @@ KernelSource KernelWriter::finish() const {
     fail("no body was written");
   }
   std::string text = "// uwjit generated kernel (KernelWriter)\n";
+  if (m_update_box) {
+    text += "// updates the box args->update_begin .. update_end\n";
+  }
   for (const auto& line : m_comments) {
     text += "// " + line + "\n";
   }
@@ -434,6 +458,13 @@ KernelSource KernelWriter::finish() const {
       text +=
           format("  const uw_i64 {}_global = args->global_extent[{}];\n", e.name, e.domain_axis);
       text += format("  (void){}_offset;\n  (void){}_global;\n", e.name, e.name);
+      if (m_update_box) {
+        // The box this call updates; a runtime may tile the interior with several calls.
+        text +=
+            format("  const uw_i64 {}_begin = args->update_begin[{}];\n", e.name, e.domain_axis);
+        text += format("  const uw_i64 {}_end = args->update_end[{}];\n", e.name, e.domain_axis);
+        text += format("  (void){}_begin;\n  (void){}_end;\n", e.name, e.name);
+      }
     }
   }
   for (const BufferDecl& b : m_buffers) {

@@ -208,6 +208,7 @@ void PipeFlowNode::emit_update(codegen::KernelWriter& w) const {
   w.integral("drag");
   w.integral("mass");
   w.integral("momentum");
+  w.update_box();
 
   const double omega = 1.0 / m_tau;
   std::string body;
@@ -216,9 +217,9 @@ void PipeFlowNode::emit_update(codegen::KernelWriter& w) const {
   // Branch-free, so that the k loop vectorises: every node is streamed and collided, and a
   // solid node keeps its populations through a select (its populations never change, so the
   // values computed for it, discarded, stay finite).
-  body += "    for (uw_i64 i = 0; i < nx; ++i) {\n"
-          "      for (uw_i64 j = 0; j < ny; ++j) {\n"
-          "        for (uw_i64 k = 0; k < nz; ++k) {\n"
+  body += "    for (uw_i64 i = nx_begin; i < nx_end; ++i) {\n"
+          "      for (uw_i64 j = ny_begin; j < ny_end; ++j) {\n"
+          "        for (uw_i64 k = nz_begin; k < nz_end; ++k) {\n"
           "          const bool solid = pipe_wall(i, j, k) != 0;\n"
           "          // Pull streaming; a link from a solid node is bounced back at the wall.\n"
           "          const double f0 = f(0, i, j, k);\n";

@@ -3,6 +3,7 @@
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 namespace uwjit::runtime::detail {
@@ -133,67 +134,101 @@ void HaloExchanger::exchange_sync(Field& field, std::size_t f, std::size_t axis)
   }
 }
 
+bool HaloExchanger::exchanges(std::span<Field* const> fields, std::size_t f,
+                              std::size_t axis) const {
+  return axis < m_plans[f].size() && m_plans[f][axis].exchange && fields[f]->halo()[axis] > 0;
+}
+
+// Starts both directions' transfers of one field axis: receives first, so that a neighbour's
+// send finds its receive posted.
+void HaloExchanger::post(Field& field, std::size_t f, std::size_t axis) {
+  const AxisPlan& plan = m_plans[f][axis];
+  Buffers& b = m_buffers[f][axis];
+  if (plan.high >= 0) {
+    m_pending.push_back(m_comm->start_receive(b.receive_high, plan.high, tag(f, axis, Side::low)));
+  }
+  if (plan.low >= 0) {
+    m_pending.push_back(m_comm->start_receive(b.receive_low, plan.low, tag(f, axis, Side::high)));
+  }
+  const Layers l(field, axis);
+  if (plan.low >= 0) {
+    pack(field, l, l.h, b.send_low);
+    m_pending.push_back(m_comm->start_send(b.send_low, plan.low, tag(f, axis, Side::low)));
+  }
+  if (plan.high >= 0) {
+    pack(field, l, l.n, b.send_high);
+    m_pending.push_back(m_comm->start_send(b.send_high, plan.high, tag(f, axis, Side::high)));
+  }
+}
+
+void HaloExchanger::wait_pending() {
+  for (auto& request : m_pending) {
+    request->wait();
+  }
+  m_pending.clear();
+}
+
+// Unpacks what post() received.
+void HaloExchanger::receive(Field& field, std::size_t f, std::size_t axis) {
+  const Layers l(field, axis);
+  if (m_plans[f][axis].high >= 0) {
+    unpack(field, l, l.h + l.n, m_buffers[f][axis].receive_high);
+  }
+  if (m_plans[f][axis].low >= 0) {
+    unpack(field, l, 0, m_buffers[f][axis].receive_low);
+  }
+}
+
+// The global boundary of an edge axis repeats the outermost cell (numpy's pad "edge").
+void HaloExchanger::fill_global_edges(Field& field, std::size_t f, std::size_t axis) {
+  const AxisPlan& plan = m_plans[f][axis];
+  const Layers l(field, axis);
+  if (plan.low < 0) {
+    fill_local(field, l, Side::low, Boundary::edge);
+  }
+  if (plan.high < 0) {
+    fill_local(field, l, Side::high, Boundary::edge);
+  }
+}
+
 void HaloExchanger::fill(std::span<Field* const> fields, ExchangeMode mode) {
+  fill_except(fields, mode, k_none);
+}
+
+void HaloExchanger::fill_except(std::span<Field* const> fields, ExchangeMode mode,
+                                std::size_t deferred) {
   ensure_buffers(fields);
   std::size_t axes = 0;
   for (const Field* field : fields) {
     axes = std::max(axes, static_cast<std::size_t>(field->rank()));
   }
+  const auto skipped = [&](std::size_t f, std::size_t axis) {
+    return deferred != k_none && axis + 1 + deferred == static_cast<std::size_t>(fields[f]->rank());
+  };
   for (std::size_t axis = 0; axis < axes; ++axis) {
     // Transfers first (all fields at once when overlapping), then the local sides.
     if (mode == ExchangeMode::overlap) {
       m_pending.clear();
       for (std::size_t f = 0; f < fields.size(); ++f) {
-        Field& field = *fields[f];
-        if (axis >= m_plans[f].size() || !m_plans[f][axis].exchange || field.halo()[axis] == 0) {
-          continue;
-        }
-        const AxisPlan& plan = m_plans[f][axis];
-        Buffers& b = m_buffers[f][axis];
-        if (plan.high >= 0) {
-          m_pending.push_back(
-              m_comm->start_receive(b.receive_high, plan.high, tag(f, axis, Side::low)));
-        }
-        if (plan.low >= 0) {
-          m_pending.push_back(
-              m_comm->start_receive(b.receive_low, plan.low, tag(f, axis, Side::high)));
-        }
-        const Layers l(field, axis);
-        if (plan.low >= 0) {
-          pack(field, l, l.h, b.send_low);
-          m_pending.push_back(m_comm->start_send(b.send_low, plan.low, tag(f, axis, Side::low)));
-        }
-        if (plan.high >= 0) {
-          pack(field, l, l.n, b.send_high);
-          m_pending.push_back(m_comm->start_send(b.send_high, plan.high, tag(f, axis, Side::high)));
+        if (exchanges(fields, f, axis) && !skipped(f, axis)) {
+          post(*fields[f], f, axis);
         }
       }
-      for (auto& request : m_pending) {
-        request->wait();
-      }
-      m_pending.clear();
+      wait_pending();
       for (std::size_t f = 0; f < fields.size(); ++f) {
-        Field& field = *fields[f];
-        if (axis >= m_plans[f].size() || !m_plans[f][axis].exchange || field.halo()[axis] == 0) {
-          continue;
-        }
-        const Layers l(field, axis);
-        if (m_plans[f][axis].high >= 0) {
-          unpack(field, l, l.h + l.n, m_buffers[f][axis].receive_high);
-        }
-        if (m_plans[f][axis].low >= 0) {
-          unpack(field, l, 0, m_buffers[f][axis].receive_low);
+        if (exchanges(fields, f, axis) && !skipped(f, axis)) {
+          receive(*fields[f], f, axis);
         }
       }
     }
     for (std::size_t f = 0; f < fields.size(); ++f) {
       Field& field = *fields[f];
-      if (axis >= m_plans[f].size() || field.halo()[axis] == 0) {
+      if (axis >= m_plans[f].size() || field.halo()[axis] == 0 || skipped(f, axis)) {
         continue;
       }
       const AxisPlan& plan = m_plans[f][axis];
-      const Layers l(field, axis);
       if (!plan.exchange) {
+        const Layers l(field, axis);
         fill_local(field, l, Side::low, plan.boundary);
         fill_local(field, l, Side::high, plan.boundary);
         continue;
@@ -201,15 +236,40 @@ void HaloExchanger::fill(std::span<Field* const> fields, ExchangeMode mode) {
       if (mode == ExchangeMode::sync) {
         exchange_sync(field, f, axis);
       }
-      // The global boundary of an edge axis repeats the outermost cell (numpy's pad "edge").
-      if (plan.low < 0) {
-        fill_local(field, l, Side::low, Boundary::edge);
-      }
-      if (plan.high < 0) {
-        fill_local(field, l, Side::high, Boundary::edge);
-      }
+      fill_global_edges(field, f, axis);
     }
   }
+}
+
+void HaloExchanger::start_fill(std::span<Field* const> fields, ExchangeMode mode,
+                               std::size_t deferred) {
+  UWJIT_ASSERT(m_deferred == k_none, "HaloExchanger: start_fill twice without finish_fill");
+  fill_except(fields, mode, deferred);
+  m_pending.clear();
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    const auto rank = static_cast<std::size_t>(fields[f]->rank());
+    UWJIT_ASSERT(deferred < rank, "HaloExchanger: the deferred axis is not a field axis");
+    const std::size_t axis = rank - 1 - deferred;
+    UWJIT_ASSERT(fields[f]->halo()[axis] == 0 || m_plans[f][axis].exchange,
+                 "HaloExchanger: the deferred axis is not exchanged");
+    if (exchanges(fields, f, axis)) {
+      post(*fields[f], f, axis);
+    }
+  }
+  m_deferred = deferred;
+}
+
+void HaloExchanger::finish_fill(std::span<Field* const> fields) {
+  UWJIT_ASSERT(m_deferred != k_none, "HaloExchanger: finish_fill without start_fill");
+  wait_pending();
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    const std::size_t axis = static_cast<std::size_t>(fields[f]->rank()) - 1 - m_deferred;
+    if (exchanges(fields, f, axis)) {
+      receive(*fields[f], f, axis);
+      fill_global_edges(*fields[f], f, axis);
+    }
+  }
+  m_deferred = k_none;
 }
 
 } // namespace uwjit::runtime::detail

@@ -36,17 +36,39 @@ public:
   /// Fills every halo of `fields` (the same layouts, in the same order, on every call).
   void fill(std::span<Field* const> fields, ExchangeMode mode);
 
+  /// The first half of an overlapped fill: fills every halo of `fields` except those of the
+  /// domain axis `deferred` axes before the last (every field's trailing axes are the domain),
+  /// as fill() does with `mode`, then starts that axis's transfers and returns without waiting.
+  /// Until finish_fill(), the caller may update every cell that reads no halo of that axis. The
+  /// axis must be exchanged (AxisPlan::exchange) and every rank must defer the same axis (the
+  /// order of the transfers is the same everywhere, so none waits for ever). Together the two
+  /// calls fill what fill() fills, with the same values: a halo layer carries the halos of the
+  /// other axes whichever axis comes last.
+  void start_fill(std::span<Field* const> fields, ExchangeMode mode, std::size_t deferred);
+
+  /// The second half: waits for the deferred axis's transfers and fills its halos.
+  void finish_fill(std::span<Field* const> fields);
+
 private:
   struct Buffers {
     std::vector<std::byte> send_low, send_high, receive_low, receive_high;
   };
+  static constexpr std::size_t k_none = static_cast<std::size_t>(-1);
   void ensure_buffers(std::span<Field* const> fields);
+  void fill_except(std::span<Field* const> fields, ExchangeMode mode, std::size_t deferred);
+  [[nodiscard]] bool exchanges(std::span<Field* const> fields, std::size_t f,
+                               std::size_t axis) const;
   void exchange_sync(Field& field, std::size_t f, std::size_t axis);
+  void post(Field& field, std::size_t f, std::size_t axis);
+  void wait_pending();
+  void receive(Field& field, std::size_t f, std::size_t axis);
+  void fill_global_edges(Field& field, std::size_t f, std::size_t axis);
 
   engine::Comm* m_comm;
   std::vector<std::vector<AxisPlan>> m_plans;  // per field, per field axis
   std::vector<std::vector<Buffers>> m_buffers; // per field, per field axis
   std::vector<std::unique_ptr<engine::Comm::Request>> m_pending;
+  std::size_t m_deferred = k_none; // between start_fill and finish_fill: the deferred axis
   bool m_ready = false;
 };
 

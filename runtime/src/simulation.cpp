@@ -333,6 +333,10 @@ struct NodeState {
   std::vector<void*> out_ptrs;
   std::vector<double> integrals; // declared order
   uwjit_kernel_args args{};
+  // Overlap mode: the domain axis whose halos are exchanged while the kernel updates the cells
+  // that do not read them (the same axis on every rank), or -1 to call the kernel once per step.
+  int overlap_axis = -2;                 // -2: not yet chosen
+  std::vector<double> overlap_integrals; // overlap mode: the partial sums of one step's calls
 
   // Points the ABI struct at the binding's tables; called whenever the binding changes.
   void wire() {
@@ -362,6 +366,8 @@ struct NodeState {
       args.shard_offset[d] = shard.offset[d];
       args.shard_extent[d] = shard.extent[d];
       args.global_extent[d] = shard.global[d];
+      args.update_begin[d] = 0;
+      args.update_end[d] = shard.extent[d];
     }
   }
 };
@@ -895,6 +901,11 @@ struct Simulation::Impl {
     if (snapshot) {
       throw Error(ErrorKind::usage, "simulation: a gathered snapshot cannot step");
     }
+    const int axis = overlap_axis(s);
+    if (axis >= 0) {
+      step_overlapped(s, static_cast<std::size_t>(axis));
+      return;
+    }
     if (decomposition) {
       exchange_halos(s);
     } else {
@@ -904,23 +915,119 @@ struct Simulation::Impl {
         }
       }
     }
+    bind_state(s);
+    s.args.step = steps;
+    const int status = (*s.binding.kernel)(s.args);
+    check_status(s, status);
+    for (std::size_t i = 0; i < s.integrals.size(); ++i) {
+      s.integrals[i] = s.binding.kernel_integrals[s.binding.integral_slot[i]];
+    }
+    finish_step(s);
+  }
+
+  // The axis to overlap for node `s` this step, or -1. Overlapping needs a kernel that updates
+  // the box it is given, and an exchanged axis whose narrowest shard has cells that read no halo
+  // of it. The choice depends only on what every rank knows alike (the global extents and the
+  // grid), so that all ranks defer the same axis: the last one that qualifies (any order of the
+  // axes gives the same halos, corners included).
+  int overlap_axis(NodeState& s) {
+    if (!decomposition || exchange_mode != ExchangeMode::overlap || !s.writer ||
+        !s.writer->updates_box()) {
+      return -1;
+    }
+    if (s.overlap_axis == -2) {
+      for (std::size_t d = s.plans.size(); d-- > 0;) {
+        const std::int64_t narrowest = s.shard.global[d] / s.shard.grid[d];
+        if (s.plans[d].exchange && narrowest > 2 * std::int64_t{s.layout.halo[d]}) {
+          s.overlap_axis = static_cast<int>(d);
+          break;
+        }
+      }
+      if (s.overlap_axis == -2) {
+        s.overlap_axis = -1;
+      }
+    }
+    return s.overlap_axis;
+  }
+
+  // One step that updates the cells that read no halo of `axis` while that axis's transfers are
+  // in flight, then the two boundary slabs. Every cell is computed by the same code from the
+  // same inputs as in one call, so the state is the same bit for bit; the integrals are the sums
+  // of three partial sums.
+  void step_overlapped(NodeState& s, std::size_t axis) {
+    const auto start = Clock::now();
+    prepare_exchange(s);
+    const std::size_t from_end = s.plans.size() - 1 - axis;
+    s.exchanger->start_fill(s.halo_fields, exchange_mode, from_end);
+    double exchanging = std::chrono::duration<double>(Clock::now() - start).count();
+    bind_state(s);
+    const std::int64_t h = s.layout.halo[axis];
+    const std::int64_t n = s.shard.extent[axis];
+    // Sized on the first step, like the halo buffers; the step's integrals replace the last
+    // ones only if every call succeeds.
+    s.overlap_integrals.assign(s.integrals.size(), 0.0);
+    s.args.update_begin[axis] = h;
+    s.args.update_end[axis] = n - h;
+    const int interior = call_kernel(s, s.overlap_integrals);
+    const auto waiting = Clock::now();
+    // Even after a failed call: no transfer may outlive the step.
+    s.exchanger->finish_fill(s.halo_fields);
+    exchanging += std::chrono::duration<double>(Clock::now() - waiting).count();
+    exchange.seconds += exchanging;
+    ++exchange.exchanges;
+    ++exchange.overlapped;
+    int status = interior;
+    if (status == UWJIT_KERNEL_OK) {
+      s.args.update_begin[axis] = 0;
+      s.args.update_end[axis] = h;
+      status = call_kernel(s, s.overlap_integrals);
+    }
+    if (status == UWJIT_KERNEL_OK) {
+      s.args.update_begin[axis] = n - h;
+      s.args.update_end[axis] = n;
+      status = call_kernel(s, s.overlap_integrals);
+    }
+    s.args.update_begin[axis] = 0;
+    s.args.update_end[axis] = n;
+    check_status(s, status);
+    std::copy(s.overlap_integrals.begin(), s.overlap_integrals.end(), s.integrals.begin());
+    finish_step(s);
+  }
+
+  // Points the kernel's state tables at the current and next buffers.
+  static void bind_state(NodeState& s) {
     for (std::size_t slot = 0; slot < s.binding.in_field.size(); ++slot) {
       s.in_ptrs[slot] = s.current[s.binding.in_field[slot]]->data();
     }
     for (std::size_t slot = 0; slot < s.binding.out_field.size(); ++slot) {
       s.out_ptrs[slot] = s.next[s.binding.out_field[slot]]->data();
     }
+  }
+
+  // Calls the kernel on the box in s.args and, if it succeeds, adds its integrals to `sums`
+  // (declared order); returns its status.
+  int call_kernel(NodeState& s, std::span<double> sums) {
     s.args.step = steps;
     const int status = (*s.binding.kernel)(s.args);
+    if (status == UWJIT_KERNEL_OK) {
+      for (std::size_t i = 0; i < sums.size(); ++i) {
+        sums[i] += s.binding.kernel_integrals[s.binding.integral_slot[i]];
+      }
+    }
+    return status;
+  }
+
+  void check_status(const NodeState& s, int status) const {
     if (status != UWJIT_KERNEL_OK) {
       throw Error(ErrorKind::usage, format("node \"{}\": kernel returned status {} at step {}",
                                            s.node->name(), status, steps));
     }
+  }
+
+  // The new state becomes current; sharded, the integrals are summed over the ranks.
+  void finish_step(NodeState& s) {
     for (const std::size_t i : s.binding.out_field) {
       std::swap(s.current[i], s.next[i]);
-    }
-    for (std::size_t i = 0; i < s.integrals.size(); ++i) {
-      s.integrals[i] = s.binding.kernel_integrals[s.binding.integral_slot[i]];
     }
     if (decomposition && !s.integrals.empty()) {
       // Partial sums of doubles (integrals are floating point: no wrap-around), added over the
@@ -929,11 +1036,9 @@ struct Simulation::Impl {
     }
   }
 
-  // Fills the state halos of node `s` from the neighbouring ranks (and locally on axes that are
-  // not split). The exchanger and its buffers are made on the first step, from the state's
-  // actual layout, and reused.
-  void exchange_halos(NodeState& s) {
-    const auto start = Clock::now();
+  // The exchanger and its buffers are made on the first step, from the state's actual layout,
+  // and reused; its field list points at the current buffers.
+  void prepare_exchange(NodeState& s) {
     if (!s.exchanger) {
       std::vector<std::vector<detail::AxisPlan>> plans;
       for (std::size_t i = 0; i < s.current.size(); ++i) {
@@ -952,6 +1057,13 @@ struct Simulation::Impl {
         s.halo_fields[at++] = s.current[i].get();
       }
     }
+  }
+
+  // Fills the state halos of node `s` from the neighbouring ranks (and locally on axes that are
+  // not split).
+  void exchange_halos(NodeState& s) {
+    const auto start = Clock::now();
+    prepare_exchange(s);
     s.exchanger->fill(s.halo_fields, exchange_mode);
     exchange.seconds += std::chrono::duration<double>(Clock::now() - start).count();
     ++exchange.exchanges;

@@ -19,6 +19,8 @@ run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 6
   --output "$sandbox/out"
 expect_code 0 "a warm sharded job with --exchange overlap"
 expect_out '; 0 compiles for the job$' "a warm sharded job compiles nothing"
+expect_out '^  2 ranks, sharded along x, halo exchange \(overlap\) [0-9.]+ s per rank, 60 of 60 steps with the interior updated during the transfers$' \
+  "every step of an overlapped heat run updates the interior while halos are in flight"
 
 run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 30 \
   --checkpoint "$sandbox/heat.ckpt" --output "$sandbox/out"

@@ -1,6 +1,6 @@
 // The sharded runtime under mpiexec: sharded runs equal the serial run bit for bit (uneven
-// splits, one to three sharded axes), halo semantics, overlap equals sync, construction checks
-// raise the same error on every rank, and a cold job compiles once.
+// splits, one to three sharded axes), halo semantics, overlap equals sync (and really overlaps),
+// construction checks raise the same error on every rank, and a cold job compiles once.
 #include "harness.hpp"
 #include "job.hpp"
 
@@ -61,10 +61,11 @@ bool close(double a, double b, double tolerance) {
 
 // Runs `nodes` sharded and, on rank 0, serially; the gathered fields must equal the serial ones
 // bit for bit, the integrals to round-off (the ranks' partial sums are added in another order).
-void equals_serial(const NodeList& nodes, std::vector<int> axes, std::int64_t steps) {
+void equals_serial(const NodeList& nodes, std::vector<int> axes, std::int64_t steps,
+                   ExchangeMode mode = ExchangeMode::sync) {
   const auto cache = job_sandbox();
   auto engine = make_engine(cache / "sharded");
-  Simulation simulation(*engine, nodes, sharded(std::move(axes)));
+  Simulation simulation(*engine, nodes, sharded(std::move(axes), mode));
   simulation.step(steps);
   const Simulation whole = simulation.gathered();
   if (comm()->rank() != 0) {
@@ -85,6 +86,39 @@ void equals_serial(const NodeList& nodes, std::vector<int> axes, std::int64_t st
       MPI_CHECK(close(mine[i], theirs[i], 1e-12));
     }
   }
+}
+
+// Whether overlap mode should update interiors while transfers are in flight.
+enum class Overlapped { when_sharded, never };
+
+// Runs `nodes` in sync and in overlap mode over the same ranks: the states must be equal bit for
+// bit, the integrals to round-off (overlap adds three calls' partial sums), and overlap must
+// have overlapped every node step whenever there is a neighbour to wait for (and sync never).
+void overlap_equals_sync(const NodeList& nodes, std::vector<int> axes, std::int64_t steps,
+                         Overlapped expect) {
+  auto engine = make_engine(job_sandbox());
+  Simulation sync(*engine, nodes, sharded(axes, ExchangeMode::sync));
+  Simulation overlap(*engine, nodes, sharded(axes, ExchangeMode::overlap));
+  sync.step(steps);
+  overlap.step(steps);
+  for (const auto& node : nodes) {
+    for (const auto& f : node->state_fields()) {
+      MPI_CHECK(
+          sync.field(node->name(), f.name).interior_equals(overlap.field(node->name(), f.name)));
+    }
+    const auto a = sync.integrals(node->name());
+    const auto b = overlap.integrals(node->name());
+    MPI_CHECK(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+      MPI_CHECK(close(a[i], b[i], 1e-12));
+    }
+  }
+  const std::int64_t node_steps = steps * static_cast<std::int64_t>(nodes.size());
+  MPI_CHECK(sync.exchange_stats().exchanges == node_steps);
+  MPI_CHECK(sync.exchange_stats().overlapped == 0);
+  MPI_CHECK(overlap.exchange_stats().exchanges == node_steps);
+  const bool neighbours = comm()->size() > 1 && expect == Overlapped::when_sharded;
+  MPI_CHECK(overlap.exchange_stats().overlapped == (neighbours ? node_steps : 0));
 }
 
 // The error every rank raised, checked to be the same text everywhere.
@@ -185,19 +219,36 @@ MPI_TEST_CASE("sharded pipe-flow over x and y (D3Q19 edges and corners) equals t
   equals_serial(builtin("pipe-flow", {13, 10, 10}), {0, 1}, 15);
 }
 
-MPI_TEST_CASE("overlap exchange equals sync bit for bit") {
-  const auto cache = job_sandbox();
-  auto engine = make_engine(cache);
-  const auto nodes = builtin("pipe-flow", {13, 10, 10});
-  Simulation sync(*engine, nodes, sharded({0, 1}, ExchangeMode::sync));
-  Simulation overlap(*engine, nodes, sharded({0, 1}, ExchangeMode::overlap));
-  sync.step(10);
-  overlap.step(10);
-  MPI_CHECK(sync.field("pipe-flow", "f").interior_equals(overlap.field("pipe-flow", "f")));
-  const auto a = sync.integrals("pipe-flow");
-  const auto b = overlap.integrals("pipe-flow");
-  MPI_CHECK(std::equal(a.begin(), a.end(), b.begin(), b.end()));
-  MPI_CHECK(sync.exchange_stats().exchanges == 10);
+MPI_TEST_CASE("overlap equals sync bit for bit: heat, nx=13 split unevenly along x") {
+  overlap_equals_sync(builtin("heat", {13, 8, 8}), {0}, 12, Overlapped::when_sharded);
+}
+
+MPI_TEST_CASE("overlap equals sync bit for bit: periodic heat over x and z") {
+  // Over 4 ranks the last sharded axis, z (the innermost loop), is the one overlapped.
+  overlap_equals_sync(builtin("heat", {9, 6, 13}, {{"boundary", "periodic"}}), {0, 2}, 8,
+                      Overlapped::when_sharded);
+}
+
+MPI_TEST_CASE("overlap equals sync bit for bit: heat over x and y") {
+  overlap_equals_sync(builtin("heat", {9, 13, 6}), {0, 1}, 8, Overlapped::when_sharded);
+}
+
+MPI_TEST_CASE("overlap equals sync bit for bit: pipe-flow along x") {
+  overlap_equals_sync(builtin("pipe-flow", {13, 10, 10}), {0}, 10, Overlapped::when_sharded);
+}
+
+MPI_TEST_CASE("overlap equals sync bit for bit: pipe-flow over x and y (edges and corners)") {
+  overlap_equals_sync(builtin("pipe-flow", {13, 10, 10}), {0, 1}, 10, Overlapped::when_sharded);
+}
+
+MPI_TEST_CASE("overlap falls back to one kernel call when shards are too thin for an interior") {
+  // Shards of at most 2 cells with a halo of 1: every cell reads a halo.
+  const std::int64_t nx = std::max(3, 2 * comm()->size());
+  overlap_equals_sync(builtin("heat", {nx, 6, 6}), {0}, 6, Overlapped::never);
+}
+
+MPI_TEST_CASE("overlap equals the serial run bit for bit") {
+  equals_serial(builtin("pipe-flow", {13, 10, 10}), {0, 1}, 8, ExchangeMode::overlap);
 }
 
 MPI_TEST_CASE("halo width 2: edge repeats the boundary cell, periodic wraps, at any rank count") {
@@ -221,6 +272,8 @@ MPI_TEST_CASE("halo width 2: edge repeats the boundary cell, periodic wraps, at 
         MPI_CHECK(whole.field("probe", "index").at<double>(i) == static_cast<double>(i));
       }
       MPI_CHECK(simulation.integrals("probe")[0] == nx * (nx + 1) / 2.0);
+      // The probe's kernel loops over the whole interior itself: never called on a box.
+      MPI_CHECK(simulation.exchange_stats().overlapped == 0);
     }
   }
 }

@@ -157,3 +157,32 @@ TEST_CASE("names must be identifiers, unreserved and unique") {
   CHECK(contains(usage_error([&] { (void)w.finish(); }), "no body was written"));
   CHECK(contains(usage_error([&] { w.comment("two\nlines"); }), "line break"));
 }
+
+TEST_CASE("a kernel that updates a box gets its bounds per domain axis, and says so in the text") {
+  const std::string plain = heat_like(ExtentMode::compiled).finish().body();
+  CHECK_FALSE(heat_like(ExtentMode::compiled).updates_box());
+  CHECK_FALSE(contains(plain, "update_begin"));
+  KernelWriter w = heat_like(ExtentMode::compiled);
+  w.update_box();
+  CHECK(w.updates_box());
+  const std::string text = w.finish().body();
+  CHECK(contains(text, "// updates the box args->update_begin .. update_end"));
+  CHECK(contains(text, "const uw_i64 nx_begin = args->update_begin[0];"));
+  CHECK(contains(text, "const uw_i64 nz_end = args->update_end[2];"));
+  // Part of the text, so part of the key: the promise travels with the kernel.
+  CHECK(text != plain);
+}
+
+TEST_CASE("update_box needs a domain extent and claims the names of its bounds") {
+  KernelWriter none("probe");
+  CHECK(contains(usage_error([&] { none.update_box(); }), "no domain extent is declared"));
+  KernelWriter clash("probe");
+  (void)clash.domain_extent(0, "nx", 8, ExtentMode::compiled);
+  (void)clash.extent("nx_end", 3, ExtentMode::compiled);
+  CHECK(contains(usage_error([&] { clash.update_box(); }), "\"nx_end\" clashes"));
+  KernelWriter later("probe");
+  (void)later.domain_extent(0, "nx", 8, ExtentMode::compiled);
+  later.update_box();
+  CHECK(contains(usage_error([&] { (void)later.extent("nx_begin", 3, ExtentMode::compiled); }),
+                 "\"nx_begin\" clashes"));
+}

@@ -355,7 +355,8 @@ int run_command(const std::vector<std::string>& argv) {
 
   // Sharded: every rank gathers the whole state and checks it (so every rank exits alike);
   // rank 0 writes the files.
-  const auto exchange_seconds = simulation->exchange_stats().seconds;
+  const auto exchange_stats = simulation->exchange_stats();
+  const auto exchange_seconds = exchange_stats.seconds;
   const runtime::Simulation whole = simulation->gathered();
   const nodes::Verdict verdict = node.check(whole, trace);
   std::vector<std::filesystem::path> outputs;
@@ -393,6 +394,8 @@ int run_command(const std::vector<std::string>& argv) {
     report["shard"] = shard ? *shard : "";
     report["exchange"] = exchange;
     report["halo_seconds"] = halo_seconds;
+    // The same on every rank: the ranks agree on whether and where to overlap.
+    report["overlapped_steps"] = exchange_stats.overlapped;
     report["kernels"] = nlohmann::json::array();
     for (const auto& k : simulation->kernels()) {
       report["kernels"].push_back({{"node", k.node},
@@ -436,7 +439,12 @@ int run_command(const std::vector<std::string>& argv) {
               << (ranks > 1 ? " for the job" : "") << "\n";
     if (options.comm != nullptr) {
       std::cout << "  " << ranks << " ranks, sharded along " << *shard << ", halo exchange ("
-                << exchange << ") " << fixed(halo_seconds, 3) << " s per rank\n";
+                << exchange << ") " << fixed(halo_seconds, 3) << " s per rank";
+      if (exchange == "overlap") {
+        std::cout << ", " << exchange_stats.overlapped << " of " << exchange_stats.exchanges
+                  << " steps with the interior updated during the transfers";
+      }
+      std::cout << "\n";
     }
     std::cout << "integrals (step " << simulation->steps_taken() << ")\n";
     for (std::size_t i = 0; i < integral_names.size(); ++i) {

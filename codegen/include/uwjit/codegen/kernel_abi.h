@@ -1,4 +1,4 @@
-/* uwjit kernel ABI: the one struct a compiled kernel receives. Version 1.
+/* uwjit kernel ABI: the one struct a compiled kernel receives. Version 2.
  *
  * This file is both a public header (hosts fill the struct) and the first text of every kernel's
  * source, so any change to it changes every cache key. It is plain C, free of #include.
@@ -20,12 +20,21 @@
  * | shard_offset   | per axis: global index of this shard's first interior cell (0 serially)  |
  * | shard_extent   | per axis: this shard's interior extent                                   |
  * | global_extent  | per axis: the whole domain's interior extent                             |
+ * | update_begin   | per axis: the first local interior index this call updates (see below)   |
+ * | update_end     | per axis: one past the last index this call updates                      |
  * | integrals      | per integral slot: this shard's partial sum, written by the kernel       |
+ *
+ * Per-axis arrays hold the domain axes first; entries past the last domain axis are 0. The
+ * update box is the whole local interior, [0, shard_extent), unless the kernel declared that it
+ * honours the box (KernelWriter::update_box()): such a kernel updates exactly the cells of the
+ * box and sums its integrals over them only, and a runtime may call it several times per step
+ * on boxes that tile the interior (the interior while halos are in flight, then the boundary).
+ * Version 2 added update_begin and update_end.
  */
 #ifndef UWJIT_KERNEL_ABI_H
 #define UWJIT_KERNEL_ABI_H
 
-#define UWJIT_KERNEL_ABI_VERSION 1
+#define UWJIT_KERNEL_ABI_VERSION 2
 #define UWJIT_MAX_AXES 3
 #define UWJIT_KERNEL_OK 0
 
@@ -52,6 +61,8 @@ typedef struct uwjit_kernel_args {
   uw_i64 shard_offset[UWJIT_MAX_AXES];
   uw_i64 shard_extent[UWJIT_MAX_AXES];
   uw_i64 global_extent[UWJIT_MAX_AXES];
+  uw_i64 update_begin[UWJIT_MAX_AXES];
+  uw_i64 update_end[UWJIT_MAX_AXES];
   double* integrals;
 } uwjit_kernel_args;
 

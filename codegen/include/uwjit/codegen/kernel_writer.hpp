@@ -78,7 +78,8 @@ struct BufferDecl {
 /// loops that sum it still vectorise: its last bits depend on the kernel (the CPU, the extents),
 /// not only on the data; everything else in the kernel is evaluated in strict order. The text may
 /// `return` a non-zero status of its own (the integrals are not stored then); it must not return
-/// UWJIT_KERNEL_OK itself.
+/// UWJIT_KERNEL_OK itself. A kernel that calls update_box() gets, per domain extent `nx`, the
+/// locals `nx_begin` and `nx_end` (args->update_begin/update_end): the box it must update.
 ///
 /// The output is deterministic: declarations in their order, numbers through literal(), no
 /// addresses, no macros (nothing leaks from one kernel to the next), no standard headers.
@@ -133,6 +134,18 @@ public:
   /// constant without halo (e.g. the weights of a network). Throws Error(usage) if `key` was not
   /// provided.
   void static_array(std::string key);
+
+  /// Declares that the kernel updates exactly the cells of the box args->update_begin ..
+  /// update_end (and sums its integrals over those cells only), through the locals `nx_begin`
+  /// and `nx_end` this gives each domain extent `nx`, e.g. `for (uw_i64 i = nx_begin; i <
+  /// nx_end; ++i)`. A runtime may then call the kernel several times per step on boxes that tile
+  /// the interior, e.g. to update the interior while halos are still in flight; without it, the
+  /// kernel is called once per step on the whole interior. Declare the domain extents first;
+  /// Error(usage) if there are none or the names clash.
+  void update_box();
+
+  /// Whether update_box() was declared.
+  [[nodiscard]] bool updates_box() const noexcept { return m_update_box; }
 
   /// Declares a domain integral `name`: a local sum the kernel text adds to.
   /// Throws Error(usage) if restrict_outputs is in force and `name` is not among its integrals.
@@ -190,6 +203,7 @@ private:
   std::string m_helpers;
   std::string m_body;
   int m_runtime_extents = 0;
+  bool m_update_box = false;
   int m_domain[3] = {-1, -1, -1};
 };
 

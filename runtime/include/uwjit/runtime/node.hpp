@@ -77,10 +77,12 @@ public:
   /// domain_integral_fields(). The node declares its outputs (writer.state_out(field),
   /// writer.integral(name)), the static arrays it reads, and the body. The kernel must write
   /// every interior cell of each state field it outputs; fields it does not output keep their
-  /// values. It reads shard information from args->shard_offset/shard_extent/global_extent and
-  /// must not depend on their values being serial ones (a sharded runtime will pass others).
-  /// Take static shapes from writer.provided_shape(key), not from static_data(): a Simulation
-  /// may rebind other arrays.
+  /// values. A kernel that declares writer.update_box() must instead write exactly the cells of
+  /// the box it is given (nx_begin..nx_end per axis) and sum its integrals over them: a sharded
+  /// runtime in ExchangeMode::overlap then calls it on several boxes per step. It reads shard
+  /// information from args->shard_offset/shard_extent/global_extent and must not depend on their
+  /// values being serial ones (a sharded runtime will pass others). Take static shapes from
+  /// writer.provided_shape(key), not from static_data(): a Simulation may rebind other arrays.
   virtual void emit_update(codegen::KernelWriter& writer) const = 0;
 
   /// The static data, built once by build_static_data() and kept; returned by reference.

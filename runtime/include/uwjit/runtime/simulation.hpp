@@ -17,9 +17,24 @@
 
 namespace uwjit::runtime {
 
-/// How a sharded simulation exchanges halos each step: `sync` sends and receives each field's
-/// layers with blocking calls; `overlap` starts every transfer of an axis (all fields, both
-/// directions) before waiting for any. Both give the same state, bit for bit.
+/// How a sharded simulation exchanges halos each step.
+///
+/// `sync`: each axis's layers are sent and received with blocking calls, then the kernel is
+/// called once on the whole local interior.
+///
+/// `overlap`: for a node whose kernel updates the box it is given (KernelWriter::update_box(),
+/// as the built-in heat and pipe-flow kernels do), the halos of every axis but one, A, are
+/// filled first; then A's receives are posted and its layers packed and sent, the kernel
+/// updates the cells that read no halo of A while those transfers are in flight, the runtime
+/// waits and unpacks, and the kernel updates the two boundary slabs along A (halo-width thick).
+/// A is the last sharded axis whose narrowest shard is wider than twice its halo; every rank
+/// picks the same. A node whose kernel does not update a box, or whose shards are too thin on
+/// every sharded axis, is stepped with one kernel call after all halos are filled (every
+/// transfer of an axis, all fields and both directions, started before waiting for any).
+///
+/// Both modes give the same state, bit for bit: each cell is computed by the same code from the
+/// same inputs. A domain integral that overlap computes as the sum of three calls' partial sums
+/// is reassociated, so it may differ from sync's in the last bits (relative ~1e-12 or less).
 enum class ExchangeMode { sync, overlap };
 
 /// "sync" or "overlap".
@@ -65,10 +80,16 @@ struct ShardInfo {
   std::vector<std::int64_t> global; ///< the whole domain's extent, per axis
 };
 
-/// Time spent in halo exchanges of state (seconds, this rank), and the exchanges done.
+/// Halo exchanges of state on this rank, summed over nodes and steps.
 struct ExchangeStats {
+  /// Time spent exchanging (seconds): packing, transfers, waiting, unpacking; not the kernel
+  /// calls that overlap mode makes while transfers are in flight.
   double seconds = 0;
+  /// Node steps whose halos were exchanged.
   std::int64_t exchanges = 0;
+  /// Of those, node steps in which the kernel updated the interior while halo transfers were in
+  /// flight (overlap mode only).
+  std::int64_t overlapped = 0;
 };
 
 /// One node's kernel request: which node, its source, and what the engine did (key, tier,
@@ -125,9 +146,11 @@ inline constexpr std::uint32_t k_checkpoint_version = 1;
 /// (Error(usage) with a comm of more than one rank); gathered() gives a serial snapshot of the
 /// whole domain that can be checked or written. Construction emits every node's kernel and requests
 /// all of them from the engine up front; distinct kernels compile in parallel. A step fills each
-/// node's halos, calls its kernel on ping-pong state buffers and keeps the domain integrals; it
-/// allocates nothing. Not thread-safe: use one thread per Simulation. The engine must outlive
-/// the simulation.
+/// node's halos, calls its kernel on ping-pong state buffers (sharded in overlap mode, possibly
+/// in three calls on boxes that tile the interior; see ExchangeMode) and keeps the domain
+/// integrals; serially it allocates nothing (sharded, halo buffers are sized on the first step
+/// and reused; the communicator's request handles are its own). Not thread-safe: use one thread per
+/// Simulation. The engine must outlive the simulation.
 class Simulation {
 public:
   /// Validates every node (names unique, 1-3 domain axes, per-axis lists of the right length,
@@ -164,7 +187,7 @@ public:
   /// The replicate arrays this rank shares with its node (see SimulationOptions::share_on_node).
   [[nodiscard]] NodeShared node_shared() const;
 
-  /// Time this rank spent exchanging state halos, since construction.
+  /// This rank's state halo exchanges since construction: time, count, overlapped steps.
   [[nodiscard]] ExchangeStats exchange_stats() const noexcept;
 
   /// A serial snapshot of the whole simulation: every node's state gathered from the ranks, the
