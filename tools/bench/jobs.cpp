@@ -292,9 +292,13 @@ void memory_section(const Options& options, Report& report) {
                           np, number_text(table_mb)),
          .unit = "MB",
          .value = series.summary("shared_replicate_job_pss_mb"),
-         .command = command,
-         .note = format("a private copy per rank instead: {} MB",
-                        number_text(series.summary("private_replicate_job_pss_mb").median))});
+         .command = command});
+    report.add(
+        {.section = "memory",
+         .figure = format("np {}: the same with a private copy per rank (share_on_node off)", np),
+         .unit = "MB",
+         .value = series.summary("private_replicate_job_pss_mb"),
+         .command = command});
   }
   for (const auto& kernel : kernels) {
     report.add({.section = "memory",
