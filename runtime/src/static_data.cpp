@@ -73,11 +73,10 @@ StaticArray::StaticArray(std::string key, std::shared_ptr<const void> data, Dtyp
                          std::optional<int> shard_axis)
     : m_key(std::move(key)), m_data(std::move(data)), m_dtype(dtype), m_shape(std::move(shape)),
       m_replication(replication), m_shard_axis(shard_axis) {
+  validate();
   if (m_data == nullptr) {
-    validate(); // the other rules are reported first
     reject(m_key, "the data pointer is null");
   }
-  validate();
 }
 
 StaticArray::StaticArray(std::string key, std::function<void(std::span<std::byte>)> fill,
