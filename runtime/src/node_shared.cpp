@@ -92,7 +92,7 @@ std::string compute_into(const std::vector<SharedCandidate>& candidates,
                     static_cast<int>(kind), job_rank, candidates[i].node, array.key(), what);
     };
     try {
-      StaticPlacement::computed_here(array, {address, bytes}, segments[i].mapping);
+      StaticPlacement::place(array, {address, bytes}, segments[i].mapping);
     } catch (const Error& error) {
       return failed(error.kind(), error.what());
     } catch (const std::exception& error) {
@@ -109,7 +109,7 @@ std::string compute_into(const std::vector<SharedCandidate>& candidates,
 // The node's other ranks: maps the segments read-only and adopts them; an array whose segment
 // cannot be mapped stays private (outcome.kept_private says why).
 void adopt_segments(const std::vector<SharedCandidate>& candidates,
-                    const std::vector<std::string>& names, SharedOutcome& outcome) {
+                    const std::vector<std::string>& names, NodeShared& outcome) {
   std::string& why = outcome.kept_private;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const StaticArray& array = *candidates[i].array;
@@ -129,7 +129,7 @@ void adopt_segments(const std::vector<SharedCandidate>& candidates,
     }
     ::close(fd);
     if (mapping != nullptr && StaticPlacement::adopt(array, std::move(mapping))) {
-      outcome.shared += 1;
+      outcome.arrays += 1;
       outcome.bytes += static_cast<std::int64_t>(array.size_bytes());
     }
   }
@@ -146,8 +146,8 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 } // namespace
 
-SharedOutcome share_on_node(const std::vector<SharedCandidate>& candidates, engine::Comm& job) {
-  SharedOutcome outcome;
+NodeShared share_on_node(const std::vector<SharedCandidate>& candidates, engine::Comm& job) {
+  NodeShared outcome;
   std::string listing;
   for (const auto& candidate : candidates) {
     listing +=
@@ -180,7 +180,7 @@ SharedOutcome share_on_node(const std::vector<SharedCandidate>& candidates, engi
   if (lines.front() == "ok") {
     if (node->rank() == 0) {
       for (const auto& candidate : candidates) {
-        outcome.shared += 1;
+        outcome.arrays += 1;
         outcome.bytes += static_cast<std::int64_t>(candidate.array->size_bytes());
       }
     } else {

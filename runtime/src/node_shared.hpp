@@ -3,9 +3,9 @@
 #pragma once
 
 #include <uwjit/engine/comm.hpp>
+#include <uwjit/runtime/simulation.hpp>
 #include <uwjit/runtime/static_data.hpp>
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,13 +17,6 @@ struct SharedCandidate {
   const StaticArray* array = nullptr;
 };
 
-/// What share_on_node() did on this rank.
-struct SharedOutcome {
-  std::int64_t shared = 0;  ///< arrays whose contents live in the node's shared memory
-  std::int64_t bytes = 0;   ///< their bytes (one copy per node)
-  std::string kept_private; ///< why arrays stay private to each rank (empty: none do)
-};
-
 /// Gives every array of `candidates` (computed, replicate; in the same order on every rank) one
 /// copy per node: the node's first rank creates a shared-memory object per array, computes the
 /// array into it and makes it read-only; the node's other ranks map it read-only and adopt it
@@ -32,9 +25,9 @@ struct SharedOutcome {
 ///
 /// Never hangs and never fails for want of shared memory: if the ranks list different candidates,
 /// or the shared memory cannot be made or mapped, the arrays stay private (each rank computes
-/// its own when they are first needed) and the outcome says why. If a fill throws on a node's
-/// first rank, every rank of the job throws the same Error (the fill's kind if it threw an
+/// its own when they are first needed) and the returned NodeShared says why. If a fill throws on a
+/// node's first rank, every rank of the job throws the same Error (the fill's kind if it threw an
 /// Error, else usage), naming that rank, the node and the array.
-SharedOutcome share_on_node(const std::vector<SharedCandidate>& candidates, engine::Comm& job);
+NodeShared share_on_node(const std::vector<SharedCandidate>& candidates, engine::Comm& job);
 
 } // namespace uwjit::runtime::detail

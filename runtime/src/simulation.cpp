@@ -796,8 +796,7 @@ struct Simulation::Impl {
         }
       }
     }
-    const auto outcome = detail::share_on_node(candidates, comm);
-    node_shared = {outcome.shared, outcome.bytes, outcome.kept_private};
+    node_shared = detail::share_on_node(candidates, comm);
   }
 
   // Requests every kernel; distinct keys in parallel, repeats afterwards (memory hits).

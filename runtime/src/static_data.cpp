@@ -152,21 +152,20 @@ const std::shared_ptr<const void>& StaticArray::shared_data() const {
   return p.contents;
 }
 
-bool detail::StaticPlacement::computed_here(const StaticArray& array, std::span<std::byte> storage,
-                                            const std::shared_ptr<const void>& owner) {
+void detail::StaticPlacement::place(const StaticArray& array, std::span<std::byte> storage,
+                                    const std::shared_ptr<const void>& owner) {
   UWJIT_ASSERT(array.m_production != nullptr && storage.size() == array.size_bytes(),
                "placement of a computed array into storage of its size");
   StaticArray::Production& p = *array.m_production;
-  bool computed = false;
+  bool filled = false;
   std::call_once(p.once, [&] {
     p.fill(storage);
     p.contents = std::shared_ptr<const void>(owner, storage.data());
-    computed = true;
+    filled = true;
   });
-  if (!computed) {
+  if (!filled) {
     std::memcpy(storage.data(), p.contents.get(), storage.size());
   }
-  return computed;
 }
 
 bool detail::StaticPlacement::adopt(const StaticArray& array,

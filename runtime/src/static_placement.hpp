@@ -12,11 +12,10 @@ namespace uwjit::runtime::detail {
 
 struct StaticPlacement {
   /// Makes `storage` (writable, array.size_bytes() long, kept alive by `owner`) the contents of
-  /// computed `array`: fills it if the contents were not computed yet in this process (and
-  /// returns true), else copies them into it (false: the array keeps its own copy). Throws what
-  /// the fill throws.
-  static bool computed_here(const StaticArray& array, std::span<std::byte> storage,
-                            const std::shared_ptr<const void>& owner);
+  /// computed `array` by filling it; if the contents were computed already in this process,
+  /// copies them into it instead (the array keeps its own copy). Throws what the fill throws.
+  static void place(const StaticArray& array, std::span<std::byte> storage,
+                    const std::shared_ptr<const void>& owner);
   /// Makes `contents` (array.size_bytes() bytes that hold what the fill would write) the
   /// contents of computed `array` without calling its fill, unless they were computed already
   /// (then returns false and the array keeps its own copy).
