@@ -6,6 +6,7 @@
 #include <uwjit/common/log.hpp>
 
 #include "byte_io.hpp"
+#include "cpu_executor.hpp"
 #include "halo_exchange.hpp"
 #include "node_shared.hpp"
 #include "parallel.hpp"
@@ -210,7 +211,7 @@ struct Binding {
   std::vector<std::unique_ptr<Field>> padded; // halo-padded copies of static arrays
   std::vector<uw_i64> extents;                // run-time extents, slot order
   std::vector<std::size_t> integral_slot;     // declared integral -> kernel slot
-  std::vector<double> kernel_integrals;       // kernel slot order
+  std::vector<double> kernel_integrals;       // kernel slot order: one step's sums
 };
 
 // Fills the halos of a padded static array; domain_axes[a] is the domain axis of its axis a
@@ -335,8 +336,7 @@ struct NodeState {
   uwjit_kernel_args args{};
   // Overlap mode: the domain axis whose halos are exchanged while the kernel updates the cells
   // that do not read them (the same axis on every rank), or -1 to call the kernel once per step.
-  int overlap_axis = -2;                 // -2: not yet chosen
-  std::vector<double> overlap_integrals; // overlap mode: the partial sums of one step's calls
+  int overlap_axis = -2; // -2: not yet chosen
 
   // Points the ABI struct at the binding's tables; called whenever the binding changes.
   void wire() {
@@ -360,7 +360,7 @@ struct NodeState {
     args.state_out = out_ptrs.data();
     args.statics = binding.statics.data();
     args.extents = binding.extents.data();
-    args.integrals = binding.kernel_integrals.data();
+    args.integrals = nullptr; // the executor gives each call a table of its own
     args.dt = layout.dt;
     for (std::size_t d = 0; d < layout.domain.size(); ++d) {
       args.shard_offset[d] = shard.offset[d];
@@ -690,7 +690,8 @@ struct Simulation::Impl {
   ExchangeMode exchange_mode = ExchangeMode::sync;
   ExchangeStats exchange;
   NodeShared node_shared;
-  bool snapshot = false; // a gathered snapshot: no kernels, cannot step
+  bool snapshot = false;                       // a gathered snapshot: no kernels, cannot step
+  std::optional<detail::CpuExecutor> executor; // not for a snapshot
 
   // compute: the nodes' initial state; skip: zeros (restore fills it); snapshot: zeros and no
   // kernels requested.
@@ -700,8 +701,21 @@ struct Simulation::Impl {
        const SimulationOptions& options, Init init)
       : engine(&e), nodes(std::move(list)), exchange_mode(options.exchange),
         snapshot(init == Init::snapshot) {
+    if (options.threads < 0) {
+      throw Error(
+          ErrorKind::usage,
+          format("simulation: threads must be 0 (the default) or more, not {}", options.threads));
+    }
     if (options.comm != nullptr && init != Init::snapshot) {
       decomposition = Decomposition::make(options);
+    }
+    if (init != Init::snapshot) {
+      int threads = options.threads;
+      if (threads == 0) {
+        // The node's ranks share its cores (a collective call, as construction is).
+        threads = detail::default_threads(decomposition ? options.comm->split_node()->size() : 1);
+      }
+      executor.emplace(threads);
     }
     std::set<std::string> names;
     for (const auto& node : nodes) {
@@ -915,8 +929,8 @@ struct Simulation::Impl {
       }
     }
     bind_state(s);
-    s.args.step = steps;
-    const int status = (*s.binding.kernel)(s.args);
+    std::fill(s.binding.kernel_integrals.begin(), s.binding.kernel_integrals.end(), 0.0);
+    const int status = call_kernel(s);
     check_status(s, status);
     for (std::size_t i = 0; i < s.integrals.size(); ++i) {
       s.integrals[i] = s.binding.kernel_integrals[s.binding.integral_slot[i]];
@@ -962,12 +976,11 @@ struct Simulation::Impl {
     bind_state(s);
     const std::int64_t h = s.layout.halo[axis];
     const std::int64_t n = s.shard.extent[axis];
-    // Sized on the first step, like the halo buffers; the step's integrals replace the last
-    // ones only if every call succeeds.
-    s.overlap_integrals.assign(s.integrals.size(), 0.0);
+    // The step's integrals replace the last ones only if every call succeeds.
+    std::fill(s.binding.kernel_integrals.begin(), s.binding.kernel_integrals.end(), 0.0);
     s.args.update_begin[axis] = h;
     s.args.update_end[axis] = n - h;
-    const int interior = call_kernel(s, s.overlap_integrals);
+    const int interior = call_kernel(s);
     const auto waiting = Clock::now();
     // Even after a failed call: no transfer may outlive the step.
     s.exchanger->finish_fill(s.halo_fields);
@@ -979,17 +992,19 @@ struct Simulation::Impl {
     if (status == UWJIT_KERNEL_OK) {
       s.args.update_begin[axis] = 0;
       s.args.update_end[axis] = h;
-      status = call_kernel(s, s.overlap_integrals);
+      status = call_kernel(s);
     }
     if (status == UWJIT_KERNEL_OK) {
       s.args.update_begin[axis] = n - h;
       s.args.update_end[axis] = n;
-      status = call_kernel(s, s.overlap_integrals);
+      status = call_kernel(s);
     }
     s.args.update_begin[axis] = 0;
     s.args.update_end[axis] = n;
     check_status(s, status);
-    std::copy(s.overlap_integrals.begin(), s.overlap_integrals.end(), s.integrals.begin());
+    for (std::size_t i = 0; i < s.integrals.size(); ++i) {
+      s.integrals[i] = s.binding.kernel_integrals[s.binding.integral_slot[i]];
+    }
     finish_step(s);
   }
 
@@ -1003,17 +1018,12 @@ struct Simulation::Impl {
     }
   }
 
-  // Calls the kernel on the box in s.args and, if it succeeds, adds its integrals to `sums`
-  // (declared order); returns its status.
-  int call_kernel(NodeState& s, std::span<double> sums) {
+  // Calls the kernel on the box in s.args, through the executor's threads, and, if it succeeds,
+  // adds its integrals to s.binding.kernel_integrals (kernel slot order); returns its status.
+  int call_kernel(NodeState& s) {
     s.args.step = steps;
-    const int status = (*s.binding.kernel)(s.args);
-    if (status == UWJIT_KERNEL_OK) {
-      for (std::size_t i = 0; i < sums.size(); ++i) {
-        sums[i] += s.binding.kernel_integrals[s.binding.integral_slot[i]];
-      }
-    }
-    return status;
+    return executor->call(*s.binding.kernel, s.args, s.layout.domain.size(),
+                          s.writer && s.writer->updates_box(), s.binding.kernel_integrals);
   }
 
   void check_status(const NodeState& s, int status) const {
@@ -1108,6 +1118,10 @@ const ShardInfo& Simulation::shard(std::string_view node) const {
 
 NodeShared Simulation::node_shared() const {
   return m_impl->node_shared;
+}
+
+int Simulation::threads() const noexcept {
+  return m_impl->executor ? m_impl->executor->threads() : 1;
 }
 
 ExchangeStats Simulation::exchange_stats() const noexcept {

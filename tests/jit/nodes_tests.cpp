@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 #include <unistd.h>
 
 using uwjit::engine::Engine;
@@ -344,4 +345,40 @@ TEST_CASE("the registry knows the four nodes, their sizes and their params") {
       (void)uwjit::nodes::make("pipe-flow", "p",
                                with(uwjit::nodes::default_params("pipe-flow"), {{"radius", 12.0}})),
       doctest::Contains("param \"radius\""), uwjit::Error);
+}
+
+TEST_CASE("heat and pipe-flow give the same state and integrals bit for bit at 1, 2, 3 and 7 "
+          "threads") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  for (const auto& [type, size, steps] :
+       {std::tuple{"heat", std::vector<std::int64_t>{40, 36, 32}, 30},
+        std::tuple{"pipe-flow", std::vector<std::int64_t>{40, 24, 24}, 20}}) {
+    INFO(type);
+    auto node = uwjit::nodes::make(type, type, uwjit::nodes::sized_params(type, size));
+    Simulation one(engine, {node}, {.threads = 1});
+    one.step(steps);
+    CHECK(one.threads() == 1);
+    for (const int threads : {2, 3, 7}) {
+      INFO(threads << " threads");
+      Simulation many(engine, {node}, {.threads = threads});
+      CHECK(many.threads() == threads);
+      many.step(steps);
+      for (const auto& f : node->state_fields()) {
+        CHECK(many.field(type, f.name).interior_equals(one.field(type, f.name)));
+      }
+      CHECK(same_bits(many.integrals(std::size_t{0}), one.integrals(std::size_t{0})));
+    }
+  }
+}
+
+TEST_CASE("a negative thread count is a usage error") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  auto node = uwjit::nodes::make("heat", "heat", uwjit::nodes::default_params("heat"));
+  try {
+    Simulation simulation(engine, {node}, {.threads = -1});
+    FAIL("no error");
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::usage);
+    CHECK(std::string(error.what()).find("threads") != std::string::npos);
+  }
 }

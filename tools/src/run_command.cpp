@@ -53,6 +53,9 @@ ArgSpec run_spec() {
       .option("--shard", "x[,y[,z]]",
               "split the domain along these axes over the MPI ranks (run under mpirun)")
       .option("--exchange", "sync|overlap", "how sharded halos are exchanged", "sync")
+      .option("--threads", "N",
+              "threads per process (default: the cores it may use, shared among the ranks of "
+              "its node)")
       .flag("--json", "print the report as JSON on stdout")
       .flag("--print-kernel", "print the node's generated kernel source and stop")
       .positional("NODE", "heat, pipe-flow, fvm or mlp")
@@ -74,6 +77,16 @@ ArgSpec run_spec() {
               "heat.ckpt --steps 300\n"
               "  mpirun -np 4 uwjit run pipe-flow --shard x --exchange overlap");
   return spec;
+}
+
+int parse_threads(const std::string& text) {
+  int threads = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), threads);
+  if (ec != std::errc{} || end != text.data() + text.size() || threads < 1 || threads > 4096) {
+    throw Error(ErrorKind::usage,
+                format("run: --threads: expected a whole number from 1 to 4096, got \"{}\"", text));
+  }
+  return threads;
 }
 
 std::vector<std::int64_t> parse_size(const std::string& text) {
@@ -280,6 +293,9 @@ int run_command(const std::vector<std::string>& argv) {
   }
   options.exchange =
       exchange == "sync" ? runtime::ExchangeMode::sync : runtime::ExchangeMode::overlap;
+  if (const auto threads = args.get("--threads")) {
+    options.threads = parse_threads(*threads);
+  }
 #ifdef UWJIT_HAVE_MPI
   std::optional<mpi::Session> session;
   std::unique_ptr<engine::Comm> comm;
@@ -396,6 +412,7 @@ int run_command(const std::vector<std::string>& argv) {
     report["halo_seconds"] = halo_seconds;
     // The same on every rank: the ranks agree on whether and where to overlap.
     report["overlapped_steps"] = exchange_stats.overlapped;
+    report["threads"] = simulation->threads();
     report["kernels"] = nlohmann::json::array();
     for (const auto& k : simulation->kernels()) {
       report["kernels"].push_back({{"node", k.node},
@@ -436,7 +453,8 @@ int run_command(const std::vector<std::string>& argv) {
     std::cout << "steps\n  " << steps << " steps in " << fixed(seconds, 3)
               << " s: " << fixed(mlups, 2) << " MLUPS (" << node.updates_per_step()
               << " cell updates per step); " << compiles << " compile" << (compiles == 1 ? "" : "s")
-              << (ranks > 1 ? " for the job" : "") << "\n";
+              << (ranks > 1 ? " for the job" : "") << "; " << simulation->threads() << " thread"
+              << (simulation->threads() == 1 ? "" : "s") << (ranks > 1 ? " per rank" : "") << "\n";
     if (options.comm != nullptr) {
       std::cout << "  " << ranks << " ranks, sharded along " << *shard << ", halo exchange ("
                 << exchange << ") " << fixed(halo_seconds, 3) << " s per rank";

@@ -55,6 +55,14 @@ struct SimulationOptions {
   /// balanced factorisation, larger counts first (like MPI_Dims_create).
   std::vector<int> grid;
   ExchangeMode exchange = ExchangeMode::sync;
+  /// Threads that run each step's kernels (a persistent team, made once). 0: the cores this
+  /// process may use (its CPU affinity); when the launcher did not bind the process to cores,
+  /// they are shared among the ranks of its node. A kernel that honours its update box
+  /// (KernelWriter::update_box()) is called on slabs of the box spread over the threads; other
+  /// kernels run on one thread. The slabs depend only on the box, and integrals are summed slab
+  /// by slab in a fixed order, so state and integrals are the same bit for bit for any thread
+  /// count. Error(usage) if negative.
+  int threads = 0;
   /// Sharded: replicate static arrays made with StaticArray::computed() and at least
   /// share_min_bytes large are computed once per node, by the node's first rank, into shared
   /// memory that the node's other ranks map read-only: one copy per node instead of one per
@@ -186,6 +194,9 @@ public:
 
   /// The replicate arrays this rank shares with its node (see SimulationOptions::share_on_node).
   [[nodiscard]] NodeShared node_shared() const;
+
+  /// The threads that run each step's kernels on this rank (see SimulationOptions::threads).
+  [[nodiscard]] int threads() const noexcept;
 
   /// This rank's state halo exchanges since construction: time, count, overlapped steps.
   [[nodiscard]] ExchangeStats exchange_stats() const noexcept;

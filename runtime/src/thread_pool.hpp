@@ -1,0 +1,62 @@
+// ThreadPool: persistent worker threads for the step loop, made once, with no allocation and no
+// thread creation per call.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace uwjit::runtime::detail {
+
+/// A fixed team of `threads` threads: the caller of run() and threads - 1 workers that wait
+/// between calls. run(count, fn) calls fn(i) for every i in [0, count), each exactly once, spread
+/// over the team, and returns when all are done. Which thread runs which i is not fixed; callers
+/// that need deterministic results write per-index outputs and combine them in index order.
+///
+/// Exceptions never cross a thread: each is caught where it is thrown, and run() rethrows the one
+/// of the lowest index after every call has finished. Not reentrant; one caller at a time.
+class ThreadPool {
+public:
+  /// Starts threads - 1 workers (threads >= 1). If the system refuses a thread, the team is
+  /// smaller: size() says how many take part.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  /// The threads that take part in run(), the caller included.
+  [[nodiscard]] int size() const noexcept { return static_cast<int>(m_workers.size()) + 1; }
+
+  /// Calls fn(i) for i in [0, count) on the team and waits for all of them.
+  template <class Fn> void run(std::size_t count, Fn& fn) {
+    run_erased(count, &fn, [](void* context, std::size_t i) { (*static_cast<Fn*>(context))(i); });
+  }
+
+private:
+  using Call = void (*)(void* context, std::size_t index);
+  void run_erased(std::size_t count, void* context, Call call);
+  void work_loop();
+  // Takes indices of the current job until none is left; records the first failure.
+  void drain();
+
+  std::vector<std::thread> m_workers;
+  std::mutex m_mutex;
+  std::condition_variable m_wake; // workers wait for a new job (or the stop)
+  std::condition_variable m_idle; // the caller waits for the workers to leave the job
+  std::uint64_t m_generation = 0; // counts jobs, so that a worker joins each job once
+  bool m_stop = false;
+  int m_active = 0; // workers still inside the current job
+  // The current job; written by run_erased under the mutex before any worker may read it.
+  void* m_context = nullptr;
+  Call m_call = nullptr;
+  std::size_t m_count = 0;
+  std::size_t m_next = 0; // the next index to take (under the mutex: jobs are a few slabs)
+  std::size_t m_error_index = 0;
+  std::exception_ptr m_error;
+};
+
+} // namespace uwjit::runtime::detail

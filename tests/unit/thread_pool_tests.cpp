@@ -1,0 +1,91 @@
+// runtime/src: the persistent thread pool and the slab plan of the CPU executor.
+#include "cpu_executor.hpp"
+#include "thread_pool.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using uwjit::runtime::detail::plan_slabs;
+using uwjit::runtime::detail::ThreadPool;
+
+TEST_CASE("the pool runs every index exactly once, call after call, on several threads") {
+  ThreadPool pool(4);
+  REQUIRE(pool.size() == 4);
+  std::vector<std::atomic<int>> hits(257);
+  std::atomic<int> on_other_threads{0};
+  const auto caller = std::this_thread::get_id();
+  auto fn = [&](std::size_t i) {
+    hits[i]++;
+    if (std::this_thread::get_id() != caller) {
+      on_other_threads++;
+    }
+    // Long enough that the workers wake before the caller has taken every index.
+    volatile double x = 0;
+    for (int k = 0; k < 20000; ++k) {
+      x = x + 1.0;
+    }
+  };
+  for (int call = 0; call < 50; ++call) {
+    pool.run(hits.size(), fn);
+  }
+  for (const auto& h : hits) {
+    CHECK(h.load() == 50);
+  }
+  CHECK(on_other_threads.load() > 0);
+}
+
+TEST_CASE("an exception in a pool thread reaches the caller: the one of the lowest index") {
+  ThreadPool pool(3);
+  auto fn = [](std::size_t i) {
+    if (i == 5 || i == 17) {
+      throw std::runtime_error("index " + std::to_string(i));
+    }
+  };
+  CHECK_THROWS_WITH(pool.run(std::size_t{40}, fn), "index 5");
+  std::atomic<int> count{0};
+  auto ok = [&](std::size_t) { count++; };
+  pool.run(std::size_t{10}, ok); // the pool still works
+  CHECK(count.load() == 10);
+}
+
+TEST_CASE("a pool of one thread runs everything on the caller") {
+  ThreadPool pool(1);
+  CHECK(pool.size() == 1);
+  const auto caller = std::this_thread::get_id();
+  bool same = true;
+  auto fn = [&](std::size_t) { same = same && std::this_thread::get_id() == caller; };
+  pool.run(std::size_t{9}, fn);
+  CHECK(same);
+}
+
+TEST_CASE("slabs tile the box along its first wide axis and depend on the box alone") {
+  uwjit_kernel_args args{};
+  args.update_begin[0] = 0;
+  args.update_end[0] = 1; // one cell wide: not cut along it
+  args.update_begin[1] = 3;
+  args.update_end[1] = 131;
+  args.update_begin[2] = 0;
+  args.update_end[2] = 256;
+  const auto plan = plan_slabs(args, 3);
+  CHECK(plan.axis == 1);
+  CHECK(plan.count == 2); // 32768 cells, at least 16384 per slab
+  CHECK(plan.bound(0) == 3);
+  CHECK(plan.bound(plan.count) == 131);
+  for (std::int64_t s = 0; s < plan.count; ++s) {
+    CHECK(plan.bound(s) < plan.bound(s + 1));
+  }
+  args.update_end[2] = 1 << 20; // a large box: at most 64 slabs, no slab empty
+  const auto big = plan_slabs(args, 3);
+  CHECK(big.count == 64);
+  CHECK(big.bound(64) == 131);
+  // A small box is one slab.
+  args.update_end[2] = 8;
+  CHECK(plan_slabs(args, 3).count == 1);
+  // An empty box is one (empty) slab.
+  args.update_end[1] = 3;
+  CHECK(plan_slabs(args, 3).count == 1);
+}
