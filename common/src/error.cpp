@@ -16,6 +16,8 @@ std::string_view to_string(ErrorKind kind) noexcept {
     return "collective";
   case ErrorKind::internal:
     return "internal";
+  case ErrorKind::kernel:
+    return "kernel";
   }
   return "internal";
 }

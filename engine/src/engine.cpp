@@ -2,6 +2,7 @@
 
 #include <uwjit/cache/directory.hpp>
 #include <uwjit/cache/store.hpp>
+#include <uwjit/comm/verdict.hpp>
 #include <uwjit/common/env.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/log.hpp>
@@ -418,9 +419,9 @@ struct Engine::Impl {
     }
   }
 
-  std::vector<Kernel> collective(std::span<const codegen::KernelSource> sources, Comm& comm);
+  std::vector<Kernel> collective(std::span<const codegen::KernelSource> sources, comm::Comm& comm);
   Loaded adopt(const codegen::KernelSource& source, const cache::Key& key,
-               const std::string& object, const KernelInfo& root_info, Comm& comm);
+               const std::string& object, const KernelInfo& root_info, comm::Comm& comm);
 
   EngineOptions options;
   Compiler compiler;
@@ -531,7 +532,7 @@ LineDifference first_difference(const std::string& a, const std::string& b) {
 } // namespace
 
 std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSource> sources,
-                                             Comm& comm) {
+                                             comm::Comm& comm) {
   // 1. Every rank states its keys and which kernels it holds already; one all-gather.
   std::vector<cache::Key> keys;
   std::string mine;
@@ -682,26 +683,30 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
   if (failure) {
     throw *failure;
   }
-  for (std::size_t i = 0; i < sources.size(); ++i) {
-    if (fetched[i]) {
-      out.emplace_back(fetched[i]->entry, fetched[i]->code, fetched[i]->info);
-      continue;
+  // 6. Every rank loads what it received; a load failing on some ranks fails on every rank.
+  comm::together(comm, [&] {
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      if (fetched[i]) {
+        out.emplace_back(fetched[i]->entry, fetched[i]->code, fetched[i]->info);
+        continue;
+      }
+      if (!needed[i] || in_memory(keys[i])) {
+        const Loaded hit = request(sources[i], keys[i]);
+        out.emplace_back(hit.entry, hit.code, hit.info);
+        continue;
+      }
+      const Loaded got = adopt(sources[i], keys[i], received[i]->second, received[i]->first, comm);
+      out.emplace_back(got.entry, got.code, got.info);
     }
-    if (!needed[i] || in_memory(keys[i])) {
-      const Loaded hit = request(sources[i], keys[i]);
-      out.emplace_back(hit.entry, hit.code, hit.info);
-      continue;
-    }
-    const Loaded got = adopt(sources[i], keys[i], received[i]->second, received[i]->first, comm);
-    out.emplace_back(got.entry, got.code, got.info);
-  }
+  });
   return out;
 }
 
 // Loads an object received from rank 0, as this process's copy of `key`; a node leader also
 // publishes it to its node's cache when that lacks it (node-local cache directories).
 Loaded Engine::Impl::adopt(const codegen::KernelSource& source, const cache::Key& key,
-                           const std::string& object, const KernelInfo& root_info, Comm& comm) {
+                           const std::string& object, const KernelInfo& root_info,
+                           comm::Comm& comm) {
   const auto start = Clock::now();
   auto info = new_info(source, key, Tier::received);
   Loaded got = load(source, key, std::span(object.data(), object.size()), info, start);
@@ -784,11 +789,12 @@ std::vector<Kernel> Engine::kernels(std::span<const codegen::KernelSource> sourc
   return out;
 }
 
-Kernel Engine::kernel(const codegen::KernelSource& source, Comm& comm) {
+Kernel Engine::kernel(const codegen::KernelSource& source, comm::Comm& comm) {
   return kernels(std::span(&source, 1), comm).front();
 }
 
-std::vector<Kernel> Engine::kernels(std::span<const codegen::KernelSource> sources, Comm& comm) {
+std::vector<Kernel> Engine::kernels(std::span<const codegen::KernelSource> sources,
+                                    comm::Comm& comm) {
   return m_impl->collective(sources, comm);
 }
 

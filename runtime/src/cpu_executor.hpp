@@ -5,7 +5,7 @@
 #include "thread_pool.hpp"
 
 #include <uwjit/codegen/kernel_abi.h>
-#include <uwjit/engine/comm.hpp>
+#include <uwjit/comm/comm.hpp>
 #include <uwjit/engine/kernel.hpp>
 
 #include <cstddef>

@@ -76,7 +76,7 @@ int tag(std::size_t f, std::size_t axis, Side towards) {
 
 } // namespace
 
-HaloExchanger::HaloExchanger(engine::Comm& comm, std::vector<std::vector<AxisPlan>> plans)
+HaloExchanger::HaloExchanger(comm::Comm& comm, std::vector<std::vector<AxisPlan>> plans)
     : m_comm(&comm), m_plans(std::move(plans)) {}
 
 void HaloExchanger::ensure_buffers(std::span<Field* const> fields) {

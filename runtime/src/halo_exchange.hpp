@@ -2,7 +2,7 @@
 // sized on first use and reused.
 #pragma once
 
-#include <uwjit/engine/comm.hpp>
+#include <uwjit/comm/comm.hpp>
 #include <uwjit/runtime/field.hpp>
 #include <uwjit/runtime/simulation.hpp>
 
@@ -31,7 +31,7 @@ struct AxisPlan {
 /// number of times with the same plans. Not thread-safe.
 class HaloExchanger {
 public:
-  HaloExchanger(engine::Comm& comm, std::vector<std::vector<AxisPlan>> plans);
+  HaloExchanger(comm::Comm& comm, std::vector<std::vector<AxisPlan>> plans);
 
   /// Fills every halo of `fields` (the same layouts, in the same order, on every call).
   void fill(std::span<Field* const> fields, ExchangeMode mode);
@@ -64,10 +64,10 @@ private:
   void receive(Field& field, std::size_t f, std::size_t axis);
   void fill_global_edges(Field& field, std::size_t f, std::size_t axis);
 
-  engine::Comm* m_comm;
+  comm::Comm* m_comm;
   std::vector<std::vector<AxisPlan>> m_plans;  // per field, per field axis
   std::vector<std::vector<Buffers>> m_buffers; // per field, per field axis
-  std::vector<std::unique_ptr<engine::Comm::Request>> m_pending;
+  std::vector<std::unique_ptr<comm::Comm::Request>> m_pending;
   std::size_t m_deferred = k_none; // between start_fill and finish_fill: the deferred axis
   bool m_ready = false;
 };

@@ -2,6 +2,7 @@
 
 #include "static_placement.hpp"
 
+#include <uwjit/comm/verdict.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/log.hpp>
@@ -79,7 +80,8 @@ bool make_segments(const std::vector<SharedCandidate>& candidates, std::vector<S
 }
 
 // The node's first rank: computes every array into its segment and makes it read-only. Returns
-// the message for the node: "ok" and the names, or "error", the kind and the text.
+// "ok" and the segment names, one per line; throws an Error naming this rank, the node and the
+// array if a fill throws anything.
 std::string compute_into(const std::vector<SharedCandidate>& candidates,
                          const std::vector<Segment>& segments, int job_rank) {
   std::string names;
@@ -88,17 +90,17 @@ std::string compute_into(const std::vector<SharedCandidate>& candidates,
     const std::size_t bytes = array.size_bytes();
     auto* address = static_cast<std::byte*>(segments[i].mapping.get());
     const auto failed = [&](ErrorKind kind, std::string_view what) {
-      return format("error\n{}\nrank {}: node \"{}\": computing static array \"{}\": {}",
-                    static_cast<int>(kind), job_rank, candidates[i].node, array.key(), what);
+      return Error(kind, format("rank {}: node \"{}\": computing static array \"{}\": {}", job_rank,
+                                candidates[i].node, array.key(), what));
     };
     try {
       StaticPlacement::place(array, {address, bytes}, segments[i].mapping);
     } catch (const Error& error) {
-      return failed(error.kind(), error.what());
+      throw failed(error.kind(), error.what());
     } catch (const std::exception& error) {
-      return failed(ErrorKind::usage, error.what());
+      throw failed(ErrorKind::usage, error.what());
     } catch (...) { // anything: the node's other ranks wait for this rank's word
-      return failed(ErrorKind::usage, "an exception that is not a std::exception");
+      throw failed(ErrorKind::usage, "an exception that is not a std::exception");
     }
     ::mprotect(address, bytes, PROT_READ);
     names += "\n" + segments[i].name;
@@ -146,7 +148,7 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 } // namespace
 
-NodeShared share_on_node(const std::vector<SharedCandidate>& candidates, engine::Comm& job) {
+NodeShared share_on_node(const std::vector<SharedCandidate>& candidates, comm::Comm& job) {
   NodeShared outcome;
   std::string listing;
   for (const auto& candidate : candidates) {
@@ -168,15 +170,22 @@ NodeShared share_on_node(const std::vector<SharedCandidate>& candidates, engine:
   const auto node = job.split_node();
   std::string message;
   std::vector<Segment> segments;
+  std::exception_ptr failure; // a fill that threw, on a node's first rank
   if (node->rank() == 0) {
     std::string why;
-    message = make_segments(candidates, segments, why)
-                  ? compute_into(candidates, segments, job.rank())
-                  : "private\n" + why;
+    if (!make_segments(candidates, segments, why)) {
+      message = "private\n" + why;
+    } else {
+      try {
+        message = compute_into(candidates, segments, job.rank());
+      } catch (...) {
+        failure = std::current_exception();
+        message = "failed";
+      }
+    }
   }
   message = node->broadcast(std::move(message), 0);
   const auto lines = split_lines(message);
-  std::string error;
   if (lines.front() == "ok") {
     if (node->rank() == 0) {
       for (const auto& candidate : candidates) {
@@ -188,21 +197,12 @@ NodeShared share_on_node(const std::vector<SharedCandidate>& candidates, engine:
     }
   } else if (lines.front() == "private") {
     outcome.kept_private = lines.size() > 1 ? lines[1] : "no shared memory";
-  } else {
-    error = message; // the same text on every rank of the node
   }
   node->barrier(); // every rank has mapped what it could: the names can go
   for (const auto& segment : segments) {
     ::shm_unlink(segment.name.c_str());
   }
-  const auto errors = job.all_gather(error);
-  for (const auto& text : errors) {
-    if (!text.empty()) {
-      const auto parts = split_lines(text);
-      const auto kind = static_cast<ErrorKind>(std::stoi(parts.at(1)));
-      throw Error(kind, text.substr(text.find('\n', text.find('\n') + 1) + 1));
-    }
-  }
+  comm::agree(job, failure);
   if (!outcome.kept_private.empty()) {
     logger().warn("node-shared static arrays: {}; each rank computes its own copy",
                   outcome.kept_private);

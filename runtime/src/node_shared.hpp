@@ -2,7 +2,7 @@
 // POSIX shared memory, and the node's other ranks map it read-only.
 #pragma once
 
-#include <uwjit/engine/comm.hpp>
+#include <uwjit/comm/comm.hpp>
 #include <uwjit/runtime/simulation.hpp>
 #include <uwjit/runtime/static_data.hpp>
 
@@ -28,6 +28,6 @@ struct SharedCandidate {
 /// its own when they are first needed) and the returned NodeShared says why. If a fill throws on a
 /// node's first rank, every rank of the job throws the same Error (the fill's kind if it threw an
 /// Error, else usage), naming that rank, the node and the array.
-NodeShared share_on_node(const std::vector<SharedCandidate>& candidates, engine::Comm& job);
+NodeShared share_on_node(const std::vector<SharedCandidate>& candidates, comm::Comm& job);
 
 } // namespace uwjit::runtime::detail

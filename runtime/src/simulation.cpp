@@ -1,6 +1,7 @@
 #include <uwjit/runtime/simulation.hpp>
 
 #include <uwjit/cache/key.hpp>
+#include <uwjit/comm/verdict.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/log.hpp>
@@ -336,7 +337,8 @@ struct NodeState {
   uwjit_kernel_args args{};
   // Overlap mode: the domain axis whose halos are exchanged while the kernel updates the cells
   // that do not read them (the same axis on every rank), or -1 to call the kernel once per step.
-  int overlap_axis = -2; // -2: not yet chosen
+  int overlap_axis = -2;       // -2: not yet chosen
+  std::vector<double> reduced; // sharded: the step's integrals and failure count, all-reduced
 
   // Points the ABI struct at the binding's tables; called whenever the binding changes.
   void wire() {
@@ -423,7 +425,7 @@ std::string grid_text(const std::vector<int>& grid) {
 
 // How the ranks split every node's domain: the sharded axes and the ranks along each.
 struct Decomposition {
-  engine::Comm* comm = nullptr;
+  comm::Comm* comm = nullptr;
   std::vector<int> axes;
   std::vector<int> grid;
 
@@ -712,8 +714,8 @@ struct Simulation::Impl {
     if (init != Init::snapshot) {
       int threads = options.threads;
       if (threads == 0) {
-        // The node's ranks share its cores (a collective call, as construction is).
-        threads = detail::default_threads(decomposition ? options.comm->split_node()->size() : 1);
+        // The ranks of this node share its cores.
+        threads = detail::default_threads(decomposition ? options.comm->node_size() : 1);
       }
       executor.emplace(threads);
     }
@@ -799,7 +801,7 @@ struct Simulation::Impl {
   }
 
   // One copy per node of the large computed replicate arrays, before anything reads them.
-  void share_replicate_arrays(engine::Comm& comm, std::size_t min_bytes) {
+  void share_replicate_arrays(comm::Comm& comm, std::size_t min_bytes) {
     std::vector<detail::SharedCandidate> candidates;
     for (const auto& s : states) {
       for (const auto& [key, entry] : s.bound.entries()) {
@@ -930,12 +932,7 @@ struct Simulation::Impl {
     }
     bind_state(s);
     std::fill(s.binding.kernel_integrals.begin(), s.binding.kernel_integrals.end(), 0.0);
-    const int status = call_kernel(s);
-    check_status(s, status);
-    for (std::size_t i = 0; i < s.integrals.size(); ++i) {
-      s.integrals[i] = s.binding.kernel_integrals[s.binding.integral_slot[i]];
-    }
-    finish_step(s);
+    finish_step(s, call_kernel(s));
   }
 
   // The axis to overlap for node `s` this step, or -1. Overlapping needs a kernel that updates
@@ -1001,11 +998,7 @@ struct Simulation::Impl {
     }
     s.args.update_begin[axis] = 0;
     s.args.update_end[axis] = n;
-    check_status(s, status);
-    for (std::size_t i = 0; i < s.integrals.size(); ++i) {
-      s.integrals[i] = s.binding.kernel_integrals[s.binding.integral_slot[i]];
-    }
-    finish_step(s);
+    finish_step(s, status);
   }
 
   // Points the kernel's state tables at the current and next buffers.
@@ -1026,22 +1019,44 @@ struct Simulation::Impl {
                           s.writer && s.writer->updates_box(), s.binding.kernel_integrals);
   }
 
-  void check_status(const NodeState& s, int status) const {
-    if (status != UWJIT_KERNEL_OK) {
-      throw Error(ErrorKind::usage, format("node \"{}\": kernel returned status {} at step {}",
-                                           s.node->name(), status, steps));
-    }
+  [[nodiscard]] Error kernel_failed(const NodeState& s, int status) const {
+    return Error(ErrorKind::kernel,
+                 format("node \"{}\": kernel returned status {} at step {}{}", s.node->name(),
+                        status, steps,
+                        decomposition ? format(" on rank {}", decomposition->comm->rank()) : ""));
   }
 
-  // The new state becomes current; sharded, the integrals are summed over the ranks.
-  void finish_step(NodeState& s) {
+  // Ends node `s`'s step whose kernel calls returned `status`. Sharded, the ranks add up their
+  // integrals and count the failed kernels in one all-reduce, so that a kernel failing on some
+  // ranks raises the same Error(kernel) on every rank (the lowest failing rank's) instead of
+  // leaving the others waiting in the next exchange. On a failure the node keeps the state it
+  // had; otherwise the new state becomes current and the integrals are the step's.
+  void finish_step(NodeState& s, int status) {
+    const std::size_t count = s.integrals.size();
+    if (decomposition) {
+      // integrals, then the number of ranks whose kernel failed (sized on the first step)
+      s.reduced.resize(count + 1);
+      for (std::size_t i = 0; i < count; ++i) {
+        s.reduced[i] = s.binding.kernel_integrals[s.binding.integral_slot[i]];
+      }
+      s.reduced[count] = status == UWJIT_KERNEL_OK ? 0.0 : 1.0;
+      decomposition->comm->all_reduce_sum(s.reduced);
+      if (s.reduced[count] != 0.0) {
+        comm::agree(*decomposition->comm, status == UWJIT_KERNEL_OK
+                                              ? nullptr
+                                              : std::make_exception_ptr(kernel_failed(s, status)));
+      }
+      std::copy_n(s.reduced.begin(), count, s.integrals.begin());
+    } else {
+      if (status != UWJIT_KERNEL_OK) {
+        throw kernel_failed(s, status);
+      }
+      for (std::size_t i = 0; i < count; ++i) {
+        s.integrals[i] = s.binding.kernel_integrals[s.binding.integral_slot[i]];
+      }
+    }
     for (const std::size_t i : s.binding.out_field) {
       std::swap(s.current[i], s.next[i]);
-    }
-    if (decomposition && !s.integrals.empty()) {
-      // Partial sums of doubles (integrals are floating point: no wrap-around), added over the
-      // decomposition's ranks.
-      decomposition->comm->all_reduce_sum(s.integrals);
     }
   }
 
@@ -1243,22 +1258,13 @@ void Simulation::checkpoint(const std::filesystem::path& path) const {
   if (m_impl->decomposition && m_impl->decomposition->comm->size() > 1) {
     // One file for the job: the whole domain gathered, written by rank 0, its outcome shared so
     // that a failure raises the same error on every rank.
-    engine::Comm& comm = *m_impl->decomposition->comm;
+    comm::Comm& comm = *m_impl->decomposition->comm;
     const Simulation whole = gathered();
-    std::string outcome;
-    if (comm.rank() == 0) {
-      try {
+    comm::together(comm, [&] {
+      if (comm.rank() == 0) {
         whole.checkpoint(path);
-      } catch (const Error& error) {
-        outcome = format("{}\n{}", static_cast<int>(error.kind()), error.what());
       }
-    }
-    outcome = comm.broadcast(std::move(outcome), 0);
-    if (!outcome.empty()) {
-      const std::size_t cut = outcome.find('\n');
-      throw Error(static_cast<ErrorKind>(std::stoi(outcome.substr(0, cut))),
-                  outcome.substr(cut + 1));
-    }
+    });
     return;
   }
   detail::ByteWriter out;
@@ -1373,21 +1379,11 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
   };
   std::string file;
   if (options.comm != nullptr && options.comm->size() > 1) {
-    // Rank 0 reads (the ranks need not share a file system) and broadcasts the bytes, or why it
-    // could not; every rank then parses the same bytes and raises the same errors.
-    std::string message;
-    if (options.comm->rank() == 0) {
-      try {
-        message = "1" + read_file();
-      } catch (const Error& error) {
-        message = std::string("0") + error.what();
-      }
-    }
-    message = options.comm->broadcast(std::move(message), 0);
-    if (message.front() == '0') {
-      throw Error(ErrorKind::io, message.substr(1));
-    }
-    file = message.substr(1);
+    // Rank 0 reads (the ranks need not share a file system) and broadcasts the bytes; every
+    // rank then parses the same bytes and raises the same errors.
+    comm::Comm& comm = *options.comm;
+    file = comm::together(comm, [&] { return comm.rank() == 0 ? read_file() : std::string(); });
+    file = comm.broadcast(std::move(file), 0);
   } else {
     file = read_file();
   }

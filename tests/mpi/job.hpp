@@ -3,8 +3,8 @@
 
 #include "harness.hpp"
 
+#include <uwjit/comm/comm.hpp>
 #include <uwjit/common/error.hpp>
-#include <uwjit/engine/comm.hpp>
 #include <uwjit/mpi.hpp>
 
 #include <filesystem>
@@ -18,8 +18,8 @@
 namespace uwjit_test {
 
 /// The job's communicator, set by main() before the cases run and reset before MPI_Finalize.
-inline std::unique_ptr<uwjit::engine::Comm>& comm() {
-  static std::unique_ptr<uwjit::engine::Comm> instance;
+inline std::unique_ptr<uwjit::comm::Comm>& comm() {
+  static std::unique_ptr<uwjit::comm::Comm> instance;
   return instance;
 }
 

@@ -10,7 +10,9 @@
 #include <uwjit/nodes/registry.hpp>
 #include <uwjit/runtime/simulation.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <stdlib.h>
@@ -378,4 +380,96 @@ MPI_TEST_CASE("sharded checkpoint and restore errors are raised on every rank al
 
 int main(int argc, char** argv) {
   return uwjit_test::run_job(argc, argv);
+}
+
+namespace {
+
+// A 1-D node (64 cells, halo 1) whose kernel returns status 7 at step 3 on the ranks that
+// `fails` picks (by where their shard lies), and otherwise copies its neighbours' mean.
+class FailingNode final : public uwjit::runtime::Node {
+public:
+  explicit FailingNode(std::string when)
+      : Node("failing", "f", Params{}), m_when(std::move(when)) {}
+  std::vector<std::int64_t> domain() const override { return {64}; }
+  std::vector<uwjit::runtime::StateField> state_fields() const override { return {{"u"}}; }
+  std::vector<int> halo_width() const override { return {1}; }
+  std::vector<std::string> domain_integral_fields() const override { return {"total"}; }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t i = 0; i < 64; ++i) {
+      state["u"].at<double>(i) = static_cast<double>(i);
+    }
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.integral("total");
+    w.update_box();
+    const std::string fails = m_when == "first" ? "nx_offset == 0" : "nx_offset != 0";
+    w.body("    if (args->step == 3 && " + fails +
+           ") {\n"
+           "      return 7;\n"
+           "    }\n"
+           "    for (uw_i64 i = nx_begin; i < nx_end; ++i) {\n"
+           "      u_out(i) = 0.5 * (u(i - 1) + u(i + 1));\n"
+           "      total += u_out(i);\n"
+           "    }\n");
+  }
+
+private:
+  std::string m_when;
+};
+
+} // namespace
+
+MPI_TEST_CASE("a kernel failing on one rank ends every rank with the same error, sync and "
+              "overlap") {
+  auto engine = make_engine(job_sandbox());
+  for (const auto mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
+    for (const char* when : {"first", "others"}) {
+      const NodeList nodes{std::make_shared<FailingNode>(when)};
+      Simulation simulation(*engine, nodes, sharded({0}, mode));
+      const std::string message = uwjit_test::same_failure_everywhere([&] { simulation.step(5); });
+      if (comm()->size() == 1 && std::string(when) == "others") {
+        MPI_CHECK(message == "(no error)"); // no rank has a non-zero offset
+        continue;
+      }
+      MPI_CHECK(
+          contains(message, "kernel: node \"f\": kernel returned status 7 at step 3 on rank "));
+      // The lowest failing rank names itself.
+      MPI_CHECK(
+          contains(message, std::string("on rank ") + (std::string(when) == "first" ? "0" : "1")));
+      MPI_CHECK(simulation.steps_taken() == 3);
+      // The job goes on: the ranks still agree in the next collective.
+      MPI_CHECK(comm()->all_gather("alive").size() == static_cast<std::size_t>(comm()->size()));
+    }
+  }
+}
+
+MPI_TEST_CASE("sharded heat and pipe-flow give the same state and integrals bit for bit at 1, 2, "
+              "3 and 7 threads, sync and overlap") {
+  auto engine = make_engine(job_sandbox());
+  for (const auto mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
+    for (const auto& nodes : {builtin("heat", {40, 36, 32}), builtin("pipe-flow", {40, 24, 24})}) {
+      const auto& node = nodes.front();
+      SimulationOptions options = sharded({0}, mode);
+      options.threads = 1;
+      Simulation one(*engine, nodes, options);
+      one.step(6);
+      for (const int threads : {2, 3, 7}) {
+        options.threads = threads;
+        Simulation many(*engine, nodes, options);
+        MPI_CHECK(many.threads() == threads);
+        many.step(6);
+        for (const auto& f : node->state_fields()) {
+          MPI_CHECK(
+              many.field(node->name(), f.name).interior_equals(one.field(node->name(), f.name)));
+        }
+        const auto a = one.integrals(node->name());
+        const auto b = many.integrals(node->name());
+        MPI_CHECK(a.size() == b.size() &&
+                  std::equal(a.begin(), a.end(), b.begin(), [](double x, double y) {
+                    return std::memcmp(&x, &y, sizeof x) == 0;
+                  }));
+      }
+    }
+  }
 }

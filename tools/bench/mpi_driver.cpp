@@ -64,7 +64,7 @@ private:
 };
 
 // Prints {"np", "share", "table_mb", "shared_arrays", "table_sum", "pss_kb": [per rank]}.
-void replicate_job(uwjit::engine::Comm& comm, const std::string& cache, double mb, bool share) {
+void replicate_job(uwjit::comm::Comm& comm, const std::string& cache, double mb, bool share) {
   const auto count = static_cast<std::int64_t>(mb * 1024 * 1024 / sizeof(double));
   uwjit::engine::Engine engine({.cache_dir = cache});
   uwjit::runtime::SimulationOptions options;

@@ -298,7 +298,7 @@ int run_command(const std::vector<std::string>& argv) {
   }
 #ifdef UWJIT_HAVE_MPI
   std::optional<mpi::Session> session;
-  std::unique_ptr<engine::Comm> comm;
+  std::unique_ptr<comm::Comm> comm;
   if (shard) {
     options.shard_axes = parse_shard(*shard);
     session.emplace(nullptr, nullptr);

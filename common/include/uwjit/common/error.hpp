@@ -15,9 +15,13 @@ enum class ErrorKind {
   jit,        ///< the object could not be linked or its entry not found
   collective, ///< ranks of an MPI job disagreed (raised on every rank alike)
   internal,   ///< a bug in uwjit: an assertion failed
+  kernel,     ///< a kernel returned a non-zero status of its own while it ran
 };
 
-/// "usage", "io", "compile", "jit", "collective" or "internal".
+/// The last ErrorKind, for code that encodes kinds as numbers.
+inline constexpr ErrorKind k_last_error_kind = ErrorKind::kernel;
+
+/// "usage", "io", "compile", "jit", "collective", "internal" or "kernel".
 [[nodiscard]] std::string_view to_string(ErrorKind kind) noexcept;
 
 /// The exception uwjit throws. The message starts lowercase and names the object at fault.

@@ -5,7 +5,7 @@
 #include <uwjit/cache/key.hpp>
 #include <uwjit/cache/stats.hpp>
 #include <uwjit/codegen/kernel_source.hpp>
-#include <uwjit/engine/comm.hpp>
+#include <uwjit/comm/comm.hpp>
 #include <uwjit/engine/compiler.hpp>
 #include <uwjit/engine/kernel.hpp>
 
@@ -80,10 +80,10 @@ public:
   /// its node's cache if that lacks it. A compile error on rank 0 raises the same
   /// Error(compile) on every rank. Never hangs: no rank branches into a collective alone.
   [[nodiscard]] std::vector<Kernel> kernels(std::span<const codegen::KernelSource> sources,
-                                            Comm& comm);
+                                            comm::Comm& comm);
 
   /// kernels({source}, comm)[0].
-  [[nodiscard]] Kernel kernel(const codegen::KernelSource& source, Comm& comm);
+  [[nodiscard]] Kernel kernel(const codegen::KernelSource& source, comm::Comm& comm);
 
   /// The key `source` has under this engine's salt.
   [[nodiscard]] cache::Key key_of(const codegen::KernelSource& source) const;

@@ -47,7 +47,7 @@ struct SimulationOptions {
   /// The ranks to shard the domain over, or nullptr for a serial simulation. Must outlive the
   /// simulation. With a comm, construction, step(), run() and gathered() are collective over
   /// it (every rank calls them, in the same order).
-  engine::Comm* comm = nullptr;
+  comm::Comm* comm = nullptr;
   /// The domain axes to split over the ranks of `comm` (1 to 3 distinct axes; ignored without a
   /// comm). Empty with a comm: axis 0.
   std::vector<int> shard_axes;
@@ -178,12 +178,13 @@ public:
   /// One report per node, in node order: the kernel each node uses now.
   [[nodiscard]] const std::vector<KernelReport>& kernels() const noexcept;
 
-  /// Takes `count` steps; each steps every node, in order. Throws Error(usage) naming the node
+  /// Takes `count` steps; each steps every node, in order. Throws Error(kernel) naming the node
   /// and step if a kernel returns a non-zero status: that node keeps the state it had before
   /// the step (nodes before it in order have taken it), and steps_taken() does not advance.
   /// Sharded: collective; fills halos from the neighbouring ranks and sums the integrals over
-  /// the ranks. (A kernel status is per rank: a node whose kernel can fail must make it fail on
-  /// every rank alike.)
+  /// the ranks. A kernel that fails on some ranks only raises the same Error(kernel) on every
+  /// rank (the message of the lowest failing rank, which it names), in the same step: the ranks
+  /// learn each other's status in the all-reduce that sums the integrals.
   void step(std::int64_t count = 1);
 
   /// Takes `count` steps, calling after_step(*this) after each. Sharded: collective.

@@ -1,4 +1,4 @@
-// The MPI implementation of Comm: the one file of the engine that includes <mpi.h>.
+// The MPI implementation of Comm: the one file of uwjit that includes <mpi.h>.
 #include <uwjit/mpi.hpp>
 
 #include <uwjit/common/error.hpp>
@@ -28,7 +28,7 @@ int checked_count(std::size_t bytes) {
   return static_cast<int>(bytes);
 }
 
-class MpiRequest final : public engine::Comm::Request {
+class MpiRequest final : public comm::Comm::Request {
 public:
   MpiRequest() = default;
   MpiRequest(const MpiRequest&) = delete;
@@ -43,7 +43,7 @@ public:
   MPI_Request m_request = MPI_REQUEST_NULL;
 };
 
-class MpiComm final : public engine::Comm {
+class MpiComm final : public comm::Comm {
 public:
   // `names_log`: put this group's rank in uwjit's log lines (the job's group, not a sub-group).
   MpiComm(MPI_Comm parent, bool names_log) {
@@ -56,6 +56,7 @@ public:
     check(MPI_Comm_split_type(m_comm, MPI_COMM_TYPE_SHARED, m_rank, MPI_INFO_NULL, &node),
           "MPI_Comm_split_type");
     check(MPI_Comm_rank(node, &m_node_rank), "MPI_Comm_rank");
+    check(MPI_Comm_size(node, &m_node_size), "MPI_Comm_size");
     MPI_Comm_free(&node);
     if (names_log) {
       log::set_rank(m_rank, m_size);
@@ -74,6 +75,7 @@ public:
   [[nodiscard]] int rank() const noexcept override { return m_rank; }
   [[nodiscard]] int size() const noexcept override { return m_size; }
   [[nodiscard]] int node_rank() const noexcept override { return m_node_rank; }
+  [[nodiscard]] int node_size() const noexcept override { return m_node_size; }
 
   [[nodiscard]] std::vector<std::string> all_gather(std::string_view mine) override {
     int length = checked_count(mine.size());
@@ -168,11 +170,12 @@ private:
   int m_rank = 0;
   int m_size = 1;
   int m_node_rank = 0;
+  int m_node_size = 1;
 };
 
 } // namespace
 
-std::unique_ptr<engine::Comm> make_comm(MPI_Comm comm) {
+std::unique_ptr<comm::Comm> make_comm(MPI_Comm comm) {
   return std::make_unique<MpiComm>(comm, true);
 }
 
@@ -194,7 +197,7 @@ Session::~Session() {
   }
 }
 
-std::unique_ptr<engine::Comm> Session::world() const {
+std::unique_ptr<comm::Comm> Session::world() const {
   return make_comm(MPI_COMM_WORLD);
 }
 

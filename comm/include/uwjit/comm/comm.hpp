@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-namespace uwjit::engine {
+namespace uwjit::comm {
 
-/// A group of cooperating processes (ranks). Every method except rank(), size(), node_rank()
+/// A group of cooperating processes (ranks). Every method except rank(), size(), node_rank(), node_size()
 /// and the point-to-point ones is collective: all ranks call it, in the same order. Calls from
 /// one rank must come from one thread at a time.
 class Comm {
@@ -23,6 +23,8 @@ public:
   [[nodiscard]] virtual int size() const noexcept = 0;
   /// This rank's index among the ranks that share its node (memory); 0 marks a node leader.
   [[nodiscard]] virtual int node_rank() const noexcept = 0;
+  /// The number of ranks that share this rank's node.
+  [[nodiscard]] virtual int node_size() const noexcept = 0;
 
   /// Every rank's `mine`, in rank order.
   [[nodiscard]] virtual std::vector<std::string> all_gather(std::string_view mine) = 0;
@@ -61,6 +63,7 @@ public:
   [[nodiscard]] int rank() const noexcept override { return 0; }
   [[nodiscard]] int size() const noexcept override { return 1; }
   [[nodiscard]] int node_rank() const noexcept override { return 0; }
+  [[nodiscard]] int node_size() const noexcept override { return 1; }
   [[nodiscard]] std::vector<std::string> all_gather(std::string_view mine) override;
   [[nodiscard]] std::string broadcast(std::string bytes, int root) override;
   void all_reduce_sum(std::span<double>) override {}
@@ -81,4 +84,4 @@ private:
   std::multimap<int, std::span<std::byte>> m_receives;
 };
 
-} // namespace uwjit::engine
+} // namespace uwjit::comm

@@ -1,11 +1,11 @@
-#include <uwjit/engine/comm.hpp>
+#include <uwjit/comm/comm.hpp>
 
 #include <uwjit/common/error.hpp>
 
 #include <algorithm>
 #include <cstring>
 
-namespace uwjit::engine {
+namespace uwjit::comm {
 
 std::vector<std::string> SerialComm::all_gather(std::string_view mine) {
   return {std::string(mine)};
@@ -61,4 +61,4 @@ std::unique_ptr<Comm> SerialComm::split_node() {
   return std::make_unique<SerialComm>();
 }
 
-} // namespace uwjit::engine
+} // namespace uwjit::comm

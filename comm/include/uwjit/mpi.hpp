@@ -2,7 +2,7 @@
 // host includes nothing of MPI.
 #pragma once
 
-#include <uwjit/engine/comm.hpp>
+#include <uwjit/comm/comm.hpp>
 
 #include <mpi.h>
 
@@ -13,7 +13,7 @@ namespace uwjit::mpi {
 /// A Comm over a duplicate of `comm` (so uwjit's messages never mix with the host's). MPI must
 /// be initialised and stay so while the Comm lives. Collective over `comm`. Also puts the rank in
 /// uwjit's log lines. Throws Error(collective) if MPI reports an error.
-[[nodiscard]] std::unique_ptr<engine::Comm> make_comm(MPI_Comm comm);
+[[nodiscard]] std::unique_ptr<comm::Comm> make_comm(MPI_Comm comm);
 
 /// MPI for a program that may or may not be started by mpiexec: initialises MPI
 /// (MPI_Init_thread, MPI_THREAD_FUNNELED) unless it already is, and finalises it on destruction
@@ -27,7 +27,7 @@ public:
   Session& operator=(const Session&) = delete;
 
   /// A Comm over MPI_COMM_WORLD (see make_comm).
-  [[nodiscard]] std::unique_ptr<engine::Comm> world() const;
+  [[nodiscard]] std::unique_ptr<comm::Comm> world() const;
   /// The number of ranks in MPI_COMM_WORLD.
   [[nodiscard]] int size() const;
 

@@ -1,0 +1,45 @@
+// The one verdict idiom of collective work: every rank contributes its outcome, and either every
+// rank raises the same error or none does. Never a rank that throws while the others wait.
+#pragma once
+
+#include <uwjit/comm/comm.hpp>
+
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace uwjit::comm {
+
+/// Collective: each rank gives `mine`, null if its part succeeded, else the exception it caught.
+/// If no rank failed, returns. Otherwise every rank throws the same uwjit::Error: the kind and
+/// message of the lowest failing rank's exception (an exception that is not a uwjit::Error counts
+/// as ErrorKind::internal, with its what()). One all-gather of a few bytes per call.
+void agree(Comm& comm, const std::exception_ptr& mine);
+
+/// Collective: runs `body` on every rank, then agree()s on its outcome. Returns body's result
+/// when every rank succeeded; else throws the same Error on every rank (see agree).
+template <class Body> auto together(Comm& comm, Body&& body) -> std::invoke_result_t<Body&> {
+  using Result = std::invoke_result_t<Body&>;
+  if constexpr (std::is_void_v<Result>) {
+    std::exception_ptr mine;
+    try {
+      body();
+    } catch (...) {
+      mine = std::current_exception();
+    }
+    agree(comm, mine);
+  } else {
+    std::exception_ptr mine;
+    std::optional<Result> result;
+    try {
+      result.emplace(body());
+    } catch (...) {
+      mine = std::current_exception();
+    }
+    agree(comm, mine);
+    return std::move(*result);
+  }
+}
+
+} // namespace uwjit::comm
