@@ -6,6 +6,9 @@
 #include <uwjit/common/log.hpp>
 
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <numeric>
 
 namespace uwjit::mpi {
@@ -179,7 +182,7 @@ std::unique_ptr<comm::Comm> make_comm(MPI_Comm comm) {
   return std::make_unique<MpiComm>(comm, true);
 }
 
-Session::Session(int* argc, char*** argv) {
+Session::Session(int* argc, char*** argv) : m_unwinding_at_start(std::uncaught_exceptions()) {
   int initialised = 0;
   check(MPI_Initialized(&initialised), "MPI_Initialized");
   if (initialised == 0) {
@@ -192,9 +195,30 @@ Session::Session(int* argc, char*** argv) {
 Session::~Session() {
   int finalised = 0;
   MPI_Finalized(&finalised);
-  if (m_owned && finalised == 0) {
-    MPI_Finalize();
+  if (!m_owned || finalised != 0) {
+    return;
   }
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (std::uncaught_exceptions() > m_unwinding_at_start && size > 1) {
+    abort("an exception is unwinding past uwjit::mpi::Session on this rank, while other ranks "
+          "may wait in a collective: ending the job (catch it inside the Session's scope and "
+          "call Session::abort to see its message)",
+          1);
+  }
+  MPI_Finalize();
+}
+
+void Session::abort(std::string_view message, int code) const {
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const std::string line = format("uwjit: error: rank {}/{}: {}\n", rank, size, message);
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code); // MPI_Abort does not return; should an implementation return, end anyway
 }
 
 std::unique_ptr<comm::Comm> Session::world() const {

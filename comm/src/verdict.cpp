@@ -18,9 +18,9 @@ std::string encode(const std::exception_ptr& outcome) {
   } catch (const Error& error) {
     return std::to_string(static_cast<int>(error.kind())) + error.what();
   } catch (const std::exception& error) {
-    return std::to_string(static_cast<int>(ErrorKind::internal)) + error.what();
+    return std::to_string(static_cast<int>(ErrorKind::usage)) + error.what();
   } catch (...) {
-    return std::to_string(static_cast<int>(ErrorKind::internal)) + "an unknown exception";
+    return std::to_string(static_cast<int>(ErrorKind::usage)) + "an exception that is not a std::exception";
   }
 }
 

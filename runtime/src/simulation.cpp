@@ -731,39 +731,43 @@ struct Simulation::Impl {
     }
     states.resize(nodes.size());
     std::vector<std::optional<Emitted>> emitted(nodes.size());
-    for (std::size_t n = 0; n < nodes.size(); ++n) {
-      NodeState& s = states[n];
-      s.node = nodes[n];
-      s.layout = read_layout(*s.node);
-      s.shard = serial_shard(s.layout);
-      const StaticData& whole = s.node->static_data();
-      s.bound = whole;
-      if (decomposition) {
-        // Every check reads only the node and the options, so every rank raises the same error
-        // here, before the first collective.
-        decomposition->check(*s.node, s.layout, whole);
-        s.shard = decomposition->shard_of(s.layout, options.comm->rank());
-        s.plans = decomposition->plans(s.layout, Decomposition::For::state);
-        StaticData local;
-        for (const auto& [key, entry] : whole.entries()) {
-          const auto* array = std::get_if<StaticArray>(&entry);
-          if (array == nullptr) {
-            local.add(key, std::get<Value>(entry));
-          } else if (array->replication() == Replication::shard) {
-            local.add(slice(*array, s.shard));
-          } else {
-            local.add(*array);
+    // A node's own code (emit_update, its static data) may fail on some ranks only: the ranks
+    // agree before the first collective that needs every rank.
+    collectively(options, [&] {
+      for (std::size_t n = 0; n < nodes.size(); ++n) {
+        NodeState& s = states[n];
+        s.node = nodes[n];
+        s.layout = read_layout(*s.node);
+        s.shard = serial_shard(s.layout);
+        const StaticData& whole = s.node->static_data();
+        s.bound = whole;
+        if (decomposition) {
+          // Every check reads only the node and the options, so every rank raises the same error
+          // here, before the first collective.
+          decomposition->check(*s.node, s.layout, whole);
+          s.shard = decomposition->shard_of(s.layout, options.comm->rank());
+          s.plans = decomposition->plans(s.layout, Decomposition::For::state);
+          StaticData local;
+          for (const auto& [key, entry] : whole.entries()) {
+            const auto* array = std::get_if<StaticArray>(&entry);
+            if (array == nullptr) {
+              local.add(key, std::get<Value>(entry));
+            } else if (array->replication() == Replication::shard) {
+              local.add(slice(*array, s.shard));
+            } else {
+              local.add(*array);
+            }
+          }
+          s.bound = std::move(local);
+          // Run-time extents on sharded axes: one kernel text, and one key, for all ranks.
+          s.layout.domain = s.shard.extent;
+          for (const int d : decomposition->axes) {
+            s.layout.modes[static_cast<std::size_t>(d)] = codegen::ExtentMode::runtime;
           }
         }
-        s.bound = std::move(local);
-        // Run-time extents on sharded axes: one kernel text, and one key, for all ranks.
-        s.layout.domain = s.shard.extent;
-        for (const int d : decomposition->axes) {
-          s.layout.modes[static_cast<std::size_t>(d)] = codegen::ExtentMode::runtime;
-        }
+        emitted[n].emplace(emit(*s.node, s.layout, s.bound, static_data_hash(whole)));
       }
-      emitted[n].emplace(emit(*s.node, s.layout, s.bound, static_data_hash(whole)));
-    }
+    });
     if (decomposition && options.share_on_node) {
       share_replicate_arrays(*options.comm, options.share_min_bytes);
     }
@@ -794,9 +798,25 @@ struct Simulation::Impl {
       binding.report = reports[n];
       s.binding = std::move(binding);
       s.writer.emplace(std::move(emitted[n]->writer));
-      allocate_state(s, init == Init::compute ? Init::compute : Init::skip);
+    }
+    // initial_state is the node's own code too.
+    collectively(options, [&] {
+      for (auto& s : states) {
+        allocate_state(s, init == Init::compute ? Init::compute : Init::skip);
+      }
+    });
+    for (auto& s : states) {
       s.integrals.assign(s.layout.integrals.size(), 0.0);
       s.wire();
+    }
+  }
+
+  // Runs `body`; sharded, every rank then raises the same error if it failed on any rank.
+  template <class Body> void collectively(const SimulationOptions& options, Body&& body) {
+    if (decomposition) {
+      comm::together(*options.comm, body);
+    } else {
+      body();
     }
   }
 

@@ -5,7 +5,6 @@ host=$2
 src=$3
 . "$(dirname "$0")/lib.sh"
 cache=$UWJIT_CACHE_DIR
-json() { python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print(($1))"; }
 
 # --- A second process compiles nothing ---------------------------------------------------------
 run "$host"

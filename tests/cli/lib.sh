@@ -12,6 +12,8 @@ run() {
   out=$("$@" 2>"$sandbox/stderr") && code=0 || code=$?
   err=$(cat "$sandbox/stderr")
 }
+# json EXPR: evaluates a Python expression over the JSON document on stdin, named d.
+json() { python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print(($1))"; }
 ok() { checks=$((checks + 1)); }
 fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; echo "  stdout: $out"; echo "  stderr: $err"; }
 expect_code() { [ "$code" -eq "$1" ] && ok || fail "$2: exit $code, expected $1"; }

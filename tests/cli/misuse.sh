@@ -7,7 +7,6 @@ host=$2
 src=$3
 . "$(dirname "$0")/lib.sh"
 kernel=$src/examples/kernels/diffusion.cpp
-json() { python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print(($1))"; }
 quote() { sed 's/[][\.*^$()+?{}|]/\\&/g' <<<"$1"; } # a fixed string as an extended regex
 
 # --- Every variable's bad values: the host stops with the message, the CLI exits 2 -----------

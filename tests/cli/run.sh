@@ -55,7 +55,7 @@ expect_code 0 "run heat"
 expect_out '^kernels$' "the report lists the kernels"
 expect_out '^  heat  compiled  [0-9.]+ ms  \(frontend [0-9.]+, optimise [0-9.]+, codegen [0-9.]+, load [0-9.]+ ms\)  key [0-9a-f]{16}$' \
   "the kernel line gives tier and timings"
-expect_out '^  60 steps in [0-9.]+ s: [0-9.]+ MLUPS \(1728 cell updates per step\); 1 compile$' \
+expect_out '^  60 steps in [0-9.]+ s: [0-9.]+ MLUPS \(1728 cell updates per step\); 1 compile; [0-9]+ threads?$' \
   "the throughput is reported"
 expect_out '^  heat +1728' "the integral is reported"
 expect_out '^check: PASS$' "the check passes"
@@ -196,5 +196,19 @@ run "$uwjit" run heat --size 6 --print-kernel
 expect_code 0 "--print-kernel"
 expect_out 'extern "C" int __UWJIT_ENTRY__' "--print-kernel prints the kernel"
 expect_out '^// static_data_hash [0-9a-f]{64}$' "the kernel carries the static_data_hash"
+
+# Threads: the same fields bit for bit whatever their number (heat 48^3 is cut into slabs).
+run "$uwjit" run heat --size 48 --steps 10 --threads 1 --output "$sandbox/t1" --json
+expect_code 0 "--threads 1"
+[ "$(json 'd["threads"]' <<<"$out")" = 1 ] && ok || fail "--json reports the thread count"
+run "$uwjit" run heat --size 48 --steps 10 --threads 3 --output "$sandbox/t3" --json
+expect_code 0 "--threads 3"
+[ "$(json 'd["threads"]' <<<"$out")" = 3 ] && ok || fail "--threads 3 runs on three threads"
+cmp -s "$sandbox/t1/heat.vti" "$sandbox/t3/heat.vti" && ok || fail "--threads 3 writes what --threads 1 writes"
+for bad in 0 -2 two 1e3; do
+  run "$uwjit" run heat --size 8 --steps 1 --threads "$bad"
+  expect_code 2 "--threads $bad"
+  expect_err 'run: --threads: expected a whole number from 1 to 4096' "--threads $bad is explained"
+done
 
 finish

@@ -8,7 +8,7 @@ export UWJIT_LOG_LEVEL=off
 
 run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 60 --output "$sandbox/out"
 expect_code 0 "mpiexec -np 2 uwjit run heat --shard x"
-expect_out '; 1 compile for the job$' "a cold sharded job compiles once"
+expect_out '; 1 compile for the job; [0-9]+ threads? per rank$' "a cold sharded job compiles once"
 expect_out '^  2 ranks, sharded along x, halo exchange \(sync\) [0-9.]+ s per rank$' \
   "the halo exchange time is reported"
 expect_out '^check: PASS$' "the sharded run passes the physics check"
@@ -18,7 +18,7 @@ expect_out '^check: PASS$' "the sharded run passes the physics check"
 run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 60 --exchange overlap \
   --output "$sandbox/out"
 expect_code 0 "a warm sharded job with --exchange overlap"
-expect_out '; 0 compiles for the job$' "a warm sharded job compiles nothing"
+expect_out '; 0 compiles for the job; [0-9]+ threads? per rank$' "a warm sharded job compiles nothing"
 expect_out '^  2 ranks, sharded along x, halo exchange \(overlap\) [0-9.]+ s per rank, 60 of 60 steps with the interior updated during the transfers$' \
   "every step of an overlapped heat run updates the interior while halos are in flight"
 
@@ -34,4 +34,21 @@ expect_out '^check: PASS$' "the resumed sharded run passes the physics check"
 run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard w
 expect_code 2 "a bad --shard"
 expect_err 'shard: expected distinct axes x, y, z' "--shard is explained"
+# An error on some ranks only ends the whole job promptly, with its message (never a hang).
+expect_ended() { # expect_ended WHAT
+  [ "$code" -ne 0 ] && [ "$code" -ne 124 ] && ok || fail "$1: exit $code (124: the job hung)"
+}
+run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 5 \
+  --output /proc/uwjit-cannot-write-here
+expect_ended "an unwritable --output (written by rank 0 only)"
+expect_err 'uwjit: error: rank 0/2: .*/proc/uwjit-cannot-write-here' "the output error names the rank and the path"
+run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 5 \
+  --checkpoint /proc/uwjit-cannot-write-here/heat.ckpt --output "$sandbox/out"
+expect_ended "an unwritable --checkpoint"
+expect_err 'uwjit-cannot-write-here' "the checkpoint error names the path"
+run timeout 120 "$mpiexec" -np 1 "$uwjit" run heat --shard x --size 13 --steps 5 --output "$sandbox/out" \
+  : -np 1 env UWJIT_LOG_LEVEL=bogus "$uwjit" run heat --shard x --size 13 --steps 5 --output "$sandbox/out"
+expect_ended "a bad UWJIT_LOG_LEVEL on one rank only"
+expect_err 'uwjit: error: rank 1/2: UWJIT_LOG_LEVEL: unrecognised value "bogus"' \
+  "the variable's error is printed by the rank that has it"
 finish

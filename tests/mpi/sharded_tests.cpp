@@ -473,3 +473,49 @@ MPI_TEST_CASE("sharded heat and pipe-flow give the same state and integrals bit 
     }
   }
 }
+
+namespace {
+
+// A heat-like 1-D node whose own code throws on rank `bad` only: in emit_update or in
+// initial_state.
+class ThrowingNode final : public uwjit::runtime::Node {
+public:
+  ThrowingNode(std::string where, int bad)
+      : Node("throwing", "t", Params{}), m_where(std::move(where)), m_bad(bad) {}
+  std::vector<std::int64_t> domain() const override { return {32}; }
+  std::vector<uwjit::runtime::StateField> state_fields() const override { return {{"u"}}; }
+  std::vector<int> halo_width() const override { return {1}; }
+  void initial_state(uwjit::runtime::State&) const override {
+    if (m_where == "initial_state" && comm()->rank() == m_bad) {
+      throw std::runtime_error("initial_state fails here");
+    }
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    if (m_where == "emit_update" && comm()->rank() == m_bad) {
+      throw uwjit::Error(uwjit::ErrorKind::usage, "emit_update fails here");
+    }
+    w.state_out("u");
+    w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n      u_out(i) = u(i - 1);\n    }\n");
+  }
+
+private:
+  std::string m_where;
+  int m_bad;
+};
+
+} // namespace
+
+MPI_TEST_CASE("a node's own code failing on one rank is the same error on every rank") {
+  auto engine = make_engine(job_sandbox());
+  const int bad = comm()->size() - 1;
+  const std::string emit = uwjit_test::same_failure_everywhere([&] {
+    Simulation simulation(*engine, {std::make_shared<ThrowingNode>("emit_update", bad)},
+                          sharded({0}));
+  });
+  MPI_CHECK(emit == "usage: emit_update fails here");
+  const std::string initial = uwjit_test::same_failure_everywhere([&] {
+    Simulation simulation(*engine, {std::make_shared<ThrowingNode>("initial_state", bad)},
+                          sharded({0}));
+  });
+  MPI_CHECK(initial == "usage: initial_state fails here");
+}

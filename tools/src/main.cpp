@@ -1,6 +1,7 @@
 // uwjit: the command-line interface to the uwjit engine and its kernel cache.
 #include "args.hpp"
 #include "commands.hpp"
+#include "mpi_job.hpp"
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/version.hpp>
@@ -63,27 +64,33 @@ int main(int argc, char** argv) {
     if (command.name != first) {
       continue;
     }
+    // Under MPI an error may have reached this rank only, while the others wait in a
+    // collective: end_mpi_job_on_error ends the whole job with the message.
+    int code = 0;
     try {
-      return command.run({args.begin() + 1, args.end()});
+      code = command.run({args.begin() + 1, args.end()});
     } catch (const uwjit::tools::UsageError& error) {
+      uwjit::tools::end_mpi_job_on_error(error.what(), 2);
       std::cerr << "uwjit: error: " << error.what() << "\n"
                 << error.usage() << (error.usage().ends_with('\n') ? "" : "\n") << "(run 'uwjit "
                 << error.command() << " --help' for details)\n";
-      return 2;
+      code = 2;
     } catch (const uwjit::Error& error) {
+      const int exit_code = error.kind() == uwjit::ErrorKind::usage ? 2 : 1;
+      uwjit::tools::end_mpi_job_on_error(error.what(), exit_code);
       std::cerr << "uwjit: error: " << error.what() << "\n";
-      if (error.kind() == uwjit::ErrorKind::usage) {
-        // Point at the usage only when the arguments were at fault, not e.g. a variable.
-        if (std::string_view(error.what()).rfind(first, 0) == 0) {
-          std::cerr << "(run 'uwjit " << first << " --help' for usage)\n";
-        }
-        return 2;
+      // Point at the usage only when the arguments were at fault, not e.g. a variable.
+      if (exit_code == 2 && std::string_view(error.what()).rfind(first, 0) == 0) {
+        std::cerr << "(run 'uwjit " << first << " --help' for usage)\n";
       }
-      return 1;
+      code = exit_code;
     } catch (const std::exception& error) {
+      uwjit::tools::end_mpi_job_on_error(error.what(), 1);
       std::cerr << "uwjit: error: " << error.what() << "\n";
-      return 1;
+      code = 1;
     }
+    uwjit::tools::finish_mpi_job();
+    return code;
   }
   std::cerr << "uwjit: error: unknown command \"" << first << "\"\n\n";
   print_help(std::cerr);

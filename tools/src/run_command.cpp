@@ -1,15 +1,12 @@
 #include "args.hpp"
 #include "commands.hpp"
+#include "mpi_job.hpp"
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/nodes/registry.hpp>
 #include <uwjit/runtime/simulation.hpp>
-
-#ifdef UWJIT_HAVE_MPI
-#include <uwjit/mpi.hpp>
-#endif
 
 #include <nlohmann/json.hpp>
 
@@ -296,20 +293,12 @@ int run_command(const std::vector<std::string>& argv) {
   if (const auto threads = args.get("--threads")) {
     options.threads = parse_threads(*threads);
   }
-#ifdef UWJIT_HAVE_MPI
-  std::optional<mpi::Session> session;
   std::unique_ptr<comm::Comm> comm;
   if (shard) {
     options.shard_axes = parse_shard(*shard);
-    session.emplace(nullptr, nullptr);
-    comm = session->world();
+    comm = start_mpi_job();
     options.comm = comm.get();
   }
-#else
-  if (shard) {
-    throw Error(ErrorKind::usage, "run: --shard needs uwjit built with MPI (uwjit::mpi)");
-  }
-#endif
   const bool lead = options.comm == nullptr || options.comm->rank() == 0;
   const int ranks = options.comm == nullptr ? 1 : options.comm->size();
   const QuietUnlessLead quiet(lead);

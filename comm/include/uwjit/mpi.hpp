@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <string_view>
 
 namespace uwjit::mpi {
 
@@ -19,10 +20,20 @@ namespace uwjit::mpi {
 /// (MPI_Init_thread, MPI_THREAD_FUNNELED) unless it already is, and finalises it on destruction
 /// if it initialised it. Throws Error(collective) if MPI cannot be initialised. One per process;
 /// not thread-safe.
+///
+/// An exception that unwinds past a Session of a job of more than one rank may have been raised
+/// on this rank only, while the others wait in a collective: MPI_Finalize would then never
+/// return. So the destructor, when it runs during unwinding, ends the whole job with MPI_Abort
+/// (exit code 1) after one line on stderr. To print the exception's own message first, catch it
+/// inside the Session's scope and call abort().
 class Session {
 public:
   Session(int* argc, char*** argv);
   ~Session();
+
+  /// Writes "uwjit: error: rank R/N: MESSAGE" to stderr and ends every rank of the job at once
+  /// (MPI_Abort on MPI_COMM_WORLD with `code`). For an error that some ranks may not share.
+  [[noreturn]] void abort(std::string_view message, int code) const;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -33,6 +44,7 @@ public:
 
 private:
   bool m_owned = false;
+  int m_unwinding_at_start = 0; // std::uncaught_exceptions() when the session began
 };
 
 } // namespace uwjit::mpi

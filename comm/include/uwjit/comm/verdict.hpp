@@ -13,8 +13,8 @@ namespace uwjit::comm {
 
 /// Collective: each rank gives `mine`, null if its part succeeded, else the exception it caught.
 /// If no rank failed, returns. Otherwise every rank throws the same uwjit::Error: the kind and
-/// message of the lowest failing rank's exception (an exception that is not a uwjit::Error counts
-/// as ErrorKind::internal, with its what()). One all-gather of a few bytes per call.
+/// message of the lowest failing rank's exception. Any other exception (a host's or a node's own
+/// code) counts as ErrorKind::usage, with its what(). One all-gather of a few bytes per call.
 void agree(Comm& comm, const std::exception_ptr& mine);
 
 /// Collective: runs `body` on every rank, then agree()s on its outcome. Returns body's result
