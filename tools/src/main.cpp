@@ -1,6 +1,7 @@
 // uwjit: the command-line interface to the uwjit engine and its kernel cache.
 #include "args.hpp"
 #include "commands.hpp"
+#include "text.hpp"
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/version.hpp>
@@ -39,7 +40,8 @@ void print_help(std::ostream& out) {
     name.resize(12, ' ');
     out << "  " << name << command.summary << "\n";
   }
-  out << "\nRun 'uwjit <command> --help' for the options of one command.\n";
+  out << "\nRun 'uwjit <command> --help' (or 'uwjit help <command>') for the options of one "
+         "command.\n";
 }
 
 } // namespace
@@ -55,16 +57,23 @@ int main(int argc, char** argv) {
     std::cout << "uwjit " << uwjit::k_version << "\n";
     return 0;
   }
-  if (first == "--help" || first == "-h" || first == "help") {
+  if (first == "--help" || first == "-h" || (first == "help" && args.size() == 1)) {
     print_help(std::cout);
     return 0;
   }
+  // "uwjit help COMMAND [SUBCOMMAND]" is "uwjit COMMAND [SUBCOMMAND] --help".
+  const bool help = first == "help";
+  const std::string& name = help ? args[1] : first;
+  std::vector<std::string> rest(args.begin() + (help ? 2 : 1), args.end());
+  if (help) {
+    rest.emplace_back("--help");
+  }
   for (const auto& command : k_commands) {
-    if (command.name != first) {
+    if (command.name != name) {
       continue;
     }
     try {
-      return command.run({args.begin() + 1, args.end()});
+      return command.run(rest);
     } catch (const uwjit::tools::UsageError& error) {
       std::cerr << "uwjit: error: " << error.what() << "\n"
                 << error.usage() << (error.usage().ends_with('\n') ? "" : "\n") << "(run 'uwjit "
@@ -74,8 +83,8 @@ int main(int argc, char** argv) {
       std::cerr << "uwjit: error: " << error.what() << "\n";
       if (error.kind() == uwjit::ErrorKind::usage) {
         // Point at the usage only when the arguments were at fault, not e.g. a variable.
-        if (std::string_view(error.what()).rfind(first, 0) == 0) {
-          std::cerr << "(run 'uwjit " << first << " --help' for usage)\n";
+        if (std::string_view(error.what()).rfind(name, 0) == 0) {
+          std::cerr << "(run 'uwjit " << name << " --help' for usage)\n";
         }
         return 2;
       }
@@ -85,7 +94,13 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::cerr << "uwjit: error: unknown command \"" << first << "\"\n\n";
+  std::vector<std::string> names;
+  for (const auto& command : k_commands) {
+    names.emplace_back(command.name);
+  }
+  names.emplace_back("help");
+  std::cerr << "uwjit: error: unknown command \"" << name << "\""
+            << uwjit::tools::did_you_mean(name, names) << "\n\n";
   print_help(std::cerr);
   return 2;
 }
