@@ -128,6 +128,36 @@ misuse '--older-than: unrecognised value "soon"' "cache prune" cache prune --old
 misuse '--max-size needs a value \(SIZE\)' "cache prune" cache prune --max-size
 misuse 'unknown option --force' "cache wipe" cache wipe --force
 misuse 'unexpected argument "all"' "cache wipe" cache wipe all
+misuse 'unknown option --stpes \(did you mean --steps\?\)' run run heat --stpes 3
+misuse 'unknown option --entyr \(did you mean --entry\?\)' compile compile "$kernel" --entyr main
+misuse 'unknown node type "haet" \(built-in: heat, pipe-flow, fvm, mlp\) \(did you mean heat\?\)' run run haet
+misuse '--set contrst=2: unknown param "contrst" \(known: .*\) \(did you mean contrast\?\)' run run heat --set contrst=2
+misuse 'heat: param "courant" = 0.5 is out of range \(0, 0.166667\]' run run heat --set courant=0.5
+misuse '--size: expected N or NXxNYxNZ \(positive integers\), got "0"' run run heat --size 0
+misuse '--steps: expected a whole number >= 0, got "-1"' run run heat --steps -1
+misuse '--exchange: expected sync or overlap, got "async"' run run heat --exchange async
+misuse '--restore takes the params from the checkpoint' run run heat --restore x.ckpt --size 8
+run "$uwjit" rnu heat
+expect_code 2 "a mistyped command"
+expect_err '^uwjit: error: unknown command "rnu" \(did you mean run\?\)$' "a mistyped command gets a suggestion"
+expect_err '^usage: uwjit ' "a mistyped command prints the usage"
+run "$uwjit" cache stast
+expect_code 2 "a mistyped cache subcommand"
+expect_err '^uwjit: error: cache: unknown subcommand "stast" \(did you mean stats\?\)$' "a mistyped subcommand gets a suggestion"
+run "$uwjit" run heat --frobnicate
+expect_err '^uwjit: error: run: unknown option --frobnicate$' "no suggestion when nothing is close"
+# "uwjit help COMMAND" is "uwjit COMMAND --help".
+for command in compile env run cache "cache prune" "cache inspect"; do
+  run "$uwjit" help $command
+  help_text=$out
+  help_code=$code
+  run "$uwjit" $command --help
+  [ "$help_code" = 0 ] && [ "$code" = 0 ] && [ -n "$out" ] && [ "$help_text" = "$out" ] && ok ||
+    fail "uwjit help $command equals uwjit $command --help"
+done
+run "$uwjit" help rnu
+expect_code 2 "help for a mistyped command"
+expect_err 'unknown command "rnu" \(did you mean run\?\)' "help for a mistyped command gets a suggestion"
 run "$uwjit" cache frob
 expect_code 2 "an unknown cache subcommand"
 expect_err '^uwjit: error: cache: unknown subcommand "frob"' "the unknown subcommand is named"
