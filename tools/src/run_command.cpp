@@ -431,8 +431,11 @@ int run_command(const std::vector<std::string>& argv) {
   }
 
   // Every path the run will write or read, before any work: a run must not be lost at its end.
-  check_output(output_dir);
-  if (checkpoint) {
+  const bool print_kernel = args.has("--print-kernel"); // writes nothing
+  if (!print_kernel) {
+    check_output(output_dir);
+  }
+  if (checkpoint && !print_kernel) {
     check_checkpoint(*checkpoint);
   }
   if (restore) {
@@ -464,7 +467,7 @@ int run_command(const std::vector<std::string>& argv) {
     simulation.emplace(engine, std::vector<std::shared_ptr<const runtime::Node>>{made}, options);
   }
   const auto& node = dynamic_cast<const nodes::BuiltinNode&>(*simulation->nodes()[0]);
-  if (args.has("--print-kernel")) {
+  if (print_kernel) {
     std::cout << simulation->kernels()[0].source->body();
     return 0;
   }
