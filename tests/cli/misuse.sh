@@ -168,6 +168,12 @@ expect_err 'unknown command "--bogus"' "an unknown global option is named"
 expect_err '^usage: uwjit' "an unknown global option prints the usage"
 # Misuse is found before anything is touched: no cache directory appears.
 [ ! -e "$UWJIT_CACHE_DIR" ] && ok || fail "misuse creates no cache directory"
+# A key prefix that names no entry is a misuse too: the (sub)command's usage line follows.
+run "$uwjit" cache explain 0 1
+expect_code 2 "cache explain of keys not in the cache"
+expect_err '^uwjit: error: (the cache is empty|no cache entry has a key starting with "0")$' "the missing key is named"
+expect_err '^usage: uwjit cache explain KEY-A KEY-B$' "the subcommand's usage line follows"
+expect_err "^\(run 'uwjit cache explain --help' for details\)$" "and where to read more"
 
 # --- Malformed, binary and huge kernel files: diagnostics, never a crash ----------------------
 printf '' >"$sandbox/empty.cpp"

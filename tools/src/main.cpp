@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <string_view>
 
 namespace {
@@ -42,6 +43,38 @@ void print_help(std::ostream& out) {
   }
   out << "\nRun 'uwjit <command> --help' (or 'uwjit help <command>') for the options of one "
          "command.\n";
+}
+
+// "cache inspect" for "cache inspect abc": the command and its subcommand, if it has one.
+std::string with_subcommand(const Command& command, const std::vector<std::string>& rest) {
+  std::string text(command.name);
+  if (command.name == "cache" && !rest.empty() && !rest.front().starts_with('-')) {
+    text += " " + rest.front();
+  }
+  return text;
+}
+
+// The usage line of the (sub)command, as its --help prints it.
+std::string usage_line(const Command& command, const std::vector<std::string>& rest) {
+  std::vector<std::string> help;
+  if (command.name == "cache" && !rest.empty() && !rest.front().starts_with('-')) {
+    help.push_back(rest.front());
+  }
+  help.emplace_back("--help");
+  std::ostringstream text;
+  std::streambuf* const saved = std::cout.rdbuf(text.rdbuf());
+  try {
+    (void)command.run(help);
+  } catch (...) { // NOLINT(bugprone-empty-catch): no usage line is all that is lost
+  }
+  std::cout.rdbuf(saved);
+  std::istringstream lines(text.str());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("usage: ")) {
+      return line;
+    }
+  }
+  return "usage: uwjit " + with_subcommand(command, rest) + " ...";
 }
 
 } // namespace
@@ -82,9 +115,12 @@ int main(int argc, char** argv) {
     } catch (const uwjit::Error& error) {
       std::cerr << "uwjit: error: " << error.what() << "\n";
       if (error.kind() == uwjit::ErrorKind::usage) {
-        // Point at the usage only when the arguments were at fault, not e.g. a variable.
-        if (std::string_view(error.what()).rfind(name, 0) == 0) {
-          std::cerr << "(run 'uwjit " << name << " --help' for usage)\n";
+        // The arguments were at fault (e.g. a key prefix that matches no entry): the usage line,
+        // as for a parse error. Not for a bad environment variable, which the message names.
+        if (!std::string_view(error.what()).starts_with("UWJIT_")) {
+          const std::string command_line = with_subcommand(command, rest);
+          std::cerr << usage_line(command, rest) << "\n(run 'uwjit " << command_line
+                    << " --help' for details)\n";
         }
         return 2;
       }
