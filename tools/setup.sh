@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
-# Installs the Debian packages uwjit needs (idempotent), then configures and builds.
+# Installs the Debian packages uwjit needs (idempotent), then configures and builds: the uwjit
+# command first, then the rest (libraries' tests, benchmarks). Quiet: apt's and CMake's output go
+# to a log file, named at the start; a failure shows the log's last lines and keeps the exit status.
 #
-#   tools/setup.sh            install + configure + build (preset "release")
-#   tools/setup.sh --deps     install only
-#   UWJIT_PRESET=ci tools/setup.sh   another CMake preset
+#   tools/setup.sh                    install + configure + build (preset "release")
+#   tools/setup.sh --verbose          the same, showing apt's and CMake's output as well
+#   tools/setup.sh --deps             install only
+#   UWJIT_PRESET=ci tools/setup.sh    another CMake preset
 set -euo pipefail
+
+usage() { echo "usage: tools/setup.sh [--deps] [--verbose]"; }
+verbose=0
+deps_only=0
+for arg in "$@"; do
+  case $arg in
+  --verbose | -v) verbose=1 ;;
+  --deps) deps_only=1 ;;
+  --help | -h) usage; exit 0 ;;
+  *) echo "setup: unknown option $arg" >&2; usage >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -16,28 +31,83 @@ packages=(
   libspdlog-dev libfmt-dev
   doctest-dev
   nlohmann-json3-dev
+  libcairo2-dev fonts-dejavu-core   # uwjit run --plot
   clang-format-19
   gdb linux-perf   # the debugger and profiler tests (label debug)
   python3 util-linux
 )
+
+invoked_from=$PWD
+cd "$(dirname "$0")/.."
+root=$PWD
+preset=${UWJIT_PRESET:-release}
+mkdir -p build
+log=$root/build/setup.log
+: >"$log"
+echo "setup: log in $log$([ $verbose = 1 ] || echo ' (--verbose shows it here)')"
+
+# step DESCRIPTION COMMAND...: runs COMMAND with its output in the log (and here with
+# --verbose); on failure, shows the log's tail and exits with COMMAND's status.
+step() {
+  local what=$1 start status=0
+  shift
+  start=$(date +%s)
+  echo "== $what: $*" >>"$log"
+  if [ $verbose = 1 ]; then
+    echo "setup: $what"
+    "$@" 2>&1 | tee -a "$log" || status=${PIPESTATUS[0]}
+  else
+    printf 'setup: %s ... ' "$what"
+    "$@" >>"$log" 2>&1 || status=$?
+  fi
+  if [ "$status" -ne 0 ]; then
+    [ $verbose = 1 ] || echo "failed"
+    echo "setup: $what failed (exit $status): $*" >&2
+    echo "setup: the last 40 lines of $log:" >&2
+    tail -n 40 "$log" | sed 's/^/  | /' >&2
+    exit "$status"
+  fi
+  if [ $verbose = 1 ]; then
+    echo "setup: $what: done in $(($(date +%s) - start)) s"
+  else
+    echo "done in $(($(date +%s) - start)) s"
+  fi
+}
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "setup: installing ${missing[*]}"
+  step "apt-get update" "${sudo_cmd[@]}" apt-get update
+  step "apt-get install (${#missing[@]} packages)" "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
 else
   echo "setup: all packages present"
 fi
 
-[ "${1:-}" = "--deps" ] && exit 0
+[ $deps_only = 1 ] && exit 0
 
-cd "$(dirname "$0")/.."
-preset=${UWJIT_PRESET:-release}
-cmake --preset "$preset"
-cmake --build --preset "$preset"
+bin=$root/build/$preset/bin
+shown=$bin # how the next steps name it: relative where the script was run from the checkout
+[ "$invoked_from" = "$root" ] && shown=build/$preset/bin
+step "configuring (preset $preset)" cmake --preset "$preset"
+step "building uwjit" cmake --build --preset "$preset" --target uwjit_cli
+echo "setup: $bin/uwjit is ready"
+step "building the rest (library tests, benchmarks)" cmake --build --preset "$preset"
+
+cat <<EOF
+
+Next steps:
+  $shown/uwjit run pipe-flow          # the D3Q19 pipe flow: compiled, checked, written for ParaView
+  $shown/uwjit run pipe-flow --plot   # ... and drawn as PNG pictures
+  $shown/uwjit --help                 # every command; 'uwjit help run' for one
+
+uwjit on the PATH, for this shell (add the line to ~/.bashrc to keep it):
+  export PATH="$bin:\$PATH"
+or installed (the uwjit command, the library and its CMake package for find_package(uwjit)):
+  cmake --install build/$preset --prefix ~/.local     # then ~/.local/bin on the PATH
+EOF

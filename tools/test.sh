@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs what uwjit needs (tools/setup.sh), builds the "ci" preset (tests on, warnings are
-# errors) and runs the whole test suite; then builds the sanitizer presets and runs the unit and
-# JIT tests under AddressSanitizer + UndefinedBehaviorSanitizer ("asan") and the concurrency
-# tests under ThreadSanitizer ("tsan"). Extra arguments go to the "ci" ctest, e.g. `-L unit`;
-# UWJIT_SANITIZERS=0 skips the sanitizer builds (a quick local run; CI runs them).
+# Installs what uwjit needs (tools/setup.sh: quiet, its log in build/setup.log; a failure shows
+# the log's tail and exits with the failing step's status), builds the "ci" preset (tests on,
+# warnings are errors) and runs the whole test suite; then builds the sanitizer presets and runs
+# the unit and JIT tests under AddressSanitizer + UndefinedBehaviorSanitizer ("asan") and the
+# concurrency tests under ThreadSanitizer ("tsan"). Extra arguments go to the "ci" ctest, e.g.
+# `-L unit`; UWJIT_SANITIZERS=0 skips the sanitizer builds (a quick local run; CI runs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 UWJIT_PRESET=ci tools/setup.sh

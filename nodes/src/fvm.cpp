@@ -7,7 +7,9 @@
 #include "params.hpp"
 #include "voronoi_mesh.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 namespace uwjit::nodes {
@@ -22,6 +24,19 @@ constexpr double k_pi = std::numbers::pi;
 } // namespace
 
 struct FvmNode::Mesh : detail::VoronoiMesh {};
+
+std::span<const ParamDoc> FvmNode::param_docs() noexcept {
+  static constexpr ParamDoc k_docs[] = {
+      {"n", "generator points per lattice row (mesh spacing h = 1/(n-1))", "points", "[4, 4096]"},
+      {"perturbation", "random shift of the interior points", "lattice spacings", "[0, 0.249]"},
+      {"seed", "seed of the perturbation", "", "[0, 2^63)"},
+      {"kappa", "diffusivity", "length^2 per unit time", "(0, 1e12]"},
+      {"safety", "dt as a fraction of the explicit stability limit", "", "(0, 1]"},
+      {"extents", "mesh sizes compiled into the kernel, or passed at run time", "",
+       "compiled, runtime"},
+  };
+  return k_docs;
+}
 
 Params FvmNode::defaults() {
   return Params{{"n", 32},      {"perturbation", 0.15}, {"seed", 7},
@@ -237,11 +252,11 @@ Verdict FvmNode::check(const runtime::Simulation& simulation, const Trace& trace
   return verdict;
 }
 
-std::vector<std::filesystem::path>
-FvmNode::write_output(const runtime::Simulation& simulation,
-                      const std::filesystem::path& directory) const {
+std::vector<std::filesystem::path> FvmNode::write_output(const runtime::Simulation& simulation,
+                                                         const std::filesystem::path& directory,
+                                                         std::string_view stem) const {
   std::filesystem::create_directories(directory);
-  const auto path = directory / (name() + ".vtu");
+  const auto path = directory / (std::string(stem) + ".vtu");
   const Mesh& m = *m_mesh;
   runtime::UnstructuredGeometry geometry;
   for (std::size_t v = 0; v < m.vertex.size() / 2; ++v) {
@@ -262,8 +277,105 @@ FvmNode::write_output(const runtime::Simulation& simulation,
                                                  runtime::VtkArray::of<double>("T_exact", expected),
                                                  runtime::VtkArray::of<double>("error", error),
                                                  runtime::VtkArray::of<double>("volume", m.volume)};
-  runtime::write_unstructured_grid(path, geometry, arrays);
+  runtime::write_unstructured_grid(path, geometry, arrays, field_data(simulation));
   return {path};
+}
+
+Figures FvmNode::figures(const runtime::Simulation& simulation) const {
+  const Mesh& m = *m_mesh;
+  const runtime::Field& t = simulation.field(name(), "T");
+  const auto cells = static_cast<std::int64_t>(m.volume.size());
+  // A raster of the cells: each pixel shows the cell whose generator is nearest, which is the
+  // Voronoi cell it lies in. Generators are bucketed by lattice spacing, so a pixel searches
+  // only the buckets around it.
+  double lo[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  double hi[2] = {-lo[0], -lo[1]};
+  for (std::size_t v = 0; v < m.vertex.size() / 2; ++v) {
+    for (int d = 0; d < 2; ++d) {
+      lo[d] = std::min(lo[d], m.vertex[2 * v + static_cast<std::size_t>(d)]);
+      hi[d] = std::max(hi[d], m.vertex[2 * v + static_cast<std::size_t>(d)]);
+    }
+  }
+  const double h = m.spacing;
+  const auto buckets_x = static_cast<std::int64_t>((hi[0] - lo[0]) / h) + 1;
+  const auto buckets_y = static_cast<std::int64_t>((hi[1] - lo[1]) / h) + 1;
+  std::vector<std::vector<std::int64_t>> buckets(static_cast<std::size_t>(buckets_x * buckets_y));
+  auto bucket = [&](double value, int d, std::int64_t count) {
+    return std::clamp<std::int64_t>(static_cast<std::int64_t>((value - lo[d]) / h), 0, count - 1);
+  };
+  for (std::int64_t c = 0; c < cells; ++c) {
+    const auto bx = bucket(m.centre[2 * static_cast<std::size_t>(c)], 0, buckets_x);
+    const auto by = bucket(m.centre[2 * static_cast<std::size_t>(c) + 1], 1, buckets_y);
+    buckets[static_cast<std::size_t>(by * buckets_x + bx)].push_back(c);
+  }
+  const std::int64_t width = 400;
+  const auto height = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(std::lround(width * (hi[1] - lo[1]) / (hi[0] - lo[0]))));
+  Slice temperature{"T",   "T",  "the Voronoi cells", "x", "y", width, height, {}, lo[0], hi[0],
+                    lo[1], hi[1]};
+  Slice error{"error", "T - T*", "the Voronoi cells", "x", "y", width, height, {}, lo[0], hi[0],
+              lo[1],   hi[1]};
+  for (std::int64_t py = 0; py < height; ++py) {
+    for (std::int64_t px = 0; px < width; ++px) {
+      const double x = lo[0] + (hi[0] - lo[0]) * (static_cast<double>(px) + 0.5) / width;
+      const double y = lo[1] + (hi[1] - lo[1]) * (static_cast<double>(py) + 0.5) / height;
+      const auto bx = bucket(x, 0, buckets_x);
+      const auto by = bucket(y, 1, buckets_y);
+      std::int64_t best = -1;
+      double best_d2 = std::numeric_limits<double>::infinity();
+      for (auto j = std::max<std::int64_t>(0, by - 2); j <= std::min(buckets_y - 1, by + 2); ++j) {
+        for (auto i = std::max<std::int64_t>(0, bx - 2); i <= std::min(buckets_x - 1, bx + 2);
+             ++i) {
+          for (const std::int64_t c : buckets[static_cast<std::size_t>(j * buckets_x + i)]) {
+            const double dx = m.centre[2 * static_cast<std::size_t>(c)] - x;
+            const double dy = m.centre[2 * static_cast<std::size_t>(c) + 1] - y;
+            if (dx * dx + dy * dy < best_d2) {
+              best_d2 = dx * dx + dy * dy;
+              best = c;
+            }
+          }
+        }
+      }
+      // Beyond the cells (the ring of Dirichlet points) nothing is shown.
+      if (best < 0 || best_d2 > h * h) {
+        temperature.values.push_back(std::numeric_limits<double>::quiet_NaN());
+        error.values.push_back(std::numeric_limits<double>::quiet_NaN());
+        continue;
+      }
+      const double value = t.at<double>(best);
+      temperature.values.push_back(value);
+      error.values.push_back(value - exact(m.centre[2 * static_cast<std::size_t>(best)],
+                                           m.centre[2 * static_cast<std::size_t>(best) + 1]));
+    }
+  }
+  Figures figures;
+  figures.slices = {std::move(temperature), std::move(error)};
+  // The checked quantity: T against the analytic steady state, along the middle of the domain.
+  const double middle = 0.5 * (lo[1] + hi[1]);
+  Chart chart{"steady-state",
+              format("T across the middle, y = {}", std::round(middle * 1000) / 1000),
+              "x",
+              "T",
+              {}};
+  Curve measured{"uwjit (cells within h/2 of the line)", {}, {}, true};
+  for (std::int64_t c = 0; c < cells; ++c) {
+    const double x = m.centre[2 * static_cast<std::size_t>(c)];
+    const double y = m.centre[2 * static_cast<std::size_t>(c) + 1];
+    if (std::abs(y - middle) < h / 2) {
+      measured.x.push_back(x);
+      measured.y.push_back(t.at<double>(c));
+    }
+  }
+  Curve analytic{"T* = exp(pi (x - 1)) sin(pi y)", {}, {}, false};
+  constexpr int k_samples = 200;
+  for (int s = 0; s <= k_samples; ++s) {
+    const double x = lo[0] + (hi[0] - lo[0]) * s / k_samples;
+    analytic.x.push_back(x);
+    analytic.y.push_back(exact(x, middle));
+  }
+  chart.curves = {std::move(analytic), std::move(measured)};
+  figures.charts.push_back(std::move(chart));
+  return figures;
 }
 
 } // namespace uwjit::nodes

@@ -18,6 +18,24 @@ namespace {
 constexpr std::string_view k_type = "heat";
 } // namespace
 
+std::span<const ParamDoc> HeatNode::param_docs() noexcept {
+  static constexpr ParamDoc k_docs[] = {
+      {"nx", "grid cells along x", "cells", "[3, 16384]"},
+      {"ny", "grid cells along y", "cells", "[3, 16384]"},
+      {"nz", "grid cells along z", "cells", "[3, 16384]"},
+      {"kappa", "background conductivity (diffusivity)", "cells^2 per unit time", "(0, 1e12]"},
+      {"contrast", "conductivity of the central sphere / kappa (1: uniform)", "", "(0, 1e12]"},
+      {"boundary", "the walls: zero-gradient (insulating) or periodic", "", "insulating, periodic"},
+      {"mode", "cosine mode of the initial state along x", "",
+       "[1, nx - 1] insulating, [1, (nx - 1) / 2] periodic"},
+      {"amplitude", "amplitude of that mode around u = 1", "u", "[-1e12, 1e12]"},
+      {"courant", "dt = courant / (kappa max(1, contrast)); stable below 1/6", "", "(0, 1/6]"},
+      {"extents", "grid extents compiled into the kernel, or passed at run time", "",
+       "compiled, runtime"},
+  };
+  return k_docs;
+}
+
 Params HeatNode::defaults() {
   return Params{{"nx", 32},        {"ny", 32},
                 {"nz", 32},        {"kappa", 1.0},
@@ -216,11 +234,11 @@ Verdict HeatNode::check(const runtime::Simulation& simulation, const Trace& trac
   return verdict;
 }
 
-std::vector<std::filesystem::path>
-HeatNode::write_output(const runtime::Simulation& simulation,
-                       const std::filesystem::path& directory) const {
+std::vector<std::filesystem::path> HeatNode::write_output(const runtime::Simulation& simulation,
+                                                          const std::filesystem::path& directory,
+                                                          std::string_view stem) const {
   std::filesystem::create_directories(directory);
-  const auto path = directory / (name() + ".vti");
+  const auto path = directory / (std::string(stem) + ".vti");
   runtime::ImageGeometry geometry;
   geometry.cells = {m_n[0], m_n[1], m_n[2]};
   const runtime::Field& u = simulation.field(name(), "u");
@@ -229,8 +247,47 @@ HeatNode::write_output(const runtime::Simulation& simulation,
   kappa_field.copy_interior_from(std::as_bytes(kappa.values<double>()));
   const std::vector<runtime::VtkArray> arrays = {runtime::image_cells(u, 3),
                                                  runtime::image_cells(kappa_field, 3)};
-  runtime::write_image_data(path, geometry, arrays);
+  runtime::write_image_data(path, geometry, arrays, field_data(simulation));
   return {path};
+}
+
+Figures HeatNode::figures(const runtime::Simulation& simulation) const {
+  Figures figures = BuiltinNode::figures(simulation);
+  // The checked quantity: the mode along x (u averaged over y and z), with the discrete exact
+  // solution where the conductivity is uniform.
+  const runtime::Field& u = simulation.field(name(), "u");
+  Chart chart{"mode", "u along x, averaged over y and z", "x (cells)", "u", {}};
+  Curve measured{"uwjit", {}, {}, true};
+  for (std::int64_t i = 0; i < m_n[0]; ++i) {
+    double sum = 0;
+    for (std::int64_t j = 0; j < m_n[1]; ++j) {
+      for (std::int64_t k = 0; k < m_n[2]; ++k) {
+        sum += u.at<double>(i, j, k);
+      }
+    }
+    measured.x.push_back(static_cast<double>(i) + 0.5);
+    measured.y.push_back(sum / static_cast<double>(m_n[1] * m_n[2]));
+  }
+  const double k = wavenumber();
+  const auto t = static_cast<double>(simulation.steps_taken());
+  const double growth = 1.0 - dt() * m_kappa * discrete_eigenvalue();
+  Curve initial{"initial state", {}, {}, false};
+  Curve exact{"exact (discrete) solution", {}, {}, false};
+  constexpr int k_samples = 400;
+  for (int s = 0; s <= k_samples; ++s) {
+    const double x = static_cast<double>(m_n[0]) * s / k_samples;
+    initial.x.push_back(x);
+    initial.y.push_back(1.0 + m_amplitude * std::cos(k * x));
+    exact.x.push_back(x);
+    exact.y.push_back(1.0 + m_amplitude * std::pow(growth, t) * std::cos(k * x));
+  }
+  chart.curves.push_back(std::move(initial));
+  if (m_contrast == 1.0) {
+    chart.curves.push_back(std::move(exact));
+  }
+  chart.curves.push_back(std::move(measured));
+  figures.charts.push_back(std::move(chart));
+  return figures;
 }
 
 } // namespace uwjit::nodes

@@ -26,6 +26,22 @@ std::string bias_key(std::int64_t layer) {
 }
 } // namespace
 
+std::span<const ParamDoc> MlpNode::param_docs() noexcept {
+  static constexpr ParamDoc k_docs[] = {
+      {"nx", "grid points along x", "points", "[1, 16384]"},
+      {"ny", "grid points along y", "points", "[1, 16384]"},
+      {"nz", "grid points along z", "points", "[1, 16384]"},
+      {"features", "values per point (the network's inputs and outputs)", "", "[1, 9]"},
+      {"hidden", "width of each hidden layer", "neurons", "[1, 256]"},
+      {"layers", "hidden layers", "", "[1, 8]"},
+      {"seed", "seed of the generated weights", "", "[0, 2^63)"},
+      {"dt", "forward Euler time step", "time units", "(0, 1e6]"},
+      {"extents", "grid extents compiled into the kernel, or passed at run time", "",
+       "compiled, runtime"},
+  };
+  return k_docs;
+}
+
 Params MlpNode::defaults() {
   return Params{{"nx", 16},    {"ny", 16},  {"nz", 16},   {"features", 3},       {"hidden", 16},
                 {"layers", 2}, {"seed", 1}, {"dt", 0.05}, {"extents", "runtime"}};
@@ -243,16 +259,16 @@ Verdict MlpNode::check(const runtime::Simulation& simulation, const Trace& trace
   return verdict;
 }
 
-std::vector<std::filesystem::path>
-MlpNode::write_output(const runtime::Simulation& simulation,
-                      const std::filesystem::path& directory) const {
+std::vector<std::filesystem::path> MlpNode::write_output(const runtime::Simulation& simulation,
+                                                         const std::filesystem::path& directory,
+                                                         std::string_view stem) const {
   std::filesystem::create_directories(directory);
-  const auto path = directory / (name() + ".vti");
+  const auto path = directory / (std::string(stem) + ".vti");
   runtime::ImageGeometry geometry;
   geometry.cells = {m_n[0], m_n[1], m_n[2]};
   const std::vector<runtime::VtkArray> arrays = {
       runtime::image_cells(simulation.field(name(), "u"), 3)};
-  runtime::write_image_data(path, geometry, arrays);
+  runtime::write_image_data(path, geometry, arrays, field_data(simulation));
   return {path};
 }
 

@@ -6,8 +6,10 @@
 
 #include "params.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 namespace uwjit::nodes {
 
@@ -75,6 +77,22 @@ std::string dot_u(const std::array<int, 3>& c) {
 }
 
 } // namespace
+
+std::span<const ParamDoc> PipeFlowNode::param_docs() noexcept {
+  static constexpr ParamDoc k_docs[] = {
+      {"nx", "lattice sites along the pipe (x, periodic)", "sites", "[1, 16384]"},
+      {"ny", "lattice sites across the pipe (y)", "sites", "[6, 16384]"},
+      {"nz", "lattice sites across the pipe (z)", "sites", "[6, 16384]"},
+      {"radius", "pipe radius (follows ny, nz unless set)", "lattice units",
+       "[2, min(ny, nz)/2 - 1]"},
+      {"tau", "BGK relaxation time; viscosity = (tau - 1/2)/3", "time steps", "(0.5, 1e6]"},
+      {"u_max", "centreline velocity the body force is chosen for", "lattice units per step",
+       "(0, 0.2]"},
+      {"extents", "lattice extents compiled into the kernel, or passed at run time", "",
+       "compiled, runtime"},
+  };
+  return k_docs;
+}
 
 Params PipeFlowNode::defaults() {
   Params params{{"nx", 32},   {"ny", 24},      {"nz", 24},
@@ -357,9 +375,9 @@ Verdict PipeFlowNode::check(const runtime::Simulation& simulation, const Trace& 
 
 std::vector<std::filesystem::path>
 PipeFlowNode::write_output(const runtime::Simulation& simulation,
-                           const std::filesystem::path& directory) const {
+                           const std::filesystem::path& directory, std::string_view stem) const {
   std::filesystem::create_directories(directory);
-  const auto path = directory / (name() + ".vti");
+  const auto path = directory / (std::string(stem) + ".vti");
   const runtime::Field& f = simulation.field(name(), "f");
   const std::int64_t nx = m_n[0], ny = m_n[1], nz = m_n[2];
   const auto cells = static_cast<std::size_t>(nx * ny * nz);
@@ -397,8 +415,92 @@ PipeFlowNode::write_output(const runtime::Simulation& simulation,
       runtime::VtkArray::of<double>("density", density),
       runtime::VtkArray::of<double>("velocity", velocity, 3),
       runtime::VtkArray::of<std::uint8_t>("pipe_wall", wall)};
-  runtime::write_image_data(path, geometry, arrays);
+  runtime::write_image_data(path, geometry, arrays, field_data(simulation));
   return {path};
+}
+
+Figures PipeFlowNode::figures(const runtime::Simulation& simulation) const {
+  const runtime::Field& f = simulation.field(name(), "f");
+  const std::int64_t nx = m_n[0], ny = m_n[1], nz = m_n[2];
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // The axial velocity u = (sum c f* - F/2) / rho and the density at one site; NaN in a wall.
+  auto site = [&](std::int64_t x, std::int64_t y, std::int64_t z) -> std::array<double, 2> {
+    if (solid(y, z)) {
+      return {nan, nan};
+    }
+    double rho = 0;
+    double jx = -0.5 * m_force;
+    for (int q = 0; q < k_q; ++q) {
+      const double value = f.at<double>(q, x, y, z);
+      rho += value;
+      jx += k_c[static_cast<std::size_t>(q)][0] * value;
+    }
+    return {jx / rho, rho};
+  };
+  Figures figures;
+  Slice along{"velocity_x",
+              "velocity_x",
+              format("z = {} (mid-plane)", nz / 2),
+              "x (sites)",
+              "y (sites)",
+              nx,
+              ny,
+              {}};
+  Slice density{"density", "density", along.where, "x (sites)", "y (sites)", nx, ny, {}};
+  for (std::int64_t y = 0; y < ny; ++y) {
+    for (std::int64_t x = 0; x < nx; ++x) {
+      const auto [u, rho] = site(x, y, nz / 2);
+      along.values.push_back(u);
+      density.values.push_back(rho);
+    }
+  }
+  Slice across{"velocity_x-section",
+               "velocity_x",
+               format("x = {} (cross-section)", nx / 2),
+               "y (sites)",
+               "z (sites)",
+               ny,
+               nz,
+               {}};
+  for (std::int64_t z = 0; z < nz; ++z) {
+    for (std::int64_t y = 0; y < ny; ++y) {
+      across.values.push_back(site(nx / 2, y, z)[0]);
+    }
+  }
+  figures.slices = {std::move(along), std::move(across), std::move(density)};
+  // The checked quantity: the axial velocity of every fluid site (averaged along the pipe)
+  // against its distance from the axis, and the Poiseuille profile.
+  Chart chart{"profile",
+              "axial velocity across the pipe",
+              "distance from the axis r (sites)",
+              "u_x (lattice units per step)",
+              {}};
+  Curve measured{"uwjit (each fluid site, mean over x)", {}, {}, true};
+  for (std::int64_t y = 0; y < ny; ++y) {
+    for (std::int64_t z = 0; z < nz; ++z) {
+      if (solid(y, z)) {
+        continue;
+      }
+      double sum = 0;
+      for (std::int64_t x = 0; x < nx; ++x) {
+        sum += site(x, y, z)[0];
+      }
+      const double dy = static_cast<double>(y) - static_cast<double>(ny - 1) / 2;
+      const double dz = static_cast<double>(z) - static_cast<double>(nz - 1) / 2;
+      measured.x.push_back(std::sqrt(dy * dy + dz * dz));
+      measured.y.push_back(sum / static_cast<double>(nx));
+    }
+  }
+  Curve poiseuille{"Poiseuille: F (R^2 - r^2) / (4 nu)", {}, {}, false};
+  constexpr int k_samples = 200;
+  for (int s = 0; s <= k_samples; ++s) {
+    const double r = m_radius * s / k_samples;
+    poiseuille.x.push_back(r);
+    poiseuille.y.push_back(m_force * (m_radius * m_radius - r * r) / (4.0 * viscosity()));
+  }
+  chart.curves = {std::move(poiseuille), std::move(measured)};
+  figures.charts.push_back(std::move(chart));
+  return figures;
 }
 
 } // namespace uwjit::nodes

@@ -60,6 +60,22 @@ runtime::Params default_params(std::string_view type) {
   unknown(type);
 }
 
+std::span<const ParamDoc> param_docs(std::string_view type) {
+  if (type == "heat") {
+    return HeatNode::param_docs();
+  }
+  if (type == "pipe-flow") {
+    return PipeFlowNode::param_docs();
+  }
+  if (type == "fvm") {
+    return FvmNode::param_docs();
+  }
+  if (type == "mlp") {
+    return MlpNode::param_docs();
+  }
+  unknown(type);
+}
+
 runtime::Params sized_params(std::string_view type, std::span<const std::int64_t> size) {
   runtime::Params params = default_params(type);
   if (size.size() != 1 && size.size() != 3) {

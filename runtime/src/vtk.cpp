@@ -89,6 +89,65 @@ void cell_arrays(std::string& out, std::span<const VtkArray> arrays, std::int64_
   out += "      </CellData>\n";
 }
 
+std::string number(double value) {
+  std::array<char, 32> buffer{};
+  const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  return std::string(buffer.data(), end);
+}
+
+std::string xml_escaped(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    default:
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Integers and doubles as one ASCII tuple; a string as its character codes, ended by 0 (VTK's
+// ASCII form of a String array).
+void field_arrays(std::string& out, std::span<const VtkFieldValue> values) {
+  if (values.empty()) {
+    return;
+  }
+  out += "    <FieldData>\n";
+  for (const auto& v : values) {
+    std::string text;
+    std::string_view type;
+    if (const auto* i = std::get_if<std::int64_t>(&v.value)) {
+      type = "Int64";
+      text = std::to_string(*i);
+    } else if (const auto* d = std::get_if<double>(&v.value)) {
+      type = "Float64";
+      text = number(*d);
+    } else {
+      type = "String";
+      for (const char c : std::get<std::string>(v.value)) {
+        text += std::to_string(static_cast<unsigned char>(c)) + " ";
+      }
+      text += "0";
+    }
+    out += format("      <DataArray type=\"{}\" Name=\"{}\" NumberOfTuples=\"1\" "
+                  "format=\"ascii\">\n        {}\n      </DataArray>\n",
+                  type, xml_escaped(v.name), text);
+  }
+  out += "    </FieldData>\n";
+}
+
 void write_atomically(const std::filesystem::path& path, const std::string& text) {
   const std::filesystem::path tmp =
       path.string() + ".tmp." + std::to_string(static_cast<long>(::getpid()));
@@ -108,12 +167,6 @@ void write_atomically(const std::filesystem::path& path, const std::string& text
     std::filesystem::remove(tmp, error);
     throw Error(ErrorKind::io, format("{}: cannot write", path.string()));
   }
-}
-
-std::string number(double value) {
-  std::array<char, 32> buffer{};
-  const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-  return std::string(buffer.data(), end);
 }
 
 } // namespace
@@ -169,7 +222,8 @@ VtkArray image_cells(const Field& field, int domain_axes) {
 }
 
 void write_image_data(const std::filesystem::path& path, const ImageGeometry& g,
-                      std::span<const VtkArray> cell_data) {
+                      std::span<const VtkArray> cell_data,
+                      std::span<const VtkFieldValue> field_data) {
   for (const std::int64_t n : g.cells) {
     if (n < 1) {
       throw Error(ErrorKind::usage, format("vtk: {}: cells per axis must be >= 1", path.string()));
@@ -182,6 +236,7 @@ void write_image_data(const std::filesystem::path& path, const ImageGeometry& g,
   out += format("  <ImageData WholeExtent=\"{}\" Origin=\"{} {} {}\" Spacing=\"{} {} {}\">\n",
                 extent, number(g.origin[0]), number(g.origin[1]), number(g.origin[2]),
                 number(g.spacing[0]), number(g.spacing[1]), number(g.spacing[2]));
+  field_arrays(out, field_data);
   out += format("    <Piece Extent=\"{}\">\n", extent);
   cell_arrays(out, cell_data, g.cells[0] * g.cells[1] * g.cells[2]);
   out += "    </Piece>\n  </ImageData>\n</VTKFile>\n";
@@ -189,7 +244,8 @@ void write_image_data(const std::filesystem::path& path, const ImageGeometry& g,
 }
 
 void write_unstructured_grid(const std::filesystem::path& path, const UnstructuredGeometry& g,
-                             std::span<const VtkArray> cell_data) {
+                             std::span<const VtkArray> cell_data,
+                             std::span<const VtkFieldValue> field_data) {
   const std::size_t points = g.points.size() / 3;
   const std::size_t cells = g.types.size();
   if (g.points.size() % 3 != 0 || g.offsets.size() != cells ||
@@ -210,6 +266,7 @@ void write_unstructured_grid(const std::filesystem::path& path, const Unstructur
                     "<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" "
                     "byte_order=\"LittleEndian\" header_type=\"UInt64\">\n"
                     "  <UnstructuredGrid>\n";
+  field_arrays(out, field_data);
   out += format("    <Piece NumberOfPoints=\"{}\" NumberOfCells=\"{}\">\n", points, cells);
   out += "      <Points>\n";
   data_array(out, "Points", Dtype::f64, 3, std::as_bytes(std::span(g.points)));
@@ -220,6 +277,18 @@ void write_unstructured_grid(const std::filesystem::path& path, const Unstructur
   out += "      </Cells>\n";
   cell_arrays(out, cell_data, static_cast<std::int64_t>(cells));
   out += "    </Piece>\n  </UnstructuredGrid>\n</VTKFile>\n";
+  write_atomically(path, out);
+}
+
+void write_collection(const std::filesystem::path& path, std::span<const VtkSeriesEntry> entries) {
+  std::string out = "<?xml version=\"1.0\"?>\n"
+                    "<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"LittleEndian\">\n"
+                    "  <Collection>\n";
+  for (const auto& entry : entries) {
+    out += format("    <DataSet timestep=\"{}\" group=\"\" part=\"0\" file=\"{}\"/>\n",
+                  number(entry.time), xml_escaped(entry.file.generic_string()));
+  }
+  out += "  </Collection>\n</VTKFile>\n";
   write_atomically(path, out);
 }
 

@@ -127,6 +127,36 @@ misuse '--older-than: unrecognised value "soon"' "cache prune" cache prune --old
 misuse '--max-size needs a value \(SIZE\)' "cache prune" cache prune --max-size
 misuse 'unknown option --force' "cache wipe" cache wipe --force
 misuse 'unexpected argument "all"' "cache wipe" cache wipe all
+misuse 'unknown option --stpes \(did you mean --steps\?\)' run run heat --stpes 3
+misuse 'unknown option --entyr \(did you mean --entry\?\)' compile compile "$kernel" --entyr main
+misuse 'unknown node type "haet" \(built-in: heat, pipe-flow, fvm, mlp\) \(did you mean heat\?\)' run run haet
+misuse '--set contrst=2: unknown param "contrst" \(known: .*\) \(did you mean contrast\?\)' run run heat --set contrst=2
+misuse 'heat: param "courant" = 0.5 is out of range \(0, 0.166667\]' run run heat --set courant=0.5
+misuse '--size: expected N or NXxNYxNZ \(positive integers\), got "0"' run run heat --size 0
+misuse '--steps: expected a whole number >= 0, got "-1"' run run heat --steps -1
+misuse '--exchange: expected sync or overlap, got "async"' run run heat --exchange async
+misuse '--restore takes the params from the checkpoint' run run heat --restore x.ckpt --size 8
+run "$uwjit" rnu heat
+expect_code 2 "a mistyped command"
+expect_err '^uwjit: error: unknown command "rnu" \(did you mean run\?\)$' "a mistyped command gets a suggestion"
+expect_err '^usage: uwjit ' "a mistyped command prints the usage"
+run "$uwjit" cache stast
+expect_code 2 "a mistyped cache subcommand"
+expect_err '^uwjit: error: cache: unknown subcommand "stast" \(did you mean stats\?\)$' "a mistyped subcommand gets a suggestion"
+run "$uwjit" run heat --frobnicate
+expect_err '^uwjit: error: run: unknown option --frobnicate$' "no suggestion when nothing is close"
+# "uwjit help COMMAND" is "uwjit COMMAND --help".
+for command in compile env run cache "cache prune" "cache inspect"; do
+  run "$uwjit" help $command
+  help_text=$out
+  help_code=$code
+  run "$uwjit" $command --help
+  [ "$help_code" = 0 ] && [ "$code" = 0 ] && [ -n "$out" ] && [ "$help_text" = "$out" ] && ok ||
+    fail "uwjit help $command equals uwjit $command --help"
+done
+run "$uwjit" help rnu
+expect_code 2 "help for a mistyped command"
+expect_err 'unknown command "rnu" \(did you mean run\?\)' "help for a mistyped command gets a suggestion"
 run "$uwjit" cache frob
 expect_code 2 "an unknown cache subcommand"
 expect_err '^uwjit: error: cache: unknown subcommand "frob"' "the unknown subcommand is named"
@@ -137,6 +167,12 @@ expect_err 'unknown command "--bogus"' "an unknown global option is named"
 expect_err '^usage: uwjit' "an unknown global option prints the usage"
 # Misuse is found before anything is touched: no cache directory appears.
 [ ! -e "$UWJIT_CACHE_DIR" ] && ok || fail "misuse creates no cache directory"
+# A key prefix that names no entry is a misuse too: the (sub)command's usage line follows.
+run "$uwjit" cache explain 0 1
+expect_code 2 "cache explain of keys not in the cache"
+expect_err '^uwjit: error: (the cache is empty|no cache entry has a key starting with "0")$' "the missing key is named"
+expect_err '^usage: uwjit cache explain KEY-A KEY-B$' "the subcommand's usage line follows"
+expect_err "^\(run 'uwjit cache explain --help' for details\)$" "and where to read more"
 
 # --- Malformed, binary and huge kernel files: diagnostics, never a crash ----------------------
 printf '' >"$sandbox/empty.cpp"

@@ -47,7 +47,18 @@ expect_code 2 "a pipe wider than its lattice"
 expect_err 'param "radius" = 50 is out of range' "the radius range is explained"
 run "$uwjit" run heat --set help
 expect_code 0 "--set help"
-expect_out '^  courant = 0.1$' "--set help lists params with defaults"
+expect_out '^  courant = 0.1  \(accepted: \(0, 1/6\]\)$' "--set help gives each param's default and range"
+expect_out '^      dt = courant / \(kappa max\(1, contrast\)\); stable below 1/6$' "--set help says what a param means"
+expect_out '^  kappa = 1.0  \(cells\^2 per unit time; accepted: \(0, 1e12\]\)$' "--set help gives the unit"
+for node in heat pipe-flow fvm mlp; do
+  run "$uwjit" run $node --set help
+  documented=$(grep -oE '^  [a-z_0-9]+ = ' <<<"$out" | sed -E 's/^  ([a-z_0-9]+) = /\1/' | sort | tr '\n' ' ')
+  run "$uwjit" run $node --print-kernel --set zz=1
+  known=$(sed -nE 's/.*\(known: ([^)]*)\).*/\1/p' <<<"$err" | tr -d ',' | tr ' ' '\n' | sort | tr '\n' ' ')
+  [ -n "$known" ] && [ "$documented" = "$known" ] && ok || fail "--set help documents every $node param: [$documented] vs [$known]"
+done
+run "$uwjit" run pipe-flow --size 40 --set help
+expect_out '^  radius = 14.0  \(lattice units; accepted: ' "--set help shows the defaults for the --size given"
 
 # heat: the report, the verdict, and a .vti file that is valid VTK XML image data.
 run "$uwjit" run heat --size 12 --steps 60 --output "$out_dir"
@@ -62,6 +73,8 @@ expect_out '^check: PASS$' "the check passes"
 expect_out 'pass  heat conservation' "heat conservation is checked"
 expect_out 'pass  mode decay rate \(continuum\)' "the mode decay is checked"
 expect_out "^  $out_dir/heat.vti$" "the output file is named"
+expect_out '^  dt       0.1 per step$' "the report gives dt"
+expect_out '^  simulated time 6 \(step 60, dt 0.1\)$' "the report gives the simulated time"
 [ -z "$err" ] && ok || fail "no progress bar when stderr is not a terminal"
 
 python3 - "$out_dir/heat.vti" <<'EOF' && ok || fail "heat.vti is VTK XML ImageData with the field"
@@ -79,6 +92,20 @@ assert size == 12 ** 3 * 8 == len(raw) - 8
 u = struct.unpack("<%dd" % 12 ** 3, raw[8:])
 assert abs(sum(u) - 12 ** 3) < 1e-9, sum(u)          # heat is conserved
 assert u[0] != u[1] and u[0] == u[12]                # the mode varies along x (fastest) only
+# FieldData: what the file is of, as VTK's readers see it (a string as character codes, 0-ended).
+fields = {}
+for a in image.find("FieldData").findall("DataArray"):
+    assert a.get("NumberOfTuples") == "1" and a.get("format") == "ascii", a.attrib
+    words = a.text.split()
+    if a.get("type") == "String":
+        assert words[-1] == "0"
+        fields[a.get("Name")] = "".join(chr(int(w)) for w in words[:-1])
+    else:
+        fields[a.get("Name")] = (int if a.get("type") == "Int64" else float)(words[0])
+assert fields["step"] == 60 and fields["dt"] == 0.1 and abs(fields["time"] - 6) < 1e-12, fields
+assert fields["node_type"] == "heat" and len(fields["kernel_key"]) == 16, fields
+assert fields["param_nx"] == 12 and fields["param_courant"] == 0.1, fields
+assert fields["param_boundary"] == "insulating", fields
 EOF
 
 # --json: the same report, machine-readable.
@@ -97,6 +124,8 @@ assert abs(d["integrals"]["heat"] - 192) < 1e-9
 assert d["check"]["passed"] is True
 assert {m["name"] for m in d["check"]["measurements"]} >= {"heat conservation", "mode decay rate (continuum)"}
 assert d["outputs"][0].endswith("heat.vti")
+assert d["dt"] == 0.1 and abs(d["time"] - 1.0) < 1e-12 and d["interrupted"] is None
+assert d["plots"] == [] and d["series"]["files"] == [] and d["errors"] == []
 EOF
 
 # pipe-flow: a small pipe (radius 6.5) to its steady state; velocity as a vector in the .vti.
@@ -126,6 +155,114 @@ run "$uwjit" run pipe-flow --size 20 --steps 20 --output "$out_dir"
 expect_code 1 "an unconverged pipe-flow"
 expect_out '^check: FAIL$' "the verdict is FAIL"
 expect_out 'FAIL  drag balances body force' "the failing measurement is named"
+
+# --plot: a PNG per field (a mid-plane slice) and one of the checked profile against Poiseuille.
+run "$uwjit" run pipe-flow --size 20 --output "$out_dir/plots" --plot
+expect_code 0 "run pipe-flow --plot"
+for name in velocity_x velocity_x-section density profile; do
+  expect_out "^  $out_dir/plots/pipe-flow_$name.png \(picture\)$" "the report names pipe-flow_$name.png"
+done
+python3 - "$out_dir/plots" <<'EOF' && ok || fail "--plot writes valid 900 x 700 PNGs"
+import glob, struct, sys, zlib
+files = sorted(glob.glob(sys.argv[1] + "/*.png"))
+assert len(files) == 4, files
+for name in files:
+    data = open(name, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", name
+    length, kind = struct.unpack(">I4s", data[8:16])
+    assert kind == b"IHDR" and length == 13, name
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (900, 700), (name, width, height)
+    assert zlib.crc32(data[12:29]) == struct.unpack(">I", data[29:33])[0], name
+    assert data.endswith(b"IEND\xaeB`\x82"), name
+EOF
+for node in heat fvm mlp; do
+  run "$uwjit" run $node --size 6 --steps 3 --output "$out_dir/plots-$node" --plot --json
+  printf '%s' "$out" >"$sandbox/report.json"
+  python3 -c "
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+assert len(d['plots']) >= 1 and all(os.path.getsize(p) > 1000 for p in d['plots']), d['plots']
+" "$sandbox/report.json" && ok || fail "$node --plot draws and names its pictures in --json"
+done
+
+# --output-every: a time series, every file with its step and time, and a ParaView collection.
+run "$uwjit" run heat --size 8 --steps 25 --output-every 10 --output "$out_dir/series" --json
+expect_code 0 "run heat --output-every 10"
+printf '%s' "$out" >"$sandbox/report.json"
+python3 - "$sandbox/report.json" "$out_dir/series" <<'EOF' && ok || fail "--output-every writes the series and its .pvd"
+import json, os, sys, xml.etree.ElementTree as ET
+d = json.load(open(sys.argv[1]))
+directory = sys.argv[2]
+names = ["heat_%06d.vti" % s for s in (0, 10, 20, 25)]
+assert [os.path.basename(f) for f in d["series"]["files"]] == names, d["series"]
+assert d["series"]["collection"] == directory + "/heat.pvd"
+root = ET.parse(directory + "/heat.pvd").getroot()
+assert root.get("type") == "Collection"
+sets = root.find("Collection").findall("DataSet")
+assert [s.get("file") for s in sets] == names
+assert [float(s.get("timestep")) for s in sets] == [0.0, 1.0, 2.0, 2.5]
+for s, step in zip(sets, (0, 10, 20, 25)):
+    image = ET.parse(os.path.join(directory, s.get("file"))).getroot().find("ImageData")
+    fields = {a.get("Name"): a.text.split() for a in image.find("FieldData")}
+    assert int(fields["step"][0]) == step and float(fields["time"][0]) == float(s.get("timestep"))
+EOF
+run "$uwjit" run heat --size 8 --steps 5 --output-every 0
+expect_code 2 "--output-every 0"
+expect_err '--output-every: expected a whole number >= 1, got "0"' "--output-every 0 is explained"
+
+# Paths are checked before any work: the message names the path and why; nothing is compiled.
+echo "a file" >"$sandbox/file"
+for option in --output --checkpoint; do
+  run env UWJIT_CACHE_DIR="$sandbox/early-cache" "$uwjit" run heat --size 6 --steps 2 $option "$sandbox/file/sub/x"
+  expect_code 1 "$option under a regular file"
+  expect_err "^uwjit: error: run: $option $sandbox/file/sub/x: cannot create the directory $sandbox/file/sub.*: Not a directory$" \
+    "$option under a regular file names the path and the reason"
+  [ -z "$out" ] && ok || fail "$option under a regular file: nothing runs"
+done
+[ ! -e "$sandbox/early-cache" ] && ok || fail "a bad path is found before any kernel is compiled"
+run "$uwjit" run heat --size 6 --steps 2 --output "$sandbox/file"
+expect_err "run: --output $sandbox/file: $sandbox/file exists and is not a directory" "--output naming a file"
+run "$uwjit" run heat --size 6 --steps 2 --checkpoint "$out_dir"
+expect_code 1 "--checkpoint naming a directory"
+expect_err "run: --checkpoint $out_dir: is a directory" "--checkpoint naming a directory is explained"
+run "$uwjit" run heat --restore "$sandbox/missing.ckpt"
+expect_code 1 "--restore of a missing file"
+expect_err "run: --restore $sandbox/missing.ckpt: no such file" "--restore of a missing file is explained"
+
+# Ctrl-C: the run stops after the current step, reports, writes its output and checkpoint, exits
+# 130; the checkpoint resumes. The signal is sent once the report's kernel line shows that the
+# run is about to step (stdout goes through a fifo, so no timing is guessed).
+mkfifo "$sandbox/report.fifo"
+"$uwjit" run heat --size 16 --steps 100000000 --output "$out_dir/stopped" \
+  --checkpoint "$sandbox/stopped.ckpt" >"$sandbox/report.fifo" 2>"$sandbox/stopped.err" &
+pid=$!
+exec 3<"$sandbox/report.fifo"
+report=""
+while IFS= read -r line <&3; do
+  report+="$line"$'\n'
+  [[ $line == "  heat  "* ]] && break
+done
+kill -INT "$pid"
+report+=$(cat <&3)
+exec 3<&-
+wait "$pid" && code=0 || code=$?
+out=$report
+err=$(cat "$sandbox/stopped.err")
+expect_code 130 "a run stopped by SIGINT"
+expect_out '^interrupted by SIGINT after step [0-9]+: the report, output and checkpoint are of that step$' \
+  "the report says where the run stopped"
+expect_out '^  [0-9]+ of 100000000 steps in' "the steps taken are reported"
+expect_out '^check: ' "the check is reported"
+expect_out "^  $out_dir/stopped/heat.vti$" "the output of the stopped run is named"
+expect_out "^  $sandbox/stopped.ckpt \(checkpoint\)$" "the checkpoint of the stopped run is named"
+[ -s "$out_dir/stopped/heat.vti" ] && [ -s "$sandbox/stopped.ckpt" ] && ok || fail "the stopped run wrote its files"
+stopped_at=$(sed -nE 's/^interrupted by SIGINT after step ([0-9]+).*/\1/p' <<<"$out")
+run "$uwjit" run heat --restore "$sandbox/stopped.ckpt" --steps 3 --output "$out_dir/stopped" --json
+expect_code 0 "the checkpoint of a stopped run resumes"
+resumed=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["steps_total"])' <<<"$out")
+[ -n "$stopped_at" ] && [ "$resumed" = $((stopped_at + 3)) ] && ok ||
+  fail "the resumed run continues from step $stopped_at (steps_total $resumed)"
 
 # fvm: an unstructured grid.
 run "$uwjit" run fvm --size 10 --output "$out_dir"
@@ -188,8 +325,14 @@ expect_err 'cut.ckpt: truncated or corrupt' "a truncated checkpoint is named"
 
 # The progress bar is drawn when stderr is a terminal (script(1) provides one, where installed).
 if command -v script >/dev/null; then
-  bar=$(script -qec "$uwjit run heat --size 6 --steps 30 --output $out_dir >/dev/null" /dev/null | tr '\r' '\n')
-  grep -q '100% 30/30 steps' <<<"$bar" && ok || fail "a progress bar on a terminal: $bar"
+  bar=$(script -qec "stty cols 100; $uwjit run heat --size 6 --steps 30 --output $out_dir >/dev/null" /dev/null | tr '\r' '\n')
+  grep -qE '^  \[#+\] 100% 30/30 steps  [0-9]+:[0-9]{2} elapsed  [0-9.]+ MLUPS  ETA 0:00' <<<"$bar" &&
+    ok || fail "a progress bar with elapsed time, rate and ETA on a terminal: $bar"
+  # A narrow terminal: every line of the bar fits, so none wraps.
+  bar=$(script -qec "stty cols 44; $uwjit run heat --size 6 --steps 30 --output $out_dir >/dev/null" /dev/null |
+    tr '\r' '\n' | sed 's/\x1b\[K//g')
+  grep -q '100%' <<<"$bar" && awk 'length > 43 { exit 1 }' <<<"$bar" &&
+    ok || fail "the bar fits a 44-column terminal: $bar"
 fi
 
 run "$uwjit" run heat --size 6 --print-kernel
@@ -208,7 +351,7 @@ cmp -s "$sandbox/t1/heat.vti" "$sandbox/t3/heat.vti" && ok || fail "--threads 3 
 for bad in 0 -2 two 1e3; do
   run "$uwjit" run heat --size 8 --steps 1 --threads "$bad"
   expect_code 2 "--threads $bad"
-  expect_err 'run: --threads: expected a whole number from 1 to 4096' "--threads $bad is explained"
+  expect_err '--threads: expected a whole number from 1 to 4096' "--threads $bad is explained"
 done
 
 finish

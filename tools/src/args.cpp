@@ -1,5 +1,7 @@
 #include "args.hpp"
 
+#include "text.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
@@ -110,7 +112,11 @@ Args Args::parse(const ArgSpec& spec, const std::vector<std::string>& argv) {
         }
       }
       if (match == nullptr) {
-        spec.fail(format("unknown option {}", arg));
+        std::vector<std::string> names = {"--help"};
+        for (const auto& opt : spec.options()) {
+          names.push_back(opt.name);
+        }
+        spec.fail(format("unknown option {}{}", arg, did_you_mean(arg, names)));
       }
       if (!match->takes_value) {
         if (inline_value) {

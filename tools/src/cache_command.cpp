@@ -465,7 +465,12 @@ int cache_command(const std::vector<std::string>& argv) {
       return run({argv.begin() + 1, argv.end()});
     }
   }
-  throw UsageError(format("cache: unknown subcommand \"{}\"", sub), k_cache_help, "cache");
+  std::vector<std::string> names;
+  for (const auto& [name, run] : k_subcommands) {
+    names.emplace_back(name);
+  }
+  throw UsageError(format("cache: unknown subcommand \"{}\"{}", sub, did_you_mean(sub, names)),
+                   k_cache_help, "cache");
 }
 
 } // namespace uwjit::tools

@@ -2,12 +2,14 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "mpi_job.hpp"
+#include "text.hpp"
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/version.hpp>
 
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <string_view>
 
 namespace {
@@ -40,7 +42,40 @@ void print_help(std::ostream& out) {
     name.resize(12, ' ');
     out << "  " << name << command.summary << "\n";
   }
-  out << "\nRun 'uwjit <command> --help' for the options of one command.\n";
+  out << "\nRun 'uwjit <command> --help' (or 'uwjit help <command>') for the options of one "
+         "command.\n";
+}
+
+// "cache inspect" for "cache inspect abc": the command and its subcommand, if it has one.
+std::string with_subcommand(const Command& command, const std::vector<std::string>& rest) {
+  std::string text(command.name);
+  if (command.name == "cache" && !rest.empty() && !rest.front().starts_with('-')) {
+    text += " " + rest.front();
+  }
+  return text;
+}
+
+// The usage line of the (sub)command, as its --help prints it.
+std::string usage_line(const Command& command, const std::vector<std::string>& rest) {
+  std::vector<std::string> help;
+  if (command.name == "cache" && !rest.empty() && !rest.front().starts_with('-')) {
+    help.push_back(rest.front());
+  }
+  help.emplace_back("--help");
+  std::ostringstream text;
+  std::streambuf* const saved = std::cout.rdbuf(text.rdbuf());
+  try {
+    (void)command.run(help);
+  } catch (...) { // NOLINT(bugprone-empty-catch): no usage line is all that is lost
+  }
+  std::cout.rdbuf(saved);
+  std::istringstream lines(text.str());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("usage: ")) {
+      return line;
+    }
+  }
+  return "usage: uwjit " + with_subcommand(command, rest) + " ...";
 }
 
 } // namespace
@@ -56,19 +91,26 @@ int main(int argc, char** argv) {
     std::cout << "uwjit " << uwjit::k_version << "\n";
     return 0;
   }
-  if (first == "--help" || first == "-h" || first == "help") {
+  if (first == "--help" || first == "-h" || (first == "help" && args.size() == 1)) {
     print_help(std::cout);
     return 0;
   }
+  // "uwjit help COMMAND [SUBCOMMAND]" is "uwjit COMMAND [SUBCOMMAND] --help".
+  const bool help = first == "help";
+  const std::string& name = help ? args[1] : first;
+  std::vector<std::string> rest(args.begin() + (help ? 2 : 1), args.end());
+  if (help) {
+    rest.emplace_back("--help");
+  }
   for (const auto& command : k_commands) {
-    if (command.name != first) {
+    if (command.name != name) {
       continue;
     }
     // Under MPI an error may have reached this rank only, while the others wait in a
     // collective: end_mpi_job_on_error ends the whole job with the message.
     int code = 0;
     try {
-      code = command.run({args.begin() + 1, args.end()});
+      code = command.run(rest);
     } catch (const uwjit::tools::UsageError& error) {
       uwjit::tools::end_mpi_job_on_error(error.what(), 2);
       std::cerr << "uwjit: error: " << error.what() << "\n"
@@ -79,9 +121,12 @@ int main(int argc, char** argv) {
       const int exit_code = error.kind() == uwjit::ErrorKind::usage ? 2 : 1;
       uwjit::tools::end_mpi_job_on_error(error.what(), exit_code);
       std::cerr << "uwjit: error: " << error.what() << "\n";
-      // Point at the usage only when the arguments were at fault, not e.g. a variable.
-      if (exit_code == 2 && std::string_view(error.what()).rfind(first, 0) == 0) {
-        std::cerr << "(run 'uwjit " << first << " --help' for usage)\n";
+      // The arguments were at fault (e.g. a key prefix that matches no entry): the usage line,
+      // as for a parse error. Not for a bad environment variable, which the message names.
+      if (exit_code == 2 && !std::string_view(error.what()).starts_with("UWJIT_")) {
+        const std::string command_line = with_subcommand(command, rest);
+        std::cerr << usage_line(command, rest) << "\n(run 'uwjit " << command_line
+                  << " --help' for details)\n";
       }
       code = exit_code;
     } catch (const std::exception& error) {
@@ -92,7 +137,13 @@ int main(int argc, char** argv) {
     uwjit::tools::finish_mpi_job();
     return code;
   }
-  std::cerr << "uwjit: error: unknown command \"" << first << "\"\n\n";
+  std::vector<std::string> names;
+  for (const auto& command : k_commands) {
+    names.emplace_back(command.name);
+  }
+  names.emplace_back("help");
+  std::cerr << "uwjit: error: unknown command \"" << name << "\""
+            << uwjit::tools::did_you_mean(name, names) << "\n\n";
   print_help(std::cerr);
   return 2;
 }

@@ -1,6 +1,9 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "mpi_job.hpp"
+#include "plot.hpp"
+#include "progress.hpp"
+#include "text.hpp"
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
@@ -10,13 +13,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -45,6 +52,9 @@ ArgSpec run_spec() {
       .option("--steps", "N", "steps to take (default: what the node's check needs)")
       .option("--output", "DIR", "where the VTK files go", ".")
       .option("--set", "NAME=VALUE", "set a node param (repeatable; --set help lists them)")
+      .option("--output-every", "N",
+              "also write the fields every N steps, and a ParaView time series (NODE.pvd)")
+      .flag("--plot", "draw PNG pictures of the fields and of the checked quantity")
       .option("--checkpoint", "FILE", "write a checkpoint after the last step")
       .option("--restore", "FILE", "continue from a checkpoint (the node and params come from it)")
       .option("--shard", "x[,y[,z]]",
@@ -60,19 +70,29 @@ ArgSpec run_spec() {
               "\nThe report shows where each kernel came from (compiled now, the disk cache or\n"
               "memory) and its timings, the throughput in MLUPS (million cell updates per\n"
               "second), the domain integrals of the last step and the physics check. A progress\n"
-              "bar is drawn on stderr when it is a terminal.\n\n"
+              "bar (elapsed time, MLUPS, time left) is drawn on stderr when it is a terminal.\n"
+              "Each VTK file carries FieldData: step, time, dt, the kernel key and the params.\n"
+              "--plot writes NODE_FIELD.png (a mid-plane slice with a colour bar) per field and,\n"
+              "where the check compares with a reference, a chart of both (e.g. pipe-flow's\n"
+              "axial profile against Poiseuille), next to the VTK files.\n\n"
+              "Paths are checked before the first step. Ctrl-C (SIGINT) or SIGTERM stops the run\n"
+              "after the current step: the report, the output and the checkpoint are of that\n"
+              "step, and the exit code is 130.\n\n"
               "Under MPI (mpirun -np N uwjit run NODE --shard x), the ranks request the kernel\n"
               "together (one compile for the job), each steps its slab of the domain and\n"
               "exchanges halos; rank 0 prints the report (compiles summed over the ranks, halo\n"
               "exchange time) and writes the output from the gathered fields.\n\n"
-              "Exit codes: 0 the check passed, 1 it failed (or a run-time error), 2 bad usage.\n"
+              "Exit codes: 0 the check passed, 1 it failed (or a run-time error), 2 bad usage,\n"
+              "130 interrupted.\n"
               "Examples:\n"
               "  uwjit run pipe-flow\n"
               "  uwjit run heat --size 64 --steps 200 --output out --json\n"
               "  uwjit run heat --set contrast=5 --set boundary=periodic\n"
               "  uwjit run heat --steps 200 --checkpoint heat.ckpt && uwjit run heat --restore "
               "heat.ckpt --steps 300\n"
-              "  mpirun -np 4 uwjit run pipe-flow --shard x --exchange overlap");
+              "  uwjit run pipe-flow --plot --output out\n"
+              "  uwjit run heat --steps 500 --output-every 50 --output series\n"
+              "  mpirun -np 2 uwjit run pipe-flow --shard x --exchange overlap");
   return spec;
 }
 
@@ -81,7 +101,7 @@ int parse_threads(const std::string& text) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), threads);
   if (ec != std::errc{} || end != text.data() + text.size() || threads < 1 || threads > 4096) {
     throw Error(ErrorKind::usage,
-                format("run: --threads: expected a whole number from 1 to 4096, got \"{}\"", text));
+                format("--threads: expected a whole number from 1 to 4096, got \"{}\"", text));
   }
   return threads;
 }
@@ -151,12 +171,12 @@ private:
   std::streambuf* m_saved;
 };
 
-std::int64_t parse_steps(const std::string& text) {
+std::int64_t parse_count(std::string_view option, const std::string& text, std::int64_t min) {
   std::int64_t value = -1;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size() || value < 0) {
+  if (ec != std::errc{} || end != text.data() + text.size() || value < min) {
     throw Error(ErrorKind::usage,
-                format("run: --steps: expected a whole number >= 0, got \"{}\"", text));
+                format("run: {}: expected a whole number >= {}, got \"{}\"", option, min, text));
   }
   return value;
 }
@@ -205,38 +225,117 @@ nlohmann::json to_json(const runtime::Value& value) {
   }
 }
 
-// A one-line progress bar on stderr, redrawn at most ten times a second.
-class Progress {
+// --- Stopping cleanly on SIGINT and SIGTERM -------------------------------------------------
+
+volatile std::sig_atomic_t g_signal = 0;
+
+void on_signal(int signal) {
+  g_signal = signal;
+}
+
+// While it lives, SIGINT and SIGTERM only ask the run to stop after the current step; a second
+// one acts as it normally would (SA_RESETHAND), so a run stuck in its output can still be ended.
+class StopOnSignal {
 public:
-  Progress(std::int64_t total, bool enabled) : m_total(total), m_enabled(enabled && total > 0) {}
-  void update(std::int64_t done) {
-    if (!m_enabled) {
-      return;
-    }
-    const auto now = Clock::now();
-    if (done != m_total && now - m_drawn < std::chrono::milliseconds(100)) {
-      return;
-    }
-    m_drawn = now;
-    constexpr int k_width = 40;
-    const double fraction = static_cast<double>(done) / static_cast<double>(m_total);
-    const int filled = static_cast<int>(fraction * k_width);
-    std::string bar(static_cast<std::size_t>(filled), '#');
-    bar.resize(k_width, '.');
-    std::fprintf(stderr, "\r  [%s] %3d%% %lld/%lld steps", bar.c_str(),
-                 static_cast<int>(fraction * 100), static_cast<long long>(done),
-                 static_cast<long long>(m_total));
-    if (done == m_total) {
-      std::fprintf(stderr, "\n");
-    }
-    std::fflush(stderr);
+  StopOnSignal() {
+    struct sigaction action{};
+    action.sa_handler = on_signal;
+    action.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &m_saved[0]);
+    ::sigaction(SIGTERM, &action, &m_saved[1]);
   }
+  ~StopOnSignal() {
+    ::sigaction(SIGINT, &m_saved[0], nullptr);
+    ::sigaction(SIGTERM, &m_saved[1], nullptr);
+  }
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+  [[nodiscard]] static int signal() noexcept { return g_signal; }
 
 private:
-  std::int64_t m_total;
-  bool m_enabled;
-  Clock::time_point m_drawn{};
+  struct sigaction m_saved[2]{};
 };
+
+// --- Paths, checked before any work ------------------------------------------------------------
+
+[[noreturn]] void path_error(std::string_view option, const std::filesystem::path& path,
+                             const std::string& reason) {
+  throw Error(ErrorKind::io, format("run: {} {}: {}", option, path.string(), reason));
+}
+
+// Creates `directory` if missing and proves that a file can be created in it.
+void check_writable_directory(std::string_view option, const std::filesystem::path& shown,
+                              const std::filesystem::path& directory) {
+  std::error_code error;
+  if (std::filesystem::exists(directory, error) &&
+      !std::filesystem::is_directory(directory, error)) {
+    path_error(option, shown, format("{} exists and is not a directory", directory.string()));
+  }
+  std::filesystem::create_directories(directory, error);
+  if (error) {
+    path_error(option, shown,
+               format("cannot create the directory {}: {}", directory.string(), error.message()));
+  }
+  std::string probe = (directory / ".uwjit-probe-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    path_error(option, shown,
+               format("cannot write in {}: {}", directory.string(), std::strerror(errno)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void check_output(const std::filesystem::path& directory) {
+  check_writable_directory("--output", directory, directory);
+}
+
+void check_checkpoint(const std::filesystem::path& file) {
+  std::error_code error;
+  if (std::filesystem::is_directory(file, error)) {
+    path_error("--checkpoint", file, "is a directory");
+  }
+  const auto parent = file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();
+  check_writable_directory("--checkpoint", file, parent);
+}
+
+void check_restore(const std::filesystem::path& file) {
+  std::error_code error;
+  if (!std::filesystem::exists(file, error)) {
+    path_error("--restore", file, "no such file");
+  }
+  if (std::filesystem::is_directory(file, error)) {
+    path_error("--restore", file, "is a directory, not a checkpoint");
+  }
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    path_error("--restore", file, format("cannot read: {}", std::strerror(errno)));
+  }
+  ::close(fd);
+}
+
+// --- --set help --------------------------------------------------------------------------------
+
+std::string params_help(const std::string& type, const runtime::Params& params) {
+  std::string out =
+      format("{} params (--set NAME=VALUE; the defaults are for this --size):\n", type);
+  const auto& values = params.values();
+  for (const auto& doc : nodes::param_docs(type)) {
+    const auto it = values.find(std::string(doc.name));
+    out += format("  {} = {}", doc.name, it == values.end() ? "" : it->second.text());
+    out += doc.unit.empty() ? format("  (accepted: {})\n", doc.range)
+                            : format("  ({}; accepted: {})\n", doc.unit, doc.range);
+    out += format("      {}\n", doc.meaning);
+  }
+  return out;
+}
+
+std::string series_name(const std::string& node, std::int64_t step) {
+  char digits[32];
+  std::snprintf(digits, sizeof digits, "%06lld", static_cast<long long>(step));
+  return node + "_" + digits;
+}
 
 } // namespace
 
@@ -249,53 +348,115 @@ int run_command(const std::vector<std::string>& argv) {
   }
   const std::string type = args.positional().at(0);
   const bool json = args.has("--json");
+  const bool plot = args.has("--plot");
   const auto restore = args.get("--restore");
+  const auto checkpoint = args.get("--checkpoint");
+  const std::filesystem::path output_dir = args.value("--output");
 
+  // Misuse of the command line, found before anything runs: exit 2 with the usage line.
   runtime::Params params;
-  if (restore) {
-    if (args.get("--size") || !args.all("--set").empty()) {
-      throw Error(ErrorKind::usage, "run: --restore takes the params from the checkpoint; drop "
-                                    "--size and --set");
+  std::shared_ptr<const nodes::BuiltinNode> made;
+  runtime::SimulationOptions options;
+  std::optional<std::int64_t> requested_steps;
+  std::int64_t output_every = 0;
+  const std::string exchange = args.value("--exchange");
+  const auto shard = args.get("--shard");
+  try {
+    std::vector<std::string> types;
+    for (const auto& kind : nodes::kinds()) {
+      types.emplace_back(kind.type);
     }
-  } else {
-    params = args.get("--size") ? nodes::sized_params(type, parse_size(*args.get("--size")))
-                                : nodes::default_params(type);
-    for (const auto& assignment : args.all("--set")) {
-      if (assignment == "help") {
-        std::cout << type << " params (defaults):\n";
-        for (const auto& [key, value] : params.values()) {
-          std::cout << "  " << key << " = " << value.text() << "\n";
+    if (std::find(types.begin(), types.end(), type) == types.end()) {
+      throw Error(ErrorKind::usage,
+                  format("unknown node type \"{}\" (built-in: heat, pipe-flow, fvm, mlp){}", type,
+                         did_you_mean(type, types)));
+    }
+    if (restore) {
+      if (args.get("--size") || !args.all("--set").empty()) {
+        throw Error(ErrorKind::usage, "--restore takes the params from the checkpoint; drop "
+                                      "--size and --set");
+      }
+    } else {
+      params = args.get("--size") ? nodes::sized_params(type, parse_size(*args.get("--size")))
+                                  : nodes::default_params(type);
+      for (const auto& assignment : args.all("--set")) {
+        if (assignment == "help") {
+          std::cout << params_help(type, params);
+          return 0;
         }
-        return 0;
+        const auto eq = assignment.find('=');
+        if (eq == std::string::npos || eq == 0) {
+          throw Error(ErrorKind::usage,
+                      format("--set: expected NAME=VALUE, got \"{}\"", assignment));
+        }
+        const std::string key = assignment.substr(0, eq);
+        try {
+          params.set_from_text(key, assignment.substr(eq + 1));
+        } catch (const Error& error) {
+          std::vector<std::string> keys;
+          for (const auto& [name, value] : params.values()) {
+            keys.push_back(name);
+          }
+          const bool known = std::find(keys.begin(), keys.end(), key) != keys.end();
+          throw Error(ErrorKind::usage, format("--set {}: {}{}", assignment, error.what(),
+                                               known ? "" : did_you_mean(key, keys)));
+        }
       }
-      const auto eq = assignment.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        throw Error(ErrorKind::usage,
-                    format("run: --set: expected NAME=VALUE, got \"{}\"", assignment));
-      }
-      try {
-        params.set_from_text(assignment.substr(0, eq), assignment.substr(eq + 1));
-      } catch (const Error& error) {
-        throw Error(ErrorKind::usage, format("run: --set {}: {}", assignment, error.what()));
-      }
+      made = nodes::make(type, type, params); // checks every param's range
     }
+    if (exchange != "sync" && exchange != "overlap") {
+      throw Error(ErrorKind::usage,
+                  format("--exchange: expected sync or overlap, got \"{}\"", exchange));
+    }
+    options.exchange =
+        exchange == "sync" ? runtime::ExchangeMode::sync : runtime::ExchangeMode::overlap;
+    if (const auto threads = args.get("--threads")) {
+      options.threads = parse_threads(*threads);
+    }
+    if (shard) {
+#ifdef UWJIT_HAVE_MPI
+      options.shard_axes = parse_shard(*shard);
+#else
+      throw Error(ErrorKind::usage, "--shard needs uwjit built with MPI (uwjit::mpi)");
+#endif
+    }
+    if (const auto text = args.get("--steps")) {
+      requested_steps = parse_count("--steps", *text, 0);
+    }
+    if (const auto text = args.get("--output-every")) {
+      output_every = parse_count("--output-every", *text, 1);
+    }
+    if (plot && !plots_available()) {
+      (void)write_plots({}, {}, {}, {}); // throws, saying what is missing
+    }
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& error) {
+    if (error.kind() != ErrorKind::usage) {
+      throw;
+    }
+    std::string_view message = error.what();
+    if (message.rfind("run: ", 0) == 0) {
+      message.remove_prefix(5);
+    }
+    spec.fail(std::string(message));
   }
 
-  runtime::SimulationOptions options;
-  const auto shard = args.get("--shard");
-  const std::string exchange = args.value("--exchange");
-  if (exchange != "sync" && exchange != "overlap") {
-    throw Error(ErrorKind::usage,
-                format("run: --exchange: expected sync or overlap, got \"{}\"", exchange));
+  // Every path the run will write or read, before any work: a run must not be lost at its end.
+  const bool print_kernel = args.has("--print-kernel"); // writes nothing
+  if (!print_kernel) {
+    check_output(output_dir);
   }
-  options.exchange =
-      exchange == "sync" ? runtime::ExchangeMode::sync : runtime::ExchangeMode::overlap;
-  if (const auto threads = args.get("--threads")) {
-    options.threads = parse_threads(*threads);
+  if (checkpoint && !print_kernel) {
+    check_checkpoint(*checkpoint);
   }
+  if (restore) {
+    check_restore(*restore);
+  }
+  const StopOnSignal stop;
+
   std::unique_ptr<comm::Comm> comm;
   if (shard) {
-    options.shard_axes = parse_shard(*shard);
     comm = start_mpi_job();
     options.comm = comm.get();
   }
@@ -308,24 +469,23 @@ int run_command(const std::vector<std::string>& argv) {
   if (restore) {
     simulation.emplace(runtime::Simulation::restore(engine, *restore, nodes::factory(), options));
     if (simulation->nodes().size() != 1 || simulation->nodes()[0]->type() != type) {
-      throw Error(ErrorKind::usage,
-                  format("run: checkpoint {} does not hold a single {} node", *restore, type));
+      spec.fail(format("checkpoint {} does not hold a single {} node", *restore, type));
     }
   } else {
-    const auto node = nodes::make(type, type, params);
-    simulation.emplace(engine, std::vector<std::shared_ptr<const runtime::Node>>{node}, options);
+    simulation.emplace(engine, std::vector<std::shared_ptr<const runtime::Node>>{made}, options);
   }
   const auto& node = dynamic_cast<const nodes::BuiltinNode&>(*simulation->nodes()[0]);
-  if (args.has("--print-kernel")) {
+  if (print_kernel) {
     std::cout << simulation->kernels()[0].source->body();
     return 0;
   }
-  const std::int64_t steps =
-      args.get("--steps") ? parse_steps(*args.get("--steps")) : node.default_steps();
+  const std::int64_t steps = requested_steps ? *requested_steps : node.default_steps();
+  const double dt = node.dt();
 
   if (!json) {
     std::cout << "uwjit run " << type << ": " << node.summary() << "\n"
-              << "  params   " << params_text(node.params()) << "\n";
+              << "  params   " << params_text(node.params()) << "\n"
+              << "  dt       " << general(dt) << " per step\n";
     if (restore) {
       std::cout << "  restored " << *restore << " at step " << simulation->steps_taken() << "\n";
     }
@@ -345,18 +505,70 @@ int run_command(const std::vector<std::string>& argv) {
     std::cout.flush();
   }
 
+  // What the run wrote, and what it could not write: a failure to write one file loses neither
+  // the others nor the report.
+  std::vector<std::filesystem::path> outputs;
+  std::vector<std::string> failures;
+  auto attempt = [&](const auto& write) {
+    try {
+      write();
+    } catch (const std::exception& error) {
+      failures.emplace_back(error.what());
+    }
+  };
+  // The time series: the fields every N steps (from the first step of this run), and the
+  // collection that ParaView opens as one dataset over time.
+  std::vector<runtime::VtkSeriesEntry> series;
+  auto write_series = [&]() {
+    const runtime::Simulation whole = simulation->gathered(); // collective
+    if (!lead) {
+      return;
+    }
+    attempt([&] {
+      const auto name = series_name(node.name(), simulation->steps_taken());
+      for (const auto& file : node.write_output(whole, output_dir, name)) {
+        series.push_back({file.filename(), static_cast<double>(whole.steps_taken()) * dt});
+      }
+    });
+  };
+  const std::int64_t first_step = simulation->steps_taken();
+  if (output_every > 0) {
+    write_series();
+  }
+
   nodes::Trace trace;
-  Progress progress(steps, lead && ::isatty(STDERR_FILENO) == 1);
+  Progress progress(steps, node.updates_per_step(), lead && ::isatty(STDERR_FILENO) == 1);
   const auto start = Clock::now();
-  for (std::int64_t s = 0; s < steps; ++s) {
+  std::int64_t taken = 0;
+  int interrupted = 0;
+  for (; taken < steps; ++taken) {
+    // Sharded: the ranks agree on stopping, so that they all stop after the same step.
+    std::uint64_t stop_now = StopOnSignal::signal() != 0 ? 1 : 0;
+    if (options.comm != nullptr) {
+      options.comm->all_reduce_sum(std::span<std::uint64_t>(&stop_now, 1));
+    }
+    if (stop_now != 0) {
+      interrupted = StopOnSignal::signal() != 0 ? StopOnSignal::signal() : SIGINT;
+      break;
+    }
     simulation->step(1);
     trace.record(*simulation, 0);
-    progress.update(s + 1);
+    progress.update(taken + 1);
+    if (output_every > 0 && (simulation->steps_taken() - first_step) % output_every == 0) {
+      write_series();
+    }
   }
+  if (interrupted == 0 && StopOnSignal::signal() != 0 && options.comm == nullptr) {
+    interrupted = StopOnSignal::signal(); // arrived during the last step
+  }
+  progress.finish();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const double mlups = seconds > 0 ? static_cast<double>(node.updates_per_step()) *
-                                         static_cast<double>(steps) / seconds / 1e6
+                                         static_cast<double>(taken) / seconds / 1e6
                                    : 0.0;
+  if (output_every > 0 && (simulation->steps_taken() - first_step) % output_every != 0) {
+    write_series(); // the last step, where the run ended between two outputs
+  }
 
   // Sharded: every rank gathers the whole state and checks it (so every rank exits alike);
   // rank 0 writes the files.
@@ -364,13 +576,37 @@ int run_command(const std::vector<std::string>& argv) {
   const auto exchange_seconds = exchange_stats.seconds;
   const runtime::Simulation whole = simulation->gathered();
   const nodes::Verdict verdict = node.check(whole, trace);
-  std::vector<std::filesystem::path> outputs;
+  std::optional<std::filesystem::path> collection;
+  std::vector<std::filesystem::path> plots;
+  bool checkpointed = false;
   if (lead) {
-    outputs = node.write_output(whole, args.value("--output"));
-    if (const auto file = args.get("--checkpoint")) {
-      whole.checkpoint(*file);
+    attempt([&] {
+      const auto written = node.write_output(whole, output_dir, node.name());
+      outputs.insert(outputs.end(), written.begin(), written.end());
+    });
+    if (!series.empty()) {
+      attempt([&] {
+        const auto path = output_dir / (node.name() + ".pvd");
+        runtime::write_collection(path, series);
+        collection = path;
+      });
+    }
+    if (plot) {
+      attempt([&] {
+        plots =
+            write_plots(node.figures(whole),
+                        {type, whole.steps_taken(), static_cast<double>(whole.steps_taken()) * dt},
+                        output_dir, node.name());
+      });
+    }
+    if (checkpoint) {
+      attempt([&] {
+        whole.checkpoint(*checkpoint);
+        checkpointed = true;
+      });
     }
   }
+  const double time = static_cast<double>(simulation->steps_taken()) * dt;
 
   const auto integral_names = node.domain_integral_fields();
   const auto integrals = simulation->integrals(std::size_t{0});
@@ -386,6 +622,7 @@ int run_command(const std::vector<std::string>& argv) {
     halo_seconds /= ranks;
   }
   const auto compiles = static_cast<int>(counts[0]);
+  const std::string signal_name = interrupted == SIGTERM ? "SIGTERM" : "SIGINT";
   if (json) {
     nlohmann::json report;
     report["node"] = type;
@@ -413,8 +650,12 @@ int run_command(const std::vector<std::string>& argv) {
                                    {"codegen_ms", k.info.compile.codegen_ms},
                                    {"load_ms", k.info.load_ms}});
     }
-    report["steps"] = steps;
+    report["steps"] = taken;
+    report["steps_requested"] = steps;
     report["steps_total"] = simulation->steps_taken();
+    report["interrupted"] = interrupted != 0 ? nlohmann::json(signal_name) : nlohmann::json();
+    report["dt"] = dt;
+    report["time"] = time;
     report["seconds"] = seconds;
     report["updates_per_step"] = node.updates_per_step();
     report["mlups"] = mlups;
@@ -433,17 +674,38 @@ int run_command(const std::vector<std::string>& argv) {
     }
     report["check"] = {
         {"passed", verdict.passed}, {"measurements", measurements}, {"notes", verdict.notes}};
-    report["outputs"] = nlohmann::json::array();
-    for (const auto& path : outputs) {
-      report["outputs"].push_back(path.string());
+    auto strings = [](const std::vector<std::filesystem::path>& paths) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& path : paths) {
+        list.push_back(path.string());
+      }
+      return list;
+    };
+    report["outputs"] = strings(outputs);
+    nlohmann::json series_json = nlohmann::json::array();
+    for (const auto& entry : series) {
+      series_json.push_back((output_dir / entry.file).string());
     }
+    report["series"] = {{"collection", collection ? collection->string() : ""},
+                        {"files", series_json}};
+    report["plots"] = strings(plots);
+    report["checkpoint"] = checkpointed ? *checkpoint : "";
+    report["errors"] = failures;
     std::cout << report.dump(2) << "\n";
   } else {
-    std::cout << "steps\n  " << steps << " steps in " << fixed(seconds, 3)
-              << " s: " << fixed(mlups, 2) << " MLUPS (" << node.updates_per_step()
-              << " cell updates per step); " << compiles << " compile" << (compiles == 1 ? "" : "s")
-              << (ranks > 1 ? " for the job" : "") << "; " << simulation->threads() << " thread"
-              << (simulation->threads() == 1 ? "" : "s") << (ranks > 1 ? " per rank" : "") << "\n";
+    if (interrupted != 0) {
+      std::cout << "interrupted by " << signal_name << " after step " << simulation->steps_taken()
+                << ": the report, output" << (checkpoint ? " and checkpoint" : "")
+                << " are of that step\n";
+    }
+    std::cout << "steps\n  " << taken << (taken != steps ? " of " + std::to_string(steps) : "")
+              << " steps in " << fixed(seconds, 3) << " s: " << fixed(mlups, 2) << " MLUPS ("
+              << node.updates_per_step() << " cell updates per step); " << compiles << " compile"
+              << (compiles == 1 ? "" : "s") << (ranks > 1 ? " for the job" : "") << "; "
+              << simulation->threads() << " thread" << (simulation->threads() == 1 ? "" : "s")
+              << (ranks > 1 ? " per rank" : "") << "\n"
+              << "  simulated time " << general(time) << " (step " << simulation->steps_taken()
+              << ", dt " << general(dt) << ")\n";
     if (options.comm != nullptr) {
       std::cout << "  " << ranks << " ranks, sharded along " << *shard << ", halo exchange ("
                 << exchange << ") " << fixed(halo_seconds, 3) << " s per rank";
@@ -473,9 +735,27 @@ int run_command(const std::vector<std::string>& argv) {
     for (const auto& path : outputs) {
       std::cout << "  " << path.string() << "\n";
     }
-    if (const auto file = args.get("--checkpoint")) {
-      std::cout << "  " << *file << " (checkpoint)\n";
+    if (collection) {
+      std::cout << "  " << collection->string() << " (time series of " << series.size()
+                << " files, " << series.front().file.string() << " to "
+                << series.back().file.string() << ")\n";
     }
+    for (const auto& path : plots) {
+      std::cout << "  " << path.string() << " (picture)\n";
+    }
+    if (checkpointed) {
+      std::cout << "  " << *checkpoint << " (checkpoint)\n";
+    }
+  }
+  std::cout.flush();
+  for (const auto& failure : failures) {
+    std::cerr << "uwjit: error: " << failure << "\n";
+  }
+  if (!failures.empty()) {
+    return 1;
+  }
+  if (interrupted != 0) {
+    return 130;
   }
   return verdict.passed ? 0 : 1;
 }

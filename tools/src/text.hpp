@@ -5,7 +5,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace uwjit::tools {
@@ -18,6 +21,18 @@ namespace uwjit::tools {
 
 /// "2026-11-21T16:41:28Z".
 [[nodiscard]] std::string utc_text(std::chrono::system_clock::time_point when);
+
+/// "0:07", "12:34", "1:02:03": a duration in whole seconds, as a clock shows it.
+[[nodiscard]] std::string clock_text(double seconds);
+
+/// The candidate `word` most likely mistypes: the nearest by edit distance (a swap of two
+/// neighbours counts once), if it is at most a third of the word's length away (at least 1).
+[[nodiscard]] std::optional<std::string> closest(std::string_view word,
+                                                 std::span<const std::string> candidates);
+
+/// " (did you mean X?)" for closest(word, candidates), else "".
+[[nodiscard]] std::string did_you_mean(std::string_view word,
+                                       std::span<const std::string> candidates);
 
 /// Left-aligned columns separated by two spaces.
 class Table {

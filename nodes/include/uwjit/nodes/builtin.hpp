@@ -4,10 +4,13 @@
 
 #include <uwjit/runtime/node.hpp>
 #include <uwjit/runtime/simulation.hpp>
+#include <uwjit/runtime/vtk.hpp>
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace uwjit::nodes {
@@ -45,6 +48,48 @@ struct Trace {
   [[nodiscard]] std::vector<double> series(std::string_view name) const;
 };
 
+/// What one param means, for people (`uwjit run NODE --set help`).
+struct ParamDoc {
+  std::string_view name;
+  std::string_view meaning;
+  std::string_view unit;  ///< e.g. "cells", "lattice units"; "" for a pure number or a choice
+  std::string_view range; ///< the accepted values, e.g. "[3, 16384]", "insulating, periodic"
+};
+
+/// A picture of one scalar: `width` × `height` values, row-major with x fastest and row 0 at the
+/// bottom; NaN where there is nothing to show (e.g. inside a wall).
+struct Slice {
+  std::string name;             ///< for the file name, e.g. "u", "velocity_x-section"
+  std::string field;            ///< e.g. "u", "velocity_x"
+  std::string where;            ///< e.g. "z = 16 (mid-plane)"
+  std::string x_label, y_label; ///< e.g. "x (cells)"
+  std::int64_t width = 0, height = 0;
+  std::vector<double> values;
+  /// The raster's extent in the axes' units; x0 == x1: cells, 0 to width and 0 to height.
+  double x0 = 0, x1 = 0, y0 = 0, y1 = 0;
+};
+
+/// One line or set of points of a Chart.
+struct Curve {
+  std::string label;
+  std::vector<double> x, y;
+  bool points = false; ///< markers (measured), else a line (reference)
+};
+
+/// A plot of a quantity a node's check tests, measured against its reference.
+struct Chart {
+  std::string name;  ///< for the file name, e.g. "profile"
+  std::string title; ///< e.g. "axial velocity across the pipe"
+  std::string x_label, y_label;
+  std::vector<Curve> curves;
+};
+
+/// What `uwjit run --plot` draws for a node.
+struct Figures {
+  std::vector<Slice> slices;
+  std::vector<Chart> charts;
+};
+
 /// A built-in node: a runtime::Node with a physics check of its own results.
 class BuiltinNode : public runtime::Node {
 public:
@@ -66,11 +111,22 @@ public:
   [[nodiscard]] virtual Verdict check(const runtime::Simulation& simulation,
                                       const Trace& trace) const = 0;
 
-  /// Writes the node's current fields to VTK files in `directory` (created if missing) and
-  /// returns their paths. Throws Error(io).
-  virtual std::vector<std::filesystem::path>
-  write_output(const runtime::Simulation& simulation,
-               const std::filesystem::path& directory) const = 0;
+  /// Writes the node's current fields to VTK files in `directory` (created if missing), named
+  /// `stem` plus the format's suffix (.vti, .vtu), with field_data(simulation) as their
+  /// FieldData, and returns their paths. Throws Error(io).
+  virtual std::vector<std::filesystem::path> write_output(const runtime::Simulation& simulation,
+                                                          const std::filesystem::path& directory,
+                                                          std::string_view stem) const = 0;
+
+  /// The pictures of the node's current state in `simulation`: a mid-plane slice of each field
+  /// and, where the check compares with a reference, a chart of the two. The default: a slice
+  /// through the middle of the last axis of each f64 state field (one per component).
+  [[nodiscard]] virtual Figures figures(const runtime::Simulation& simulation) const;
+
+  /// What a VTK file of this node records about its dataset: step, time (step × dt), dt, the
+  /// node's type and name, its kernel's key, and each param as "param_NAME".
+  [[nodiscard]] std::vector<runtime::VtkFieldValue>
+  field_data(const runtime::Simulation& simulation) const;
 };
 
 } // namespace uwjit::nodes

@@ -44,12 +44,15 @@ public:
   void emit_update(codegen::KernelWriter& writer) const override;
   [[nodiscard]] Verdict check(const runtime::Simulation& simulation,
                               const Trace& trace) const override;
-  std::vector<std::filesystem::path>
-  write_output(const runtime::Simulation& simulation,
-               const std::filesystem::path& directory) const override;
+  std::vector<std::filesystem::path> write_output(const runtime::Simulation& simulation,
+                                                  const std::filesystem::path& directory,
+                                                  std::string_view stem) const override;
+  [[nodiscard]] Figures figures(const runtime::Simulation& simulation) const override;
 
   /// The default params (32 points per row: 900 cells).
   [[nodiscard]] static runtime::Params defaults();
+  /// What each param means, its unit and accepted range.
+  [[nodiscard]] static std::span<const ParamDoc> param_docs() noexcept;
   /// The steady state T*(x, y).
   [[nodiscard]] static double exact(double x, double y);
   /// The largest |T - T*| over the cells of `simulation`'s state, relative to max |T*|.

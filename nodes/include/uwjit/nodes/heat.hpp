@@ -36,12 +36,15 @@ public:
   void emit_update(codegen::KernelWriter& writer) const override;
   [[nodiscard]] Verdict check(const runtime::Simulation& simulation,
                               const Trace& trace) const override;
-  std::vector<std::filesystem::path>
-  write_output(const runtime::Simulation& simulation,
-               const std::filesystem::path& directory) const override;
+  std::vector<std::filesystem::path> write_output(const runtime::Simulation& simulation,
+                                                  const std::filesystem::path& directory,
+                                                  std::string_view stem) const override;
+  [[nodiscard]] Figures figures(const runtime::Simulation& simulation) const override;
 
   /// The default params (a 32³ grid).
   [[nodiscard]] static runtime::Params defaults();
+  /// What each param means, its unit and accepted range.
+  [[nodiscard]] static std::span<const ParamDoc> param_docs() noexcept;
 
 protected:
   [[nodiscard]] runtime::StaticData build_static_data() const override;

@@ -34,12 +34,14 @@ public:
   void emit_update(codegen::KernelWriter& writer) const override;
   [[nodiscard]] Verdict check(const runtime::Simulation& simulation,
                               const Trace& trace) const override;
-  std::vector<std::filesystem::path>
-  write_output(const runtime::Simulation& simulation,
-               const std::filesystem::path& directory) const override;
+  std::vector<std::filesystem::path> write_output(const runtime::Simulation& simulation,
+                                                  const std::filesystem::path& directory,
+                                                  std::string_view stem) const override;
 
   /// The default params (a 16³ grid of 3 features, two hidden layers of 16).
   [[nodiscard]] static runtime::Params defaults();
+  /// What each param means, its unit and accepted range.
+  [[nodiscard]] static std::span<const ParamDoc> param_docs() noexcept;
 
   /// The plain C++ reference: `steps` Euler steps of the network `data` (this node's static
   /// data, or arrays rebound in its place) from the initial state, for every point; returns u

@@ -36,12 +36,15 @@ public:
   void emit_update(codegen::KernelWriter& writer) const override;
   [[nodiscard]] Verdict check(const runtime::Simulation& simulation,
                               const Trace& trace) const override;
-  std::vector<std::filesystem::path>
-  write_output(const runtime::Simulation& simulation,
-               const std::filesystem::path& directory) const override;
+  std::vector<std::filesystem::path> write_output(const runtime::Simulation& simulation,
+                                                  const std::filesystem::path& directory,
+                                                  std::string_view stem) const override;
+  [[nodiscard]] Figures figures(const runtime::Simulation& simulation) const override;
 
   /// The default params (a 32 × 24 × 24 lattice).
   [[nodiscard]] static runtime::Params defaults();
+  /// What each param means, its unit and accepted range.
+  [[nodiscard]] static std::span<const ParamDoc> param_docs() noexcept;
   /// Sets the radius that follows from nx, ny, nz in `params`: min(ny, nz)/2 - 1.
   static void derive_from_size(runtime::Params& params);
 

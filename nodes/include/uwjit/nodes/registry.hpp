@@ -28,6 +28,10 @@ struct NodeKind {
 /// known ones.
 [[nodiscard]] runtime::Params default_params(std::string_view type);
 
+/// What each param of `type` means, its unit and accepted range, in the order of
+/// default_params. Throws Error(usage) for an unknown type.
+[[nodiscard]] std::span<const ParamDoc> param_docs(std::string_view type);
+
 /// The default params of `type` for a size: one number N or three NX, NY, NZ (what each means
 /// is the kind's size_help; params that follow from the size, such as a pipe's radius, follow
 /// it). Throws Error(usage) for a size the type does not take.

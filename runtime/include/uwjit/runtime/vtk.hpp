@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace uwjit::runtime {
@@ -36,6 +37,13 @@ struct VtkArray {
   }
 };
 
+/// One value of a file's FieldData (data about the whole dataset, not per cell): an integer
+/// (Int64), a double (Float64) or a string (a VTK String array), one tuple each.
+struct VtkFieldValue {
+  std::string name;
+  std::variant<std::int64_t, double, std::string> value;
+};
+
 /// The interior of `field` as ImageData cell data: the last `domain_axes` axes are x, y, z
 /// (VTK's x varies fastest); the leading axes, if any, become the components (their product,
 /// 1 to 9 values per cell). Throws Error(usage) otherwise.
@@ -50,11 +58,13 @@ struct ImageGeometry {
 };
 
 /// Writes a VTK XML ImageData file (.vti, version 1.0, little-endian, inline base64 binary with
-/// UInt64 headers) with the arrays as cell data. Each array must hold one value (times its
-/// components) per cell. Throws Error(usage) for a mismatch, Error(io) if the file cannot be
-/// written (it is written to a temporary name and renamed).
+/// UInt64 headers) with the arrays as cell data and `field_data` as the dataset's FieldData
+/// (ASCII; a string as its character codes, each string ended by 0, as VTK writes it). Each array
+/// must hold one value (times its components) per cell. Throws Error(usage) for a mismatch,
+/// Error(io) if the file cannot be written (it is written to a temporary name and renamed).
 void write_image_data(const std::filesystem::path& path, const ImageGeometry& geometry,
-                      std::span<const VtkArray> cell_data);
+                      std::span<const VtkArray> cell_data,
+                      std::span<const VtkFieldValue> field_data = {});
 
 /// An unstructured grid: points (x, y, z each), cells as VTK connectivity, offsets (the end of
 /// each cell in connectivity) and cell types (5 triangle, 7 polygon, 9 quad, 12 hexahedron, ...).
@@ -68,6 +78,18 @@ struct UnstructuredGeometry {
 /// Writes a VTK XML UnstructuredGrid file (.vtu), as write_image_data does.
 void write_unstructured_grid(const std::filesystem::path& path,
                              const UnstructuredGeometry& geometry,
-                             std::span<const VtkArray> cell_data);
+                             std::span<const VtkArray> cell_data,
+                             std::span<const VtkFieldValue> field_data = {});
+
+/// One dataset of a time series: its file (relative to the collection file) and its time.
+struct VtkSeriesEntry {
+  std::filesystem::path file;
+  double time = 0;
+};
+
+/// Writes a ParaView collection file (.pvd, VTKFile type "Collection", version 0.1) listing
+/// `entries` in order, so that ParaView opens them as one time series. Throws Error(io) as
+/// write_image_data does.
+void write_collection(const std::filesystem::path& path, std::span<const VtkSeriesEntry> entries);
 
 } // namespace uwjit::runtime
