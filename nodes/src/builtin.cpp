@@ -14,6 +14,20 @@ void Verdict::add(std::string name, std::string metric, double value, double lim
   passed = passed && ok;
 }
 
+std::int64_t BuiltinNode::steps_to_judge() const {
+  return 0;
+}
+
+Verdict BuiltinNode::judge(const runtime::Simulation& simulation, const Trace& trace) const {
+  const std::int64_t needed = steps_to_judge();
+  if (simulation.steps_taken() < needed) {
+    Verdict verdict;
+    verdict.needs_steps = needed;
+    return verdict;
+  }
+  return check(simulation, trace);
+}
+
 void Trace::record(const runtime::Simulation& simulation, std::size_t node_index) {
   if (steps.empty()) {
     names = simulation.nodes().at(node_index)->domain_integral_fields();

@@ -89,6 +89,10 @@ std::string FvmNode::summary() const {
   return "finite-volume diffusion on an unstructured Voronoi mesh, to a steady state";
 }
 
+std::int64_t FvmNode::steps_to_judge() const {
+  return default_steps();
+}
+
 std::int64_t FvmNode::default_steps() const {
   // The slowest mode of the Dirichlet Laplacian on a W x H box decays at kappa pi^2 (1/W^2 +
   // 1/H^2); run until it is down by 1e-9, in whole hundreds.

@@ -125,6 +125,10 @@ std::string PipeFlowNode::summary() const {
   return "D3Q19 lattice Boltzmann pipe flow (BGK, Guo forcing, half-way bounce-back)";
 }
 
+std::int64_t PipeFlowNode::steps_to_judge() const {
+  return default_steps();
+}
+
 std::int64_t PipeFlowNode::default_steps() const {
   // The slowest transient decays like exp(-nu j0^2 t / R^2), j0 = 2.405 the first zero of J0:
   // run until it is down to 1e-4, in whole hundreds.

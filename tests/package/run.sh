@@ -22,4 +22,12 @@ cmake --build "$prefix/build" >/dev/null
 "$prefix/install/bin/uwjit" --version
 (cd "$prefix" && "$prefix/install/bin/uwjit" run heat --size 8 --steps 5 >/dev/null)
 test -f "$prefix/heat.vti"
+# A CXX-only project asking for the mpi component (when uwjit was built with MPI).
+if [ -f "$prefix/install/lib/cmake/uwjit/uwjitMpiTargets.cmake" ]; then
+  cmake -S "$consumer" -B "$prefix/build-mpi" -G Ninja -DCMAKE_MAKE_PROGRAM="$make_program" \
+    -DCMAKE_PREFIX_PATH="$prefix/install" -DCMAKE_BUILD_TYPE=Release -DUWJIT_CONSUMER_MPI=ON >/dev/null
+  cmake --build "$prefix/build-mpi" --target mpi_host >/dev/null
+  out=$(timeout 120 mpiexec -np 2 "$prefix/build-mpi/mpi_host")
+  grep -q '^mpi host: 2 ranks, 3 steps$' <<<"$out"
+fi
 echo "consumer package: 1 passed, 0 failed"

@@ -575,7 +575,7 @@ int run_command(const std::vector<std::string>& argv) {
   const auto exchange_stats = simulation->exchange_stats();
   const auto exchange_seconds = exchange_stats.seconds;
   const runtime::Simulation whole = simulation->gathered();
-  const nodes::Verdict verdict = node.check(whole, trace);
+  const nodes::Verdict verdict = node.judge(whole, trace);
   std::optional<std::filesystem::path> collection;
   std::vector<std::filesystem::path> plots;
   bool checkpointed = false;
@@ -672,8 +672,11 @@ int run_command(const std::vector<std::string>& argv) {
                               {"limit", m.limit},
                               {"passed", m.passed}});
     }
-    report["check"] = {
-        {"passed", verdict.passed}, {"measurements", measurements}, {"notes", verdict.notes}};
+    report["check"] = {{"passed", verdict.passed},
+                       {"judged", verdict.judged()},
+                       {"needs_steps", verdict.needs_steps},
+                       {"measurements", measurements},
+                       {"notes", verdict.notes}};
     auto strings = [](const std::vector<std::filesystem::path>& paths) {
       nlohmann::json list = nlohmann::json::array();
       for (const auto& path : paths) {
@@ -721,7 +724,16 @@ int run_command(const std::vector<std::string>& argv) {
       name.resize(std::max<std::size_t>(name.size(), 14), ' ');
       std::cout << "  " << name << general(integrals[i]) << "\n";
     }
-    std::cout << "check: " << (verdict.passed ? "PASS" : "FAIL") << "\n";
+    if (verdict.judged()) {
+      std::cout << "check: " << (verdict.passed ? "PASS" : "FAIL") << "\n";
+    } else {
+      std::cout << "check: not judged: needs >= " << verdict.needs_steps << " steps (this run "
+                << (simulation->steps_taken() == 1
+                        ? "has 1"
+                        : "has " + std::to_string(simulation->steps_taken()))
+                << "; run with --steps " << verdict.needs_steps
+                << " or more, or without --steps)\n";
+    }
     for (const auto& m : verdict.measurements) {
       std::string name = m.name;
       name.resize(std::max<std::size_t>(name.size(), 28), ' ');

@@ -30,6 +30,12 @@ struct Verdict {
   bool passed = true;
   std::vector<Measurement> measurements;
   std::vector<std::string> notes;
+  /// Non-zero when the run was too short for the check to judge it (e.g. a flow that has not
+  /// developed yet): the steps it needs. Such a verdict has no measurements and passes.
+  std::int64_t needs_steps = 0;
+
+  /// Whether the check judged the run (needs_steps == 0).
+  [[nodiscard]] bool judged() const noexcept { return needs_steps == 0; }
 
   /// Adds a measurement; passed = value <= limit (a NaN fails).
   void add(std::string name, std::string metric, double value, double limit);
@@ -110,6 +116,14 @@ public:
   /// of `trace`, its integrals as recorded (possibly only since a restore). Thread-safe.
   [[nodiscard]] virtual Verdict check(const runtime::Simulation& simulation,
                                       const Trace& trace) const = 0;
+
+  /// The steps a run must have taken before check() can judge it (e.g. to reach the steady
+  /// state it compares with); 0: any run. Default 0.
+  [[nodiscard]] virtual std::int64_t steps_to_judge() const;
+
+  /// check(), or, for a run shorter than steps_to_judge(), a verdict that says so
+  /// (needs_steps) instead of failing it.
+  [[nodiscard]] Verdict judge(const runtime::Simulation& simulation, const Trace& trace) const;
 
   /// Writes the node's current fields to VTK files in `directory` (created if missing), named
   /// `stem` plus the format's suffix (.vti, .vtu), with field_data(simulation) as their

@@ -26,6 +26,8 @@ public:
 
   [[nodiscard]] std::string summary() const override;
   [[nodiscard]] std::int64_t default_steps() const override;
+  /// The check compares with a steady state: it needs default_steps() to judge a run.
+  [[nodiscard]] std::int64_t steps_to_judge() const override;
   [[nodiscard]] std::vector<std::int64_t> domain() const override;
   [[nodiscard]] std::vector<runtime::StateField> state_fields() const override;
   void initial_state(runtime::State& state) const override;
