@@ -365,9 +365,15 @@ std::string KernelWriter::buffer_text(const BufferDecl& b) const {
     }
   }
   text += "]\n";
-  text += format("  {}{}* const {}_data = static_cast<{}{}*>(args->{}[{}]);\n",
-                 writable ? "" : "const ", type, a, writable ? "" : "const ", type,
-                 to_string(b.role), b.slot);
+  // State buffers (and static arrays with halos, which the runtime pads into a copy of its own)
+  // are allocated 64-byte aligned; a static array without halos is the caller's memory.
+  const bool aligned =
+      b.role != BufferRole::statics ||
+      std::any_of(b.axes.begin(), b.axes.end(), [](const Axis& axis) { return axis.halo > 0; });
+  const std::string pointer = format("args->{}[{}]", to_string(b.role), b.slot);
+  text += format("  {}{}* const {}_data = static_cast<{}{}*>({});\n", writable ? "" : "const ",
+                 type, a, writable ? "" : "const ", type,
+                 aligned ? format("__builtin_assume_aligned({}, 64)", pointer) : pointer);
   // A stride is a compile-time constant when every extent after its axis is.
   std::vector<bool> compiled_after(rank + 1, true);
   for (std::size_t d = rank; d-- > 0;) {
@@ -479,6 +485,19 @@ KernelSource KernelWriter::finish() const {
     case BufferRole::statics:
       slots.statics.push_back(b.name);
       break;
+    }
+  }
+  // Every state output is a buffer of its own, apart from every other buffer the kernel sees:
+  // loops that write it need no run-time overlap checks to vectorise.
+  for (const BufferDecl& out : m_buffers) {
+    if (out.role != BufferRole::state_out) {
+      continue;
+    }
+    for (const BufferDecl& other : m_buffers) {
+      if (&other != &out) {
+        text += format("  __builtin_assume_separate_storage({}_data, {}_data);\n", out.accessor,
+                       other.accessor);
+      }
     }
   }
   for (const auto& name : m_integrals) {

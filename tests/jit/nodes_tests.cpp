@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <tuple>
 #include <unistd.h>
 
@@ -380,5 +381,37 @@ TEST_CASE("a negative thread count is a usage error") {
   } catch (const uwjit::Error& error) {
     CHECK(error.kind() == uwjit::ErrorKind::usage);
     CHECK(std::string(error.what()).find("threads") != std::string::npos);
+  }
+}
+
+TEST_CASE("heat and pipe-flow kernels vectorise without run-time overlap checks") {
+  Scratch scratch;
+  uwjit::engine::EngineOptions options;
+  options.disk_cache = uwjit::engine::DiskCache::off;
+  options.dump_dir = scratch.path;
+  Engine engine(options);
+  for (const auto& [type, sets] :
+       {std::pair{"heat", std::vector<std::pair<const char*, uwjit::runtime::Value>>{}},
+        std::pair{"heat", std::vector<std::pair<const char*, uwjit::runtime::Value>>{{"extents",
+                                                                                      "runtime"}}},
+        std::pair{"pipe-flow", std::vector<std::pair<const char*, uwjit::runtime::Value>>{}}}) {
+    Params params = uwjit::nodes::sized_params(type, std::vector<std::int64_t>{16});
+    for (const auto& [key, value] : sets) {
+      params.set(key, value);
+    }
+    auto node = uwjit::nodes::make(type, type, params);
+    Simulation simulation(engine, {node});
+    const std::string key = simulation.kernels()[0].info.key;
+    std::ifstream in(scratch.path / (std::string(type) + "-" + key + ".ll"));
+    REQUIRE(in);
+    const std::string ir((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    INFO(type << " " << key);
+    // Vector arithmetic on doubles, and no comparison of pointers: a run-time overlap check
+    // compares the bounds of two buffers before choosing the vector loop.
+    CHECK(ir.find(" x double>") != std::string::npos);
+    CHECK(ir.find("icmp ult ptr") == std::string::npos);
+    CHECK(ir.find("icmp ugt ptr") == std::string::npos);
+    CHECK(ir.find("icmp ule ptr") == std::string::npos);
+    CHECK(ir.find("icmp uge ptr") == std::string::npos);
   }
 }
