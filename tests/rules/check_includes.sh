@@ -1,38 +1,78 @@
 #!/usr/bin/env bash
-# Fails on an #include that the dependency table of DESIGN.md forbids.
+# Fails on an #include that docs/ARCHITECTURE.md does not allow: its folder table (between the
+# include-rules markers) says which uwjit folders and which outside libraries each folder may
+# include; the rules listed under it are checked one by one below.
 set -u
 root=$1
+doc="$root/docs/ARCHITECTURE.md"
 status=0
-forbid() { # forbid FOLDERS PATTERN WHY
-  local folders=$1 pattern=$2 why=$3 hits=""
-  for f in $folders; do
-    [ -d "$root/$f" ] || continue
-    hits+=$(grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]*[<\"]($pattern)" "$root/$f" \
-      --include='*.hpp' --include='*.h' --include='*.cpp' || true)
-  done
-  if [ -n "$hits" ]; then
-    echo "FORBIDDEN ($why):"
-    echo "$hits"
+checked=0
+report() { # report WHY HITS
+  if [ -n "$2" ]; then
+    echo "FORBIDDEN ($1):"
+    echo "$2"
     status=1
   fi
 }
-forbid "common codegen cache runtime nodes tools tests" "llvm/|clang/" "only engine/ includes LLVM or Clang"
-# Within engine/, only src/llvm.hpp includes LLVM/Clang.
-hits=$(grep -rlE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<(llvm|clang)/' "$root/engine" | grep -v 'engine/src/llvm.hpp$' || true)
-[ -z "$hits" ] || { echo "FORBIDDEN (only engine/src/llvm.hpp includes LLVM): $hits"; status=1; }
-forbid "common codegen cache nodes tools" "mpi\.h" "only engine's MPI communicator and runtime/ include <mpi.h>"
-forbid "common codegen cache" "uwjit/(engine|runtime|nodes)/" "a lower folder must not know a higher one"
-forbid "common" "uwjit/(codegen|cache)/|openssl/|nlohmann/|boost/" "common/ depends on the standard library and spdlog only"
-forbid "codegen" "uwjit/cache/|openssl/|spdlog/|nlohmann/|boost/|fstream" "codegen/ uses common and the standard library only"
-forbid "cache" "boost/|spdlog/" "cache/ uses common, OpenSSL, nlohmann-json and POSIX"
-forbid "nodes" "uwjit/cache/|openssl/" "nodes/ use runtime and codegen, not cache internals"
-# Public headers include only the standard library and uwjit's own public headers.
+includes() { # includes DIR: every #include line under DIR, as FILE:LINE:TEXT
+  grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$1" \
+    --include='*.hpp' --include='*.h' --include='*.cpp' 2>/dev/null || true
+}
+# The include pattern of each outside library the table may name.
+declare -A library=(
+  [llvm]='<llvm/' [clang]='<clang/' [mpi]='<mpi\.h>|<uwjit/mpi\.hpp>' [openssl]='<openssl/'
+  [nlohmann]='<nlohmann/' [spdlog]='<spdlog/' [fmt]='<fmt/' [boost]='<boost/'
+  [cairo]='<cairo' [pybind11]='<pybind11/' [doctest]='<doctest/'
+)
+folders=()
+table=$(sed -n '/<!-- include-rules:begin -->/,/<!-- include-rules:end -->/p' "$doc" | grep -E '^\| `')
+[ -n "$table" ] || { echo "include rules: no folder table in $doc"; exit 1; }
+while IFS='|' read -r _ folder _ ours theirs _; do
+  folder=$(tr -d ' `' <<<"$folder")
+  ours=$(tr -d ' —' <<<"$ours")
+  theirs=$(tr -d ' —' <<<"$theirs")
+  folders+=("$folder")
+  [ -d "$root/$folder" ] || { report "the table names a folder that does not exist" "$folder"; continue; }
+  checked=$((checked + 1))
+  lines=$(includes "$root/$folder")
+  # uwjit folders: its own, and those the table lists (<uwjit/mpi.hpp> belongs to comm).
+  allowed="$folder,$ours"
+  hits=$(grep -oE '^[^:]+:[0-9]+:.*<uwjit/[a-z_]+' <<<"$lines" | while IFS= read -r hit; do
+    used=${hit##*<uwjit/}
+    [ "$used" = mpi ] && used=comm
+    case ",$allowed," in *",$used,"*) ;; *) echo "$hit";; esac
+  done)
+  report "$folder/ may include uwjit's $ours only (docs/ARCHITECTURE.md)" "$hits"
+  for name in "${!library[@]}"; do
+    case ",$theirs," in *",$name,"*) continue;; esac
+    hits=$(grep -E "${library[$name]}" <<<"$lines" || true)
+    report "$folder/ may not include $name (docs/ARCHITECTURE.md)" "$hits"
+  done
+done <<<"$table"
+# Every library folder is in the table.
 for dir in "$root"/*/include; do
-  [ -d "$dir" ] || continue
-  # <uwjit/mpi.hpp> is the one public header that takes an MPI_Comm; it stands apart.
-  hits=$(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<(llvm|clang|spdlog|fmt|nlohmann|openssl|boost|mpi)' "$dir" \
-    | grep -v '/include/uwjit/mpi\.hpp:[0-9]*:#include <mpi\.h>' || true)
-  [ -z "$hits" ] || { echo "FORBIDDEN (third-party header in a public header): $hits"; status=1; }
+  folder=$(basename "$(dirname "$dir")")
+  case " ${folders[*]} " in *" $folder "*) ;; *) report "a folder missing from the table" "$folder";; esac
 done
+# Only engine/src/llvm.hpp includes LLVM or Clang.
+report "only engine/src/llvm.hpp includes LLVM or Clang" \
+  "$(includes "$root/engine" | grep -E '<(llvm|clang)/' | grep -v '^[^:]*engine/src/llvm\.hpp:' || true)"
+# <mpi.h> only in comm's MPI implementation and <uwjit/mpi.hpp>.
+mpi_h=""
+for folder in "${folders[@]}"; do
+  mpi_h+=$(includes "$root/$folder" | grep -E '<mpi\.h>' \
+    | grep -vE '^[^:]*(comm/src/mpi_comm\.cpp|comm/include/uwjit/mpi\.hpp):' || true)
+done
+report "<mpi.h> only in comm/src/mpi_comm.cpp and <uwjit/mpi.hpp>" "$mpi_h"
+# runtime/ uses the cache's key.hpp only.
+report "runtime/ uses only <uwjit/cache/key.hpp> of the cache" \
+  "$(includes "$root/runtime" | grep -E '<uwjit/cache/' | grep -v '<uwjit/cache/key\.hpp>' || true)"
+# Public headers include only the standard library and uwjit's public headers.
+for dir in "$root"/*/include; do
+  hits=$(includes "$dir" | grep -E '<(llvm|clang|spdlog|fmt|nlohmann|openssl|boost|cairo|mpi)' \
+    | grep -v '/include/uwjit/mpi\.hpp:[0-9]*:#include <mpi\.h>' || true)
+  report "third-party header in a public header" "$hits"
+done
+echo "include rules: $checked folders checked against docs/ARCHITECTURE.md"
 [ $status -eq 0 ] && echo "include rules: 1 passed, 0 failed" || echo "include rules: 0 passed, 1 failed"
 exit $status
