@@ -1,0 +1,297 @@
+// Simulation::checkpoint and Simulation::restore: the checkpoint format of simulation.hpp,
+// written atomically, read back and checked, one file for a job on any rank count.
+#include "byte_io.hpp"
+#include "runtime_log.hpp"
+#include "simulation_impl.hpp"
+
+#include <uwjit/cache/key.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace uwjit::runtime {
+
+using namespace detail; // this file is the runtime's own
+
+namespace {
+constexpr std::string_view k_magic = "UWJITCKP";
+} // namespace
+
+void Simulation::checkpoint(const std::filesystem::path& path) const {
+  if (m_impl->decomposition && m_impl->decomposition->comm->size() > 1) {
+    // One file for the job: the whole domain gathered, written by rank 0, its outcome shared so
+    // that a failure raises the same error on every rank.
+    comm::Comm& comm = *m_impl->decomposition->comm;
+    const Simulation whole = gathered();
+    comm::together(comm, [&] {
+      if (comm.rank() == 0) {
+        whole.checkpoint(path);
+      }
+    });
+    return;
+  }
+  detail::ByteWriter out;
+  out.raw(k_magic.data(), k_magic.size());
+  out.u32(k_checkpoint_version);
+  out.i64(m_impl->steps);
+  out.u32(static_cast<std::uint32_t>(m_impl->states.size()));
+  for (const auto& s : m_impl->states) {
+    out.str(s.node->type());
+    out.str(s.node->name());
+    const auto& params = s.node->params().values();
+    out.u32(static_cast<std::uint32_t>(params.size()));
+    for (const auto& [key, value] : params) {
+      out.str(key);
+      out.value(value);
+    }
+    out.u32(static_cast<std::uint32_t>(s.current.size()));
+    for (const auto& f : s.current) {
+      out.str(f->name());
+      out.u8(static_cast<std::uint8_t>(f->dtype()));
+      out.u32(static_cast<std::uint32_t>(f->rank()));
+      for (const std::int64_t n : f->shape()) {
+        out.i64(n);
+      }
+      const std::size_t bytes =
+          static_cast<std::size_t>(f->interior_count()) * codegen::size_of(f->dtype());
+      out.u64(bytes);
+      const std::size_t at = out.bytes().size();
+      out.bytes().resize(at + bytes);
+      f->copy_interior_to(
+          std::span<std::byte>(reinterpret_cast<std::byte*>(out.bytes().data() + at), bytes));
+    }
+    out.u32(static_cast<std::uint32_t>(s.integrals.size()));
+    for (std::size_t i = 0; i < s.integrals.size(); ++i) {
+      out.str(s.layout.integrals[i]);
+      out.f64(s.integrals[i]);
+    }
+  }
+  const std::string checksum = cache::sha256_hex(out.bytes());
+  out.raw(checksum.data(), checksum.size());
+
+  // A reader never sees a torn checkpoint: write a temporary, fsync, rename over the target.
+  const std::string& bytes = out.bytes();
+  const std::filesystem::path tmp =
+      path.string() + ".tmp." + std::to_string(static_cast<long>(::getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw Error(ErrorKind::io,
+                format("checkpoint {}: cannot create: {}", path.string(), std::strerror(errno)));
+  }
+  std::size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      const int error = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error(ErrorKind::io,
+                  format("checkpoint {}: write failed: {}", path.string(), std::strerror(error)));
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int error = errno;
+    ::unlink(tmp.c_str());
+    throw Error(ErrorKind::io,
+                format("checkpoint {}: fsync failed: {}", path.string(), std::strerror(error)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(tmp.c_str());
+    throw Error(ErrorKind::io,
+                format("checkpoint {}: rename failed: {}", path.string(), std::strerror(error)));
+  }
+  logger().info("checkpoint {} written at step {} ({} bytes)", path.string(), m_impl->steps,
+                bytes.size());
+}
+
+namespace {
+
+struct FieldRecord {
+  std::string name;
+  std::uint8_t dtype;
+  std::vector<std::int64_t> shape;
+  std::string_view bytes;
+};
+
+struct NodeRecord {
+  std::string type;
+  std::string name;
+  Params params;
+  std::vector<FieldRecord> fields;
+  std::vector<std::pair<std::string, double>> integrals;
+};
+
+} // namespace
+
+Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::path& path,
+                               const NodeFactory& factory, SimulationOptions options) {
+  const std::string what = "checkpoint " + path.string();
+  const auto read_file = [&] {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      throw Error(ErrorKind::io, format("{}: cannot open", what));
+    }
+    std::ostringstream slurp;
+    slurp << in.rdbuf();
+    return std::move(slurp).str();
+  };
+  std::string file;
+  if (options.comm != nullptr && options.comm->size() > 1) {
+    // Rank 0 reads (the ranks need not share a file system) and broadcasts the bytes; every
+    // rank then parses the same bytes and raises the same errors.
+    comm::Comm& comm = *options.comm;
+    file = comm::together(comm, [&] { return comm.rank() == 0 ? read_file() : std::string(); });
+    file = comm.broadcast(std::move(file), 0);
+  } else {
+    file = read_file();
+  }
+  if (file.size() < k_magic.size() || file.compare(0, k_magic.size(), k_magic) != 0) {
+    throw Error(ErrorKind::io, format("{}: not a uwjit checkpoint (bad magic)", what));
+  }
+  if (file.size() < k_magic.size() + 4 + 64) {
+    throw Error(ErrorKind::io, format("{}: truncated", what));
+  }
+  const std::string_view body(file.data(), file.size() - 64);
+  if (cache::sha256_hex(body) != std::string_view(file).substr(file.size() - 64)) {
+    throw Error(ErrorKind::io, format("{}: truncated or corrupt (checksum mismatch)", what));
+  }
+  detail::ByteReader reader(body, what);
+  (void)reader.raw(k_magic.size());
+  const std::uint32_t version = reader.u32();
+  if (version != k_checkpoint_version) {
+    throw Error(ErrorKind::io, format("{}: format version {} (this uwjit reads version {})", what,
+                                      version, k_checkpoint_version));
+  }
+  const std::int64_t steps = reader.i64();
+  const std::uint32_t node_count = reader.u32();
+  std::vector<NodeRecord> records;
+  for (std::uint32_t n = 0; n < node_count; ++n) {
+    NodeRecord record;
+    record.type = reader.str();
+    record.name = reader.str();
+    const std::uint32_t param_count = reader.u32();
+    for (std::uint32_t p = 0; p < param_count; ++p) {
+      std::string key = reader.str();
+      record.params.set(std::move(key), reader.value());
+    }
+    const std::uint32_t field_count = reader.u32();
+    for (std::uint32_t f = 0; f < field_count; ++f) {
+      FieldRecord field;
+      field.name = reader.str();
+      field.dtype = reader.u8();
+      const std::uint32_t rank = reader.u32();
+      for (std::uint32_t d = 0; d < rank && d < 16; ++d) {
+        field.shape.push_back(reader.i64());
+      }
+      if (rank > 16) {
+        throw Error(ErrorKind::io, format("{}: field \"{}\" has rank {}", what, field.name, rank));
+      }
+      field.bytes = reader.raw(reader.u64());
+      record.fields.push_back(std::move(field));
+    }
+    const std::uint32_t integral_count = reader.u32();
+    for (std::uint32_t i = 0; i < integral_count; ++i) {
+      std::string name = reader.str();
+      record.integrals.emplace_back(std::move(name), reader.f64());
+    }
+    records.push_back(std::move(record));
+  }
+  if (!reader.at_end()) {
+    throw Error(ErrorKind::io, format("{}: unexpected bytes after the last node", what));
+  }
+
+  std::vector<std::shared_ptr<const Node>> nodes;
+  for (const auto& record : records) {
+    auto node = factory(record.type, record.name, record.params);
+    if (node == nullptr || node->type() != record.type || node->name() != record.name) {
+      throw Error(ErrorKind::usage, format("{}: the factory did not rebuild node \"{}\" of type "
+                                           "\"{}\"",
+                                           what, record.name, record.type));
+    }
+    nodes.push_back(std::move(node));
+  }
+  auto impl = std::make_unique<Impl>(engine, std::move(nodes), options, Impl::Init::skip);
+  impl->steps = steps;
+  for (std::size_t n = 0; n < records.size(); ++n) {
+    NodeState& s = impl->states[n];
+    const NodeRecord& record = records[n];
+    if (record.fields.size() != s.current.size()) {
+      throw Error(ErrorKind::usage,
+                  format("{}: node \"{}\" has {} fields in the file, {} now", what, record.name,
+                         record.fields.size(), s.current.size()));
+    }
+    for (const auto& saved : record.fields) {
+      Field* target = nullptr;
+      for (std::size_t i = 0; i < s.current.size(); ++i) {
+        if (s.current[i]->name() == saved.name) {
+          target = s.current[i].get();
+        }
+      }
+      // The file holds the whole domain; a sharded rank keeps its slab of it.
+      std::vector<std::int64_t> whole_shape;
+      if (target != nullptr) {
+        whole_shape = target->shape();
+        const std::size_t lead = whole_shape.size() - s.shard.global.size();
+        std::copy(s.shard.global.begin(), s.shard.global.end(), whole_shape.begin() + lead);
+      }
+      std::int64_t whole_count = 1;
+      for (const std::int64_t n : whole_shape) {
+        whole_count *= n;
+      }
+      if (target == nullptr || static_cast<std::uint8_t>(target->dtype()) != saved.dtype ||
+          whole_shape != saved.shape ||
+          saved.bytes.size() !=
+              static_cast<std::size_t>(whole_count) * codegen::size_of(target->dtype())) {
+        throw Error(ErrorKind::usage,
+                    format("{}: field \"{}\" of node \"{}\" ({}) does not match the node's "
+                           "state field",
+                           what, saved.name, record.name, shape_text(saved.shape)));
+      }
+      const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(saved.bytes.data()),
+                                             saved.bytes.size());
+      if (whole_shape == target->shape()) {
+        target->copy_interior_from(bytes);
+      } else {
+        Field whole(saved.name, target->dtype(), whole_shape,
+                    std::vector<int>(whole_shape.size(), 0));
+        whole.copy_interior_from(bytes);
+        copy_slab(whole, *target, s.shard.offset, Direction::global_to_local);
+      }
+    }
+    for (std::size_t i = 0; i < s.current.size(); ++i) {
+      if (s.next[i] != nullptr) {
+        const std::size_t size = static_cast<std::size_t>(s.current[i]->interior_count()) *
+                                 codegen::size_of(s.current[i]->dtype());
+        std::vector<std::byte> interior(size);
+        s.current[i]->copy_interior_to(interior);
+        s.next[i]->copy_interior_from(interior);
+      }
+    }
+    for (const auto& [name, value] : record.integrals) {
+      const auto& declared = s.layout.integrals;
+      const auto at = std::find(declared.begin(), declared.end(), name);
+      if (at == declared.end()) {
+        throw Error(ErrorKind::usage, format("{}: node \"{}\" has no domain integral \"{}\"", what,
+                                             record.name, name));
+      }
+      s.integrals[static_cast<std::size_t>(at - declared.begin())] = value;
+    }
+  }
+  logger().info("restored {} at step {}", path.string(), steps);
+  return Simulation(std::move(impl));
+}
+
+} // namespace uwjit::runtime

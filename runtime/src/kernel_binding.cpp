@@ -1,0 +1,152 @@
+#include "kernel_binding.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <algorithm>
+#include <span>
+
+namespace uwjit::runtime::detail {
+
+using codegen::BufferDecl;
+using codegen::BufferRole;
+using codegen::KernelWriter;
+
+// `hash` is the static_data_hash the kernel text names: that of the node's whole static data,
+// also when `bound` holds a rank's slabs, so that every rank emits the same text.
+Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
+             const std::string& hash) {
+  KernelWriter writer(node.name());
+  writer.comment("static_data_hash " + hash);
+  for (std::size_t d = 0; d < layout.domain.size(); ++d) {
+    (void)writer.domain_extent(static_cast<int>(d), layout.axis_names[d], layout.domain[d],
+                               layout.modes[d]);
+  }
+  std::vector<std::string> field_names;
+  for (const auto& f : layout.fields) {
+    std::vector<codegen::Axis> axes;
+    for (const std::int64_t c : f.components) {
+      axes.push_back({writer.constant(c), 0});
+    }
+    for (std::size_t d = 0; d < layout.domain.size(); ++d) {
+      axes.push_back({writer.domain(static_cast<int>(d)), layout.halo[d]});
+    }
+    writer.state_in(f.name, f.dtype, std::move(axes));
+    field_names.push_back(f.name);
+  }
+  for (const auto& [key, entry] : bound.entries()) {
+    if (const auto* array = std::get_if<StaticArray>(&entry)) {
+      writer.provide_static(key, array->dtype(), array->shape());
+    }
+  }
+  writer.restrict_outputs(field_names, layout.integrals);
+  node.emit_update(writer);
+  for (const auto& name : layout.integrals) {
+    if (std::find(writer.integrals().begin(), writer.integrals().end(), name) ==
+        writer.integrals().end()) {
+      node_error(node, format("declares domain integral \"{}\" but its kernel does not compute it "
+                              "(writer.integral(\"{}\"))",
+                              name, name));
+    }
+  }
+  auto source = writer.finish();
+  return Emitted{std::move(writer), std::move(source)};
+}
+
+StaticPadder serial_padder(const Layout& layout) {
+  return [&layout](Field& field, const std::vector<int>& domain_axes) {
+    std::vector<Boundary> boundaries;
+    for (const int d : domain_axes) {
+      boundaries.push_back(d >= 0 ? layout.boundary[static_cast<std::size_t>(d)] : Boundary::edge);
+    }
+    field.fill_halos(boundaries);
+  };
+}
+
+Binding bind_kernel(const Node& node, const Layout& layout, const KernelWriter& writer,
+                    const StaticData& bound, const StaticPadder& pad) {
+  Binding b;
+  auto field_index = [&](const BufferDecl& buffer) {
+    for (std::size_t i = 0; i < layout.fields.size(); ++i) {
+      const StateField& f = layout.fields[i];
+      if (f.name != buffer.name) {
+        continue;
+      }
+      std::vector<int> halos;
+      for (const auto& axis : buffer.axes) {
+        halos.push_back(axis.halo);
+      }
+      if (buffer.dtype != f.dtype || writer.interior_shape(buffer) != layout.shape(f) ||
+          halos != layout.halos(f)) {
+        node_error(node, format("its kernel declares {} \"{}\" with another layout than the "
+                                "state field ({} {} with halos per axis)",
+                                codegen::to_string(buffer.role), buffer.name,
+                                codegen::to_string(f.dtype), shape_text(layout.shape(f))));
+      }
+      return i;
+    }
+    node_error(node, format("its kernel declares {} \"{}\", which is not a state field",
+                            codegen::to_string(buffer.role), buffer.name));
+  };
+  for (const BufferDecl& buffer : writer.buffers()) {
+    switch (buffer.role) {
+    case BufferRole::state_in:
+      b.in_field.push_back(field_index(buffer));
+      break;
+    case BufferRole::state_out:
+      b.out_field.push_back(field_index(buffer));
+      break;
+    case BufferRole::statics: {
+      const StaticArray* array = bound.array(buffer.name);
+      if (array == nullptr) {
+        node_error(node, format("its kernel reads static array \"{}\", which its static data "
+                                "does not hold",
+                                buffer.name));
+      }
+      const auto shape = writer.interior_shape(buffer);
+      if (array->dtype() != buffer.dtype || array->shape() != shape) {
+        node_error(node,
+                   format("static array \"{}\" is {} {} but the kernel reads {} {}", buffer.name,
+                          codegen::to_string(array->dtype()), shape_text(array->shape()),
+                          codegen::to_string(buffer.dtype), shape_text(shape)));
+      }
+      b.held.push_back(*array);
+      bool has_halo = false;
+      std::vector<int> halos;
+      std::vector<int> domain_axes;
+      for (const auto& axis : buffer.axes) {
+        has_halo = has_halo || axis.halo > 0;
+        halos.push_back(axis.halo);
+        domain_axes.push_back(
+            writer.extents()[static_cast<std::size_t>(axis.extent.id)].domain_axis);
+      }
+      if (!has_halo) {
+        b.statics.push_back(array->data()); // bound in place: the kernel reads the caller's data
+        break;
+      }
+      // A halo-padded copy, made once here.
+      auto padded = std::make_unique<Field>(buffer.name, array->dtype(), shape, halos);
+      padded->copy_interior_from(std::span<const std::byte>(
+          static_cast<const std::byte*>(array->data()), array->size_bytes()));
+      pad(*padded, domain_axes);
+      b.statics.push_back(padded->data());
+      b.padded.push_back(std::move(padded));
+      break;
+    }
+    }
+  }
+  for (const auto& e : writer.extents()) {
+    if (e.mode == codegen::ExtentMode::runtime) {
+      b.extents.push_back(e.value);
+    }
+  }
+  for (const auto& name : layout.integrals) {
+    const auto& declared = writer.integrals();
+    b.integral_slot.push_back(static_cast<std::size_t>(
+        std::find(declared.begin(), declared.end(), name) - declared.begin()));
+  }
+  b.kernel_integrals.assign(writer.integrals().size(), 0.0);
+  return b;
+}
+
+} // namespace uwjit::runtime::detail

@@ -1,0 +1,63 @@
+// Kernel binding: a node's kernel emitted through a KernelWriter set up from its layout, and the
+// kernel's slots bound to the state fields, static arrays, run-time extents and integrals.
+#pragma once
+
+#include "node_layout.hpp"
+
+#include <uwjit/codegen/kernel_writer.hpp>
+#include <uwjit/engine/kernel.hpp>
+#include <uwjit/runtime/field.hpp>
+#include <uwjit/runtime/simulation.hpp>
+#include <uwjit/runtime/static_data.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace uwjit::runtime::detail {
+
+// A node's kernel as emitted: the writer (its declarations, for binding) and the source.
+struct Emitted {
+  codegen::KernelWriter writer;
+  codegen::KernelSource source;
+};
+
+/// Emits node `node`'s kernel over `layout` with the static arrays of `bound` provided.
+// `hash` is the static_data_hash the kernel text names: that of the node's whole static data,
+// also when `bound` holds a rank's slabs, so that every rank emits the same text.
+Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
+             const std::string& hash);
+
+// How one node's kernel is bound: buffer slots to fields, static pointers, run-time extents and
+// integral slots. Built completely before it replaces a previous binding.
+struct Binding {
+  std::optional<engine::Kernel> kernel;
+  KernelReport report;
+  std::vector<std::size_t> in_field;          // state_in slot -> field index
+  std::vector<std::size_t> out_field;         // state_out slot -> field index
+  std::vector<const void*> statics;           // statics slot -> pointer
+  std::vector<StaticArray> held;              // keeps the bound arrays alive
+  std::vector<std::unique_ptr<Field>> padded; // halo-padded copies of static arrays
+  std::vector<uw_i64> extents;                // run-time extents, slot order
+  std::vector<std::size_t> integral_slot;     // declared integral -> kernel slot
+  std::vector<double> kernel_integrals;       // kernel slot order: one step's sums
+};
+
+// Fills the halos of a padded static array; domain_axes[a] is the domain axis of its axis a
+// (-1 for other axes).
+using StaticPadder = std::function<void(Field&, const std::vector<int>& domain_axes)>;
+
+/// Serial: the halos follow the node's boundaries (a periodic axis wraps, others repeat the
+/// edge), so stencils may read one cell beyond the domain. `layout` must outlive the padder.
+[[nodiscard]] StaticPadder serial_padder(const Layout& layout);
+
+/// Binds the kernel `writer` declared to `layout`'s state fields and `bound`'s static arrays
+/// (halo-padded copies made and padded with `pad` where the kernel reads halos); Error(usage)
+/// naming the node when a declaration does not match. The kernel and report are left empty.
+Binding bind_kernel(const Node& node, const Layout& layout, const codegen::KernelWriter& writer,
+                    const StaticData& bound, const StaticPadder& pad);
+
+} // namespace uwjit::runtime::detail

@@ -1,0 +1,81 @@
+// Simulation::Impl: the state of a Simulation and the member functions its files share
+// (simulation.cpp: construction and the public API; stepper.cpp: the step loop; checkpoint.cpp:
+// checkpoint and restore).
+#pragma once
+
+#include "cpu_executor.hpp"
+#include "decomposition.hpp"
+#include "kernel_binding.hpp"
+#include "node_state.hpp"
+
+#include <uwjit/comm/verdict.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/runtime/simulation.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace uwjit::runtime {
+
+struct Simulation::Impl {
+  using Decomposition = detail::Decomposition;
+  using Emitted = detail::Emitted;
+  using NodeState = detail::NodeState;
+
+  engine::Engine* engine = nullptr;
+  std::vector<std::shared_ptr<const Node>> nodes;
+  std::vector<NodeState> states;
+  std::vector<KernelReport> reports;
+  std::int64_t steps = 0;
+  std::optional<Decomposition> decomposition; // sharded only
+  ExchangeMode exchange_mode = ExchangeMode::sync;
+  ExchangeStats exchange;
+  NodeShared node_shared;
+  bool snapshot = false;                       // a gathered snapshot: no kernels, cannot step
+  std::optional<detail::CpuExecutor> executor; // not for a snapshot
+
+  // compute: the nodes' initial state; skip: zeros (restore fills it); snapshot: zeros and no
+  // kernels requested.
+  enum class Init { compute, skip, snapshot };
+
+  // Validates the nodes (and, sharded, the decomposition), emits and requests every kernel,
+  // binds it and allocates the state (see Simulation's constructor). Collective when sharded.
+  Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node>> list,
+       const SimulationOptions& options, Init init);
+
+  // Runs `body`; sharded, every rank then raises the same error if it failed on any rank.
+  template <class Body> void collectively(const SimulationOptions& options, Body&& body) {
+    if (decomposition) {
+      comm::together(*options.comm, body);
+    } else {
+      body();
+    }
+  }
+
+  // One copy per node of the large computed replicate arrays, before anything reads them.
+  void share_replicate_arrays(comm::Comm& comm, std::size_t min_bytes);
+  // Requests every kernel; distinct keys in parallel, repeats afterwards (memory hits).
+  void request_all(std::vector<std::optional<Emitted>>& emitted, const SimulationOptions& options);
+  void report_all(std::vector<std::optional<Emitted>>& emitted);
+  static void allocate_state(NodeState& s, Init init);
+  NodeState& state_of(std::string_view name);
+
+  // The step loop (stepper.cpp).
+  void step_node(NodeState& s);
+  int overlap_axis(NodeState& s);
+  void step_overlapped(NodeState& s, std::size_t axis);
+  static void bind_state(NodeState& s);
+  int call_kernel(NodeState& s);
+  [[nodiscard]] Error kernel_failed(const NodeState& s, int status) const;
+  void finish_step(NodeState& s, int status);
+  void prepare_exchange(NodeState& s);
+  void exchange_halos(NodeState& s);
+
+  std::vector<std::optional<engine::Kernel>> kernels_;
+};
+
+} // namespace uwjit::runtime
