@@ -1,4 +1,5 @@
 #include "node_shared.hpp"
+#include "runtime_log.hpp"
 
 #include "static_placement.hpp"
 
@@ -22,11 +23,6 @@
 namespace uwjit::runtime::detail {
 
 namespace {
-
-log::Logger& logger() {
-  static log::Logger instance = log::get("uwjit.runtime");
-  return instance;
-}
 
 // A name no other live object has: this process, the time and a counter (O_EXCL guards the rest).
 std::string segment_name() {
