@@ -1,5 +1,6 @@
 #include "args.hpp"
 #include "commands.hpp"
+#include "node_args.hpp"
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
@@ -74,32 +75,6 @@ ArgSpec run_spec() {
               "heat.ckpt --steps 300\n"
               "  mpirun -np 4 uwjit run pipe-flow --shard x --exchange overlap");
   return spec;
-}
-
-std::vector<std::int64_t> parse_size(const std::string& text) {
-  std::vector<std::int64_t> dims;
-  std::string_view rest = text;
-  while (true) {
-    const auto x = rest.find('x');
-    const std::string_view part = rest.substr(0, x);
-    std::int64_t value = 0;
-    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
-    if (part.empty() || ec != std::errc{} || end != part.data() + part.size() || value < 1) {
-      throw Error(
-          ErrorKind::usage,
-          format("run: --size: expected N or NXxNYxNZ (positive integers), got \"{}\"", text));
-    }
-    dims.push_back(value);
-    if (x == std::string_view::npos) {
-      break;
-    }
-    rest.remove_prefix(x + 1);
-  }
-  if (dims.size() != 1 && dims.size() != 3) {
-    throw Error(ErrorKind::usage,
-                format("run: --size: expected N or NXxNYxNZ, got {} numbers", dims.size()));
-  }
-  return dims;
 }
 
 std::vector<int> parse_shard(const std::string& text) {
@@ -248,7 +223,7 @@ int run_command(const std::vector<std::string>& argv) {
                                     "--size and --set");
     }
   } else {
-    params = args.get("--size") ? nodes::sized_params(type, parse_size(*args.get("--size")))
+    params = args.get("--size") ? nodes::sized_params(type, parse_size(*args.get("--size"), "run"))
                                 : nodes::default_params(type);
     for (const auto& assignment : args.all("--set")) {
       if (assignment == "help") {
