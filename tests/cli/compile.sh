@@ -69,6 +69,18 @@ assert first["file"].endswith("/bad.cpp") and first["line"] == 2 and first["colu
 assert "expected" in first["message"], first
 ' <<<"$out" && ok || fail "compile --json writes JSON with the diagnostics on failure"
 
+run "$uwjit" compile "$src/examples/kernels/diffusion.cpp" -O 9 --json
+expect_code 2 "a bad -O with --json"
+python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["ok"] is False and d["error"]["kind"] == "usage" and "-O: expected" in d["error"]["message"], d
+' <<<"$out" && ok || fail "compile --json writes JSON for a misuse too"
+run "$uwjit" compile --json
+expect_code 2 "compile --json without a file"
+python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ok"] is False and d["file"] is None, d' <<<"$out" \
+  && ok || fail "compile --json without a file writes JSON"
+
 run "$uwjit" compile "$sandbox/missing.cpp" --json
 expect_code 1 "a missing file with --json"
 python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ok"] is False and d["error"]["kind"] == "io"' <<<"$out" \

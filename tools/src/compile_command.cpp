@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <iostream>
@@ -142,37 +143,38 @@ nlohmann::json diagnostics_json(const std::string& text) {
 } // namespace
 
 int compile_command(const std::vector<std::string>& argv) {
+  // Known before parsing: with --json, even a misuse is reported as JSON.
+  const bool json = std::find(argv.begin(), argv.end(), "--json") != argv.end();
   const ArgSpec spec = compile_spec();
-  const Args args = Args::parse(spec, argv);
-  if (args.wants_help()) {
-    std::cout << spec.help();
-    return 0;
-  }
-  const std::string& path = args.positional().at(0);
+  std::string path;
   engine::EngineOptions options = engine::EngineOptions::from_environment();
-  options.compile.opt_level = parse_level(spec, args.value("-O"));
-  if (auto dir = args.get("-I")) {
-    options.compile.include_dirs.push_back(*dir);
-  }
-  const auto contract = codegen::parse_fp_contract(args.value("--fp-contract"));
-  if (!contract) {
-    spec.fail(
-        format("--fp-contract: expected off, on or fast, got \"{}\"", args.value("--fp-contract")));
-  }
-  options.compile.fp_contract = *contract;
-  options.compile.fast_math =
-      args.has("--fast-math") ? codegen::FastMath::yes : codegen::FastMath::no;
-  options.compile.defines = args.all("-D");
-  const codegen::SlotTables slots{.state_in = slot_list(args.get("--state-in")),
-                                  .state_out = slot_list(args.get("--state-out")),
-                                  .statics = slot_list(args.get("--statics")),
-                                  .extents = slot_list(args.get("--extents")),
-                                  .integrals = slot_list(args.get("--integrals"))};
-  const bool json = args.has("--json");
-
   std::optional<engine::Engine> engine;
   std::optional<engine::Kernel> kernel;
   try {
+    const Args args = Args::parse(spec, argv);
+    if (args.wants_help()) {
+      std::cout << spec.help();
+      return 0;
+    }
+    path = args.positional().at(0);
+    options.compile.opt_level = parse_level(spec, args.value("-O"));
+    if (auto dir = args.get("-I")) {
+      options.compile.include_dirs.push_back(*dir);
+    }
+    const auto contract = codegen::parse_fp_contract(args.value("--fp-contract"));
+    if (!contract) {
+      spec.fail(format("--fp-contract: expected off, on or fast, got \"{}\"",
+                       args.value("--fp-contract")));
+    }
+    options.compile.fp_contract = *contract;
+    options.compile.fast_math =
+        args.has("--fast-math") ? codegen::FastMath::yes : codegen::FastMath::no;
+    options.compile.defines = args.all("-D");
+    const codegen::SlotTables slots{.state_in = slot_list(args.get("--state-in")),
+                                    .state_out = slot_list(args.get("--state-out")),
+                                    .statics = slot_list(args.get("--statics")),
+                                    .extents = slot_list(args.get("--extents")),
+                                    .integrals = slot_list(args.get("--integrals"))};
     const std::string body = read_file(path);
     const auto source = body.find(codegen::k_entry_placeholder) != std::string::npos
                             ? codegen::KernelSource::generated("source", body, slots)
@@ -180,13 +182,16 @@ int compile_command(const std::vector<std::string>& argv) {
     engine.emplace(options);
     kernel.emplace(engine->kernel(source));
   } catch (const Error& error) {
+    const std::string message = path.empty() ? error.what() : name_file(error.what(), path);
     if (!json) {
-      throw Error(error.kind(), name_file(error.what(), path));
+      if (message == error.what()) {
+        throw; // as it was: a misuse keeps its usage line
+      }
+      throw Error(error.kind(), message);
     }
-    const std::string message = name_file(error.what(), path);
     const nlohmann::json report = {
         {"ok", false},
-        {"file", path},
+        {"file", path.empty() ? nlohmann::json(nullptr) : nlohmann::json(path)},
         {"error",
          {{"kind", std::string(to_string(error.kind()))},
           {"message", message},
