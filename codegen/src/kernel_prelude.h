@@ -1,8 +1,8 @@
 /* uwjit kernel prelude: header-free math over compiler builtins, in namespace uwm, so that
  * generated kernels need no standard header (<cmath> alone costs ~230 ms per compile).
- * Each function takes double, float or integer arguments, as <cmath> does: all float gives
- * float, any double or integer (and no float-double mix rule beyond that) gives double. Integer
- * min, max and abs stay integers. The macros are undefined at the end. */
+ * Each function takes double, float or integer arguments, as <cmath> does: float arguments give
+ * a float; double, integer or mixed arguments give a double. Integer min, max and abs stay
+ * integers. The macros are undefined at the end. */
 namespace uwm {
 namespace detail {
 template <bool B, class T = void> struct enable_if {};

@@ -403,8 +403,8 @@ struct Engine::Impl {
       return std::nullopt;
     }
     if (found.manifest && found.manifest->entry != info->entry) {
-      // The same source asked for under another entry name: the entry is wrong, the entry is
-      // sound. Say so once, without compiling again.
+      // The same source asked for under another entry name: the name is wrong, the cache
+      // entry is sound. Say so once, without warning of damage or compiling again.
       check_entry(source, info->entry, found.object);
     }
     auto disk_info = std::make_shared<KernelInfo>(*info);
