@@ -152,6 +152,14 @@ std::optional<Manifest> parse(std::string_view text, std::string& why) {
   if (!read_salt_components(*salt_components, m, why) || !read_slot_tables(*slot_tables, m, why)) {
     return std::nullopt;
   }
+  // Optional (entries written before it existed have none): absent means no warnings.
+  if (const auto warnings = json.find("warnings"); warnings != json.end()) {
+    if (!warnings->is_string()) {
+      why = "field \"warnings\": expected a string";
+      return std::nullopt;
+    }
+    m.warnings = warnings->get<std::string>();
+  }
   if (!Key::parse(m.key)) {
     why = format("field \"key\": \"{}\" is not 16 lowercase hex digits", m.key);
     return std::nullopt;
@@ -180,7 +188,7 @@ std::string to_json(const Manifest& manifest) {
     salt_components.push_back(Json::array({name, value}));
   }
   const bool sane_time = std::isfinite(manifest.compile_ms) && manifest.compile_ms >= 0;
-  const Json json = {
+  Json json = {
       {"format", manifest.format},
       {"key", manifest.key},
       {"salt", manifest.salt},
@@ -194,6 +202,9 @@ std::string to_json(const Manifest& manifest) {
       {"origin", manifest.origin},
       {"uwjit_version", manifest.uwjit_version},
   };
+  if (!manifest.warnings.empty()) {
+    json["warnings"] = manifest.warnings;
+  }
   return json.dump(2, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace) + "\n";
 }
 

@@ -5,6 +5,7 @@
 
 #include "embedded_text.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 namespace uwjit::codegen {
@@ -99,6 +100,67 @@ KernelSource::KernelSource(std::string origin, std::string body,
                            m_origin, name));
       }
     }
+  }
+}
+
+KernelSource KernelSource::with_options(KernelOptions options) const {
+  validate(options, format("kernel source of \"{}\"", m_origin));
+  KernelSource copy = *this;
+  copy.m_options = std::move(options);
+  return copy;
+}
+
+const char* to_string(FpContract mode) noexcept {
+  switch (mode) {
+  case FpContract::off:
+    return "off";
+  case FpContract::on:
+    return "on";
+  case FpContract::fast:
+    return "fast";
+  }
+  return "?";
+}
+
+std::optional<FpContract> parse_fp_contract(std::string_view text) noexcept {
+  for (const auto mode : {FpContract::off, FpContract::on, FpContract::fast}) {
+    if (text == to_string(mode)) {
+      return mode;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view define_name(std::string_view define) noexcept {
+  return define.substr(0, define.find('='));
+}
+
+void validate(const KernelOptions& options, std::string_view owner) {
+  if (options.opt_level && (*options.opt_level < 0 || *options.opt_level > 3)) {
+    throw Error(ErrorKind::usage, format("{}: optimisation level {}: expected 0, 1, 2 or 3", owner,
+                                         *options.opt_level));
+  }
+  std::vector<std::string_view> names;
+  for (const auto& define : options.defines) {
+    const auto name = define_name(define);
+    if (!is_identifier(name)) {
+      throw Error(ErrorKind::usage,
+                  format("{}: define \"{}\": expected NAME or NAME=VALUE with NAME a C identifier",
+                         owner, define));
+    }
+    const auto value = std::string_view(define).substr(name.size());
+    for (const char c : value.empty() ? value : value.substr(1)) {
+      if (c <= ' ' || c > '~' || c == '"' || c == '\'' || c == '\\' || c == '|') {
+        throw Error(ErrorKind::usage,
+                    format("{}: define \"{}\": the value may hold printable ASCII without "
+                           "spaces, quotes, backslashes or '|'",
+                           owner, define));
+      }
+    }
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      throw Error(ErrorKind::usage, format("{}: define {} given twice", owner, name));
+    }
+    names.push_back(name);
   }
 }
 

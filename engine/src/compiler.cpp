@@ -107,8 +107,23 @@ const TargetInfo& host_target() {
   return info;
 }
 
+CompileOptions with_kernel_options(CompileOptions base, const codegen::KernelOptions& kernel) {
+  codegen::validate(kernel, "kernel options");
+  base.opt_level = kernel.opt_level.value_or(base.opt_level);
+  base.fp_contract = kernel.fp_contract.value_or(base.fp_contract);
+  base.fast_math = kernel.fast_math.value_or(base.fast_math);
+  for (const auto& define : kernel.defines) {
+    std::erase_if(base.defines, [&](const std::string& d) {
+      return codegen::define_name(d) == codegen::define_name(define);
+    });
+    base.defines.push_back(define);
+  }
+  return base;
+}
+
 struct Compiler::Impl {
   CompileOptions options;
+  llvm::TargetOptions target_options;
   std::string flags;
   // The driver's work (finding libstdc++ and system include paths) is done once; each compile
   // copies this invocation.
@@ -133,6 +148,23 @@ Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
   }
   for (const auto& dir : options.include_dirs) {
     args.push_back("-I" + dir);
+  }
+  codegen::KernelOptions checked;
+  checked.defines = options.defines;
+  codegen::validate(checked, "compile options");
+  if (options.fp_contract != codegen::FpContract::on) {
+    args.push_back(std::string("-ffp-contract=") + codegen::to_string(options.fp_contract));
+  }
+  if (options.fast_math == codegen::FastMath::yes) {
+    args.emplace_back("-ffast-math");
+  }
+  // Sorted, so that the same defines given in another order give the same flags and key.
+  std::vector<std::string> defines = options.defines;
+  std::sort(defines.begin(), defines.end(), [](const std::string& a, const std::string& b) {
+    return codegen::define_name(a) < codegen::define_name(b);
+  });
+  for (const auto& define : defines) {
+    args.push_back("-D" + define);
   }
   m_impl->flags = join(std::vector<std::string>(args.begin() + 4, args.end()), ' ');
   args.insert(args.end(), {"-", "-o", "/dev/null"});
@@ -167,6 +199,27 @@ Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
   // Otherwise the instance prints "N warnings generated." to stderr itself; the warnings are
   // returned with the object instead.
   invocation->getDiagnosticOpts().ShowCarets = false;
+  // What clang's backend derives from the language options (its initTargetOptions): fused
+  // multiply-add and the fast-math assumptions, for the TargetMachine built in compile().
+  const clang::LangOptions& lang = invocation->getLangOpts();
+  auto& to = m_impl->target_options;
+  switch (lang.getDefaultFPContractMode()) {
+  case clang::LangOptions::FPM_Off:
+    to.AllowFPOpFusion = llvm::FPOpFusion::Strict;
+    break;
+  case clang::LangOptions::FPM_On:
+  case clang::LangOptions::FPM_FastHonorPragmas:
+    to.AllowFPOpFusion = llvm::FPOpFusion::Standard;
+    break;
+  case clang::LangOptions::FPM_Fast:
+    to.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+    break;
+  }
+  to.UnsafeFPMath = lang.AllowFPReassoc && lang.AllowRecip && lang.NoSignedZero && lang.ApproxFunc;
+  to.NoInfsFPMath = lang.NoHonorInfs;
+  to.NoNaNsFPMath = lang.NoHonorNaNs;
+  to.NoSignedZerosFPMath = lang.NoSignedZero;
+  to.ApproxFuncFPMath = lang.ApproxFunc;
   m_impl->invocation = std::move(invocation);
   m_impl->options = std::move(options);
 }
@@ -229,7 +282,7 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing,
                              : level == 1 ? llvm::CodeGenOptLevel::Less
                              : level == 2 ? llvm::CodeGenOptLevel::Default
                                           : llvm::CodeGenOptLevel::Aggressive;
-  llvm::TargetOptions target_options;
+  llvm::TargetOptions target_options = m_impl->target_options;
   std::unique_ptr<llvm::TargetMachine> machine(llvm_target->createTargetMachine(
       target.triple, target.cpu, join(target.features, ','), target_options, llvm::Reloc::PIC_,
       std::nullopt, codegen_level));

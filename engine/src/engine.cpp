@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -116,6 +117,42 @@ std::string digest(std::string_view text) {
   return cache::sha256_hex(text).substr(0, 16);
 }
 
+// A kernel's compiler and the salt its keys are computed under: the engine's, or those of a
+// kernel that carries its own options (codegen::KernelOptions).
+struct Flavour {
+  explicit Flavour(const CompileOptions& options) : compiler(options) {
+    const TargetInfo& target = host_target();
+    salt.add("uwjit", k_version)
+        .add("format", std::to_string(cache::k_entry_format))
+        .add("abi", std::to_string(UWJIT_KERNEL_ABI_VERSION))
+        .add("llvm", target.llvm_version)
+        .add("triple", target.triple)
+        .add("cpu", target.cpu)
+        .add("features", join_features(target.features))
+        .add("opt", std::to_string(compiler.options().opt_level))
+        .add("flags", compiler.flags());
+    salt_text = salt.text();
+    salt_digest = digest(salt_text);
+  }
+  Compiler compiler;
+  cache::Salt salt;
+  std::string salt_text;
+  std::string salt_digest;
+};
+
+// The map key of a kernel's options: one line per field.
+std::string options_text(const codegen::KernelOptions& options) {
+  std::string text = options.opt_level ? std::to_string(*options.opt_level) : "-";
+  text += '\n';
+  text += options.fp_contract ? codegen::to_string(*options.fp_contract) : "-";
+  text += '\n';
+  text += options.fast_math ? (*options.fast_math == codegen::FastMath::yes ? "1" : "0") : "-";
+  for (const auto& define : options.defines) {
+    text += '\n' + define;
+  }
+  return text;
+}
+
 std::string dump_stem(const std::string& origin, const cache::Key& key) {
   std::string stem;
   for (const char c : origin) {
@@ -144,21 +181,9 @@ EngineOptions EngineOptions::from_environment() {
 
 struct Engine::Impl {
   explicit Impl(EngineOptions engine_options)
-      : options(std::move(engine_options)), compiler(options.compile), jit(Jit::shared()) {
-    const TargetInfo& target = host_target();
-    salt.add("uwjit", k_version)
-        .add("format", std::to_string(cache::k_entry_format))
-        .add("abi", std::to_string(UWJIT_KERNEL_ABI_VERSION))
-        .add("llvm", target.llvm_version)
-        .add("triple", target.triple)
-        .add("cpu", target.cpu)
-        .add("features", join_features(target.features))
-        .add("opt", std::to_string(compiler.options().opt_level))
-        .add("flags", compiler.flags());
-    salt_text = salt.text();
-    // The first SHA-256 of a process fetches the digest (~1.5 ms): pay it here, not in the
-    // first request.
-    salt_digest = digest(salt_text);
+      // The first SHA-256 of a process fetches the digest (~1.5 ms): Flavour pays it here, not
+      // in the first request.
+      : options(std::move(engine_options)), base(options.compile), jit(Jit::shared()) {
     open_store();
     if (options.dump_dir) {
       std::error_code ec;
@@ -215,6 +240,7 @@ struct Engine::Impl {
 
   void open_store() {
     if (options.disk_cache == DiskCache::off) {
+      no_store_reason = "the disk cache is off (DiskCache::off)";
       return;
     }
     std::optional<std::filesystem::path> dir = options.cache_dir;
@@ -223,6 +249,9 @@ struct Engine::Impl {
       logger.debug("cache directory: {} ({})", location.dir ? location.dir->string() : "none",
                    location.rule);
       dir = location.dir;
+      if (!dir) {
+        no_store_reason = "the disk cache is " + location.rule;
+      }
     }
     if (!dir) {
       return;
@@ -234,6 +263,7 @@ struct Engine::Impl {
       if (error.kind() != ErrorKind::io) {
         throw;
       }
+      no_store_reason = error.what();
       // One warning per process: a host that makes many engines has one problem, not many.
       static std::atomic<bool> warned{false};
       if (!warned.exchange(true)) {
@@ -254,7 +284,8 @@ struct Engine::Impl {
     info->request_ms = ms_since(start);
     if (info->tier == Tier::disk && logger.enabled(log::Level::info)) {
       logger.info("disk hit key={} origin={} source={} salt={} loaded in {} ms", key.hex(),
-                  source.origin(), digest(source.canonical()), salt_digest, info->load_ms);
+                  source.origin(), digest(source.canonical()), flavour(source).salt_digest,
+                  info->load_ms);
     }
     write_debug_sources(source, key, info->entry);
     return Loaded{loaded.entry, std::move(loaded.code), std::move(info),
@@ -263,16 +294,20 @@ struct Engine::Impl {
 
   CompiledObject compile(const codegen::KernelSource& source, const cache::Key& key,
                          KernelInfo& info) {
+    const Flavour& f = flavour(source);
     const auto text = source.instantiate(info.entry, module_name(key));
-    auto object = compiler.compile(
+    auto object = f.compiler.compile(
         text, options.dump_dir ? Listing::ir_and_assembly : Listing::none, debug_file_name(key));
     stats.add(cache::Stat::compiles);
+    // Before anything is published or loaded: an entry the object does not define is the
+    // request's error, not a damaged cache entry.
+    check_entry(source, info.entry, object.bytes);
     info.compile = object.timings;
     info.warnings = object.warnings;
     if (logger.enabled(log::Level::info)) {
       logger.info("compiled key={} origin={} source={} salt={} in {} ms (frontend {} ms, optimise "
                   "{} ms, codegen {} ms)",
-                  key.hex(), source.origin(), digest(source.canonical()), salt_digest,
+                  key.hex(), source.origin(), digest(source.canonical()), f.salt_digest,
                   object.timings.total_ms(), object.timings.frontend_ms, object.timings.optimise_ms,
                   object.timings.codegen_ms);
     }
@@ -285,18 +320,37 @@ struct Engine::Impl {
     return object;
   }
 
-  void publish(const codegen::KernelSource& source, const cache::Key& key, const KernelInfo& info,
-               const CompiledObject& object) {
+  // Throws the one error a wrong entry gets: it names the functions the object does define.
+  void check_entry(const codegen::KernelSource& source, const std::string& entry,
+                   std::span<const char> object) {
+    const auto functions = defined_functions(object);
+    if (std::find(functions.begin(), functions.end(), entry) != functions.end()) {
+      return;
+    }
+    std::string found;
+    for (const auto& name : functions) {
+      found += (found.empty() ? "" : ", ") + name;
+    }
+    throw Error(ErrorKind::compile,
+                format("kernel entry \"{}\" (origin \"{}\"): the kernel defines no such "
+                       "function; the functions it defines: {}. Nothing was published",
+                       entry, source.origin(), found.empty() ? "none" : found));
+  }
+
+  cache::PublishOutcome publish(const codegen::KernelSource& source, const cache::Key& key,
+                                const KernelInfo& info, const CompiledObject& object) {
     cache::Manifest manifest;
-    manifest.salt = salt.text();
+    manifest.salt = flavour(source).salt_text;
     manifest.entry = info.entry;
     manifest.slot_tables = slot_tables(source.slots());
     manifest.compile_ms = object.timings.total_ms();
     manifest.origin = source.origin();
-    const auto outcome = store->publish(key, object.bytes, manifest, source.canonical());
+    manifest.warnings = object.warnings;
+    auto outcome = store->publish(key, object.bytes, manifest, source.canonical());
     if (outcome.published()) {
       (void)store->maybe_evict(max_size);
     }
+    return outcome;
   }
 
   // The disk tier and the cold compile, for the one request that owns this key in-process.
@@ -306,6 +360,8 @@ struct Engine::Impl {
     if (!store) {
       info->tier = Tier::compiled;
       const auto object = compile(source, key, *info);
+      info->publication = Publication::not_published;
+      info->not_published_because = no_store_reason + "; memory only";
       return load(source, key, object.bytes, std::move(info), start);
     }
     const auto tables = slot_tables(source.slots());
@@ -326,8 +382,15 @@ struct Engine::Impl {
       logger.warn("key={}: another process held the lock for over {} ms (UWJIT_LOCK_TIMEOUT); "
                   "compiled privately, not published",
                   key.hex(), options.lock_timeout.count());
+      info->publication = Publication::not_published;
+      info->not_published_because =
+          format("another process held the key's lock for over {} ms (UWJIT_LOCK_TIMEOUT)",
+                 options.lock_timeout.count());
+    } else if (const auto outcome = publish(source, key, *info, object); outcome.published()) {
+      info->publication = Publication::published;
     } else {
-      publish(source, key, *info, object);
+      info->publication = Publication::not_published;
+      info->not_published_because = outcome.reason;
     }
     lock.release();
     return load(source, key, object.bytes, std::move(info), start);
@@ -336,12 +399,20 @@ struct Engine::Impl {
   std::optional<Loaded> try_disk(const codegen::KernelSource& source, const cache::Key& key,
                                  const std::vector<cache::SlotTable>& tables,
                                  const std::shared_ptr<KernelInfo>& info, Clock::time_point start) {
-    auto found = store->lookup(key, salt, tables);
+    auto found = store->lookup(key, flavour(source).salt, tables);
     if (!found.hit()) {
       return std::nullopt;
     }
+    if (found.manifest && found.manifest->entry != info->entry) {
+      // The same source asked for under another entry name: the name is wrong, the cache
+      // entry is sound. Say so once, without warning of damage or compiling again.
+      check_entry(source, info->entry, found.object);
+    }
     auto disk_info = std::make_shared<KernelInfo>(*info);
     disk_info->tier = Tier::disk;
+    if (found.manifest) {
+      disk_info->warnings = found.manifest->warnings; // replayed, as the compile printed them
+    }
     try {
       auto loaded = load(source, key, found.object, disk_info, start);
       if (options.dump_dir) {
@@ -364,8 +435,9 @@ struct Engine::Impl {
     // What the key is made of, so that two processes' logs show why one key became another: the
     // source digest (SHA-256 of KEY.cpp) and the salt, component by component.
     if (logger.enabled(log::Level::debug)) {
+      const Flavour& f = flavour(source);
       logger.debug("request key={} origin={} source={} salt={} salt_text={}", key.hex(),
-                   source.origin(), digest(source.canonical()), salt_digest, salt_text);
+                   source.origin(), digest(source.canonical()), f.salt_digest, f.salt_text);
     }
     std::shared_future<Loaded> pending;
     std::promise<Loaded> promise;
@@ -392,11 +464,16 @@ struct Engine::Impl {
       return pending.get();
     }
     Loaded hit = pending.get();
+    if (const auto entry = source.entry_symbol(key.hex()); entry != hit.info->entry) {
+      check_entry(source, entry, *hit.object);
+    }
     stats.add(cache::Stat::memory_hits);
     auto info = std::make_shared<KernelInfo>(*hit.info);
     info->tier = Tier::memory;
     info->compile = {};
     info->warnings.clear();
+    info->publication = Publication::not_needed;
+    info->not_published_because.clear();
     info->load_ms = 0;
     info->request_ms = ms_since(start);
     logger.debug("memory hit key={} origin={}", key.hex(), source.origin());
@@ -423,12 +500,26 @@ struct Engine::Impl {
   Loaded adopt(const codegen::KernelSource& source, const cache::Key& key,
                const std::string& object, const KernelInfo& root_info, comm::Comm& comm);
 
+  // The compiler and salt of a kernel: the engine's own unless the kernel carries options.
+  const Flavour& flavour(const codegen::KernelSource& source) {
+    if (source.options().empty()) {
+      return base;
+    }
+    const std::string text = options_text(source.options());
+    std::lock_guard lock(flavours_mutex);
+    auto& slot = flavours[text];
+    if (!slot) {
+      slot = std::make_unique<Flavour>(with_kernel_options(options.compile, source.options()));
+    }
+    return *slot;
+  }
+
   EngineOptions options;
-  Compiler compiler;
+  Flavour base;
+  std::mutex flavours_mutex;
+  std::map<std::string, std::unique_ptr<Flavour>> flavours; // by options_text
   std::shared_ptr<Jit> jit;
-  cache::Salt salt;
-  std::string salt_text;
-  std::string salt_digest;
+  std::string no_store_reason; // why there is no store, when there is none
   std::optional<std::filesystem::path> debug_source_dir;
   std::once_flag debug_headers_written;
   cache::Stats stats;
@@ -537,7 +628,7 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
   std::vector<cache::Key> keys;
   std::string mine;
   for (const auto& source : sources) {
-    keys.push_back(cache::Key::of(source.canonical(), salt));
+    keys.push_back(cache::Key::of(source.canonical(), flavour(source).salt));
     mine += (mine.empty() ? "" : ",") + keys.back().hex() + (in_memory(keys.back()) ? "+" : "-");
   }
   const std::vector<std::string> all = comm.all_gather(mine);
@@ -717,7 +808,7 @@ Loaded Engine::Impl::adopt(const codegen::KernelSource& source, const cache::Key
     loaded.insert_or_assign(key, done.get_future().share());
   }
   if (store && comm.node_rank() == 0 &&
-      !store->lookup(key, salt, slot_tables(source.slots())).hit()) {
+      !store->lookup(key, flavour(source).salt, slot_tables(source.slots())).hit()) {
     cache::KeyLock lock = store->lock(key, options.lock_timeout);
     if (lock.outcome() != cache::LockOutcome::timed_out) {
       CompiledObject compiled;
@@ -740,11 +831,15 @@ Engine::~Engine() {
 }
 
 const cache::Salt& Engine::salt() const noexcept {
-  return m_impl->salt;
+  return m_impl->base.salt;
+}
+
+const cache::Salt& Engine::salt_of(const codegen::KernelSource& source) const {
+  return m_impl->flavour(source).salt;
 }
 
 const Compiler& Engine::compiler() const noexcept {
-  return m_impl->compiler;
+  return m_impl->base.compiler;
 }
 
 cache::StatsSnapshot Engine::stats() const {
@@ -759,7 +854,7 @@ std::optional<std::filesystem::path> Engine::cache_dir() const {
 }
 
 cache::Key Engine::key_of(const codegen::KernelSource& source) const {
-  return cache::Key::of(source.canonical(), m_impl->salt);
+  return cache::Key::of(source.canonical(), m_impl->flavour(source).salt);
 }
 
 Kernel Engine::kernel(const codegen::KernelSource& source) {

@@ -20,6 +20,34 @@
 
 namespace uwjit::engine {
 
+std::vector<std::string> defined_functions(std::span<const char> object) {
+  auto parsed = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(llvm::StringRef(object.data(), object.size()), "kernel.o"));
+  if (!parsed) {
+    throw Error(ErrorKind::jit,
+                "cannot read the object: " + detail::take_message(parsed.takeError()));
+  }
+  std::vector<std::string> names;
+  for (const llvm::object::SymbolRef& symbol : (*parsed)->symbols()) {
+    auto flags = symbol.getFlags();
+    auto type = symbol.getType();
+    auto name = symbol.getName();
+    if (!flags || !type || !name) {
+      llvm::consumeError(flags.takeError());
+      llvm::consumeError(type.takeError());
+      llvm::consumeError(name.takeError());
+      continue;
+    }
+    const bool defined = (*flags & llvm::object::SymbolRef::SF_Undefined) == 0;
+    const bool global = (*flags & llvm::object::SymbolRef::SF_Global) != 0;
+    if (defined && global && *type == llvm::object::SymbolRef::ST_Function) {
+      names.push_back(name->str());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 struct Jit::Impl {
   std::unique_ptr<llvm::orc::LLJIT> lljit;
   std::atomic<std::uint64_t> next_dylib{0};

@@ -49,7 +49,7 @@ Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
                               name, name));
     }
   }
-  auto source = writer.finish();
+  auto source = writer.finish().with_options(node.kernel_options());
   return Emitted{std::move(writer), std::move(source)};
 }
 

@@ -63,4 +63,8 @@ double Node::dt() const {
   return m_params.contains("dt") ? m_params.get_double("dt") : 1.0;
 }
 
+codegen::KernelOptions Node::kernel_options() const {
+  return {};
+}
+
 } // namespace uwjit::runtime

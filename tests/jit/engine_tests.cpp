@@ -8,7 +8,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -273,16 +275,43 @@ TEST_CASE("a kernel of several megabytes compiles and gets one key") {
   CHECK(out == 7.0);
 }
 
-TEST_CASE("a kernel without its entry function is a jit error naming the entry") {
-  Engine engine(memory_only());
-  try {
-    (void)engine.kernel(KernelSource::from_text(
-        "extern \"C\" int other(const uwjit_kernel_args*) { return 0; }\n", "missing_entry"));
-    FAIL("a kernel without its entry loaded");
-  } catch (const uwjit::Error& error) {
-    CHECK(error.kind() == uwjit::ErrorKind::jit);
-    CHECK(std::string(error.what()).find("missing_entry") != std::string::npos);
+TEST_CASE("a wrong entry is one compile error naming the functions the kernel defines") {
+  SandboxDir dir;
+  const std::string body = "extern \"C\" int other(const uwjit_kernel_args*) { return 0; }\n"
+                           "extern \"C\" int another(const uwjit_kernel_args*) { return 1; }\n";
+  const auto entry_error = [&](Engine& engine, const std::string& entry) {
+    try {
+      (void)engine.kernel(KernelSource::from_text(body, entry));
+    } catch (const uwjit::Error& error) {
+      CHECK(error.kind() == uwjit::ErrorKind::compile);
+      return std::string(error.what());
+    }
+    return std::string("(loaded)");
+  };
+  {
+    Engine engine({.cache_dir = dir.path});
+    const auto message = entry_error(engine, "missing_entry");
+    CHECK(message.find("\"missing_entry\"") != std::string::npos);
+    CHECK(message.find("another, other") != std::string::npos);
+    CHECK(engine.stats().get(uwjit::cache::Stat::published) == 0);
+    for (const auto& file : std::filesystem::directory_iterator(dir.path)) {
+      CHECK(file.path().extension() != ".o");
+      CHECK(file.path().extension() != ".json");
+    }
+    // The right entry is published under the same key, with the symbol the object defines.
+    const auto kernel = engine.kernel(KernelSource::from_text(body, "other"));
+    CHECK(kernel.info().tier == uwjit::engine::Tier::compiled);
+    CHECK(kernel.info().publication == uwjit::engine::Publication::published);
+    // The wrong entry again, now a memory hit of the same key: the same error.
+    CHECK(entry_error(engine, "missing_entry").find("another, other") != std::string::npos);
   }
+  // A disk hit under a wrong entry: the same error, and no compile.
+  Engine fresh({.cache_dir = dir.path});
+  CHECK(entry_error(fresh, "missing_entry").find("another, other") != std::string::npos);
+  CHECK(fresh.stats().get(uwjit::cache::Stat::compiles) == 0);
+  CHECK(fresh.stats().get(uwjit::cache::Stat::rejected) == 0);
+  CHECK(fresh.kernel(KernelSource::from_text(body, "another")).info().tier ==
+        uwjit::engine::Tier::disk);
 }
 
 TEST_CASE("a malformed object is a jit error, not a crash") {
@@ -340,6 +369,239 @@ TEST_CASE("math prelude functions work without any standard header") {
   args.state_out = out;
   CHECK(kernel(args) == 0);
   CHECK(y == 4.0 + 1.0 + 0.0 + 8.0 + 1.0 + 1.0 + 2.0 + 2.0);
+}
+
+// Every function of the prelude, computed by a kernel for each input, against the same
+// function of the host's libm (<cmath>) bit for bit: the kernel either computes an exactly
+// rounded operation (sqrt, fma, floor, ...) or calls the same libm.
+template <class T> void check_prelude_against_libm(const char* type) {
+  const std::vector<std::string> names = {
+      "sqrt", "cbrt",  "exp",   "log",      "sin",  "cos",   "tan",  "asin",  "acos",
+      "atan", "sinh",  "cosh",  "tanh",     "fabs", "floor", "ceil", "round", "trunc",
+      "pow",  "atan2", "hypot", "copysign", "fmin", "fmax",  "fma"};
+  std::string body = std::string("extern \"C\" int k(const uwjit_kernel_args* args) {\n") +
+                     "  using T = " + type + ";\n" +
+                     "  const T* x = static_cast<const T*>(args->state_in[0]);\n"
+                     "  const T* y = static_cast<const T*>(args->state_in[1]);\n"
+                     "  T* out = static_cast<T*>(args->state_out[0]);\n"
+                     "  const uw_i64 n = args->extents[0];\n"
+                     "  for (uw_i64 i = 0; i < n; ++i) {\n";
+  for (std::size_t f = 0; f < names.size(); ++f) {
+    const auto& name = names[f];
+    const bool unary = f < 18;
+    const std::string args = name == "fma" ? "x[i], y[i], x[i]" : unary ? "x[i]" : "x[i], y[i]";
+    body += "    out[" + std::to_string(f) + " * n + i] = uwm::" + name + "(" + args + ");\n";
+  }
+  body += "  }\n  return 0;\n}\n";
+  Engine engine(memory_only());
+  const auto kernel = engine.kernel(KernelSource::from_text(
+      body, "k", SlotTables{.state_in = {"x", "y"}, .state_out = {"out"}, .extents = {"n"}}));
+
+  // In the domain of every function (asin, acos: |x| <= 1; log: x > 0), halves included so that
+  // round's ties are tested, and values where sin, exp and pow are not trivial.
+  const std::vector<T> x = {T(0.5), T(0.25), T(0.9), T(0.1), T(0.999), T(1e-5), T(0.7071), T(1)};
+  const std::vector<T> y = {T(2.5), T(-3.75), T(0.3), T(7), T(-0.5), T(1e3), T(-1e-3), T(0)};
+  const std::size_t n = x.size();
+  std::vector<T> out(names.size() * n);
+  const void* in[] = {x.data(), y.data()};
+  void* outs[] = {out.data()};
+  const uw_i64 extents[] = {static_cast<uw_i64>(n)};
+  uwjit_kernel_args args{};
+  args.state_in = in;
+  args.state_out = outs;
+  args.extents = extents;
+  REQUIRE(kernel(args) == 0);
+
+  const auto libm = [](const std::string& name, T a, T b) -> T {
+    // clang-format off
+    if (name == "sqrt") return std::sqrt(a);
+    if (name == "cbrt") return std::cbrt(a);
+    if (name == "exp") return std::exp(a);
+    if (name == "log") return std::log(a);
+    if (name == "sin") return std::sin(a);
+    if (name == "cos") return std::cos(a);
+    if (name == "tan") return std::tan(a);
+    if (name == "asin") return std::asin(a);
+    if (name == "acos") return std::acos(a);
+    if (name == "atan") return std::atan(a);
+    if (name == "sinh") return std::sinh(a);
+    if (name == "cosh") return std::cosh(a);
+    if (name == "tanh") return std::tanh(a);
+    if (name == "fabs") return std::fabs(a);
+    if (name == "floor") return std::floor(a);
+    if (name == "ceil") return std::ceil(a);
+    if (name == "round") return std::round(a);
+    if (name == "trunc") return std::trunc(a);
+    if (name == "pow") return std::pow(a, b);
+    if (name == "atan2") return std::atan2(a, b);
+    if (name == "hypot") return std::hypot(a, b);
+    if (name == "copysign") return std::copysign(a, b);
+    if (name == "fmin") return std::fmin(a, b);
+    if (name == "fmax") return std::fmax(a, b);
+    if (name == "fma") return std::fma(a, b, a);
+    // clang-format on
+    FAIL("no libm function for ", name);
+    return T(0);
+  };
+  for (std::size_t f = 0; f < names.size(); ++f) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const T expected = libm(names[f], x[i], y[i]);
+      const T got = out[f * n + i];
+      INFO(type, " uwm::", names[f], "(", x[i], ", ", y[i], "): kernel ", got, ", libm ", expected);
+      CHECK(std::memcmp(&got, &expected, sizeof(T)) == 0);
+    }
+  }
+}
+
+TEST_CASE("every prelude function equals libm bit for bit, in double and in float") {
+  check_prelude_against_libm<double>("double");
+  check_prelude_against_libm<float>("float");
+}
+
+TEST_CASE("prelude functions take integer arguments without ambiguity, as <cmath> does") {
+  Engine engine(memory_only());
+  const auto kernel = engine.kernel(KernelSource::from_text(
+      "template <class A, class B> struct same { static constexpr bool value = false; };\n"
+      "template <class A> struct same<A, A> { static constexpr bool value = true; };\n"
+      "static_assert(same<decltype(uwm::sqrt(4)), double>::value);\n"
+      "static_assert(same<decltype(uwm::sin(1.0f)), float>::value);\n"
+      "static_assert(same<decltype(uwm::pow(2.0f, 3)), double>::value);\n"
+      "static_assert(same<decltype(uwm::atan2(1.0f, 2.0f)), float>::value);\n"
+      "static_assert(same<decltype(uwm::abs(-3)), int>::value);\n"
+      "static_assert(same<decltype(uwm::min(2L, 5L)), long>::value);\n"
+      "static_assert(same<decltype(uwm::max(2u, 5u)), unsigned>::value);\n"
+      "static_assert(same<decltype(uwm::abs(-2.5)), double>::value);\n"
+      "extern \"C\" int k(const uwjit_kernel_args* args) {\n"
+      "  double* y = static_cast<double*>(args->state_out[0]);\n"
+      "  y[0] = uwm::sqrt(16) + uwm::pow(2, 10) + uwm::hypot(3, 4) + uwm::fma(2, 3.0, 1.0f)\n"
+      "         + uwm::abs(-3) + uwm::min(2, 5) + uwm::max(2L, 7L) + uwm::ceil(1) + uwm::cos(0)\n"
+      "         + uwm::copysign(2, -1) + uwm::min(1.5, 0.5) + uwm::max(1.5f, 0.5f);\n"
+      "  return 0;\n"
+      "}\n",
+      "k", SlotTables{.state_out = {"y"}}));
+  double y = 0;
+  void* out[] = {&y};
+  uwjit_kernel_args args{};
+  args.state_out = out;
+  CHECK(kernel(args) == 0);
+  CHECK(y == 4.0 + 1024.0 + 5.0 + 7.0 + 3.0 + 2.0 + 7.0 + 1.0 + 1.0 - 2.0 + 0.5 + 1.5);
+}
+
+// y = x0 * x1 + x2, for inputs where the fused result differs from the rounded product plus x2.
+double multiply_add(Engine& engine, const KernelSource& base,
+                    const uwjit::codegen::KernelOptions& options) {
+  const auto kernel = engine.kernel(base.with_options(options));
+  const double x[] = {1.0 + 0x1p-30, 1.0 - 0x1p-30, -1.0};
+  double y = 0;
+  const void* in[] = {x};
+  void* out[] = {&y};
+  uwjit_kernel_args args{};
+  args.state_in = in;
+  args.state_out = out;
+  REQUIRE(kernel(args) == 0);
+  return y;
+}
+
+TEST_CASE("kernel options reach the compiler, are part of the key, and equal the engine's") {
+  using uwjit::codegen::FastMath;
+  using uwjit::codegen::FpContract;
+  using uwjit::codegen::KernelOptions;
+  Engine engine(memory_only());
+  const auto base =
+      KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args* args) {\n"
+                              "  const double* x = static_cast<const double*>(args->state_in[0]);\n"
+                              "  double* y = static_cast<double*>(args->state_out[0]);\n"
+                              "  y[0] = x[0] * x[1] + x[2] + SHIFT;\n"
+                              "  return 0;\n"
+                              "}\n",
+                              "k", SlotTables{.state_in = {"x"}, .state_out = {"y"}});
+  // (1 + 2^-30)(1 - 2^-30) - 1 = -2^-60 exactly; the rounded product is 1, so unfused gives 0.
+  const double unfused =
+      multiply_add(engine, base, {.fp_contract = FpContract::off, .defines = {"SHIFT=0"}});
+  CHECK(unfused == 0.0);
+  const auto& features = uwjit::engine::host_target().features;
+  if (std::find(features.begin(), features.end(), "+fma") != features.end()) {
+    CHECK(multiply_add(engine, base, {.fp_contract = FpContract::on, .defines = {"SHIFT=0"}}) ==
+          -0x1p-60);
+  }
+  CHECK(multiply_add(engine, base, {.fp_contract = FpContract::off, .defines = {"SHIFT=2"}}) ==
+        2.0);
+
+  // Each option changes the key; the salt's flags name it.
+  const auto with = [&](KernelOptions options) {
+    options.defines.push_back("SHIFT=0");
+    return base.with_options(options);
+  };
+  const auto plain = engine.key_of(with({}));
+  CHECK(engine.key_of(with({.opt_level = 2})) != plain);
+  CHECK(engine.key_of(with({.fp_contract = FpContract::fast})) != plain);
+  CHECK(engine.key_of(with({.fast_math = FastMath::yes})) != plain);
+  CHECK(engine.key_of(base.with_options({.defines = {"SHIFT=1"}})) != plain);
+  CHECK(engine.salt_of(with({.fast_math = FastMath::yes})).get("flags")->find("-ffast-math") !=
+        std::string::npos);
+  CHECK(engine.salt_of(with({.opt_level = 1})).get("opt") == "1");
+  // Options equal to the engine's give the engine's key: fp-contract on is Clang's default.
+  CHECK(engine.key_of(with({.opt_level = 3, .fp_contract = FpContract::on})) == plain);
+  // The same options set on the engine instead give the same key (what `uwjit compile` does).
+  EngineOptions fast = memory_only();
+  fast.compile.fast_math = FastMath::yes;
+  fast.compile.defines = {"SHIFT=0"};
+  CHECK(Engine(fast).key_of(base) == engine.key_of(with({.fast_math = FastMath::yes})));
+  // Defines in another order give the same key.
+  CHECK(engine.key_of(base.with_options({.defines = {"A=1", "SHIFT=0"}})) ==
+        engine.key_of(base.with_options({.defines = {"SHIFT=0", "A=1"}})));
+}
+
+TEST_CASE("invalid kernel options are usage errors naming the option") {
+  using uwjit::codegen::KernelOptions;
+  const auto source = KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args*) "
+                                              "{ return 0; }\n",
+                                              "k");
+  const auto usage_error = [&](const KernelOptions& options) {
+    try {
+      (void)source.with_options(options);
+    } catch (const uwjit::Error& error) {
+      CHECK(error.kind() == uwjit::ErrorKind::usage);
+      return std::string(error.what());
+    }
+    return std::string("(accepted)");
+  };
+  CHECK(usage_error({.opt_level = 4}).find("optimisation level 4") != std::string::npos);
+  CHECK(usage_error({.defines = {"1X=2"}}).find("define \"1X=2\"") != std::string::npos);
+  CHECK(usage_error({.defines = {"X=a b"}}).find("without spaces") != std::string::npos);
+  CHECK(usage_error({.defines = {"X=1", "X=2"}}).find("define X given twice") != std::string::npos);
+}
+
+TEST_CASE("compiler warnings are stored with the entry and replayed on a disk hit") {
+  SandboxDir dir;
+  const auto source = KernelSource::from_text(
+      "extern \"C\" int k(const uwjit_kernel_args*) {\n  int x = 1.5;\n  return x - 1;\n}\n", "k");
+  std::string warnings;
+  {
+    Engine first({.cache_dir = dir.path});
+    const auto kernel = first.kernel(source);
+    warnings = kernel.info().warnings;
+    CHECK(warnings.find("kernel.cpp:2:11: warning: implicit conversion") != std::string::npos);
+  }
+  Engine second({.cache_dir = dir.path});
+  const auto kernel = second.kernel(source);
+  CHECK(kernel.info().tier == uwjit::engine::Tier::disk);
+  CHECK(kernel.info().warnings == warnings);
+}
+
+TEST_CASE("a compiled kernel says whether it was published, and why not") {
+  SandboxDir dir;
+  Engine on_disk({.cache_dir = dir.path});
+  const auto published = on_disk.kernel(axpb(2.0, 1.0)).info();
+  CHECK(published.publication == uwjit::engine::Publication::published);
+  CHECK(published.not_published_because.empty());
+  CHECK(on_disk.kernel(axpb(2.0, 1.0)).info().publication ==
+        uwjit::engine::Publication::not_needed);
+
+  Engine memory(memory_only());
+  const auto info = memory.kernel(axpb(2.0, 1.0)).info();
+  CHECK(info.publication == uwjit::engine::Publication::not_published);
+  CHECK(info.not_published_because == "the disk cache is off (DiskCache::off); memory only");
 }
 
 TEST_CASE("an optimisation level outside 0-3 is a usage error") {

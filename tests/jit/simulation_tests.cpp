@@ -502,3 +502,43 @@ TEST_CASE("halos are filled before each step from the node's boundaries") {
   CHECK(u.at<std::int64_t>(1) == 100 + 100);
   CHECK(u.at<std::int64_t>(2) == 1 + 1);
 }
+
+TEST_CASE("a node's kernel options reach its kernel and its key") {
+  // u_out(i) = u(i) * SCALE, SCALE defined only by the node's kernel options.
+  class Scaled final : public Node {
+  public:
+    explicit Scaled(std::string scale) : Node("scaled", "s", Params{}), m_scale(std::move(scale)) {}
+    std::vector<std::int64_t> domain() const override { return {2}; }
+    std::vector<uwjit::runtime::StateField> state_fields() const override {
+      return {{"u", Dtype::f64}};
+    }
+    void initial_state(uwjit::runtime::State& s) const override {
+      s["u"].at<double>(0) = 1.0;
+      s["u"].at<double>(1) = 2.0;
+    }
+    void emit_update(KernelWriter& w) const override {
+      w.state_out("u");
+      w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+             "      u_out(i) = u(i) * SCALE;\n"
+             "    }\n");
+    }
+    uwjit::codegen::KernelOptions kernel_options() const override {
+      return {.fp_contract = uwjit::codegen::FpContract::off, .defines = {"SCALE=" + m_scale}};
+    }
+
+  private:
+    std::string m_scale;
+  };
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation three(engine, one(std::make_shared<Scaled>("3")));
+  Simulation five(engine, one(std::make_shared<Scaled>("5")));
+  three.step();
+  five.step();
+  CHECK(three.field("s", "u").at<double>(1) == 6.0);
+  CHECK(five.field("s", "u").at<double>(1) == 10.0);
+  const auto& source = *three.kernels()[0].source;
+  CHECK(source.options().defines == std::vector<std::string>{"SCALE=3"});
+  CHECK(three.kernels()[0].info.key != five.kernels()[0].info.key);
+  CHECK(engine.salt_of(source).get("flags")->find("-ffp-contract=off -DSCALE=3") !=
+        std::string::npos);
+}

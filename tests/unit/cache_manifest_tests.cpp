@@ -141,3 +141,21 @@ TEST_CASE("parse_manifest reads but does not judge the format version") {
   REQUIRE(parsed);
   CHECK(parsed->format == 7);
 }
+
+TEST_CASE("warnings are an optional manifest field: stored when there are any, absent is none") {
+  Manifest m = full_manifest();
+  CHECK(to_json(m).find("\"warnings\"") == std::string::npos);
+  REQUIRE(parse_manifest(to_json(m)));
+  CHECK(parse_manifest(to_json(m))->warnings.empty());
+  m.warnings = "kernel.cpp:2:11: warning: implicit conversion\n";
+  const auto parsed = parse_manifest(to_json(m));
+  REQUIRE(parsed);
+  CHECK(*parsed == m);
+  std::string json = to_json(m);
+  const auto at = json.find("\"kernel.cpp");
+  REQUIRE(at != std::string::npos);
+  json.replace(at, json.find('\n', at) - at, "42");
+  std::string why;
+  CHECK_FALSE(parse_manifest(json, &why));
+  CHECK(why == "field \"warnings\": expected a string");
+}

@@ -98,3 +98,23 @@ TEST_CASE("the body's first line is line 1 of kernel.cpp") {
   REQUIRE(marker != std::string::npos);
   CHECK(text.substr(marker + std::strlen("#line 1 \"kernel.cpp\"\n")) == "int x;\n");
 }
+
+TEST_CASE("kernel options leave the canonical text alone and are validated") {
+  using uwjit::codegen::FpContract;
+  const auto source = KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args*) "
+                                              "{ return 0; }\n",
+                                              "k");
+  const auto with = source.with_options({.fp_contract = FpContract::off, .defines = {"N=4", "M"}});
+  CHECK(with.canonical() == source.canonical());
+  CHECK(with.options().fp_contract == FpContract::off);
+  CHECK(source.options().empty());
+  CHECK_THROWS_AS((void)source.with_options({.opt_level = -1}), uwjit::Error);
+  CHECK_THROWS_AS((void)source.with_options({.defines = {"N=\"x\""}}), uwjit::Error);
+  CHECK_THROWS_AS((void)source.with_options({.defines = {"A|B"}}), uwjit::Error);
+  for (const auto mode : {FpContract::off, FpContract::on, FpContract::fast}) {
+    CHECK(uwjit::codegen::parse_fp_contract(uwjit::codegen::to_string(mode)) == mode);
+  }
+  CHECK_FALSE(uwjit::codegen::parse_fp_contract("sometimes"));
+  CHECK(uwjit::codegen::define_name("N=4") == "N");
+  CHECK(uwjit::codegen::define_name("M") == "M");
+}

@@ -12,5 +12,6 @@ int compile_command(const std::vector<std::string>& argv);
 int env_command(const std::vector<std::string>& argv);
 int cache_command(const std::vector<std::string>& argv);
 int run_command(const std::vector<std::string>& argv);
+int warm_command(const std::vector<std::string>& argv);
 
 } // namespace uwjit::tools

@@ -9,9 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <regex>
 #include <sstream>
 
 namespace uwjit::tools {
@@ -20,16 +23,28 @@ namespace {
 
 ArgSpec compile_spec() {
   ArgSpec spec("compile", "Compiles a kernel file in process through the uwjit engine and reports "
-                          "the entry, the object size,\nthe tier that served it and where the time "
-                          "went (frontend, optimise, codegen, link).");
+                          "the entry, the object size,\nthe tier that served it, what became of "
+                          "the object in the disk cache and where the time\nwent (frontend, "
+                          "optimise, codegen, link).");
   spec.option("--entry", "NAME", "the kernel's extern \"C\" entry function", "kernel")
       .option("-O", "LEVEL", "optimisation level 0-3", "3")
+      .option("--fp-contract", "off|on|fast", "floating-point contraction (fused multiply-add)",
+              "on")
+      .flag("--fast-math", "compile with -ffast-math")
+      .option("-D", "NAME[=VALUE]", "define a preprocessor macro (repeatable)")
       .option("-I", "DIR", "add an include directory (kernels normally need none)")
-      .flag("--json", "print the report as JSON")
+      .option("--state-in", "A,B,...", "the names of the state-in slots, in ABI order")
+      .option("--state-out", "A,B,...", "the names of the state-out slots")
+      .option("--statics", "A,B,...", "the names of the static-array slots")
+      .option("--extents", "A,B,...", "the names of the run-time extents")
+      .option("--integrals", "A,B,...", "the names of the domain integrals")
+      .flag("--json", "print the report as JSON, also when the kernel does not compile")
       .positional("FILE", "the kernel source (C++20; the uwjit kernel ABI header is prepended)")
-      .epilog("A compile error exits 1 and prints the diagnostics as kernel.cpp:LINE:COL, with\n"
-              "lines counted in FILE. Example:\n"
-              "  uwjit compile examples/kernels/diffusion.cpp --json");
+      .epilog("The slot names and the compile options are part of the cache key: give the ones "
+              "the host\nasks for and the host finds the kernel in the cache (warming a cache).\n"
+              "A compile error exits 1 and prints the diagnostics as FILE:LINE:COL. Example:\n"
+              "  uwjit compile examples/kernels/diffusion.cpp --state-in u --state-out u_next "
+              "--json");
   return spec;
 }
 
@@ -52,52 +67,157 @@ int parse_level(const ArgSpec& spec, const std::string& text) {
   return level;
 }
 
-const char* tier_text(engine::Tier tier) {
-  switch (tier) {
+// "a,b" → {"a", "b"}; "" → {}. The names are checked by KernelSource.
+std::vector<std::string> slot_list(const std::optional<std::string>& text) {
+  std::vector<std::string> names;
+  if (!text || text->empty()) {
+    return names;
+  }
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = text->find(',', start);
+    names.push_back(text->substr(start, comma - start));
+    if (comma == std::string::npos) {
+      return names;
+    }
+    start = comma + 1;
+  }
+}
+
+// What the engine did with the disk cache, in words that are true for this request.
+std::string served_by(const engine::KernelInfo& info, const engine::Engine& engine) {
+  const std::string dir = engine.cache_dir() ? engine.cache_dir()->string() : "";
+  switch (info.tier) {
   case engine::Tier::memory:
     return "memory (already loaded in this process)";
   case engine::Tier::disk:
-    return "disk cache (verified entry, no compile)";
-  case engine::Tier::compiled:
-    return "compiler (cold compile, published to the cache)";
+    return "disk cache (verified entry in " + dir + ", no compile)";
   case engine::Tier::received:
     return "another rank (collective request)";
+  case engine::Tier::compiled:
+    break;
+  }
+  if (info.publication == engine::Publication::published) {
+    return "compiler (cold compile, published to the cache in " + dir + ")";
+  }
+  return "compiler (cold compile; not published: " + info.not_published_because + ")";
+}
+
+const char* to_string(engine::Publication publication) {
+  switch (publication) {
+  case engine::Publication::published:
+    return "published";
+  case engine::Publication::not_published:
+    return "not_published";
+  case engine::Publication::not_needed:
+    return "not_needed";
   }
   return "";
+}
+
+// The diagnostics name the buffer kernel.cpp, with lines counted in the kernel's body, which is
+// the user's file: name that instead, so that editors can jump to FILE:LINE:COL.
+std::string name_file(std::string_view text, const std::string& path) {
+  return codegen::replace_all(text, std::string(codegen::k_buffer_name) + ":", path + ":");
+}
+
+// Each "FILE:LINE:COL: SEVERITY: MESSAGE" line of compiler output.
+nlohmann::json diagnostics_json(const std::string& text) {
+  static const std::regex line(R"(^(.+):(\d+):(\d+): (fatal error|error|warning|note): (.*)$)");
+  nlohmann::json list = nlohmann::json::array();
+  std::istringstream lines(text);
+  std::string one;
+  while (std::getline(lines, one)) {
+    std::smatch match;
+    if (std::regex_match(one, match, line)) {
+      list.push_back({{"file", match[1].str()},
+                      {"line", std::stol(match[2].str())},
+                      {"column", std::stol(match[3].str())},
+                      {"severity", match[4].str()},
+                      {"message", match[5].str()}});
+    }
+  }
+  return list;
 }
 
 } // namespace
 
 int compile_command(const std::vector<std::string>& argv) {
+  // Known before parsing: with --json, even a misuse is reported as JSON.
+  const bool json = std::find(argv.begin(), argv.end(), "--json") != argv.end();
   const ArgSpec spec = compile_spec();
-  const Args args = Args::parse(spec, argv);
-  if (args.wants_help()) {
-    std::cout << spec.help();
-    return 0;
-  }
-  const std::string& path = args.positional().at(0);
+  std::string path;
   engine::EngineOptions options = engine::EngineOptions::from_environment();
-  options.compile.opt_level = parse_level(spec, args.value("-O"));
-  if (auto dir = args.get("-I")) {
-    options.compile.include_dirs.push_back(*dir);
+  std::optional<engine::Engine> engine;
+  std::optional<engine::Kernel> kernel;
+  try {
+    const Args args = Args::parse(spec, argv);
+    if (args.wants_help()) {
+      std::cout << spec.help();
+      return 0;
+    }
+    path = args.positional().at(0);
+    options.compile.opt_level = parse_level(spec, args.value("-O"));
+    if (auto dir = args.get("-I")) {
+      options.compile.include_dirs.push_back(*dir);
+    }
+    const auto contract = codegen::parse_fp_contract(args.value("--fp-contract"));
+    if (!contract) {
+      spec.fail(format("--fp-contract: expected off, on or fast, got \"{}\"",
+                       args.value("--fp-contract")));
+    }
+    options.compile.fp_contract = *contract;
+    options.compile.fast_math =
+        args.has("--fast-math") ? codegen::FastMath::yes : codegen::FastMath::no;
+    options.compile.defines = args.all("-D");
+    const codegen::SlotTables slots{.state_in = slot_list(args.get("--state-in")),
+                                    .state_out = slot_list(args.get("--state-out")),
+                                    .statics = slot_list(args.get("--statics")),
+                                    .extents = slot_list(args.get("--extents")),
+                                    .integrals = slot_list(args.get("--integrals"))};
+    const std::string body = read_file(path);
+    const auto source = body.find(codegen::k_entry_placeholder) != std::string::npos
+                            ? codegen::KernelSource::generated("source", body, slots)
+                            : codegen::KernelSource::from_text(body, args.value("--entry"), slots);
+    engine.emplace(options);
+    kernel.emplace(engine->kernel(source));
+  } catch (const Error& error) {
+    const std::string message = path.empty() ? error.what() : name_file(error.what(), path);
+    if (!json) {
+      if (message == error.what()) {
+        throw; // as it was: a misuse keeps its usage line
+      }
+      throw Error(error.kind(), message);
+    }
+    const nlohmann::json report = {
+        {"ok", false},
+        {"file", path.empty() ? nlohmann::json(nullptr) : nlohmann::json(path)},
+        {"error",
+         {{"kind", std::string(to_string(error.kind()))},
+          {"message", message},
+          {"diagnostics", diagnostics_json(message)}}},
+    };
+    std::cout << report.dump(2) << "\n";
+    return error.kind() == ErrorKind::usage ? 2 : 1;
   }
-  const std::string body = read_file(path);
-  const auto source = body.find(codegen::k_entry_placeholder) != std::string::npos
-                          ? codegen::KernelSource::generated("source", body, {})
-                          : codegen::KernelSource::from_text(body, args.value("--entry"));
-  engine::Engine engine(options);
-  const engine::Kernel kernel = engine.kernel(source);
-  const engine::KernelInfo& info = kernel.info();
+  const engine::KernelInfo& info = kernel->info();
+  const std::string warnings = name_file(info.warnings, path);
 
-  if (args.has("--json")) {
+  if (json) {
     nlohmann::json report = {
+        {"ok", true},
         {"file", path},
         {"entry", info.entry},
         {"key", info.key},
         {"tier", engine::to_string(info.tier)},
+        {"publication", to_string(info.publication)},
+        {"cache_dir", engine->cache_dir() ? nlohmann::json(engine->cache_dir()->string())
+                                          : nlohmann::json(nullptr)},
         {"object_size", info.object_size},
         {"opt_level", options.compile.opt_level},
-        {"warnings", info.warnings},
+        {"flags", engine->compiler().flags()},
+        {"warnings", warnings},
+        {"diagnostics", diagnostics_json(warnings)},
         {"timings_ms",
          {{"frontend", info.compile.frontend_ms},
           {"optimise", info.compile.optimise_ms},
@@ -105,11 +225,14 @@ int compile_command(const std::vector<std::string>& argv) {
           {"link", info.load_ms},
           {"total", info.request_ms}}},
     };
+    if (info.publication == engine::Publication::not_published) {
+      report["not_published_because"] = info.not_published_because;
+    }
     std::cout << report.dump(2) << "\n";
     return 0;
   }
   std::cout << path << ": " << engine::to_string(info.tier) << " (key " << info.key << ")\n"
-            << "  served by  " << tier_text(info.tier) << "\n"
+            << "  served by  " << served_by(info, *engine) << "\n"
             << "  entry      " << info.entry << "\n"
             << "  object     " << human_size(info.object_size) << "\n"
             << "  frontend   " << milliseconds(info.compile.frontend_ms) << "\n"
@@ -117,8 +240,8 @@ int compile_command(const std::vector<std::string>& argv) {
             << "  codegen    " << milliseconds(info.compile.codegen_ms) << "\n"
             << "  link       " << milliseconds(info.load_ms) << "\n"
             << "  total      " << milliseconds(info.request_ms) << "\n";
-  if (!info.warnings.empty()) {
-    std::cerr << info.warnings;
+  if (!warnings.empty()) {
+    std::cerr << warnings;
   }
   return 0;
 }

@@ -31,6 +31,8 @@ constexpr Command k_commands[] = {
      uwjit::tools::cache_command},
     {"run", "run a built-in node (heat, pipe-flow, fvm, mlp), check its physics, write VTK",
      uwjit::tools::run_command},
+    {"warm", "compile a built-in node's kernels into the cache without running it",
+     uwjit::tools::warm_command},
 };
 
 void print_help(std::ostream& out) {

@@ -1,6 +1,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "mpi_job.hpp"
+#include "node_args.hpp"
 #include "plot.hpp"
 #include "progress.hpp"
 #include "text.hpp"
@@ -104,32 +105,6 @@ int parse_threads(const std::string& text) {
                 format("--threads: expected a whole number from 1 to 4096, got \"{}\"", text));
   }
   return threads;
-}
-
-std::vector<std::int64_t> parse_size(const std::string& text) {
-  std::vector<std::int64_t> dims;
-  std::string_view rest = text;
-  while (true) {
-    const auto x = rest.find('x');
-    const std::string_view part = rest.substr(0, x);
-    std::int64_t value = 0;
-    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
-    if (part.empty() || ec != std::errc{} || end != part.data() + part.size() || value < 1) {
-      throw Error(
-          ErrorKind::usage,
-          format("run: --size: expected N or NXxNYxNZ (positive integers), got \"{}\"", text));
-    }
-    dims.push_back(value);
-    if (x == std::string_view::npos) {
-      break;
-    }
-    rest.remove_prefix(x + 1);
-  }
-  if (dims.size() != 1 && dims.size() != 3) {
-    throw Error(ErrorKind::usage,
-                format("run: --size: expected N or NXxNYxNZ, got {} numbers", dims.size()));
-  }
-  return dims;
 }
 
 std::vector<int> parse_shard(const std::string& text) {
@@ -377,31 +352,15 @@ int run_command(const std::vector<std::string>& argv) {
                                       "--size and --set");
       }
     } else {
-      params = args.get("--size") ? nodes::sized_params(type, parse_size(*args.get("--size")))
-                                  : nodes::default_params(type);
-      for (const auto& assignment : args.all("--set")) {
-        if (assignment == "help") {
-          std::cout << params_help(type, params);
-          return 0;
-        }
-        const auto eq = assignment.find('=');
-        if (eq == std::string::npos || eq == 0) {
-          throw Error(ErrorKind::usage,
-                      format("--set: expected NAME=VALUE, got \"{}\"", assignment));
-        }
-        const std::string key = assignment.substr(0, eq);
-        try {
-          params.set_from_text(key, assignment.substr(eq + 1));
-        } catch (const Error& error) {
-          std::vector<std::string> keys;
-          for (const auto& [name, value] : params.values()) {
-            keys.push_back(name);
-          }
-          const bool known = std::find(keys.begin(), keys.end(), key) != keys.end();
-          throw Error(ErrorKind::usage, format("--set {}: {}{}", assignment, error.what(),
-                                               known ? "" : did_you_mean(key, keys)));
-        }
+      params = args.get("--size")
+                   ? nodes::sized_params(type, parse_size(*args.get("--size"), "run"))
+                   : nodes::default_params(type);
+      const auto sets = args.all("--set");
+      if (std::find(sets.begin(), sets.end(), "help") != sets.end()) {
+        std::cout << params_help(type, params);
+        return 0;
       }
+      apply_sets(params, sets, "run");
       made = nodes::make(type, type, params); // checks every param's range
     }
     if (exchange != "sync" && exchange != "overlap") {

@@ -24,7 +24,7 @@ struct SlotTable {
 ///
 /// On-disk format, version 1 (= k_entry_format in key.hpp; any other version is refused with
 /// RejectReason::format_mismatch and recompiled). One UTF-8 JSON object; fields in this order;
-/// unknown fields are ignored; every field below is required:
+/// unknown fields are ignored:
 ///
 /// | field             | JSON type                   | meaning                                 |
 /// |-------------------|-----------------------------|-----------------------------------------|
@@ -42,7 +42,11 @@ struct SlotTable {
 /// | `compile_ms`      | number >= 0                 | how long the compile took, milliseconds |
 /// | `origin`          | string                      | the emitting node's name, or "source"   |
 /// | `uwjit_version`   | string                      | the uwjit version that compiled it      |
+/// | `warnings`        | string (optional)           | the compiler's warnings, as printed     |
+/// |                   |                             | (diagnostics name kernel.cpp); absent:  |
+/// |                   |                             | none. Replayed on a disk hit            |
 ///
+/// Every field but `warnings` is required.
 /// The key is always the first 16 hex digits of SHA-256(`{key}.cpp` + "\n---\n" + `salt`).
 struct Manifest {
   int format = 0;
@@ -57,6 +61,7 @@ struct Manifest {
   double compile_ms = 0;
   std::string origin;
   std::string uwjit_version;
+  std::string warnings;
   friend bool operator==(const Manifest&, const Manifest&) = default;
 };
 

@@ -29,6 +29,41 @@ inline constexpr std::string_view k_module_placeholder = "__UWJIT_MODULE__";
 /// with lines counted in the body.
 inline constexpr std::string_view k_buffer_name = "kernel.cpp";
 
+/// Floating-point contraction (a*b+c into one fused multiply-add), as Clang's -ffp-contract:
+/// off, on (within one expression; Clang's default) or fast (across statements too).
+enum class FpContract { off, on, fast };
+enum class FastMath { no, yes };
+
+/// How a kernel asks to be compiled, over the engine's CompileOptions: each set field replaces
+/// the engine's value, and the defines are added to the engine's (a kernel's define replaces an
+/// engine define of the same name). The effective options are part of the cache key's salt (its
+/// "opt" and "flags" components), so two kernels that differ only in options have two keys.
+struct KernelOptions {
+  std::optional<int> opt_level;          ///< 0..3, like -O0..-O3
+  std::optional<FpContract> fp_contract; ///< -ffp-contract=off|on|fast
+  std::optional<FastMath> fast_math;     ///< -ffast-math
+  /// Preprocessor defines, "NAME" or "NAME=VALUE" (-DNAME=VALUE); NAME a C identifier, VALUE
+  /// printable ASCII without spaces, quotes, backslashes or '|'; each NAME at most once.
+  std::vector<std::string> defines;
+
+  [[nodiscard]] bool empty() const noexcept {
+    return !opt_level && !fp_contract && !fast_math && defines.empty();
+  }
+  friend bool operator==(const KernelOptions&, const KernelOptions&) = default;
+};
+
+/// Throws Error(usage) naming `owner` and the field unless `options` is valid (above).
+void validate(const KernelOptions& options, std::string_view owner);
+
+/// "off", "on" or "fast".
+[[nodiscard]] const char* to_string(FpContract mode) noexcept;
+
+/// Parses "off", "on" or "fast"; nullopt otherwise.
+[[nodiscard]] std::optional<FpContract> parse_fp_contract(std::string_view text) noexcept;
+
+/// The define's name: "A" for "A" and "A=1".
+[[nodiscard]] std::string_view define_name(std::string_view define) noexcept;
+
 /// One kernel: a body (C++ without standard headers) that defines
 /// `extern "C" int ENTRY(const uwjit_kernel_args* args)`, where ENTRY is either the placeholder
 /// `__UWJIT_ENTRY__` (generated kernels) or a fixed name (kernels written by hand). Immutable;
@@ -55,6 +90,11 @@ public:
   /// kernels (so one key gives one symbol, and one object, in every process).
   [[nodiscard]] std::string entry_symbol(std::string_view key_hex) const;
 
+  /// This source with `options` (replacing any it had); the canonical text and body stay the
+  /// same, the key changes through the salt. Throws Error(usage) if the options are invalid.
+  [[nodiscard]] KernelSource with_options(KernelOptions options) const;
+  [[nodiscard]] const KernelOptions& options() const noexcept { return m_options; }
+
   [[nodiscard]] const std::string& origin() const noexcept { return m_origin; }
   [[nodiscard]] const std::string& body() const noexcept { return m_body; }
   [[nodiscard]] const SlotTables& slots() const noexcept { return m_slots; }
@@ -67,12 +107,15 @@ private:
   std::optional<std::string> m_fixed_entry;
   SlotTables m_slots;
   std::string m_canonical;
+  KernelOptions m_options;
 };
 
 /// The kernel ABI header's text (kernel_abi.h, the first text of every kernel).
 [[nodiscard]] std::string_view kernel_abi_text() noexcept;
 
-/// The math prelude's text (namespace uwm: sqrt, exp, log, pow, fabs, fmin, fmax, floor, tanh).
+/// The math prelude's text (namespace uwm: sqrt, cbrt, exp, log, pow, sin, cos, tan, asin, acos,
+/// atan, atan2, sinh, cosh, tanh, hypot, fabs, copysign, fmin, fmax, fma, floor, ceil, round,
+/// trunc, and min, max, abs, for double, float and integer arguments).
 [[nodiscard]] std::string_view kernel_prelude_text() noexcept;
 
 /// Replaces every occurrence of `from` in `text` by `to`.

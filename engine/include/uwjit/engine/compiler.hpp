@@ -1,6 +1,8 @@
 // In-process C++ → object compilation with Clang/LLVM 19, for the host CPU.
 #pragma once
 
+#include <uwjit/codegen/kernel_source.hpp>
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -16,7 +18,15 @@ struct CompileOptions {
   int opt_level = 3;                     ///< 0..3, like -O0..-O3
   std::vector<std::string> include_dirs; ///< -I directories, for kernels that #include headers
   DebugInfo debug_info = DebugInfo::no;  ///< -g, for stepping into kernels in gdb
+  codegen::FpContract fp_contract = codegen::FpContract::on; ///< -ffp-contract (on: Clang's)
+  codegen::FastMath fast_math = codegen::FastMath::no;       ///< -ffast-math
+  std::vector<std::string> defines; ///< "NAME" or "NAME=VALUE", as codegen::KernelOptions
 };
+
+/// `base` with a kernel's options over it (codegen::KernelOptions says how). Throws Error(usage)
+/// if `kernel` is invalid.
+[[nodiscard]] CompileOptions with_kernel_options(CompileOptions base,
+                                                 const codegen::KernelOptions& kernel);
 
 /// Where a compile's time went, in milliseconds.
 struct CompileTimings {
@@ -74,7 +84,8 @@ public:
   [[nodiscard]] const CompileOptions& options() const noexcept;
 
   /// The options as a canonical string for the cache key's salt, e.g.
-  /// "-O3 -std=c++20 -fno-math-errno -fno-exceptions -fno-rtti".
+  /// "-std=c++20 -O3 -fno-math-errno -fno-exceptions -fno-rtti -fPIC ..."; -ffp-contract (when
+  /// not on), -ffast-math and the defines (sorted by name) come last.
   [[nodiscard]] const std::string& flags() const noexcept;
 
 private:

@@ -62,8 +62,10 @@ public:
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// The kernel for `source`. Throws Error(compile) with diagnostics, Error(jit) if the object
-  /// cannot be loaded; a failed request leaves nothing behind and may be retried.
+  /// The kernel for `source`. Throws Error(compile) with diagnostics, or naming the functions the
+  /// kernel defines when its entry is not one of them (checked before anything is published,
+  /// also on memory and disk hits); Error(jit) if the object cannot be loaded. A failed request
+  /// leaves nothing behind and may be retried.
   [[nodiscard]] Kernel kernel(const codegen::KernelSource& source);
 
   /// The kernels for `sources`, in order; distinct cold kernels compile in parallel threads.
@@ -85,14 +87,20 @@ public:
   /// kernels({source}, comm)[0].
   [[nodiscard]] Kernel kernel(const codegen::KernelSource& source, comm::Comm& comm);
 
-  /// The key `source` has under this engine's salt.
+  /// The key `source` has under this engine: under salt_of(source).
   [[nodiscard]] cache::Key key_of(const codegen::KernelSource& source) const;
 
-  /// The salt: uwjit version, entry format, kernel ABI, LLVM version, target, CPU, features,
-  /// optimisation level and flags.
+  /// The engine's salt: uwjit version, entry format, kernel ABI, LLVM version, target, CPU,
+  /// features, optimisation level and flags (those of EngineOptions::compile).
   [[nodiscard]] const cache::Salt& salt() const noexcept;
 
-  /// This engine's counters: memory_hits, disk_hits, compiles, rejected, published, ...
+  /// The salt `source` is keyed under: salt(), or, when the source carries KernelOptions, the
+  /// same with its effective optimisation level and flags. Throws Error(usage) if the options
+  /// are rejected by the compiler. Thread-safe.
+  [[nodiscard]] const cache::Salt& salt_of(const codegen::KernelSource& source) const;
+
+  /// This engine's counters, read with .get(cache::Stat::memory_hits), Stat::disk_hits,
+  /// Stat::compiles, Stat::rejected, Stat::published, ...
   [[nodiscard]] cache::StatsSnapshot stats() const;
 
   /// The cache directory in use, or nullopt when running memory-only.

@@ -5,9 +5,16 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace uwjit::engine {
+
+/// The functions `object` (a relocatable ELF object) defines with external linkage, sorted: the
+/// names a kernel's entry may have. Throws Error(jit) if `object` is not an object file LLVM can
+/// read. Thread-safe.
+[[nodiscard]] std::vector<std::string> defined_functions(std::span<const char> object);
 
 /// A loaded object: its entry and a handle that unloads the object when the last copy goes.
 struct LoadedObject {

@@ -22,6 +22,13 @@ enum class Tier {
 /// "memory", "disk", "compiled" or "received".
 [[nodiscard]] const char* to_string(Tier tier) noexcept;
 
+/// Whether a request wrote its kernel to the disk cache.
+enum class Publication {
+  not_needed,    ///< served from memory, disk or another rank: nothing to write
+  published,     ///< compiled now and published to the cache directory
+  not_published, ///< compiled now and not written: KernelInfo::not_published_because says why
+};
+
 /// What a kernel request did and what it cost.
 struct KernelInfo {
   std::string key;    ///< the cache key (16 hex digits)
@@ -33,7 +40,13 @@ struct KernelInfo {
   double request_ms = 0;  ///< the whole request, from source to callable
   std::size_t object_size = 0;
   codegen::SlotTables slots;
-  std::string warnings; ///< the compiler's warnings (compiled tier only)
+  /// The compiler's warnings: those of the compile (compiled tier), or those the compile stored
+  /// with the cache entry (disk tier); empty for memory hits.
+  std::string warnings;
+  Publication publication = Publication::not_needed;
+  /// For people, when not published: e.g. "the disk cache is disabled by UWJIT_CACHE=0; memory
+  /// only", or the reason the cache directory was refused or could not be written.
+  std::string not_published_because;
 };
 
 /// A loaded kernel. Copies share the code, which stays loaded while any copy lives.

@@ -111,6 +111,10 @@ public:
   /// The time step passed as args->dt. Default: the param "dt" if present, else 1.0.
   [[nodiscard]] virtual double dt() const;
 
+  /// How this node's kernel is compiled (fp contraction, fast-math, -O level, defines), over the
+  /// engine's options; part of the kernel's key. Default: none (the engine's options).
+  [[nodiscard]] virtual codegen::KernelOptions kernel_options() const;
+
 protected:
   /// Builds the static data from params(); called once, by static_data(). Default: empty.
   [[nodiscard]] virtual StaticData build_static_data() const;

@@ -1,0 +1,116 @@
+#include "args.hpp"
+#include "commands.hpp"
+#include "node_args.hpp"
+#include "text.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/simulation.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+namespace uwjit::tools {
+
+namespace {
+
+ArgSpec warm_spec() {
+  ArgSpec spec("warm", "Warms the kernel cache for a built-in node: builds the node as 'uwjit run' "
+                       "would with the same\n--size and --set, and requests its kernels from the "
+                       "engine (compiled and published, or\nfound in the cache) without taking a "
+                       "step. A later 'uwjit run' with the same arguments\nfinds every kernel on "
+                       "disk.");
+  spec.option("--size", "N|NXxNYxNZ", "the grid, as for uwjit run")
+      .option("--set", "NAME=VALUE", "set a node param, as for uwjit run (repeatable)")
+      .flag("--json", "print the report as JSON on stdout")
+      .positional("NODE", "heat, pipe-flow, fvm or mlp")
+      .epilog("Exit codes: 0 every kernel is in the cache, 1 a kernel could not be published "
+              "(the report\nsays why: the disk cache is off, the directory is refused or "
+              "unwritable) or did not\ncompile, 2 bad usage. Example, in a job script before "
+              "the run:\n"
+              "  UWJIT_CACHE_DIR=/site/cache uwjit warm pipe-flow --size 64");
+  return spec;
+}
+
+const char* publication_text(engine::Publication publication) {
+  switch (publication) {
+  case engine::Publication::published:
+    return "published";
+  case engine::Publication::not_published:
+    return "not_published";
+  case engine::Publication::not_needed:
+    return "not_needed";
+  }
+  return "";
+}
+
+} // namespace
+
+int warm_command(const std::vector<std::string>& argv) {
+  const ArgSpec spec = warm_spec();
+  const Args args = Args::parse(spec, argv);
+  if (args.wants_help()) {
+    std::cout << spec.help();
+    return 0;
+  }
+  const std::string type = args.positional().at(0);
+  runtime::Params params = args.get("--size")
+                               ? nodes::sized_params(type, parse_size(*args.get("--size"), "warm"))
+                               : nodes::default_params(type);
+  apply_sets(params, args.all("--set"), "warm");
+  const auto node = nodes::make(type, type, params);
+
+  engine::Engine engine;
+  const runtime::Simulation simulation(engine,
+                                       std::vector<std::shared_ptr<const runtime::Node>>{node}, {});
+  const auto dir = engine.cache_dir();
+  bool all_cached = true;
+  nlohmann::json kernels = nlohmann::json::array();
+  Table table({"node", "key", "tier", "cache"});
+  for (const auto& report : simulation.kernels()) {
+    const auto& info = report.info;
+    const bool cached =
+        info.publication != engine::Publication::not_published && info.tier != engine::Tier::memory;
+    all_cached = all_cached && cached;
+    std::string cache;
+    if (info.publication == engine::Publication::published) {
+      cache = "published to " + dir->string();
+    } else if (info.publication == engine::Publication::not_published) {
+      cache = "not published: " + info.not_published_because;
+    } else if (info.tier == engine::Tier::disk) {
+      cache = "already in " + dir->string();
+    } else {
+      cache = "memory only";
+    }
+    table.add({report.node, info.key, engine::to_string(info.tier), cache});
+    nlohmann::json one = {{"node", report.node},
+                          {"key", info.key},
+                          {"tier", engine::to_string(info.tier)},
+                          {"publication", publication_text(info.publication)},
+                          {"request_ms", info.request_ms}};
+    if (info.publication == engine::Publication::not_published) {
+      one["not_published_because"] = info.not_published_because;
+    }
+    kernels.push_back(std::move(one));
+  }
+  if (args.has("--json")) {
+    const nlohmann::json report = {
+        {"ok", all_cached},
+        {"node", type},
+        {"cache_dir", dir ? nlohmann::json(dir->string()) : nlohmann::json(nullptr)},
+        {"kernels", std::move(kernels)},
+    };
+    std::cout << report.dump(2) << "\n";
+  } else {
+    std::cout << "uwjit warm " << type << ": " << simulation.kernels().size() << " kernel"
+              << (simulation.kernels().size() == 1 ? "" : "s") << ", cache "
+              << (dir ? dir->string() : "none") << "\n"
+              << table.render();
+  }
+  return all_cached ? 0 : 1;
+}
+
+} // namespace uwjit::tools
