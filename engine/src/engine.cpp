@@ -3,6 +3,7 @@
 #include <uwjit/cache/directory.hpp>
 #include <uwjit/cache/store.hpp>
 #include <uwjit/common/env.hpp>
+#include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/log.hpp>
 #include <uwjit/common/version.hpp>
@@ -128,14 +129,12 @@ std::string dump_stem(const std::string& origin, const cache::Key& key) {
 
 EngineOptions EngineOptions::from_environment() {
   EngineOptions options;
-  if (env::get_bool("UWJIT_DEBUG", false)) {
+  if (env::get_bool(env::vars::debug)) {
     options.compile.debug_info = DebugInfo::yes;
   }
-  if (const auto timeout = env::get("UWJIT_LOCK_TIMEOUT")) {
-    options.lock_timeout = std::chrono::milliseconds(
-        static_cast<std::int64_t>(env::parse_seconds("UWJIT_LOCK_TIMEOUT", *timeout) * 1000));
-  }
-  if (const auto dir = env::get("UWJIT_DUMP_DIR")) {
+  options.lock_timeout = std::chrono::milliseconds(
+      static_cast<std::int64_t>(env::get_seconds(env::vars::lock_timeout) * 1000));
+  if (const auto dir = env::get_path(env::vars::dump_dir)) {
     options.dump_dir = *dir;
   }
   return options;
