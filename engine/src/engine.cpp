@@ -128,6 +128,9 @@ std::string dump_stem(const std::string& origin, const cache::Key& key) {
 } // namespace
 
 EngineOptions EngineOptions::from_environment() {
+  // Every variable, not only those read here, so that a bad one is refused whichever parts of
+  // the library this process goes on to use (as `uwjit env` refuses it).
+  env::vars::check_all();
   EngineOptions options;
   if (env::get_bool(env::vars::debug)) {
     options.compile.debug_info = DebugInfo::yes;
@@ -725,7 +728,17 @@ Loaded Engine::Impl::adopt(const codegen::KernelSource& source, const cache::Key
 
 Engine::Engine() : Engine(EngineOptions::from_environment()) {}
 
-Engine::Engine(EngineOptions options) : m_impl(std::make_unique<Impl>(std::move(options))) {}
+namespace {
+// An engine refuses every bad variable up front, also when its options were not read from the
+// environment: it goes on to read several (log level, cache, trust) at different moments.
+EngineOptions checked(EngineOptions options) {
+  env::vars::check_all();
+  return options;
+}
+} // namespace
+
+Engine::Engine(EngineOptions options)
+    : m_impl(std::make_unique<Impl>(checked(std::move(options)))) {}
 
 Engine::~Engine() {
   if (m_impl->store) {

@@ -80,16 +80,21 @@ check(found == expected, "the README's table of environment variables is the lib
 # UWJIT_TEST_FAULT is the fault tests' own switch, not a setting.
 import re
 read_by_name = re.compile(r'(getenv|env::get\w*(<[^>]*>)?)\("(?!UWJIT_TEST_FAULT")[A-Z_]+"')
+offenders = []
+scanned = 0
 for folder in ["common/src", "codegen", "cache", "engine", "runtime", "nodes", "tools/src"]:
     for root, _, files in os.walk(os.path.join(src, folder)):
         for file in files:
             if file.endswith((".cpp", ".hpp")):
+                scanned += 1
                 path = os.path.join(root, file)
                 with open(path, encoding="utf-8") as source:
                     for number, line in enumerate(source, 1):
-                        check(not read_by_name.search(line) or '"HOME"' in line,
-                              f"{os.path.relpath(path, src)}:{number} reads a variable by name, "
-                              "not through env_variables.hpp", line.strip())
+                        if read_by_name.search(line) and '"HOME"' not in line:
+                            offenders.append(f"{os.path.relpath(path, src)}:{number}: {line.strip()}")
+check(scanned > 50 and not offenders,
+      f"no source of the library reads a variable by name, not through env_variables.hpp "
+      f"({scanned} files)", "\n  ".join(offenders))
 
 # --- The sweep ----------------------------------------------------------------------------------
 # Bad for every kind that can refuse a value; an empty value is unset (accepted, below).
@@ -160,6 +165,24 @@ for row in table:
         message = f'{row["name"]}: unrecognised value "garbage" (accepted: {row["accepted"]})'
         check(f"uwjit: error: {message}" in err_lines, f"every variable bad: {row['name']} listed")
 check("target triple" in done.stdout.decode(), "every variable bad: the rest is still printed")
+# uwjit compile and a host stop at the first bad one in the table's order.
+first = next(row for row in table if row["kind"] != "path")
+first_message = f'{first["name"]}: unrecognised value "garbage" (accepted: {first["accepted"]})'
+for program, prefix, exit_code in [([uwjit, "compile", kernel], "uwjit", 2), ([host], "kernel_host", 1)]:
+    done = subprocess.run(program, env=env, cwd=work, capture_output=True, timeout=300)
+    check(done.returncode == exit_code and
+          done.stderr.decode().splitlines()[-1:] == [f"{prefix}: error: {first_message}"],
+          f"every variable bad: {prefix} names the first of the table", done.stderr.decode())
+
+# A variable is refused also where this process would not need it: UWJIT_CACHE_TRUST_SHARED
+# with the disk cache off.
+env = dict(base_env, UWJIT_CACHE="0", UWJIT_CACHE_TRUST_SHARED="garbage")
+for program, exit_code in [([uwjit, "env"], 2), ([uwjit, "compile", kernel], 2), ([host], 1)]:
+    done = subprocess.run(program, env=env, cwd=work, capture_output=True, timeout=300)
+    check(done.returncode == exit_code and "UWJIT_CACHE_TRUST_SHARED: unrecognised value "
+          "\"garbage\"" in done.stderr.decode(),
+          f"UWJIT_CACHE_TRUST_SHARED=garbage with UWJIT_CACHE=0: {program[-1]} refuses it",
+          done.stderr.decode())
 
 subprocess.run(["rm", "-rf", sandbox])
 print(f"{checks - failures} passed, {failures} failed")

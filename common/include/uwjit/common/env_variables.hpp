@@ -115,4 +115,12 @@ inline constexpr std::array<const Variable*, 11> k_all{
     &cache, &cache_dir, &xdg_cache_home,     &cache_max_size, &lock_timeout, &dump_dir,
     &debug, &perf,      &cache_trust_shared, &jitdump_dir,    &log_level};
 
+/// Checks every row as the library reads it (env::check), in the table's order: throws the
+/// Error(usage) of the first bad one. Thread-safe as env::get() is.
+inline void check_all() {
+  for (const Variable* variable : k_all) {
+    check(*variable);
+  }
+}
+
 } // namespace uwjit::env::vars
