@@ -1,6 +1,7 @@
 #include <uwjit/cache/directory.hpp>
 
 #include <uwjit/common/env.hpp>
+#include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/log.hpp>
@@ -27,14 +28,14 @@ std::filesystem::path absolute_from(const char* variable, const std::filesystem:
 
 CacheLocation resolve_cache_location() {
   // get_bool throws Error(usage) naming UWJIT_CACHE and the accepted values.
-  if (!env::get_bool("UWJIT_CACHE", true)) {
-    return {std::nullopt, format("disabled by UWJIT_CACHE={}", env::get("UWJIT_CACHE").value())};
+  if (!env::get_bool(env::vars::cache)) {
+    return {std::nullopt, format("disabled by UWJIT_CACHE={}", env::get(env::vars::cache).value())};
   }
-  if (const auto dir = env::get("UWJIT_CACHE_DIR")) {
+  if (const auto dir = env::get_path(env::vars::cache_dir)) {
     // Absolute, so that `uwjit cache dir` shows the directory the library really uses.
     return {absolute_from("UWJIT_CACHE_DIR", *dir), "UWJIT_CACHE_DIR"};
   }
-  if (const auto xdg = env::get("XDG_CACHE_HOME")) {
+  if (const auto xdg = env::get_path(env::vars::xdg_cache_home)) {
     // The XDG specification says to ignore a relative XDG_CACHE_HOME.
     if (std::filesystem::path(*xdg).is_absolute()) {
       return {(std::filesystem::path(*xdg) / "uwjit").lexically_normal(), "XDG_CACHE_HOME"};

@@ -8,6 +8,7 @@
 #include "store_impl.hpp"
 
 #include <uwjit/common/env.hpp>
+#include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/version.hpp>
@@ -123,7 +124,7 @@ void touch(const posix::UniqueFd& fd) noexcept {
 // it is a trusted shared cache (e.g. a read-only site cache kept by an administrator).
 void check_trusted(int dir_fd, const std::filesystem::path& dir, const log::Logger& logger) {
   // Read whether or not it matters here, so that a bad value is reported on every machine.
-  const bool trust_shared = env::get_bool(k_trust_shared_variable, false);
+  const bool trust_shared = env::get_bool(env::vars::cache_trust_shared);
   struct stat st{};
   if (::fstat(dir_fd, &st) != 0) {
     posix::throw_io(format("cache directory \"{}\": cannot examine", dir.string()), errno);
@@ -586,8 +587,7 @@ std::vector<std::string> Store::clean_temporaries(std::chrono::seconds older_tha
 }
 
 std::uint64_t max_cache_size() {
-  const auto value = env::get("UWJIT_CACHE_MAX_SIZE");
-  return value ? env::parse_size("UWJIT_CACHE_MAX_SIZE", *value) : k_default_max_cache_size;
+  return env::get_size(env::vars::cache_max_size);
 }
 
 } // namespace uwjit::cache

@@ -51,7 +51,7 @@ bool parse_bool(std::string_view name, std::string_view value) {
       return false;
     }
   }
-  detail::throw_unrecognised(name, value, "0, false, no, off, 1, true, yes, on");
+  detail::throw_unrecognised(name, value, k_boolean_accepted);
 }
 
 bool get_bool(const char* name, bool fallback) {
@@ -90,8 +90,7 @@ std::string_view trim(std::string_view text) {
 } // namespace
 
 std::uint64_t parse_size(std::string_view name, std::string_view text) {
-  constexpr std::string_view k_accepted = "a whole number of bytes with an optional suffix "
-                                          "K, M, G or T, e.g. 500M or 2G";
+  constexpr std::string_view k_accepted = k_size_accepted;
   const auto parts = split_number(trim(text));
   if (!parts) {
     detail::throw_unrecognised(name, text, k_accepted);
@@ -126,8 +125,7 @@ std::uint64_t parse_size(std::string_view name, std::string_view text) {
 }
 
 double parse_seconds(std::string_view name, std::string_view text) {
-  constexpr std::string_view k_accepted = "a non-negative number with an optional unit s, m, h or "
-                                          "d, e.g. 30, 1.5, 10m, 7d, at most 1e9 s";
+  constexpr std::string_view k_accepted = k_duration_accepted;
   const auto parts = split_number(trim(text));
   if (!parts) {
     detail::throw_unrecognised(name, text, k_accepted);
@@ -152,6 +150,69 @@ double parse_seconds(std::string_view name, std::string_view text) {
     detail::throw_unrecognised(name, text, k_accepted);
   }
   return seconds;
+}
+
+std::optional<std::string> get(const Variable& variable) {
+  return get(std::string(variable.name).c_str());
+}
+
+namespace {
+// The variable's value, or its fallback when unset; asserts that the table gives it `kind`.
+std::string value_or_fallback(const Variable& variable, Kind kind) {
+  UWJIT_ASSERT(variable.kind == kind, format("{} is read as another kind", variable.name));
+  const auto value = get(variable);
+  return value ? *value : std::string(variable.fallback);
+}
+} // namespace
+
+std::string_view get_choice_name(const Variable& variable) {
+  const std::string value = value_or_fallback(variable, Kind::choice);
+  std::string_view rest = variable.accepted;
+  while (!rest.empty()) {
+    const auto comma = rest.find(", ");
+    const auto name = rest.substr(0, comma);
+    if (detail::iequals(value, name)) {
+      return name;
+    }
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 2);
+  }
+  detail::throw_unrecognised(variable.name, value, variable.accepted);
+}
+
+bool get_bool(const Variable& variable) {
+  return parse_bool(variable.name, value_or_fallback(variable, Kind::boolean));
+}
+
+std::uint64_t get_size(const Variable& variable) {
+  return parse_size(variable.name, value_or_fallback(variable, Kind::size));
+}
+
+double get_seconds(const Variable& variable) {
+  return parse_seconds(variable.name, value_or_fallback(variable, Kind::duration));
+}
+
+std::optional<std::string> get_path(const Variable& variable) {
+  UWJIT_ASSERT(variable.kind == Kind::path, format("{} is not a path", variable.name));
+  return get(variable);
+}
+
+void check(const Variable& variable) {
+  switch (variable.kind) {
+  case Kind::boolean:
+    (void)get_bool(variable);
+    return;
+  case Kind::size:
+    (void)get_size(variable);
+    return;
+  case Kind::duration:
+    (void)get_seconds(variable);
+    return;
+  case Kind::choice:
+    (void)get_choice_name(variable);
+    return;
+  case Kind::path:
+    return;
+  }
 }
 
 } // namespace uwjit::env

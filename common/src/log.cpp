@@ -1,6 +1,7 @@
 #include <uwjit/common/log.hpp>
 
 #include <uwjit/common/env.hpp>
+#include <uwjit/common/env_variables.hpp>
 
 #include <spdlog/logger.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -41,14 +42,12 @@ struct Registry {
   std::map<std::string, std::shared_ptr<Logger::Impl>, std::less<>> loggers;
   std::shared_ptr<spdlog::sinks::stderr_color_sink_mt> sink =
       std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  Level level = env::get_choice<Level>("UWJIT_LOG_LEVEL",
-                                       {{"trace", Level::trace},
-                                        {"debug", Level::debug},
-                                        {"info", Level::info},
-                                        {"warn", Level::warn},
-                                        {"error", Level::error},
-                                        {"off", Level::off}},
-                                       Level::warn);
+  Level level = env::get_choice<Level>(env::vars::log_level, {{"trace", Level::trace},
+                                                              {"debug", Level::debug},
+                                                              {"info", Level::info},
+                                                              {"warn", Level::warn},
+                                                              {"error", Level::error},
+                                                              {"off", Level::off}});
   std::string pattern = "[%n] [%l] %v";
 };
 

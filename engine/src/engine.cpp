@@ -4,6 +4,7 @@
 #include <uwjit/cache/store.hpp>
 #include <uwjit/comm/verdict.hpp>
 #include <uwjit/common/env.hpp>
+#include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/log.hpp>
 #include <uwjit/common/version.hpp>
@@ -165,15 +166,16 @@ std::string dump_stem(const std::string& origin, const cache::Key& key) {
 } // namespace
 
 EngineOptions EngineOptions::from_environment() {
+  // Every variable, not only those read here, so that a bad one is refused whichever parts of
+  // the library this process goes on to use (as `uwjit env` refuses it).
+  env::vars::check_all();
   EngineOptions options;
-  if (env::get_bool("UWJIT_DEBUG", false)) {
+  if (env::get_bool(env::vars::debug)) {
     options.compile.debug_info = DebugInfo::yes;
   }
-  if (const auto timeout = env::get("UWJIT_LOCK_TIMEOUT")) {
-    options.lock_timeout = std::chrono::milliseconds(
-        static_cast<std::int64_t>(env::parse_seconds("UWJIT_LOCK_TIMEOUT", *timeout) * 1000));
-  }
-  if (const auto dir = env::get("UWJIT_DUMP_DIR")) {
+  options.lock_timeout = std::chrono::milliseconds(
+      static_cast<std::int64_t>(env::get_seconds(env::vars::lock_timeout) * 1000));
+  if (const auto dir = env::get_path(env::vars::dump_dir)) {
     options.dump_dir = *dir;
   }
   return options;
@@ -822,7 +824,17 @@ Loaded Engine::Impl::adopt(const codegen::KernelSource& source, const cache::Key
 
 Engine::Engine() : Engine(EngineOptions::from_environment()) {}
 
-Engine::Engine(EngineOptions options) : m_impl(std::make_unique<Impl>(std::move(options))) {}
+namespace {
+// An engine refuses every bad variable up front, also when its options were not read from the
+// environment: it goes on to read several (log level, cache, trust) at different moments.
+EngineOptions checked(EngineOptions options) {
+  env::vars::check_all();
+  return options;
+}
+} // namespace
+
+Engine::Engine(EngineOptions options)
+    : m_impl(std::make_unique<Impl>(checked(std::move(options)))) {}
 
 Engine::~Engine() {
   if (m_impl->store) {

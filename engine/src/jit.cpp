@@ -7,6 +7,7 @@
 #include "llvm.hpp"
 
 #include <uwjit/common/env.hpp>
+#include <uwjit/common/env_variables.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -85,9 +86,8 @@ struct LoadedCode {
 
 JitOptions JitOptions::from_environment() {
   JitOptions options;
-  options.debugger =
-      env::get_bool("UWJIT_DEBUG", false) ? DebuggerSupport::yes : DebuggerSupport::no;
-  options.perf = env::get_bool("UWJIT_PERF", false) ? PerfSupport::yes : PerfSupport::no;
+  options.debugger = env::get_bool(env::vars::debug) ? DebuggerSupport::yes : DebuggerSupport::no;
+  options.perf = env::get_bool(env::vars::perf) ? PerfSupport::yes : PerfSupport::no;
   return options;
 }
 
@@ -140,7 +140,7 @@ Repair repair_jitdump_header(const std::filesystem::path& path) {
 
 // Where LLVM will try to create the jitdump's directory, as LLVM 19 chooses it.
 std::filesystem::path jitdump_base() {
-  if (const auto dir = env::get("JITDUMPDIR"); dir && !dir->empty()) {
+  if (const auto dir = env::get_path(env::vars::jitdump_dir)) {
     return *dir;
   }
   if (const auto home = env::get("HOME"); home && !home->empty()) {

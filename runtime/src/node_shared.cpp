@@ -22,15 +22,15 @@
 
 namespace uwjit::runtime::detail {
 
-namespace {
-
 // A name no other live object has: this process, the time and a counter (O_EXCL guards the rest).
 std::string segment_name() {
   static std::atomic<unsigned> counter{0};
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  return format("/uwjit-{}-{:x}-{}", ::getpid(),
+  return format("/uwjit-{}-{}-{}", ::getpid(),
                 std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), counter++);
 }
+
+namespace {
 
 // `bytes` of shared memory mapped with `protection`, unmapped with the last owner; nullptr (and
 // `why`) if it cannot be mapped.

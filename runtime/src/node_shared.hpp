@@ -30,4 +30,8 @@ struct SharedCandidate {
 /// Error, else usage), naming that rank, the node and the array.
 NodeShared share_on_node(const std::vector<SharedCandidate>& candidates, comm::Comm& job);
 
+/// A fresh name for a shared-memory object: "/uwjit-PID-NANOSECONDS-COUNTER", the counter
+/// counting this process's calls. Thread-safe.
+std::string segment_name();
+
 } // namespace uwjit::runtime::detail

@@ -148,6 +148,40 @@ run "$uwjit" cache inspect "${first_key:0:6}" --json
 [ "$(json 'd["key"]' <<<"$out")" = "$first_key" ] && ok || fail "inspect --json prints the manifest"
 run "$uwjit" cache inspect "${first_key:0:6}" --asm
 expect_out '^uwjit_'"$first_key"':' "inspect --asm shows the entry's disassembly"
+run "$uwjit" cache inspect "${first_key:0:6}" --source --asm
+OUT=$out python3 - "$cache/$first_key.cpp" "$first_key" <<'PY' && ok || fail "inspect --source --asm prints the source, then the disassembly"
+import sys
+import os
+out, source, key = os.environ["OUT"], open(sys.argv[1]).read(), sys.argv[2]
+assert out.startswith(source), "the source comes first"
+assert f"\nuwjit_{key}:\n" in out[len(source):], "the disassembly follows"
+PY
+# Jumps show their target as an address and as the entry's label plus offset (the entry starts at
+# offset 0, so both agree); calls to functions outside the object show the function's name.
+run "$uwjit" cache inspect "${first_key:0:6}" --asm
+OUT=$out python3 - "$first_key" <<'PY' && ok || fail "inspect --asm shows jump targets as addresses with the label"
+import os, re, sys
+key = sys.argv[1]
+jumps = re.findall(r"^[0-9a-f]{6}:\tj\w+\t0x([0-9a-f]+) <uwjit_%s(?:\+0x([0-9a-f]+))?>$" % key,
+                   os.environ["OUT"], re.M)
+assert jumps, "no jump with its target"
+for address, label_offset in jumps:
+    assert int(address, 16) == int(label_offset or "0", 16), (address, label_offset)
+PY
+cat >"$sandbox/calls.cpp" <<'EOF'
+#include <cmath>
+extern "C" int kernel(const uwjit_kernel_args* args) {
+  const double* x = static_cast<const double*>(args->state_in[0]);
+  double* y = static_cast<double*>(args->state_out[0]);
+  for (uw_i64 k = 0; k < args->extents[0]; ++k) y[k] = std::sin(x[k]) * 0.25;
+  return UWJIT_KERNEL_OK;
+}
+EOF
+run "$uwjit" compile "$sandbox/calls.cpp" --entry kernel --json
+run "$uwjit" cache inspect "$(json 'd["key"]' <<<"$out")" --asm
+expect_out '^[0-9a-f]{6}:	call\w*	<sin>$' "inspect --asm names the function a call goes to"
+expect_out '	# \.LCPI[0-9_]+$' "inspect --asm names the constant an instruction reads"
+
 run "$uwjit" cache inspect zz
 expect_code 2 "inspect a malformed prefix"
 run "$uwjit" cache inspect 0000000000000000
@@ -173,6 +207,17 @@ expect_out '^  \+ B line [0-9]+: .*0\.25 \* args->dt' "explain shows the added s
 
 run "$uwjit" cache stats --json
 [ "$(json 'd["entries"] > 0 and d["counters"]["published"] > 0' <<<"$out")" = True ] && ok || fail "cache stats --json has entries and counters"
+
+# The hit ratio: where requests were served, over every process that used the cache.
+ratio_cache="$sandbox/ratio"
+UWJIT_CACHE_DIR=$ratio_cache run "$uwjit" cache stats --json
+[ "$(json '[d["hit_ratio"][k] for k in ("requests", "hit", "memory", "disk", "compiles")]' <<<"$out")" = "[0, None, None, None, None]" ] && ok || fail "cache stats --json: no requests, no ratio"
+UWJIT_CACHE_DIR=$ratio_cache run "$host" --kernels 2
+UWJIT_CACHE_DIR=$ratio_cache run "$host" --kernels 3
+UWJIT_CACHE_DIR=$ratio_cache run "$uwjit" cache stats --json
+[ "$(json '[d["hit_ratio"][k] for k in ("requests", "hit", "memory", "disk", "compiles")]' <<<"$out")" = "[5, 0.4, 0.0, 0.4, 0.6]" ] && ok || fail "cache stats --json: 2 disk hits and 3 compiles of 5 requests"
+UWJIT_CACHE_DIR=$ratio_cache run "$uwjit" cache stats
+expect_out '^hit ratio   40\.0 % of 5 requests \(memory 0\.0 %, disk 40\.0 %, compiled 60\.0 %\)$' "cache stats prints the hit ratio"
 
 touch -d '3 days ago' "$cache/$key_o2.json"
 run "$uwjit" cache prune --older-than 1d --dry-run

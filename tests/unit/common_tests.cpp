@@ -1,5 +1,6 @@
 // common/: errors, asserts, environment variables, formatting, loggers.
 #include <uwjit/common/env.hpp>
+#include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/log.hpp>
@@ -7,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <set>
 #include <string>
 
 namespace {
@@ -127,8 +129,10 @@ TEST_CASE("durations beyond 1e9 seconds are refused rather than overflow a clock
 
 TEST_CASE("format replaces placeholders in order and ignores the locale") {
   CHECK(uwjit::format("{} + {} = {}", 1, 2.5, "three") == "1 + 2.5 = three");
-  CHECK(uwjit::format("no placeholders", 1) == "no placeholders");
-  CHECK(uwjit::format("{} and {}", 1) == "1 and {}");
+  CHECK(uwjit::format("no placeholders") == "no placeholders");
+  CHECK(uwjit::format("{ braces } {}", 7) == "{ braces } 7");
+  CHECK(uwjit::format("{}{}", "a", 'b') == "ab");
+  // A pattern whose "{}" count differs from the arguments does not compile: format_check.
 }
 
 TEST_CASE("a failed assertion is an internal error naming the condition") {
@@ -162,4 +166,75 @@ TEST_CASE("loggers are shared by name and follow the level set for all") {
   CHECK(a.enabled(uwjit::log::Level::debug));
   CHECK_FALSE(b.enabled(uwjit::log::Level::trace));
   uwjit::log::set_level(uwjit::log::Level::warn);
+}
+
+TEST_CASE("every row of the table of variables has a unique name and a default its kind accepts") {
+  std::set<std::string_view> names;
+  for (const uwjit::env::Variable* variable : uwjit::env::vars::k_all) {
+    CAPTURE(variable->name);
+    CHECK(names.insert(variable->name).second);
+    CHECK_FALSE(variable->effect.empty());
+    const ScopedEnv unset(std::string(variable->name).c_str(), nullptr);
+    CHECK_NOTHROW(uwjit::env::check(*variable));
+    switch (variable->kind) {
+    case uwjit::env::Kind::boolean:
+      CHECK(variable->accepted == uwjit::env::k_boolean_accepted);
+      CHECK(uwjit::env::get_bool(*variable) ==
+            uwjit::env::parse_bool(variable->name, variable->fallback));
+      break;
+    case uwjit::env::Kind::size:
+      CHECK(variable->accepted == uwjit::env::k_size_accepted);
+      CHECK(uwjit::env::get_size(*variable) ==
+            uwjit::env::parse_size(variable->name, variable->fallback));
+      break;
+    case uwjit::env::Kind::duration:
+      CHECK(variable->accepted == uwjit::env::k_duration_accepted);
+      CHECK(uwjit::env::get_seconds(*variable) ==
+            uwjit::env::parse_seconds(variable->name, variable->fallback));
+      break;
+    case uwjit::env::Kind::choice:
+      CHECK(uwjit::env::get_choice_name(*variable) == variable->fallback);
+      break;
+    case uwjit::env::Kind::path:
+      CHECK_FALSE(uwjit::env::get_path(*variable).has_value());
+      break;
+    }
+  }
+  CHECK(uwjit::env::get_bool(uwjit::env::vars::cache));
+  CHECK(uwjit::env::get_size(uwjit::env::vars::cache_max_size) == 2ULL << 30);
+  CHECK(uwjit::env::get_seconds(uwjit::env::vars::lock_timeout) == 60);
+}
+
+TEST_CASE("a choice variable is read by the names of its row, in any case") {
+  const auto& level = uwjit::env::vars::log_level;
+  {
+    const ScopedEnv set("UWJIT_LOG_LEVEL", "DeBuG");
+    CHECK(uwjit::env::get_choice_name(level) == "debug");
+    CHECK(uwjit::env::get_choice<int>(
+              level,
+              {{"trace", 0}, {"debug", 1}, {"info", 2}, {"warn", 3}, {"error", 4}, {"off", 5}}) ==
+          1);
+  }
+  const ScopedEnv set("UWJIT_LOG_LEVEL", "loud");
+  CHECK(message_of([&] { uwjit::env::check(level); }) ==
+        "UWJIT_LOG_LEVEL: unrecognised value \"loud\" (accepted: trace, debug, info, warn, error, "
+        "off)");
+}
+
+TEST_CASE("reading a variable as a kind its row does not give is a bug, not a usage error") {
+  try {
+    (void)uwjit::env::get_size(uwjit::env::vars::perf);
+    FAIL("no error");
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::internal);
+  }
+}
+
+TEST_CASE("an empty value is unset for every kind of variable") {
+  for (const uwjit::env::Variable* variable : uwjit::env::vars::k_all) {
+    CAPTURE(variable->name);
+    const ScopedEnv empty(std::string(variable->name).c_str(), "");
+    CHECK_NOTHROW(uwjit::env::check(*variable));
+    CHECK_FALSE(uwjit::env::get(*variable).has_value());
+  }
 }

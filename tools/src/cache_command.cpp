@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 namespace uwjit::tools {
 
@@ -165,7 +167,24 @@ int stats_command(const std::vector<std::string>& argv) {
   const std::size_t entries = store ? store->list().size() : 0;
   const std::uint64_t size = store ? store->total_size() : 0;
   const std::uint64_t limit = cache::max_cache_size();
+  // Where requests were served: each kernel request counts once, as a memory hit, a disk hit or
+  // a compile.
+  const std::uint64_t memory = counters.get(cache::Stat::memory_hits);
+  const std::uint64_t disk = counters.get(cache::Stat::disk_hits);
+  const std::uint64_t compiled = counters.get(cache::Stat::compiles);
+  const std::uint64_t requests = memory + disk + compiled;
+  const auto share = [&](std::uint64_t part) {
+    return requests == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(requests);
+  };
   if (args.has("--json")) {
+    const auto ratio = [&](std::uint64_t part) {
+      return requests == 0 ? nlohmann::json(nullptr) : nlohmann::json(share(part));
+    };
+    const nlohmann::json hit_ratio = {{"requests", requests},
+                                      {"hit", ratio(memory + disk)},
+                                      {"memory", ratio(memory)},
+                                      {"disk", ratio(disk)},
+                                      {"compiles", ratio(compiled)}};
     nlohmann::json counter_json = nlohmann::json::object();
     for (const cache::Stat stat : cache::k_all_stats) {
       counter_json[std::string(cache::to_string(stat))] = counters.get(stat);
@@ -175,6 +194,7 @@ int stats_command(const std::vector<std::string>& argv) {
                                 {"entries", entries},
                                 {"size", size},
                                 {"max_size", limit},
+                                {"hit_ratio", hit_ratio},
                                 {"counters", counter_json}}
                      .dump(2)
               << "\n";
@@ -185,6 +205,18 @@ int stats_command(const std::vector<std::string>& argv) {
             << "entries     " << entries << "\n"
             << "size        " << human_size(size) << " of " << human_size(limit)
             << " (UWJIT_CACHE_MAX_SIZE)\n";
+  if (requests == 0) {
+    std::cout << "hit ratio   - (no requests yet)\n";
+  } else {
+    const auto percent = [&](std::uint64_t part) {
+      std::ostringstream text;
+      text << std::fixed << std::setprecision(1) << 100 * share(part) << " %";
+      return text.str();
+    };
+    std::cout << "hit ratio   " << percent(memory + disk) << " of " << requests
+              << " requests (memory " << percent(memory) << ", disk " << percent(disk)
+              << ", compiled " << percent(compiled) << ")\n";
+  }
   for (const cache::Stat stat : cache::k_all_stats) {
     std::string name(cache::to_string(stat));
     name.resize(std::max<std::size_t>(name.size() + 1, 28), ' ');
@@ -196,7 +228,8 @@ int stats_command(const std::vector<std::string>& argv) {
 int inspect_command(const std::vector<std::string>& argv) {
   ArgSpec spec("cache inspect", "Shows one entry's manifest, found by a unique key prefix.");
   spec.flag("--source", "print the stored canonical source (exactly the text that was hashed)")
-      .flag("--asm", "disassemble the stored object")
+      .flag("--asm", "disassemble the stored object (after the source, with --source), jump and "
+                     "call targets as addresses with symbol names")
       .flag("--json", "print the manifest as JSON")
       .positional("KEY-PREFIX", "the first hex digits of a key");
   const Args args = Args::parse(spec, argv);
@@ -216,7 +249,10 @@ int inspect_command(const std::vector<std::string>& argv) {
       throw Error(ErrorKind::io, format("entry {}: its source file is missing", key.hex()));
     }
     std::cout << *source;
-    return 0;
+    if (!args.has("--asm")) {
+      return 0;
+    }
+    std::cout << (source->ends_with('\n') ? "\n" : "\n\n");
   }
   if (args.has("--asm")) {
     // Through the store: never follows a symlink planted in the object's place.

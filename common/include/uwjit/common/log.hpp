@@ -18,19 +18,19 @@ public:
   [[nodiscard]] bool enabled(Level level) const noexcept;
   void write(Level level, std::string_view message) const;
 
-  template <class... Args> void trace(std::string_view pattern, const Args&... args) const {
+  template <class... Args> void trace(FormatPattern<Args...> pattern, const Args&... args) const {
     emit(Level::trace, pattern, args...);
   }
-  template <class... Args> void debug(std::string_view pattern, const Args&... args) const {
+  template <class... Args> void debug(FormatPattern<Args...> pattern, const Args&... args) const {
     emit(Level::debug, pattern, args...);
   }
-  template <class... Args> void info(std::string_view pattern, const Args&... args) const {
+  template <class... Args> void info(FormatPattern<Args...> pattern, const Args&... args) const {
     emit(Level::info, pattern, args...);
   }
-  template <class... Args> void warn(std::string_view pattern, const Args&... args) const {
+  template <class... Args> void warn(FormatPattern<Args...> pattern, const Args&... args) const {
     emit(Level::warn, pattern, args...);
   }
-  template <class... Args> void error(std::string_view pattern, const Args&... args) const {
+  template <class... Args> void error(FormatPattern<Args...> pattern, const Args&... args) const {
     emit(Level::error, pattern, args...);
   }
 
@@ -39,7 +39,7 @@ public:
 
 private:
   template <class... Args>
-  void emit(Level level, std::string_view pattern, const Args&... args) const {
+  void emit(Level level, FormatPattern<Args...> pattern, const Args&... args) const {
     if (enabled(level)) {
       write(level, uwjit::format(pattern, args...));
     }

@@ -42,7 +42,8 @@ struct EngineOptions {
   std::optional<std::filesystem::path> debug_source_dir;
 
   /// The defaults adjusted by the environment: UWJIT_DEBUG (-g, and gdb registration),
-  /// UWJIT_LOCK_TIMEOUT (seconds), UWJIT_DUMP_DIR. Throws Error(usage) on a bad value.
+  /// UWJIT_LOCK_TIMEOUT (seconds), UWJIT_DUMP_DIR. Throws Error(usage) on a bad value of any
+  /// variable of the table in <uwjit/common/env_variables.hpp>, the first in its order.
   [[nodiscard]] static EngineOptions from_environment();
 };
 
@@ -54,7 +55,8 @@ class Engine {
 public:
   /// An engine configured by EngineOptions::from_environment().
   Engine();
-  /// Throws Error(usage) on bad options, Error(jit) if the JIT cannot be set up. An unusable
+  /// Throws Error(usage) on bad options or a bad value of any variable of the table in
+  /// <uwjit/common/env_variables.hpp>, Error(jit) if the JIT cannot be set up. An unusable
   /// cache directory is not an error: the engine runs memory-only with one warning.
   explicit Engine(EngineOptions options);
   /// Persists this engine's counters in the cache directory (softly).

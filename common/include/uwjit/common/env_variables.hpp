@@ -1,0 +1,126 @@
+// The table of the environment variables uwjit reads: name, kind, accepted values, default,
+// whether it changes the key's salt, and what it changes. Every folder reads its variables
+// through these rows (env::get_bool(vars::perf), ...); `uwjit env` checks every row as the library
+// reads it; the README's table of variables is this table (the test cli_env compares them).
+#pragma once
+
+#include <uwjit/common/env.hpp>
+
+#include <array>
+
+namespace uwjit::env::vars {
+
+inline constexpr Variable cache{
+    "UWJIT_CACHE",
+    Kind::boolean,
+    k_boolean_accepted,
+    "1",
+    Salt::no,
+    "`0`/`false`/`no`/`off` (any case) disables the disk cache; the in-memory tier still works"};
+
+inline constexpr Variable cache_dir{
+    "UWJIT_CACHE_DIR",
+    Kind::path,
+    "a directory",
+    "`$XDG_CACHE_HOME/uwjit`, else `~/.cache/uwjit`",
+    Salt::no,
+    "the cache directory (made absolute); with none of the three (no `HOME`), memory only with "
+    "one warning. Created with mode 0700 and marked with `CACHEDIR.TAG`"};
+
+inline constexpr Variable xdg_cache_home{
+    "XDG_CACHE_HOME",
+    Kind::path,
+    "an absolute directory",
+    "unset",
+    Salt::no,
+    "the cache directory is `$XDG_CACHE_HOME/uwjit` when `UWJIT_CACHE_DIR` is unset; a relative "
+    "value is ignored, as the XDG specification says"};
+
+inline constexpr Variable cache_max_size{
+    "UWJIT_CACHE_MAX_SIZE",
+    Kind::size,
+    k_size_accepted,
+    "2G",
+    Salt::no,
+    "the cache's size limit; beyond it, the least recently used entries are evicted down to "
+    "90 %, by one process at a time"};
+
+inline constexpr Variable lock_timeout{
+    "UWJIT_LOCK_TIMEOUT",
+    Kind::duration,
+    k_duration_accepted,
+    "60",
+    Salt::no,
+    "how long to wait for another process compiling the same key; then this process compiles "
+    "privately, without publishing, and warns"};
+
+inline constexpr Variable dump_dir{
+    "UWJIT_DUMP_DIR",
+    Kind::path,
+    "a directory",
+    "unset",
+    Salt::no,
+    "writes each kernel's canonical source (`.cpp`), optimised IR (`.ll`, when compiled) and "
+    "assembly (`.s`) there, named `ORIGIN-KEY`; neither the key nor the cached object changes. "
+    "With `UWJIT_DEBUG`, the debug sources go there too; a directory that cannot be made costs "
+    "the dumps only"};
+
+inline constexpr Variable debug{
+    "UWJIT_DEBUG",
+    Kind::boolean,
+    k_boolean_accepted,
+    "0",
+    Salt::yes,
+    "on: compile with `-g` (in the salt's flags, so debug objects are cached apart), register "
+    "JIT'd code with gdb, and write the sources gdb shows (`uwjit_KEY.cpp` and two uwjit headers) "
+    "to `UWJIT_DUMP_DIR`, else the working directory"};
+
+inline constexpr Variable perf{
+    "UWJIT_PERF",
+    Kind::boolean,
+    k_boolean_accepted,
+    "0",
+    Salt::no,
+    "on: describe JIT'd code to perf in a jitdump, "
+    "`$JITDUMPDIR/.debug/jit/llvm-IR-jit-DATE-XXXXXX/jit-PID.dump`, for `perf inject --jit`; "
+    "where it cannot be written, one warning and the run goes on"};
+
+inline constexpr Variable cache_trust_shared{
+    "UWJIT_CACHE_TRUST_SHARED",
+    Kind::boolean,
+    k_boolean_accepted,
+    "0",
+    Salt::no,
+    "on: accept a cache directory that other users can write or that another user owns (e.g. a "
+    "read-only site cache); otherwise such a directory is refused with one warning and the "
+    "process runs memory-only. See [Reliability](#reliability) for the trust model"};
+
+inline constexpr Variable jitdump_dir{
+    "JITDUMPDIR", Kind::path, "a directory",
+    "`$HOME`",    Salt::no,   "where the jitdump of `UWJIT_PERF` goes (LLVM's variable)"};
+
+inline constexpr Variable log_level{
+    "UWJIT_LOG_LEVEL",
+    Kind::choice,
+    "trace, debug, info, warn, error, off",
+    "warn",
+    Salt::no,
+    "the level of uwjit's own loggers (`uwjit.engine`, `uwjit.cache`), which write to stderr and "
+    "never touch the host's default spdlog logger; at `info` each compile and disk hit logs its "
+    "key, origin and the digests of source and salt, at `debug` each request also logs the "
+    "salt's text"};
+
+/// Every row, in the README's order.
+inline constexpr std::array<const Variable*, 11> k_all{
+    &cache, &cache_dir, &xdg_cache_home,     &cache_max_size, &lock_timeout, &dump_dir,
+    &debug, &perf,      &cache_trust_shared, &jitdump_dir,    &log_level};
+
+/// Checks every row as the library reads it (env::check), in the table's order: throws the
+/// Error(usage) of the first bad one. Thread-safe as env::get() is.
+inline void check_all() {
+  for (const Variable* variable : k_all) {
+    check(*variable);
+  }
+}
+
+} // namespace uwjit::env::vars
