@@ -2,6 +2,7 @@
 #pragma once
 
 #include <uwjit/cache/key.hpp>
+#include <uwjit/common/posix_file.hpp>
 
 #include <optional>
 #include <string>
@@ -15,14 +16,14 @@ inline constexpr std::string_view k_stats = "stats.json";
 inline constexpr std::string_view k_stats_lock = "stats.lock";
 inline constexpr std::string_view k_evict_lock = "evict.lock";
 inline constexpr std::string_view k_cleanup_stamp = "cleanup.stamp";
-inline constexpr std::string_view k_temporary_prefix = ".tmp.";
+inline constexpr std::string_view k_temporary_prefix = posix::k_temporary_prefix;
 
 enum class FileKind {
   object,       ///< {key}.o
   manifest,     ///< {key}.json
   source,       ///< {key}.cpp
   lock,         ///< {key}.lock
-  temporary,    ///< .tmp.*
+  temporary,    ///< .uwjit-tmp.* (posix::temporary_name)
   tag,          ///< CACHEDIR.TAG
   housekeeping, ///< stats.json, stats.lock, evict.lock, cleanup.stamp
   other,        ///< anything else: never touched
@@ -41,8 +42,5 @@ struct Classified {
 [[nodiscard]] std::string manifest(const Key& key);
 [[nodiscard]] std::string source(const Key& key);
 [[nodiscard]] std::string lock(const Key& key);
-
-/// A fresh temporary name ".tmp.{stem}.{pid}.{16 random hex}.{ext}". Thread-safe.
-[[nodiscard]] std::string temporary(std::string_view stem, std::string_view ext);
 
 } // namespace uwjit::cache::names

@@ -4,8 +4,8 @@
 #include "fault_point.hpp"
 #include "file_lock.hpp"
 #include "manifest_json.hpp"
-#include "posix_file.hpp"
 #include "store_impl.hpp"
+#include <uwjit/common/posix_file.hpp>
 
 #include <uwjit/common/env.hpp>
 #include <uwjit/common/error.hpp>
@@ -379,10 +379,9 @@ Store Store::open(std::filesystem::path dir, Stats& counters) {
   const std::string tag(names::k_tag);
   if (!posix::status_at(fd, tag)) {
     try {
-      posix::TempFile file(fd, "tag", "txt");
+      posix::AtomicFile file(fd, tag, {.mode = 0644, .durability = posix::Durability::buffered});
       file.write(k_tag_text);
-      file.finish(posix::Durability::buffered);
-      file.commit(tag);
+      file.commit();
     } catch (const Error& e) {
       store.m_impl->logger.debug("cannot mark cache directory {}: {}", store.dir().string(),
                                  e.what());
@@ -460,6 +459,12 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
       format("publish: key {} is not the key of the source under the manifest's salt", key.hex()));
   PublishOutcome outcome;
   try {
+    // Refused here, before anything is written: read_source and verify refuse a larger source.
+    if (source.size() > k_source_limit) {
+      throw Error(ErrorKind::io,
+                  format("the source has {} bytes, more than the {} a reader accepts",
+                         source.size(), k_source_limit));
+    }
     Manifest m = manifest;
     m.format = k_entry_format;
     m.key = key.hex();
@@ -488,31 +493,41 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
                                         reread ? "a field changes" : why));
     }
 
+    // Refused here, before anything is written: lookup refuses a larger manifest, so such an
+    // entry would be rejected and compiled again on every run.
+    if (text.size() > k_manifest_limit) {
+      throw Error(ErrorKind::io, format("the manifest has {} bytes, more than the {} a reader "
+                                        "accepts",
+                                        text.size(), k_manifest_limit));
+    }
+
     const int fd = m_impl->fd();
     detail::fault_point("publish:begin");
-    posix::TempFile object_file(fd, key.hex(), "o");
+    // Readable by others: a trusted shared cache (UWJIT_CACHE_TRUST_SHARED) serves other users.
+    const posix::AtomicFileOptions options{.mode = 0644, .durability = posix::Durability::synced};
+    posix::AtomicFile object_file(fd, names::object(key), options);
     // In two halves, so that the fault suite can stop a writer in the middle of a file.
     const auto half = object.size() / 2;
     object_file.write(object.first(half));
     detail::fault_point("publish:object-partial");
     object_file.write(object.subspan(half));
-    object_file.finish(posix::Durability::synced);
-    posix::TempFile source_file(fd, key.hex(), "cpp");
+    object_file.finish();
+    posix::AtomicFile source_file(fd, names::source(key), options);
     source_file.write(source);
-    source_file.finish(posix::Durability::synced);
-    posix::TempFile manifest_file(fd, key.hex(), "json");
+    source_file.finish();
+    posix::AtomicFile manifest_file(fd, names::manifest(key), options);
     manifest_file.write(text);
-    manifest_file.finish(posix::Durability::synced);
+    manifest_file.finish();
 
     // The object and source are in place (and durable) before the manifest names them: a crash
     // anywhere leaves either no entry or a whole one.
     detail::fault_point("publish:temporaries-written");
-    object_file.commit(names::object(key));
+    object_file.rename_into_place();
     detail::fault_point("publish:object-committed");
-    source_file.commit(names::source(key));
+    source_file.rename_into_place();
     detail::fault_point("publish:source-committed");
     posix::sync_directory(fd, dir().string());
-    manifest_file.commit(names::manifest(key));
+    manifest_file.rename_into_place();
     detail::fault_point("publish:manifest-committed");
     posix::sync_directory(fd, dir().string());
 

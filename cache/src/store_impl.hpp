@@ -4,7 +4,7 @@
 #include <uwjit/cache/store.hpp>
 
 #include "file_lock.hpp"
-#include "posix_file.hpp"
+#include <uwjit/common/posix_file.hpp>
 
 #include <uwjit/common/log.hpp>
 

@@ -4,8 +4,8 @@
 
 #include "entry_names.hpp"
 #include "file_lock.hpp"
-#include "posix_file.hpp"
 #include "store_impl.hpp"
+#include <uwjit/common/posix_file.hpp>
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>

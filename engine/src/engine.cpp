@@ -5,6 +5,7 @@
 #include <uwjit/common/env.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/log.hpp>
+#include <uwjit/common/posix_file.hpp>
 #include <uwjit/common/version.hpp>
 #include <uwjit/engine/disassemble.hpp>
 #include <uwjit/engine/jit.hpp>
@@ -66,37 +67,16 @@ std::shared_ptr<KernelInfo> new_info(const codegen::KernelSource& source, const 
   return info;
 }
 
-// Writes a dump or a debug source under a fresh temporary name (O_EXCL | O_NOFOLLOW: never
-// through a planted symlink), then renames it into place: processes (e.g. MPI ranks) writing the
-// same kernel at once never leave a torn file for a reader such as gdb, and rename replaces a
-// symlink at `path` instead of following it. A failure never fails the request.
+// Dumps and debug sources go through the atomic writer: processes (e.g. MPI ranks) writing the
+// same kernel at once never leave a torn file for a reader such as gdb, and a symlink planted
+// at the name is replaced, never followed. A failure never fails the request.
 void write_dump(const std::filesystem::path& path, std::string_view text,
                 const log::Logger& logger) {
-  static std::atomic<std::uint64_t> counter{0};
-  auto temporary = path;
-  temporary += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  const int fd =
-      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  bool written = fd >= 0;
-  std::size_t done = 0;
-  while (written && done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno != EINTR) {
-      written = false;
-    } else if (n > 0) {
-      done += static_cast<std::size_t>(n);
-    }
-  }
-  if (fd >= 0 && ::close(fd) != 0) {
-    written = false;
-  }
-  std::error_code ec;
-  if (written) {
-    std::filesystem::rename(temporary, path, ec);
-  }
-  if (!written || ec) {
-    std::filesystem::remove(temporary, ec);
-    logger.warn("cannot write {}", path.string());
+  try {
+    posix::write_file_atomically(path, text,
+                                 {.mode = 0644, .durability = posix::Durability::buffered});
+  } catch (const Error& e) {
+    logger.warn("cannot write {}: {}", path.string(), e.what());
   }
 }
 

@@ -93,13 +93,13 @@ run "$host"
 [ "$(json 'd["compiles"]' <<<"$out")" = 1 ] && ok || fail "after --fix the entry is compiled again"
 
 # --- Temporaries of killed writers are cleaned, young ones kept --------------------------------
-touch -d '2 hours ago' "$cache/.tmp.0123456789abcdef.999.00000000deadbeef.o"
-touch "$cache/.tmp.0123456789abcdef.998.00000000deadbeef.o"
+touch -d '2 hours ago' "$cache/.uwjit-tmp.0123456789abcdef.999.00000000deadbeef.o"
+touch "$cache/.uwjit-tmp.0123456789abcdef.998.00000000deadbeef.o"
 rm -f "$cache/cleanup.stamp"
 run "$host"
-[ ! -e "$cache/.tmp.0123456789abcdef.999.00000000deadbeef.o" ] && ok || fail "an old temporary is cleaned"
-[ -e "$cache/.tmp.0123456789abcdef.998.00000000deadbeef.o" ] && ok || fail "a young temporary is kept"
-rm -f "$cache/.tmp.0123456789abcdef.998.00000000deadbeef.o"
+[ ! -e "$cache/.uwjit-tmp.0123456789abcdef.999.00000000deadbeef.o" ] && ok || fail "an old temporary is cleaned"
+[ -e "$cache/.uwjit-tmp.0123456789abcdef.998.00000000deadbeef.o" ] && ok || fail "a young temporary is kept"
+rm -f "$cache/.uwjit-tmp.0123456789abcdef.998.00000000deadbeef.o"
 
 # --- Four processes racing on one cold key compile once ----------------------------------------
 race=$sandbox/race

@@ -116,7 +116,7 @@ class Suite:
 
 
 def temporaries(cache):
-    return sorted(glob.glob(os.path.join(cache, ".tmp.*")))
+    return sorted(glob.glob(os.path.join(cache, ".uwjit-tmp.*")))
 
 
 def entry_keys(cache):
@@ -399,7 +399,7 @@ def scenario_full_disk(suite, rng):
         suite.facts["full tmpfs"] = {k: report[k] for k in ("published", "publish_failed")}
     suite.check("No space left on device" in err, "a full tmpfs: the warning says why", err)
     listing = open(f"{suite.root}/tmpfs.ls").read().split()
-    suite.check(not [n for n in listing if n.startswith(".tmp.")],
+    suite.check(not [n for n in listing if n.startswith(".uwjit-tmp.")],
                 "a full tmpfs: no temporaries are left", str(listing))
     verify = json.loads(open(f"{suite.root}/tmpfs.verify").read())
     suite.check(not [e for e in verify["entries"] if not e["ok"]],

@@ -228,7 +228,7 @@ TEST_CASE("verify reports bad entries and orphans, and fix removes them") {
   const auto dir = store.dir();
   std::filesystem::resize_file(entries[1].object_path(dir), 3);
   std::filesystem::remove(entries[2].manifest_path(dir));
-  const auto stale = dir / ".tmp.x.1.0000000000000000.o";
+  const auto stale = dir / ".uwjit-tmp.x.1.0000000000000000.o";
   write_text(stale, "partial");
   set_mtime(stale, Clock::now() - k_temporary_grace - std::chrono::minutes(1));
 
@@ -308,7 +308,7 @@ TEST_CASE("wipe removes uwjit's files and keeps the others") {
     const auto lock = store.lock(entries[0].key, 0ms);
   }
   store.flush_stats(stats);
-  write_text(dir / ".tmp.y.2.0000000000000000.json", "partial");
+  write_text(dir / ".uwjit-tmp.y.2.0000000000000000.json", "partial");
   write_text(dir / "README.md", "mine");
   write_text(dir / "0123456789abcdef.o.bak", "mine too");
 
