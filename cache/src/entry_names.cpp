@@ -34,6 +34,38 @@ Classified classify(std::string_view name) {
   return {FileKind::other, std::nullopt};
 }
 
+bool is_uwjit_tag(std::string_view text) {
+  // The line that names uwjit, not the whole text, so that a later wording still counts.
+  return text.starts_with(k_tag_signature) &&
+         text.find("\n# This file is a cache directory tag created by uwjit") !=
+             std::string_view::npos;
+}
+
+Ownership ownership_of(int dir_fd) {
+  auto marked = [dir_fd] {
+    std::string text;
+    return posix::read_file_at(dir_fd, std::string(k_tag), 4096, text).error == 0 &&
+           is_uwjit_tag(text);
+  };
+  if (marked()) {
+    return Ownership::ours;
+  }
+  int error = 0;
+  const auto listed = posix::list_names(dir_fd, error);
+  if (!listed) {
+    return Ownership::foreign;
+  }
+  bool others = false;
+  for (const auto& name : *listed) {
+    // Another process may have marked the directory since we looked: ask the tag again.
+    if (name == k_tag && marked()) {
+      return Ownership::ours;
+    }
+    others = others || !name.starts_with(k_temporary_prefix);
+  }
+  return others ? Ownership::foreign : Ownership::empty;
+}
+
 std::string object(const Key& key) {
   return key.hex() + ".o";
 }

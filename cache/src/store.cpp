@@ -27,11 +27,6 @@ namespace uwjit::cache {
 
 namespace {
 
-constexpr std::string_view k_tag_text =
-    "Signature: 8a477f597d28d172789f06886806bc55\n"
-    "# This file is a cache directory tag created by uwjit (compiled simulation kernels).\n"
-    "# For information about cache directory tags, see https://bford.info/cachedir/\n";
-
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
   std::tm parts{};
@@ -151,6 +146,73 @@ void check_trusted(int dir_fd, const std::filesystem::path& dir, const log::Logg
                      dir.string(), why, k_trust_shared_variable));
 }
 
+// Marks a directory uwjit may use (created by it or found empty). Soft: an unmarked empty
+// directory still works, and the next open marks it.
+void mark(int dir_fd, const std::filesystem::path& dir, const log::Logger& logger) {
+  try {
+    posix::AtomicFile file(dir_fd, std::string(names::k_tag),
+                           {.mode = 0644, .durability = posix::Durability::buffered});
+    file.write(names::k_tag_text);
+    file.commit();
+  } catch (const Error& e) {
+    logger.debug("cannot mark cache directory {}: {}", dir.string(), e.what());
+  }
+}
+
+std::atomic<bool> g_subdirectory_said{false};
+
+// uwjit owns only what it made: a directory that holds other files (UWJIT_CACHE_DIR=. or
+// $HOME) is never marked, cleaned or wiped; the store moves into its subdirectory uwjit/, which
+// must itself be uwjit's or empty.
+} // namespace
+
+void Store::Impl::use_owned_directory() {
+  Impl& impl = *this;
+  switch (names::ownership_of(impl.fd())) {
+  case names::Ownership::ours:
+    return;
+  case names::Ownership::empty:
+    mark(impl.fd(), impl.dir, impl.logger);
+    return;
+  case names::Ownership::foreign:
+    break;
+  }
+  const std::string sub(names::k_subdirectory);
+  const auto sub_path = impl.dir / sub;
+  if (::mkdirat(impl.fd(), sub.c_str(), 0700) != 0 && errno != EEXIST) {
+    posix::throw_io(format("cache directory \"{}\" holds files that are not uwjit's, and \"{}\" "
+                           "cannot be created",
+                           impl.dir.string(), sub_path.string()),
+                    errno);
+  }
+  posix::UniqueFd sub_fd(posix::open_at(impl.fd(), sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
+  if (!sub_fd) {
+    posix::throw_io(format("cache directory \"{}\": cannot open", sub_path.string()), errno);
+  }
+  check_trusted(sub_fd.get(), sub_path, impl.logger);
+  switch (names::ownership_of(sub_fd.get())) {
+  case names::Ownership::ours:
+    break;
+  case names::Ownership::empty:
+    mark(sub_fd.get(), sub_path, impl.logger);
+    break;
+  case names::Ownership::foreign:
+    throw Error(
+        ErrorKind::io,
+        format("cache directory \"{}\" holds files that are not uwjit's, and so does \"{}\"; "
+               "uwjit uses neither (point UWJIT_CACHE_DIR at a directory of its own)",
+               impl.dir.string(), sub_path.string()));
+  }
+  if (!g_subdirectory_said.exchange(true)) {
+    impl.logger.info("cache directory {} holds other files: using {}", impl.dir.string(),
+                     sub_path.string());
+  }
+  impl.dir = sub_path;
+  impl.dir_fd = std::move(sub_fd);
+}
+
+namespace {
+
 std::atomic<bool> g_publish_failure_warned{false};
 std::atomic<bool> g_unsupported_lock_warned{false};
 
@@ -257,7 +319,9 @@ EntryCheck Store::Impl::check_entry(const Key& key, const Expected& expected) co
         return reject(RejectReason::key_mismatch,
                       format("the stored source and salt hash to key {}", recomputed));
       }
-    } else if (source_read.error != ENOENT) {
+    } else if (source_read.error != ENOENT && source_read.error != EFBIG) {
+      // A source too large to read (written by another version) is not judged: the entry's
+      // object is verified and serves lookups, so it is not removed for that.
       return reject(RejectReason::key_mismatch,
                     format("cannot read the source: {}", posix::error_text(source_read.error)));
     }
@@ -374,19 +438,9 @@ Store Store::open(std::filesystem::path dir, Stats& counters) {
     posix::throw_io(format("cache directory \"{}\": cannot open", impl->dir.string()), errno);
   }
   check_trusted(impl->dir_fd.get(), impl->dir, impl->logger);
+  impl->use_owned_directory();
   Store store(std::move(impl));
   const int fd = store.m_impl->fd();
-  const std::string tag(names::k_tag);
-  if (!posix::status_at(fd, tag)) {
-    try {
-      posix::AtomicFile file(fd, tag, {.mode = 0644, .durability = posix::Durability::buffered});
-      file.write(k_tag_text);
-      file.commit();
-    } catch (const Error& e) {
-      store.m_impl->logger.debug("cannot mark cache directory {}: {}", store.dir().string(),
-                                 e.what());
-    }
-  }
   // Temporaries of killed writers: looked for at most once per interval, by whoever first finds
   // the stamp old, so that opening stays cheap.
   const std::string stamp(names::k_cleanup_stamp);

@@ -59,6 +59,11 @@ struct Store::Impl {
 
   [[nodiscard]] int fd() const noexcept { return dir_fd.get(); }
 
+  /// Keeps `dir` when it is uwjit's or empty (marking it), else moves to its subdirectory uwjit/
+  /// (created with mode 0700, marked when empty). Throws Error(io) when that subdirectory
+  /// cannot be made, is not trusted, or holds files that are not uwjit's either.
+  void use_owned_directory();
+
   /// Reads and verifies the entry of `key`. Never throws for I/O.
   [[nodiscard]] EntryCheck check_entry(const Key& key, const Expected& expected) const;
 

@@ -187,9 +187,16 @@ expect_code 2 "prune without a criterion"
 mkdir -p "$sandbox/unmarked"
 touch "$sandbox/unmarked/0123456789abcdef.o"
 UWJIT_CACHE_DIR="$sandbox/unmarked" run "$uwjit" cache wipe
-expect_code 2 "wipe of an unmarked directory"
-expect_err 'no CACHEDIR.TAG' "wipe says why it refuses"
+expect_code 0 "wipe of a directory holding files that are not uwjit's"
+expect_err "no cache directory yet at $sandbox/unmarked/uwjit" "wipe looks only in the uwjit/ subdirectory"
 [ -e "$sandbox/unmarked/0123456789abcdef.o" ] && ok || fail "wipe of an unmarked directory deletes nothing"
+[ ! -e "$sandbox/unmarked/CACHEDIR.TAG" ] && [ ! -e "$sandbox/unmarked/uwjit" ] && ok || fail "wipe creates nothing in an unmarked directory"
+mkdir -p "$sandbox/unmarked/uwjit"
+touch "$sandbox/unmarked/uwjit/0123456789abcdef.o"
+UWJIT_CACHE_DIR="$sandbox/unmarked" run "$uwjit" cache wipe
+[ "$code" -ne 0 ] && ok || fail "wipe refuses when uwjit/ holds files that are not uwjit's either"
+expect_err "not uwjit's, and so does" "the refusal says why"
+[ -e "$sandbox/unmarked/uwjit/0123456789abcdef.o" ] && ok || fail "a refused wipe deletes nothing"
 echo "mine" >"$cache/notes.txt"
 run "$uwjit" cache wipe
 expect_code 0 "wipe"

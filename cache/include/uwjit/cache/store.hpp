@@ -182,7 +182,13 @@ struct VerifyReport {
   std::vector<std::string> orphans;           ///< object or source files without a manifest
   std::vector<std::string> stale_temporaries; ///< temporaries older than k_temporary_grace
   std::vector<std::string> removed;           ///< Fix::yes: the files removed
-  /// True when no entry is bad and there are no orphans.
+  /// Names like entry files that are no files (e.g. a directory): never removed.
+  std::vector<std::string> foreign;
+  /// Fix::yes: what is still wrong afterwards: files of bad entries and orphans that a writer
+  /// holds the lock of or that could not be removed, and every foreign name.
+  std::vector<std::string> remaining;
+  /// True when no entry is bad and there are no orphans and no foreign objects (as found,
+  /// before any fix).
   [[nodiscard]] bool ok() const noexcept;
 };
 
@@ -190,6 +196,7 @@ struct WipeReport {
   std::vector<std::string> removed; ///< file names (with DryRun::yes: would be)
   std::vector<std::string> kept;    ///< names that are not uwjit's, left alone
   std::vector<std::string> failed;  ///< "name: why" of uwjit files that could not be removed
+  std::vector<std::string> in_use;  ///< files of keys a writer holds the lock of: left alone
   std::uint64_t bytes = 0;          ///< size of the removed files
 };
 
@@ -276,15 +283,18 @@ public:
   [[nodiscard]] std::optional<std::vector<char>> read_object(const Key& key);
 
   /// Checks every entry as lookup does, without a request to compare salt and slot tables
-  /// with, and also that its stored source and salt hash to its key; lists orphans and stale
-  /// temporaries. With Fix::yes removes bad entries and orphans (under their key locks) and stale
-  /// temporaries. Never throws for I/O.
+  /// with, and also that its stored source and salt hash to its key (a source larger than a
+  /// reader accepts is not judged); lists orphans, foreign objects and stale temporaries. With
+  /// Fix::yes removes bad entries and orphans, each under its key lock (a key a writer holds is
+  /// left alone and listed in `remaining`), and stale temporaries. Never throws for I/O.
   [[nodiscard]] VerifyReport verify(Fix fix);
 
-  /// Removes every uwjit file but CACHEDIR.TAG: entries, lock files, temporaries, stats and
-  /// housekeeping files; leaves and reports files with other names. Throws Error(usage) if the
-  /// directory has no CACHEDIR.TAG with the standard signature (it may not be a cache), and
-  /// Error(io) if it cannot be listed; a file that cannot be removed is reported, not thrown.
+  /// Removes every uwjit file but CACHEDIR.TAG: entries (each under its key lock, manifest
+  /// first), lock files nobody holds, temporaries, stats and housekeeping files; leaves and
+  /// reports files with other names, and the files of keys a writer holds the lock of. Throws
+  /// Error(usage) if the directory has no CACHEDIR.TAG written by uwjit (it may not be a uwjit
+  /// cache), and Error(io) if it cannot be listed; a file that cannot be removed is reported,
+  /// not thrown.
   [[nodiscard]] WipeReport wipe(DryRun dry);
 
   /// Adds `delta` to stats.json under a flock on stats.lock. Soft: a failure is logged at debug
