@@ -428,6 +428,7 @@ Store Store::open(std::filesystem::path dir, Stats& counters) {
                                              .dir_fd = {},
                                              .stats = &counters,
                                              .logger = log::get("uwjit.cache"),
+                                             .unwritable = std::nullopt,
                                              .reported_mutex = {},
                                              .reported = {}});
   make_directories(impl->dir);
@@ -439,6 +440,10 @@ Store Store::open(std::filesystem::path dir, Stats& counters) {
   }
   check_trusted(impl->dir_fd.get(), impl->dir, impl->logger);
   impl->use_owned_directory();
+  // access(2) with W_OK also reports a read-only filesystem (EROFS).
+  if (::faccessat(impl->fd(), ".", W_OK, AT_EACCESS) != 0) {
+    impl->unwritable = posix::error_text(errno);
+  }
   Store store(std::move(impl));
   const int fd = store.m_impl->fd();
   // Temporaries of killed writers: looked for at most once per interval, by whoever first finds
@@ -458,6 +463,10 @@ Store Store::open(std::filesystem::path dir, Stats& counters) {
 
 const std::filesystem::path& Store::dir() const noexcept {
   return m_impl->dir;
+}
+
+const std::optional<std::string>& Store::unwritable() const noexcept {
+  return m_impl->unwritable;
 }
 
 LookupOutcome Store::lookup(const Key& key, const Salt& salt, const std::vector<SlotTable>& slots) {
@@ -593,7 +602,7 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
     outcome.status = PublishStatus::failed;
     outcome.reason = e.what();
     m_impl->stats->add(Stat::publish_failed);
-    if (!g_publish_failure_warned.exchange(true)) {
+    if (!m_impl->unwritable && !g_publish_failure_warned.exchange(true)) {
       m_impl->logger.warn("cannot write to the kernel cache {} ({}); kernels still work but are "
                           "compiled again by each process",
                           dir().string(), outcome.reason);
@@ -623,7 +632,10 @@ KeyLock Store::lock(const Key& key, std::chrono::milliseconds timeout) {
   case detail::LockState::unavailable:
     break;
   }
-  if (!g_unsupported_lock_warned.exchange(true)) {
+  if (m_impl->unwritable) {
+    m_impl->logger.debug("cannot lock key={} in {} ({}); the directory is not writable", key.hex(),
+                         dir().string(), attempt.why);
+  } else if (!g_unsupported_lock_warned.exchange(true)) {
     m_impl->logger.warn("cannot lock entries in {} ({}); running unlocked: processes may compile "
                         "the same kernel more than once",
                         dir().string(), attempt.why);

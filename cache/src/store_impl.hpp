@@ -50,6 +50,7 @@ struct Store::Impl {
   posix::UniqueFd dir_fd;
   Stats* stats = nullptr;
   log::Logger logger;
+  std::optional<std::string> unwritable; ///< why the directory cannot be written, from open
 
   // Rejections already logged and counted, by manifest identity: a bad entry left to a lock
   // holder may be seen again by the next lookup, but is reported once.

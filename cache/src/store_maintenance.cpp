@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 
 namespace uwjit::cache {
@@ -170,6 +171,9 @@ EvictReport Store::evict(EvictBy by, DryRun dry) {
       m_impl->logger.info("evicted key={} ({} bytes)", key->hex(), group->bytes);
     }
     report.evicted.push_back(EvictedEntry{*key, group->bytes, group->last_used()});
+    if (by.max_size && group->bytes > *by.max_size) {
+      report.larger_than_limit.push_back(report.evicted.back());
+    }
     remaining -= std::min(remaining, group->bytes);
   }
   report.size_after = remaining;
@@ -186,7 +190,16 @@ std::optional<EvictReport> Store::maybe_evict(std::uint64_t max_size) {
   if (attempt.state == detail::LockState::busy) {
     return std::nullopt;
   }
-  return evict(EvictBy{.max_size = max_size, .older_than = std::nullopt}, DryRun::no);
+  auto report = evict(EvictBy{.max_size = max_size, .older_than = std::nullopt}, DryRun::no);
+  static std::atomic<bool> warned{false};
+  if (!report.larger_than_limit.empty() && !warned.exchange(true)) {
+    const auto& entry = report.larger_than_limit.front();
+    m_impl->logger.warn("the cache size limit ({} bytes, UWJIT_CACHE_MAX_SIZE) is smaller than "
+                        "entry {} alone ({} bytes): the cache cannot keep it, so every process "
+                        "compiles it again",
+                        max_size, entry.key.hex(), entry.bytes);
+  }
+  return report;
 }
 
 std::optional<Manifest> Store::read_manifest(const Key& key) {

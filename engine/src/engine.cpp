@@ -272,6 +272,16 @@ struct Engine::Impl {
     manifest.slot_tables = slot_tables(source.slots());
     manifest.compile_ms = object.timings.total_ms();
     manifest.origin = source.origin();
+    if (const auto& why = store->unwritable()) {
+      // Said once, where the job's kernels are stored (rank 0, or a node's leader under MPI);
+      // the store stays quiet about its failing locks and writes.
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) {
+        logger.warn("the kernel cache {} cannot be written ({}): kernels are read from it but "
+                    "none is stored, so every job compiles again the kernels it does not find",
+                    store->dir().string(), *why);
+      }
+    }
     const auto outcome = store->publish(key, object.bytes, manifest, source.canonical());
     if (outcome.published()) {
       (void)store->maybe_evict(max_size);
@@ -508,6 +518,32 @@ LineDifference first_difference(const std::string& a, const std::string& b) {
   return {};
 }
 
+// The salt components in which rank `r`'s salt differs from rank 0's, e.g.
+// `"opt" is "3" on rank 0, "2" on rank 1`.
+std::string salt_difference(const std::string& root, const std::string& other, int r) {
+  const auto a = cache::Salt::parse(root);
+  const auto b = cache::Salt::parse(other);
+  if (!a || !b) {
+    return format("\"{}\" on rank 0, \"{}\" on rank {}", root, other, r);
+  }
+  std::string out;
+  auto add = [&out](const std::string& text) { out += (out.empty() ? "" : ", ") + text; };
+  for (const auto& [name, value] : a->components()) {
+    const auto theirs = b->get(name);
+    if (!theirs) {
+      add(format("\"{}\" only on rank 0", name));
+    } else if (*theirs != value) {
+      add(format("\"{}\" is \"{}\" on rank 0, \"{}\" on rank {}", name, value, *theirs, r));
+    }
+  }
+  for (const auto& [name, value] : b->components()) {
+    if (!a->get(name)) {
+      add(format("\"{}\" only on rank {}", name, r));
+    }
+  }
+  return out.empty() ? "its components are in another order" : "component " + out;
+}
+
 } // namespace
 
 std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSource> sources,
@@ -543,6 +579,7 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
     const std::size_t i = *differing;
     // Every rank takes part, as every rank reached the same verdict.
     const std::vector<std::string> texts = comm.all_gather(sources[i].canonical());
+    const std::vector<std::string> salts = comm.all_gather(salt_text);
     std::map<std::string, std::vector<int>> groups; // key → ranks
     for (int r = 0; r < comm.size(); ++r) {
       groups[per_rank[r][i].substr(0, 16)].push_back(r);
@@ -557,10 +594,18 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
       if (ranks.front() == 0) {
         continue;
       }
-      const auto diff = first_difference(reference, texts[ranks.front()]);
-      message += format(" rank {} first differs from rank 0 at line {} of the canonical "
-                        "source: rank 0 has `{}`, rank {} has `{}`;",
-                        ranks.front(), diff.line, diff.a, ranks.front(), diff.b);
+      const int r = ranks.front();
+      if (texts[r] != reference) {
+        const auto diff = first_difference(reference, texts[r]);
+        message += format(" rank {} first differs from rank 0 at line {} of the canonical "
+                          "source: rank 0 has `{}`, rank {} has `{}`;",
+                          r, diff.line, diff.a, r, diff.b);
+      }
+      if (salts[r] != salts[0]) {
+        message += format(" rank {} has {} salt than rank 0 ({});", r,
+                          texts[r] == reference ? "the same source but another" : "another",
+                          salt_difference(salts[0], salts[r], r));
+      }
     }
     message += " each distinct source is written to mismatch/KEY.cpp in the cache directory";
     if (store) {

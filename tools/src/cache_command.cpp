@@ -415,6 +415,11 @@ int prune_command(const std::vector<std::string>& argv) {
   for (const auto& key : report.in_use) {
     std::cout << "kept " << key.hex() << " (being written)\n";
   }
+  for (const auto& entry : report.larger_than_limit) {
+    std::cerr << "uwjit: warning: entry " << entry.key.hex() << " alone ("
+              << human_size(entry.bytes) << ") is larger than --max-size: a limit that small "
+              << "keeps nothing of it\n";
+  }
   std::cout << report.evicted.size() << (dry ? " entries would be evicted: " : " entries evicted: ")
             << human_size(report.size_before) << " -> " << human_size(report.size_after) << "\n";
   return 0;

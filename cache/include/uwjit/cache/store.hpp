@@ -152,8 +152,11 @@ struct EvictedEntry {
 struct EvictReport {
   std::vector<EvictedEntry> evicted; ///< least recently used first (with DryRun::yes: would be)
   std::vector<Key> in_use;           ///< due for eviction but locked by a writer: left alone
-  std::uint64_t size_before = 0;     ///< bytes in entry files before
-  std::uint64_t size_after = 0;      ///< bytes in entry files after (with DryRun::yes: would be)
+  /// Evicted entries that alone are larger than EvictBy::max_size: a limit that small can never
+  /// keep them, so every process compiles them again.
+  std::vector<EvictedEntry> larger_than_limit;
+  std::uint64_t size_before = 0; ///< bytes in entry files before
+  std::uint64_t size_after = 0;  ///< bytes in entry files after (with DryRun::yes: would be)
 };
 
 /// One entry, as its manifest describes it.
@@ -224,6 +227,11 @@ public:
 
   [[nodiscard]] const std::filesystem::path& dir() const noexcept;
 
+  /// Why this process cannot write the directory (no write permission, a read-only
+  /// filesystem), as found by open(); nullopt when it can. Lookups still work; lock() and
+  /// publish() then fail without warning, so that the caller says it once, in its own words.
+  [[nodiscard]] const std::optional<std::string>& unwritable() const noexcept;
+
   /// Looks `key` up and verifies it: the manifest parses, its format is k_entry_format, its key
   /// and salt text equal `key` and `salt`, its slot tables equal `slots`, and the object has the
   /// manifest's size and SHA-256. A hit touches the manifest and object (LRU) and counts
@@ -263,7 +271,8 @@ public:
 
   /// Evicts to k_evict_target_percent of `max_size` if the cache is larger than `max_size` and
   /// no other process is evicting (a non-blocking flock on evict.lock); nullopt when it did
-  /// nothing. Cheap enough to call after every publish. Never throws for I/O.
+  /// nothing. Warns once per process when it evicts an entry larger than `max_size` alone.
+  /// Cheap enough to call after every publish. Never throws for I/O.
   std::optional<EvictReport> maybe_evict(std::uint64_t max_size);
 
   /// Bytes in entry files (objects, manifests, sources). Never throws for I/O.
