@@ -334,3 +334,144 @@ TEST_CASE("wipe removes uwjit's files and keeps the others") {
   publish_or_throw(store, entries[0]);
   CHECK(store.lookup(entries[0].key, entries[0].salt, entries[0].slots).hit());
 }
+
+namespace {
+// Takes the key lock of `entry` on another thread, as a writer publishing it would; held until
+// the returned lock is destroyed.
+std::unique_ptr<KeyLock> held_by_a_writer(Store& store, const SampleEntry& entry) {
+  auto lock = std::async(std::launch::async, [&] {
+                return std::make_unique<KeyLock>(store.lock(entry.key, 0ms));
+              }).get();
+  REQUIRE(lock->acquired());
+  return lock;
+}
+} // namespace
+
+TEST_CASE("wipe leaves alone an entry whose key lock a writer holds, and says so") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  const auto entries = publish_aged(store, {"busy", "idle"});
+  const auto dir = store.dir();
+  {
+    const auto held = held_by_a_writer(store, entries[0]);
+    const auto report = store.wipe(DryRun::no);
+    CHECK(has_entry(store, entries[0]));
+    CHECK(std::filesystem::exists(entries[0].object_path(dir)));
+    CHECK(std::filesystem::exists(entries[0].lock_path(dir)));
+    CHECK_FALSE(has_entry(store, entries[1]));
+    CHECK(std::find(report.in_use.begin(), report.in_use.end(), entries[0].key.hex() + ".o") !=
+          report.in_use.end());
+    CHECK(std::find(report.in_use.begin(), report.in_use.end(), entries[0].key.hex() + ".lock") !=
+          report.in_use.end());
+    CHECK(store.lookup(entries[0].key, entries[0].salt, entries[0].slots).hit());
+  }
+  // Once the writer is done, wipe takes it too.
+  CHECK(store.wipe(DryRun::no).in_use.empty());
+  CHECK_FALSE(has_entry(store, entries[0]));
+}
+
+TEST_CASE("verify --fix leaves a bad entry a writer holds, and reports it as remaining") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  const auto entries = publish_aged(store, {"busy", "orphan"});
+  const auto dir = store.dir();
+  std::filesystem::resize_file(entries[0].object_path(dir), 3);
+  std::filesystem::remove(entries[1].manifest_path(dir));
+  {
+    const auto held = held_by_a_writer(store, entries[0]);
+    const auto held_orphan = held_by_a_writer(store, entries[1]);
+    const auto report = store.verify(Fix::yes);
+    CHECK(std::filesystem::exists(entries[0].manifest_path(dir)));
+    CHECK(std::filesystem::exists(entries[1].object_path(dir)));
+    std::vector<std::string> expected{entries[0].key.hex() + ".cpp", entries[0].key.hex() + ".json",
+                                      entries[0].key.hex() + ".o", entries[1].key.hex() + ".cpp",
+                                      entries[1].key.hex() + ".o"};
+    std::sort(expected.begin(), expected.end());
+    CHECK(report.remaining == expected);
+  }
+  const auto fixed = store.verify(Fix::yes);
+  CHECK(fixed.remaining.empty());
+  CHECK(store.verify(Fix::no).ok());
+}
+
+TEST_CASE("verify reports a directory in an entry's place and never removes it") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  const auto entry = sample_entry();
+  publish_or_throw(store, entry);
+  const auto dir = store.dir();
+  std::filesystem::remove(entry.object_path(dir));
+  std::filesystem::create_directory(entry.object_path(dir));
+  write_text(entry.object_path(dir) / "inside", "mine");
+  const auto report = store.verify(Fix::no);
+  CHECK_FALSE(report.ok());
+  CHECK(report.foreign == std::vector<std::string>{entry.key.hex() + ".o"});
+  const auto fixed = store.verify(Fix::yes);
+  CHECK(std::find(fixed.remaining.begin(), fixed.remaining.end(), entry.key.hex() + ".o") !=
+        fixed.remaining.end());
+  CHECK(read_text(entry.object_path(dir) / "inside") == "mine");
+}
+
+TEST_CASE("a manifest larger than a reader accepts is refused before anything is written") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  auto entry = sample_entry();
+  entry.manifest.origin = std::string((std::size_t{1} << 20) + 1, 'o');
+  const auto outcome = store.publish(entry.key, entry.object, entry.manifest, entry.source);
+  CHECK_FALSE(outcome.published());
+  CHECK(outcome.reason.find("manifest") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(entry.object_path(store.dir())));
+  CHECK_FALSE(std::filesystem::exists(entry.manifest_path(store.dir())));
+  CHECK(temporaries_in(store.dir()).empty());
+  CHECK(stats.get(Stat::publish_failed) == 1);
+}
+
+TEST_CASE("a source larger than a reader accepts is refused before anything is written") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  auto entry = sample_entry();
+  entry.source.resize((std::size_t{256} << 20) + 1, ' ');
+  entry.key = Key::of(entry.source, entry.salt);
+  const auto outcome = store.publish(entry.key, entry.object, entry.manifest, entry.source);
+  CHECK_FALSE(outcome.published());
+  CHECK(outcome.reason.find("source") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(entry.object_path(store.dir())));
+  CHECK_FALSE(std::filesystem::exists(entry.source_path(store.dir())));
+  CHECK(temporaries_in(store.dir()).empty());
+}
+
+TEST_CASE("verify --fix keeps a sound entry whose source is too large to judge") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  const auto entry = sample_entry();
+  publish_or_throw(store, entry);
+  // As another version might have left it: a source beyond what verify reads.
+  std::filesystem::resize_file(entry.source_path(store.dir()), (std::uintmax_t{256} << 20) + 1);
+  const auto report = store.verify(Fix::yes);
+  CHECK(report.remaining.empty());
+  CHECK(report.removed.empty());
+  CHECK(store.lookup(entry.key, entry.salt, entry.slots).hit());
+}
+
+TEST_CASE("eviction reports an entry that alone is larger than the limit") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  const auto entry = sample_entry("big", 8192);
+  publish_or_throw(store, entry);
+  const auto report = store.maybe_evict(1024);
+  REQUIRE(report);
+  REQUIRE(report->larger_than_limit.size() == 1);
+  CHECK(report->larger_than_limit[0].key == entry.key);
+  CHECK(report->larger_than_limit[0].bytes > 1024);
+  // A limit that holds it is no warning.
+  publish_or_throw(store, entry);
+  const auto fits = store.evict(EvictBy{.max_size = 1 << 20, .older_than = {}}, DryRun::no);
+  CHECK(fits.larger_than_limit.empty());
+}
