@@ -92,6 +92,45 @@ expect_code 0 "verify --fix"
 run "$host"
 [ "$(json 'd["compiles"]' <<<"$out")" = 1 ] && ok || fail "after --fix the entry is compiled again"
 
+# --- verify --fix says when something bad is left ---------------------------------------------
+mkdir "$cache/fedcba9876543210.o"
+run "$uwjit" cache verify
+expect_code 1 "verify finds a directory in an entry's place"
+expect_out "fedcba9876543210.o  NOT A FILE" "verify names the foreign object"
+run "$uwjit" cache verify --fix
+expect_code 1 "verify --fix exits 1 when something bad is left"
+[ -d "$cache/fedcba9876543210.o" ] && ok || fail "verify --fix never removes a directory"
+rmdir "$cache/fedcba9876543210.o"
+
+# --- uwjit owns only what it made: a directory of user files is left as it was ----------------
+listing() { find "$1" -mindepth 1 -maxdepth 1 ! -name uwjit -printf '%f %s %T@ %m\n' | sort; }
+user_files() { # DIR: plants a user's files, none of them uwjit's
+  mkdir -p "$1"
+  echo '{"mine": true}' >"$1/stats.json"
+  echo draft >"$1/.tmp.report.1234.o"
+  echo notes >"$1/notes.txt"
+  touch -d '2 hours ago' "$1/.tmp.report.1234.o" "$1/stats.json" "$1/notes.txt"
+  listing "$1" >"$sandbox/before.txt"
+}
+untouched() { # DIR WHAT
+  listing "$1" >"$sandbox/after.txt"
+  diff "$sandbox/before.txt" "$sandbox/after.txt" >/dev/null && [ ! -e "$1/CACHEDIR.TAG" ] \
+    && [ "$(cat "$1/stats.json")" = '{"mine": true}' ] && ok || fail "$2: the user's files are untouched"
+}
+user_files "$sandbox/work"
+(cd "$sandbox/work" && UWJIT_CACHE_DIR=. run "$host" && echo "$out") >"$sandbox/dot.out"
+grep -q "\"cache_dir\": \"$sandbox/work/uwjit\"" "$sandbox/dot.out" && ok || fail "UWJIT_CACHE_DIR=. holding files uses ./uwjit"
+for cmd in "cache verify --fix" "cache prune --max-size 0" "cache wipe"; do
+  (cd "$sandbox/work" && UWJIT_CACHE_DIR=. $uwjit $cmd >/dev/null 2>&1)
+  untouched "$sandbox/work" "UWJIT_CACHE_DIR=. and $cmd"
+done
+(cd "$sandbox/work" && UWJIT_CACHE_DIR=. run "$uwjit" cache dir && echo "$out") >"$sandbox/dot-dir.out"
+grep -q "^$sandbox/work/uwjit$" "$sandbox/dot-dir.out" && ok || fail "cache dir names the uwjit/ subdirectory it uses"
+user_files "$sandbox/fakehome"
+(unset XDG_CACHE_HOME; HOME="$sandbox/fakehome" UWJIT_CACHE_DIR="$sandbox/fakehome" run "$host"; HOME="$sandbox/fakehome" UWJIT_CACHE_DIR="$sandbox/fakehome" "$uwjit" cache wipe >/dev/null 2>&1)
+untouched "$sandbox/fakehome" "UWJIT_CACHE_DIR=\$HOME"
+[ -e "$sandbox/fakehome/uwjit/CACHEDIR.TAG" ] && ok || fail "the cache lives in \$HOME/uwjit, marked"
+
 # --- Temporaries of killed writers are cleaned, young ones kept --------------------------------
 touch -d '2 hours ago' "$cache/.uwjit-tmp.0123456789abcdef.999.00000000deadbeef.o"
 touch "$cache/.uwjit-tmp.0123456789abcdef.998.00000000deadbeef.o"
