@@ -15,6 +15,11 @@ Scenarios (each in a fresh sandbox, each bounded: every process has a deadline):
   full-disk       file-size limits (RLIMIT_FSIZE, SIGXFSZ ignored) and, where mounting is
                   permitted, a full tmpfs: the host keeps running, nothing torn is left.
   crowd           8 processes x 20 kernels at once: every kernel compiled exactly once.
+  checkpoint      `uwjit run heat --restore FILE --checkpoint FILE` killed with SIGKILL at random
+                  moments (half of them just after the checkpoint's temporary appears): FILE is
+                  always byte for byte the old checkpoint or the new one, never torn, and
+                  `--restore` of it resumes bit for bit like an uninterrupted run. Trials as for
+                  kill.
 
 Prints one line per failed check and ends with "N passed, N failed".
 """
@@ -440,12 +445,100 @@ def scenario_crowd(suite, rng):
     suite.facts.update({"crowd": f"{processes} x {kernels}", **totals})
 
 
+def scenario_checkpoint(suite, trials, rng):
+    work = os.path.join(suite.root, "checkpoint")
+    out = os.path.join(suite.root, "checkpoint-vtk")
+    cache = os.path.join(suite.root, "checkpoint-cache")
+    os.makedirs(work)
+    os.makedirs(out)
+
+    def heat(*args):
+        command = [suite.uwjit, "run", "heat", *args, "--output", out]
+        return subprocess.Popen(command, env=suite.env(cache), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def run_heat(what, *args):
+        code, _, err = suite.finish(heat(*args))
+        return suite.check(code == 0, f"{what}: uwjit run heat {' '.join(args)} succeeds",
+                           f"exit {code}, stderr {err.strip()[-600:]}")
+
+    def path(name):
+        return os.path.join(work, name)
+
+    def read(name):
+        with open(path(name), "rb") as f:
+            return f.read()
+
+    # References, uninterrupted: step 10 (the old checkpoint), step 20 reached by restoring
+    # step 10 (the new one), step 20 and step 30 in one run each.
+    size = "48"  # a checkpoint of ~0.9 MB: its write takes long enough to be hit
+    if not (run_heat("old", "--size", size, "--steps", "10", "--checkpoint", path("old.ckpt")) and
+            run_heat("new", "--restore", path("old.ckpt"), "--steps", "10",
+                     "--checkpoint", path("new.ckpt")) and
+            run_heat("whole 20", "--size", size, "--steps", "20",
+                     "--checkpoint", path("whole20.ckpt")) and
+            run_heat("whole 30", "--size", size, "--steps", "30",
+                     "--checkpoint", path("whole30.ckpt"))):
+        return
+    old, new, whole30 = read("old.ckpt"), read("new.ckpt"), read("whole30.ckpt")
+    suite.check(new == read("whole20.ckpt"),
+                "a checkpoint restored and continued equals the uninterrupted run's")
+    suite.check(old != new, "the old and the new checkpoint differ (the test can tell them apart)")
+
+    start = time.monotonic()
+    code, _, _ = suite.finish(heat("--restore", path("old.ckpt"), "--steps", "10",
+                                   "--checkpoint", path("timing.ckpt")))
+    full_run_s = time.monotonic() - start
+
+    seen = {"old": 0, "new": 0, "killed with a temporary present": 0}
+    for trial in range(trials):
+        target = path("trial.ckpt")
+        shutil.copyfile(path("old.ckpt"), target)
+        process = heat("--restore", target, "--steps", "10", "--checkpoint", target)
+        if trial % 2 == 0:
+            # Anywhere in the run, including after it has ended.
+            time.sleep(rng.uniform(0, full_run_s * 1.1))
+        else:
+            # Inside the write: as soon as the temporary exists, then a little later.
+            while process.poll() is None and not glob.glob(os.path.join(work, ".uwjit-tmp.*")):
+                time.sleep(0.0002)
+            time.sleep(rng.uniform(0, 0.004))
+        if glob.glob(os.path.join(work, ".uwjit-tmp.*")):
+            seen["killed with a temporary present"] += 1
+        process.kill()
+        process.communicate(timeout=DEADLINE_S)
+        data = read("trial.ckpt")
+        outcome = "old" if data == old else "new" if data == new else None
+        if not suite.check(outcome is not None,
+                           f"trial {trial}: the checkpoint is the old or the new one, never torn",
+                           f"{len(data)} bytes; old {len(old)}, new {len(new)}"):
+            continue
+        seen[outcome] += 1
+        # The killed writer may leave its temporary (named as only uwjit names them): nothing
+        # else appears beside the checkpoint.
+        strays = [n for n in os.listdir(work) if n.startswith(".") and
+                  not n.startswith(".uwjit-tmp.trial.ckpt.")]
+        suite.check(not strays, f"trial {trial}: no file but uwjit's temporary is left", str(strays))
+        for leftover in glob.glob(os.path.join(work, ".uwjit-tmp.*")):
+            os.remove(leftover)
+        # Resumed to step 30, it is bit for bit the uninterrupted run's state.
+        more = "20" if outcome == "old" else "10"
+        if run_heat(f"trial {trial}: resume", "--restore", target, "--steps", more,
+                    "--checkpoint", path("resumed.ckpt")):
+            suite.check(read("resumed.ckpt") == whole30,
+                        f"trial {trial}: the {outcome} checkpoint resumes bit for bit")
+    suite.facts.update({"checkpoint trials": trials, "run (s)": round(full_run_s, 3),
+                        **{f"trials leaving the {k} checkpoint" if k in ("old", "new") else k: v
+                           for k, v in seen.items()}})
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--uwjit", required=True)
     parser.add_argument("--host", required=True)
-    parser.add_argument("scenario", choices=["kill", "stopped-holder", "full-disk", "crowd"])
+    parser.add_argument("scenario",
+                        choices=["kill", "stopped-holder", "full-disk", "crowd", "checkpoint"])
     parser.add_argument("--trials", type=int,
                         default=int(os.environ.get("UWJIT_FAULT_TRIALS", "100")))
     parser.add_argument("--seed", type=int, default=int(os.environ.get(
@@ -463,6 +556,8 @@ def main():
             scenario_stopped_holder(suite, rng)
         elif args.scenario == "full-disk":
             scenario_full_disk(suite, rng)
+        elif args.scenario == "checkpoint":
+            scenario_checkpoint(suite, args.trials, rng)
         else:
             scenario_crowd(suite, rng)
     finally:
