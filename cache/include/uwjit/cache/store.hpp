@@ -29,13 +29,20 @@ namespace uwjit::cache {
 /// |                                  | commit point                                         |
 /// | `{key}.lock`                     | the key's lock file for flock(2); empty; only wipe   |
 /// |                                  | unlinks it                                           |
-/// | `.tmp.{stem}.{pid}.{hex16}.{ext}` | a file being written, renamed into place when       |
-/// |                                  | complete; removed once older than k_temporary_grace  |
-/// | `CACHEDIR.TAG`                   | the marker (https://bford.info/cachedir/); wipe      |
-/// |                                  | refuses a directory without it                       |
+/// | `.uwjit-tmp.{name}.{pid}.{hex16}` | a file being written (posix::AtomicFile), renamed |
+/// |                                  | into place when complete; removed once older than   |
+/// |                                  | k_temporary_grace                                    |
+/// | `CACHEDIR.TAG`                   | uwjit's marker (https://bford.info/cachedir/, with   |
+/// |                                  | a line naming uwjit); wipe refuses a directory       |
+/// |                                  | without it                                           |
 /// | `stats.json`                     | the persisted counters (format below)                |
 /// | `stats.lock`, `evict.lock`       | lock files of the stats merge and of eviction        |
 /// | `cleanup.stamp`                  | its mtime says when temporaries were last cleaned    |
+///
+/// Ownership: Store::open uses a directory as it is only when it is new, empty (but for uwjit's
+/// temporaries) or carries uwjit's marker, and marks it then. A directory holding other files
+/// (UWJIT_CACHE_DIR=. or $HOME) is never marked, cleaned or wiped: the store lives in its
+/// subdirectory `uwjit` instead, which must itself be new, empty or uwjit's (else open throws).
 ///
 /// Files with any other name are never touched, not even by wipe. Entry files are opened with
 /// O_NOFOLLOW: a symlink in an entry's place is refused, never followed; removing one unlinks
@@ -210,12 +217,15 @@ struct WipeReport {
 /// counted in the Stats given to open().
 class Store {
 public:
-  /// Opens the cache in `dir`, creating it and missing parents with mode 0700, writing
-  /// CACHEDIR.TAG if missing, and cleaning old temporaries at most every k_cleanup_interval.
+  /// Opens the cache in `dir`, creating it and missing parents with mode 0700, or in
+  /// `dir`/uwjit when `dir` holds files that are not uwjit's (see Ownership above), writing
+  /// uwjit's CACHEDIR.TAG into a new or empty directory, and cleaning old temporaries at most
+  /// every k_cleanup_interval.
   /// A read-only directory opens (lookups work; publishing fails softly). Counts into
   /// process_stats(). Throws Error(io) if the directory cannot be created or opened at all, or
   /// if it is writable by its group or others or owned by another user and
-  /// UWJIT_CACHE_TRUST_SHARED is not set (the caller then runs memory-only, with one warning);
+  /// UWJIT_CACHE_TRUST_SHARED is not set, or if `dir` and `dir`/uwjit both hold files that are
+  /// not uwjit's (the caller then runs memory-only, with one warning);
   /// Error(usage) on a bad UWJIT_LOG_LEVEL or UWJIT_CACHE_TRUST_SHARED.
   [[nodiscard]] static Store open(std::filesystem::path dir);
   /// As open(dir), counting into `counters`, which must outlive the Store.
