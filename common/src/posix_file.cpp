@@ -295,7 +295,7 @@ void AtomicFile::rename_into_place() {
 void AtomicFile::commit() {
   rename_into_place();
   if (m_options.durability == Durability::synced) {
-    sync_directory(m_dir_fd, m_display);
+    sync_directory(m_dir_fd, "of \"" + m_display + "\"");
   }
 }
 

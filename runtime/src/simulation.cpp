@@ -1292,7 +1292,7 @@ void Simulation::checkpoint(const std::filesystem::path& path) const {
   try {
     posix::write_file_atomically(path, bytes, {.mode = 0644});
   } catch (const Error& e) {
-    throw Error(ErrorKind::io, format("checkpoint: {}", e.what()));
+    throw Error(ErrorKind::io, format("checkpoint {}: {}", path.string(), e.what()));
   }
   logger().info("checkpoint {} written at step {} ({} bytes)", path.string(), m_impl->steps,
                 bytes.size());
