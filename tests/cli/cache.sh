@@ -102,6 +102,15 @@ expect_code 1 "verify --fix exits 1 when something bad is left"
 [ -d "$cache/fedcba9876543210.o" ] && ok || fail "verify --fix never removes a directory"
 rmdir "$cache/fedcba9876543210.o"
 
+# --- A size limit that can never hold an entry says so ----------------------------------------
+UWJIT_CACHE_DIR="$sandbox/tiny" UWJIT_CACHE_MAX_SIZE=1K run "$host"
+expect_code 0 "a cache limit below one entry: the host runs"
+expect_err 'cache size limit \(1024 bytes, UWJIT_CACHE_MAX_SIZE\) is smaller than entry [0-9a-f]{16} alone' "a cache limit below one entry is a warning"
+UWJIT_CACHE_DIR="$sandbox/tiny" run "$host"
+UWJIT_CACHE_DIR="$sandbox/tiny" run "$uwjit" cache prune --max-size 1K
+expect_code 0 "prune below one entry"
+expect_err 'larger than --max-size' "prune warns about a limit below one entry"
+
 # --- uwjit owns only what it made: a directory of user files is left as it was ----------------
 listing() { find "$1" -mindepth 1 -maxdepth 1 ! -name uwjit -printf '%f %s %T@ %m\n' | sort; }
 user_files() { # DIR: plants a user's files, none of them uwjit's
