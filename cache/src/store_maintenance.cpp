@@ -413,7 +413,16 @@ WipeReport Store::wipe(DryRun dry) {
     }
   }
   std::sort(plain.begin(), plain.end());
+  const auto cutoff = Clock::now() - k_temporary_grace;
   for (const auto& name : plain) {
+    // A young temporary may be a live writer's next file (always a regular file): removing it
+    // would fail its publish.
+    const auto status = posix::status_at(fd, name);
+    if (dry == DryRun::no && names::classify(name).kind == names::FileKind::temporary && status &&
+        status->regular && status->mtime() >= cutoff) {
+      report.in_use.push_back(name);
+      continue;
+    }
     remove(name);
   }
   // Lock files last, and only those nobody holds: unlinking a held one would let a second

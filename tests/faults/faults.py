@@ -11,7 +11,9 @@ Scenarios (each in a fresh sandbox, each bounded: every process has a deadline):
                   right; periodically a healer must leave a cache that verifies clean. Trials:
                   --trials, else UWJIT_FAULT_TRIALS, else 100 (use 1000 for a long local run).
   stopped-holder  a writer stopped (SIGSTOP) while holding a key lock: waiters time out
-                  (UWJIT_LOCK_TIMEOUT), compile privately, warn and go on.
+                  (UWJIT_LOCK_TIMEOUT), compile privately, warn and go on; wipe, verify --fix
+                  and prune run while a writer is stopped between its renames leave its files
+                  alone, and its entry is whole once it goes on.
   full-disk       file-size limits (RLIMIT_FSIZE, SIGXFSZ ignored) and, where mounting is
                   permitted, a full tmpfs: the host keeps running, nothing torn is left.
   crowd           8 processes x 20 kernels at once: every kernel compiled exactly once.
@@ -340,6 +342,44 @@ def scenario_stopped_holder(suite, rng):
     v_code, v_report = suite.verify(cache)
     suite.check(v_code == 0, "the cache verifies clean after the stopped holders",
                 json.dumps(v_report)[:800])
+
+    # Maintenance racing a slow writer: stopped between renaming its object and its manifest,
+    # the writer holds the key lock; wipe, verify --fix and prune must leave its files alone, so
+    # that its manifest, renamed when it goes on, never names a removed object.
+    n = second + 1
+    for point in ("publish:object-committed", "publish:source-committed"):
+        for command in (["wipe"], ["verify", "--fix"], ["prune", "--max-size", "0"]):
+            what = f"uwjit cache {' '.join(command)} while a writer is stopped at {point}"
+            holder = suite.start_host(cache, n, 1, UWJIT_TEST_FAULT=f"stop@{point}")
+            if not suite.check(wait_stopped(holder, DEADLINE_S), f"{what}: the writer stops"):
+                holder.kill()
+                suite.finish(holder)
+                continue
+            # The writer's files: renamed into place, its manifest not yet.
+            writers = [p for p in glob.glob(os.path.join(cache, "*.o")) + glob.glob(
+                os.path.join(cache, "*.cpp")) if not os.path.exists(p.rsplit(".", 1)[0] + ".json")]
+            result = subprocess.run([suite.uwjit, "cache", *command], env=suite.env(cache),
+                                    capture_output=True, text=True, timeout=DEADLINE_S)
+            suite.check(writers and all(os.path.exists(p) for p in writers),
+                        f"{what}: the writer's files are left in place",
+                        f"{writers}: {result.stdout + result.stderr}")
+            if command[0] != "prune":
+                suite.check(result.returncode == 1,
+                            f"{what}: exits 1, since the writer's entry is left",
+                            f"exit {result.returncode}: {result.stdout + result.stderr}")
+            holder.send_signal(signal.SIGCONT)
+            code, report, err = suite.finish(holder)
+            if suite.host_ok(code, report, err, f"{what}: the writer, continued"):
+                suite.check(report["published"] == 1, f"{what}: the writer, continued, publishes",
+                            str(report))
+            v_code, v_report = suite.verify(cache)
+            suite.check(v_code == 0 and all(e["ok"] for e in v_report["entries"]),
+                        f"{what}: no torn entry afterwards", json.dumps(v_report)[:800])
+            code, report, err = suite.run_host(cache, n, 1)
+            if suite.host_ok(code, report, err, f"{what}: the reader after"):
+                suite.check((report["compiles"], report["disk_hits"]) == (0, 1),
+                            f"{what}: the writer's entry serves the next process", str(report))
+            n += 1
 
 
 def limited_fsize(limit):

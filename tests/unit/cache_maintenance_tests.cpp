@@ -309,6 +309,8 @@ TEST_CASE("wipe removes uwjit's files and keeps the others") {
   }
   store.flush_stats(stats);
   write_text(dir / ".uwjit-tmp.y.2.0000000000000000.json", "partial");
+  set_mtime(dir / ".uwjit-tmp.y.2.0000000000000000.json",
+            Clock::now() - k_temporary_grace - std::chrono::minutes(1));
   write_text(dir / "README.md", "mine");
   write_text(dir / "0123456789abcdef.o.bak", "mine too");
 
@@ -330,6 +332,12 @@ TEST_CASE("wipe removes uwjit's files and keeps the others") {
   CHECK(report.failed.empty());
   CHECK(names_in(dir) ==
         std::vector<std::string>{"0123456789abcdef.o.bak", "CACHEDIR.TAG", "README.md"});
+  // A young temporary may be a live writer's: kept, and said to be in use.
+  write_text(dir / ".uwjit-tmp.z.3.0000000000000000.o", "being written");
+  const auto busy = store.wipe(DryRun::no);
+  CHECK(busy.in_use == std::vector<std::string>{".uwjit-tmp.z.3.0000000000000000.o"});
+  CHECK(std::filesystem::exists(dir / ".uwjit-tmp.z.3.0000000000000000.o"));
+  std::filesystem::remove(dir / ".uwjit-tmp.z.3.0000000000000000.o");
   // Still a cache: it works on.
   publish_or_throw(store, entries[0]);
   CHECK(store.lookup(entries[0].key, entries[0].salt, entries[0].slots).hit());

@@ -454,7 +454,7 @@ int wipe_command(const std::vector<std::string>& argv) {
     std::cerr << "uwjit: cannot delete " << failure << "\n";
   }
   for (const auto& name : report.in_use) {
-    std::cerr << "uwjit: kept " << name << ": a writer holds its key lock (run wipe again)\n";
+    std::cerr << "uwjit: kept " << name << ": a writer may be using it (run wipe again later)\n";
   }
   std::cout << report.removed.size() << (dry ? " files would be deleted (" : " files deleted (")
             << human_size(report.bytes) << ") in " << store->dir().string() << "\n";

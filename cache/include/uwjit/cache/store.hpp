@@ -206,7 +206,7 @@ struct WipeReport {
   std::vector<std::string> removed; ///< file names (with DryRun::yes: would be)
   std::vector<std::string> kept;    ///< names that are not uwjit's, left alone
   std::vector<std::string> failed;  ///< "name: why" of uwjit files that could not be removed
-  std::vector<std::string> in_use;  ///< files of keys a writer holds the lock of: left alone
+  std::vector<std::string> in_use;  ///< files a live writer may be using: left alone
   std::uint64_t bytes = 0;          ///< size of the removed files
 };
 
@@ -309,8 +309,9 @@ public:
   [[nodiscard]] VerifyReport verify(Fix fix);
 
   /// Removes every uwjit file but CACHEDIR.TAG: entries (each under its key lock, manifest
-  /// first), lock files nobody holds, temporaries, stats and housekeeping files; leaves and
-  /// reports files with other names, and the files of keys a writer holds the lock of. Throws
+  /// first), lock files nobody holds, temporaries older than k_temporary_grace, stats and
+  /// housekeeping files; leaves and reports files with other names, and (in `in_use`) the files
+  /// of keys a writer holds the lock of and younger temporaries. Throws
   /// Error(usage) if the directory has no CACHEDIR.TAG written by uwjit (it may not be a uwjit
   /// cache), and Error(io) if it cannot be listed; a file that cannot be removed is reported,
   /// not thrown.
