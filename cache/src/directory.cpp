@@ -6,6 +6,12 @@
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/log.hpp>
 
+#include "entry_names.hpp"
+
+#include <uwjit/common/posix_file.hpp>
+
+#include <fcntl.h>
+
 #include <atomic>
 
 namespace uwjit::cache {
@@ -52,6 +58,14 @@ CacheLocation resolve_cache_location() {
               "compiled kernels are kept in memory only");
   }
   return {std::nullopt, "no HOME: memory only"};
+}
+
+std::filesystem::path store_directory(const std::filesystem::path& configured) {
+  const posix::UniqueFd fd(posix::open_at(AT_FDCWD, configured.string(), O_RDONLY | O_DIRECTORY));
+  if (!fd || names::ownership_of(fd.get()) != names::Ownership::foreign) {
+    return configured;
+  }
+  return configured / names::k_subdirectory;
 }
 
 } // namespace uwjit::cache

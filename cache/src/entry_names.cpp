@@ -1,12 +1,6 @@
 #include "entry_names.hpp"
 
-#include <uwjit/common/format.hpp>
-
-#include <unistd.h>
-
 #include <array>
-#include <atomic>
-#include <random>
 
 namespace uwjit::cache::names {
 
@@ -18,20 +12,6 @@ constexpr std::array<std::pair<std::string_view, FileKind>, 4> k_entry_suffixes{
     {".lock", FileKind::lock},
 }};
 
-// Unique among writers: the pid separates processes, the counter separates calls, and the random
-// part separates a process from an earlier one that had the same pid (a killed writer's leftover).
-std::uint64_t next_random() {
-  static const std::uint64_t seed = [] {
-    std::random_device device;
-    return (std::uint64_t{device()} << 32) ^ device();
-  }();
-  static std::atomic<std::uint64_t> counter{0};
-  // splitmix64: spreads seed + counter over all bits.
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (counter.fetch_add(1) + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 } // namespace
 
 Classified classify(std::string_view name) {
@@ -54,6 +34,38 @@ Classified classify(std::string_view name) {
   return {FileKind::other, std::nullopt};
 }
 
+bool is_uwjit_tag(std::string_view text) {
+  // The line that names uwjit, not the whole text, so that a later wording still counts.
+  return text.starts_with(k_tag_signature) &&
+         text.find("\n# This file is a cache directory tag created by uwjit") !=
+             std::string_view::npos;
+}
+
+Ownership ownership_of(int dir_fd) {
+  auto marked = [dir_fd] {
+    std::string text;
+    return posix::read_file_at(dir_fd, std::string(k_tag), 4096, text).error == 0 &&
+           is_uwjit_tag(text);
+  };
+  if (marked()) {
+    return Ownership::ours;
+  }
+  int error = 0;
+  const auto listed = posix::list_names(dir_fd, error);
+  if (!listed) {
+    return Ownership::foreign;
+  }
+  bool others = false;
+  for (const auto& name : *listed) {
+    // Another process may have marked the directory since we looked: ask the tag again.
+    if (name == k_tag && marked()) {
+      return Ownership::ours;
+    }
+    others = others || !name.starts_with(k_temporary_prefix);
+  }
+  return others ? Ownership::foreign : Ownership::empty;
+}
+
 std::string object(const Key& key) {
   return key.hex() + ".o";
 }
@@ -65,17 +77,6 @@ std::string source(const Key& key) {
 }
 std::string lock(const Key& key) {
   return key.hex() + ".lock";
-}
-
-std::string temporary(std::string_view stem, std::string_view ext) {
-  static constexpr char k_hex[] = "0123456789abcdef";
-  std::uint64_t bits = next_random();
-  std::string random(16, '0');
-  for (auto& digit : random) {
-    digit = k_hex[bits & 0xF];
-    bits >>= 4;
-  }
-  return format("{}{}.{}.{}.{}", k_temporary_prefix, stem, ::getpid(), random, ext);
 }
 
 } // namespace uwjit::cache::names

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <uwjit/cache/key.hpp>
+#include <uwjit/common/posix_file.hpp>
 
 #include <optional>
 #include <string>
@@ -11,18 +12,26 @@ namespace uwjit::cache::names {
 
 inline constexpr std::string_view k_tag = "CACHEDIR.TAG";
 inline constexpr std::string_view k_tag_signature = "Signature: 8a477f597d28d172789f06886806bc55";
+/// uwjit's marker: CACHEDIR.TAG with this text, written only into a directory uwjit created or
+/// found empty. A tag without uwjit's line was written by another program.
+inline constexpr std::string_view k_tag_text =
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by uwjit (compiled simulation kernels).\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n";
+/// The subdirectory a store moves to when the configured directory holds other files.
+inline constexpr std::string_view k_subdirectory = "uwjit";
 inline constexpr std::string_view k_stats = "stats.json";
 inline constexpr std::string_view k_stats_lock = "stats.lock";
 inline constexpr std::string_view k_evict_lock = "evict.lock";
 inline constexpr std::string_view k_cleanup_stamp = "cleanup.stamp";
-inline constexpr std::string_view k_temporary_prefix = ".tmp.";
+inline constexpr std::string_view k_temporary_prefix = posix::k_temporary_prefix;
 
 enum class FileKind {
   object,       ///< {key}.o
   manifest,     ///< {key}.json
   source,       ///< {key}.cpp
   lock,         ///< {key}.lock
-  temporary,    ///< .tmp.*
+  temporary,    ///< .uwjit-tmp.* (posix::temporary_name)
   tag,          ///< CACHEDIR.TAG
   housekeeping, ///< stats.json, stats.lock, evict.lock, cleanup.stamp
   other,        ///< anything else: never touched
@@ -37,12 +46,22 @@ struct Classified {
 /// "0123456789ABCDEF.o" or "0123456789abcdef.o.bak" are other files.
 [[nodiscard]] Classified classify(std::string_view name);
 
+/// Whether `text` (a CACHEDIR.TAG) is uwjit's marker: the standard signature and uwjit's line.
+[[nodiscard]] bool is_uwjit_tag(std::string_view text);
+
+enum class Ownership {
+  ours,    ///< carries uwjit's marker
+  empty,   ///< nothing in it but uwjit's temporaries: uwjit may mark it and use it
+  foreign, ///< holds files of others: uwjit uses a subdirectory instead
+};
+
+/// Who owns the directory `dir_fd`. Never throws; a directory that cannot be listed and has no
+/// marker is foreign.
+[[nodiscard]] Ownership ownership_of(int dir_fd);
+
 [[nodiscard]] std::string object(const Key& key);
 [[nodiscard]] std::string manifest(const Key& key);
 [[nodiscard]] std::string source(const Key& key);
 [[nodiscard]] std::string lock(const Key& key);
-
-/// A fresh temporary name ".tmp.{stem}.{pid}.{16 random hex}.{ext}". Thread-safe.
-[[nodiscard]] std::string temporary(std::string_view stem, std::string_view ext);
 
 } // namespace uwjit::cache::names

@@ -12,7 +12,7 @@
 // between machines.
 #pragma once
 
-#include "posix_file.hpp"
+#include <uwjit/common/posix_file.hpp>
 
 #include <chrono>
 #include <memory>

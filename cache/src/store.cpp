@@ -4,8 +4,8 @@
 #include "fault_point.hpp"
 #include "file_lock.hpp"
 #include "manifest_json.hpp"
-#include "posix_file.hpp"
 #include "store_impl.hpp"
+#include <uwjit/common/posix_file.hpp>
 
 #include <uwjit/common/env.hpp>
 #include <uwjit/common/env_variables.hpp>
@@ -27,11 +27,6 @@
 namespace uwjit::cache {
 
 namespace {
-
-constexpr std::string_view k_tag_text =
-    "Signature: 8a477f597d28d172789f06886806bc55\n"
-    "# This file is a cache directory tag created by uwjit (compiled simulation kernels).\n"
-    "# For information about cache directory tags, see https://bford.info/cachedir/\n";
 
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
@@ -152,6 +147,73 @@ void check_trusted(int dir_fd, const std::filesystem::path& dir, const log::Logg
                      dir.string(), why, k_trust_shared_variable));
 }
 
+// Marks a directory uwjit may use (created by it or found empty). Soft: an unmarked empty
+// directory still works, and the next open marks it.
+void mark(int dir_fd, const std::filesystem::path& dir, const log::Logger& logger) {
+  try {
+    posix::AtomicFile file(dir_fd, std::string(names::k_tag),
+                           {.mode = 0644, .durability = posix::Durability::buffered});
+    file.write(names::k_tag_text);
+    file.commit();
+  } catch (const Error& e) {
+    logger.debug("cannot mark cache directory {}: {}", dir.string(), e.what());
+  }
+}
+
+std::atomic<bool> g_subdirectory_said{false};
+
+// uwjit owns only what it made: a directory that holds other files (UWJIT_CACHE_DIR=. or
+// $HOME) is never marked, cleaned or wiped; the store moves into its subdirectory uwjit/, which
+// must itself be uwjit's or empty.
+} // namespace
+
+void Store::Impl::use_owned_directory() {
+  Impl& impl = *this;
+  switch (names::ownership_of(impl.fd())) {
+  case names::Ownership::ours:
+    return;
+  case names::Ownership::empty:
+    mark(impl.fd(), impl.dir, impl.logger);
+    return;
+  case names::Ownership::foreign:
+    break;
+  }
+  const std::string sub(names::k_subdirectory);
+  const auto sub_path = impl.dir / sub;
+  if (::mkdirat(impl.fd(), sub.c_str(), 0700) != 0 && errno != EEXIST) {
+    posix::throw_io(format("cache directory \"{}\" holds files that are not uwjit's, and \"{}\" "
+                           "cannot be created",
+                           impl.dir.string(), sub_path.string()),
+                    errno);
+  }
+  posix::UniqueFd sub_fd(posix::open_at(impl.fd(), sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
+  if (!sub_fd) {
+    posix::throw_io(format("cache directory \"{}\": cannot open", sub_path.string()), errno);
+  }
+  check_trusted(sub_fd.get(), sub_path, impl.logger);
+  switch (names::ownership_of(sub_fd.get())) {
+  case names::Ownership::ours:
+    break;
+  case names::Ownership::empty:
+    mark(sub_fd.get(), sub_path, impl.logger);
+    break;
+  case names::Ownership::foreign:
+    throw Error(
+        ErrorKind::io,
+        format("cache directory \"{}\" holds files that are not uwjit's, and so does \"{}\"; "
+               "uwjit uses neither (point UWJIT_CACHE_DIR at a directory of its own)",
+               impl.dir.string(), sub_path.string()));
+  }
+  if (!g_subdirectory_said.exchange(true)) {
+    impl.logger.info("cache directory {} holds other files: using {}", impl.dir.string(),
+                     sub_path.string());
+  }
+  impl.dir = sub_path;
+  impl.dir_fd = std::move(sub_fd);
+}
+
+namespace {
+
 std::atomic<bool> g_publish_failure_warned{false};
 std::atomic<bool> g_unsupported_lock_warned{false};
 
@@ -258,7 +320,9 @@ EntryCheck Store::Impl::check_entry(const Key& key, const Expected& expected) co
         return reject(RejectReason::key_mismatch,
                       format("the stored source and salt hash to key {}", recomputed));
       }
-    } else if (source_read.error != ENOENT) {
+    } else if (source_read.error != ENOENT && source_read.error != EFBIG) {
+      // A source too large to read (written by another version) is not judged: the entry's
+      // object is verified and serves lookups, so it is not removed for that.
       return reject(RejectReason::key_mismatch,
                     format("cannot read the source: {}", posix::error_text(source_read.error)));
     }
@@ -365,6 +429,7 @@ Store Store::open(std::filesystem::path dir, Stats& counters) {
                                              .dir_fd = {},
                                              .stats = &counters,
                                              .logger = log::get("uwjit.cache"),
+                                             .unwritable = std::nullopt,
                                              .reported_mutex = {},
                                              .reported = {}});
   make_directories(impl->dir);
@@ -375,20 +440,13 @@ Store Store::open(std::filesystem::path dir, Stats& counters) {
     posix::throw_io(format("cache directory \"{}\": cannot open", impl->dir.string()), errno);
   }
   check_trusted(impl->dir_fd.get(), impl->dir, impl->logger);
+  impl->use_owned_directory();
+  // access(2) with W_OK also reports a read-only filesystem (EROFS).
+  if (::faccessat(impl->fd(), ".", W_OK, AT_EACCESS) != 0) {
+    impl->unwritable = posix::error_text(errno);
+  }
   Store store(std::move(impl));
   const int fd = store.m_impl->fd();
-  const std::string tag(names::k_tag);
-  if (!posix::status_at(fd, tag)) {
-    try {
-      posix::TempFile file(fd, "tag", "txt");
-      file.write(k_tag_text);
-      file.finish(posix::Durability::buffered);
-      file.commit(tag);
-    } catch (const Error& e) {
-      store.m_impl->logger.debug("cannot mark cache directory {}: {}", store.dir().string(),
-                                 e.what());
-    }
-  }
   // Temporaries of killed writers: looked for at most once per interval, by whoever first finds
   // the stamp old, so that opening stays cheap.
   const std::string stamp(names::k_cleanup_stamp);
@@ -406,6 +464,10 @@ Store Store::open(std::filesystem::path dir, Stats& counters) {
 
 const std::filesystem::path& Store::dir() const noexcept {
   return m_impl->dir;
+}
+
+const std::optional<std::string>& Store::unwritable() const noexcept {
+  return m_impl->unwritable;
 }
 
 LookupOutcome Store::lookup(const Key& key, const Salt& salt, const std::vector<SlotTable>& slots) {
@@ -461,6 +523,12 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
       format("publish: key {} is not the key of the source under the manifest's salt", key.hex()));
   PublishOutcome outcome;
   try {
+    // Refused here, before anything is written: read_source and verify refuse a larger source.
+    if (source.size() > k_source_limit) {
+      throw Error(ErrorKind::io,
+                  format("the source has {} bytes, more than the {} a reader accepts",
+                         source.size(), k_source_limit));
+    }
     Manifest m = manifest;
     m.format = k_entry_format;
     m.key = key.hex();
@@ -489,31 +557,41 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
                                         reread ? "a field changes" : why));
     }
 
+    // Refused here, before anything is written: lookup refuses a larger manifest, so such an
+    // entry would be rejected and compiled again on every run.
+    if (text.size() > k_manifest_limit) {
+      throw Error(ErrorKind::io, format("the manifest has {} bytes, more than the {} a reader "
+                                        "accepts",
+                                        text.size(), k_manifest_limit));
+    }
+
     const int fd = m_impl->fd();
     detail::fault_point("publish:begin");
-    posix::TempFile object_file(fd, key.hex(), "o");
+    // Readable by others: a trusted shared cache (UWJIT_CACHE_TRUST_SHARED) serves other users.
+    const posix::AtomicFileOptions options{.mode = 0644, .durability = posix::Durability::synced};
+    posix::AtomicFile object_file(fd, names::object(key), options);
     // In two halves, so that the fault suite can stop a writer in the middle of a file.
     const auto half = object.size() / 2;
     object_file.write(object.first(half));
     detail::fault_point("publish:object-partial");
     object_file.write(object.subspan(half));
-    object_file.finish(posix::Durability::synced);
-    posix::TempFile source_file(fd, key.hex(), "cpp");
+    object_file.finish();
+    posix::AtomicFile source_file(fd, names::source(key), options);
     source_file.write(source);
-    source_file.finish(posix::Durability::synced);
-    posix::TempFile manifest_file(fd, key.hex(), "json");
+    source_file.finish();
+    posix::AtomicFile manifest_file(fd, names::manifest(key), options);
     manifest_file.write(text);
-    manifest_file.finish(posix::Durability::synced);
+    manifest_file.finish();
 
     // The object and source are in place (and durable) before the manifest names them: a crash
     // anywhere leaves either no entry or a whole one.
     detail::fault_point("publish:temporaries-written");
-    object_file.commit(names::object(key));
+    object_file.rename_into_place();
     detail::fault_point("publish:object-committed");
-    source_file.commit(names::source(key));
+    source_file.rename_into_place();
     detail::fault_point("publish:source-committed");
     posix::sync_directory(fd, dir().string());
-    manifest_file.commit(names::manifest(key));
+    manifest_file.rename_into_place();
     detail::fault_point("publish:manifest-committed");
     posix::sync_directory(fd, dir().string());
 
@@ -525,7 +603,7 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
     outcome.status = PublishStatus::failed;
     outcome.reason = e.what();
     m_impl->stats->add(Stat::publish_failed);
-    if (!g_publish_failure_warned.exchange(true)) {
+    if (!m_impl->unwritable && !g_publish_failure_warned.exchange(true)) {
       m_impl->logger.warn("cannot write to the kernel cache {} ({}); kernels still work but are "
                           "compiled again by each process",
                           dir().string(), outcome.reason);
@@ -555,7 +633,10 @@ KeyLock Store::lock(const Key& key, std::chrono::milliseconds timeout) {
   case detail::LockState::unavailable:
     break;
   }
-  if (!g_unsupported_lock_warned.exchange(true)) {
+  if (m_impl->unwritable) {
+    m_impl->logger.debug("cannot lock key={} in {} ({}); the directory is not writable", key.hex(),
+                         dir().string(), attempt.why);
+  } else if (!g_unsupported_lock_warned.exchange(true)) {
     m_impl->logger.warn("cannot lock entries in {} ({}); running unlocked: processes may compile "
                         "the same kernel more than once",
                         dir().string(), attempt.why);

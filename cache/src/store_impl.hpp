@@ -4,7 +4,7 @@
 #include <uwjit/cache/store.hpp>
 
 #include "file_lock.hpp"
-#include "posix_file.hpp"
+#include <uwjit/common/posix_file.hpp>
 
 #include <uwjit/common/log.hpp>
 
@@ -50,6 +50,7 @@ struct Store::Impl {
   posix::UniqueFd dir_fd;
   Stats* stats = nullptr;
   log::Logger logger;
+  std::optional<std::string> unwritable; ///< why the directory cannot be written, from open
 
   // Rejections already logged and counted, by manifest identity: a bad entry left to a lock
   // holder may be seen again by the next lookup, but is reported once.
@@ -58,6 +59,11 @@ struct Store::Impl {
       reported;
 
   [[nodiscard]] int fd() const noexcept { return dir_fd.get(); }
+
+  /// Keeps `dir` when it is uwjit's or empty (marking it), else moves to its subdirectory uwjit/
+  /// (created with mode 0700, marked when empty). Throws Error(io) when that subdirectory
+  /// cannot be made, is not trusted, or holds files that are not uwjit's either.
+  void use_owned_directory();
 
   /// Reads and verifies the entry of `key`. Never throws for I/O.
   [[nodiscard]] EntryCheck check_entry(const Key& key, const Expected& expected) const;

@@ -4,8 +4,8 @@
 
 #include "entry_names.hpp"
 #include "file_lock.hpp"
-#include "posix_file.hpp"
 #include "store_impl.hpp"
+#include <uwjit/common/posix_file.hpp>
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 
 namespace uwjit::cache {
@@ -41,7 +42,8 @@ struct Group {
 struct Scan {
   std::map<Key, Group> groups; // keys with at least one entry file besides the lock
   std::vector<std::string> temporaries;
-  std::vector<std::string> others; // names uwjit never touches
+  std::vector<std::string> others;  // names uwjit never touches
+  std::vector<std::string> foreign; // named like entry files but directories: reported only
 };
 
 // nullopt when the directory cannot be listed.
@@ -70,8 +72,12 @@ std::optional<Scan> scan(int dir_fd, int& error) {
       break;
     }
     const auto status = posix::status_at(dir_fd, name);
-    if (!status || status->directory) {
-      // Vanished meanwhile, or a directory that merely looks like an entry: not ours to touch.
+    if (!status) {
+      continue; // vanished meanwhile
+    }
+    if (status->directory) {
+      // Not a file uwjit wrote, and not ours to delete: verify reports it.
+      result.foreign.push_back(name);
       continue;
     }
     Group& group = result.groups[*classified.key];
@@ -85,6 +91,7 @@ std::optional<Scan> scan(int dir_fd, int& error) {
   }
   std::sort(result.temporaries.begin(), result.temporaries.end());
   std::sort(result.others.begin(), result.others.end());
+  std::sort(result.foreign.begin(), result.foreign.end());
   return result;
 }
 
@@ -99,15 +106,15 @@ std::uint64_t total_of(const Scan& scanned) {
 bool has_valid_tag(int dir_fd) {
   std::string text;
   const auto read = posix::read_file_at(dir_fd, std::string(names::k_tag), 4096, text);
-  return read.error == 0 && text.starts_with(names::k_tag_signature);
+  return read.error == 0 && names::is_uwjit_tag(text);
 }
 
 } // namespace
 
 bool VerifyReport::ok() const noexcept {
-  return orphans.empty() && std::none_of(entries.begin(), entries.end(), [](const auto& entry) {
-           return entry.problem.has_value();
-         });
+  return orphans.empty() && foreign.empty() &&
+         std::none_of(entries.begin(), entries.end(),
+                      [](const auto& entry) { return entry.problem.has_value(); });
 }
 
 std::uint64_t Store::total_size() {
@@ -149,8 +156,10 @@ EvictReport Store::evict(EvictBy by, DryRun dry) {
       continue;
     }
     if (dry == DryRun::no) {
-      // A held lock means a writer is publishing this key right now: it is not stale.
-      const auto lock = m_impl->try_lock(*key, detail::CreateFile::no);
+      // A held lock means a writer is publishing this key right now: it is not stale. The lock
+      // file is created if missing: a writer that starts now must wait for our removal, or it
+      // could rename its new object in just before we unlink the old one's name.
+      const auto lock = m_impl->try_lock(*key, detail::CreateFile::yes);
       if (lock.state == MaintenanceLock::State::busy) {
         report.in_use.push_back(*key);
         continue;
@@ -162,6 +171,9 @@ EvictReport Store::evict(EvictBy by, DryRun dry) {
       m_impl->logger.info("evicted key={} ({} bytes)", key->hex(), group->bytes);
     }
     report.evicted.push_back(EvictedEntry{*key, group->bytes, group->last_used()});
+    if (by.max_size && group->bytes > *by.max_size) {
+      report.larger_than_limit.push_back(report.evicted.back());
+    }
     remaining -= std::min(remaining, group->bytes);
   }
   report.size_after = remaining;
@@ -178,7 +190,16 @@ std::optional<EvictReport> Store::maybe_evict(std::uint64_t max_size) {
   if (attempt.state == detail::LockState::busy) {
     return std::nullopt;
   }
-  return evict(EvictBy{.max_size = max_size, .older_than = std::nullopt}, DryRun::no);
+  auto report = evict(EvictBy{.max_size = max_size, .older_than = std::nullopt}, DryRun::no);
+  static std::atomic<bool> warned{false};
+  if (!report.larger_than_limit.empty() && !warned.exchange(true)) {
+    const auto& entry = report.larger_than_limit.front();
+    m_impl->logger.warn("the cache size limit ({} bytes, UWJIT_CACHE_MAX_SIZE) is smaller than "
+                        "entry {} alone ({} bytes): the cache cannot keep it, so every process "
+                        "compiles it again",
+                        max_size, entry.key.hex(), entry.bytes);
+  }
+  return report;
 }
 
 std::optional<Manifest> Store::read_manifest(const Key& key) {
@@ -235,21 +256,35 @@ VerifyReport Store::verify(Fix fix) {
     m_impl->logger.warn("cannot list {}: {}", dir().string(), posix::error_text(error));
     return report;
   }
+  // The files of `key` that are still there, for `remaining`.
+  auto still_there = [this](const Key& key) {
+    std::vector<std::string> names;
+    for (const auto& name : {names::manifest(key), names::object(key), names::source(key)}) {
+      if (const auto status = posix::status_at(m_impl->fd(), name); status && !status->directory) {
+        names.push_back(name);
+      }
+    }
+    return names;
+  };
   const Expected expected{.salt = nullptr, .slots = nullptr, .source_matches_key = true};
   for (const auto& [key, group] : scanned->groups) {
     if (!group.has_manifest) {
       // An object or source without a manifest: a writer died between its renames, or one is
       // between them right now (then it holds the key's lock).
       auto lock =
-          fix == Fix::yes ? m_impl->try_lock(key, detail::CreateFile::no) : MaintenanceLock{};
+          fix == Fix::yes ? m_impl->try_lock(key, detail::CreateFile::yes) : MaintenanceLock{};
       const bool still_orphan = !posix::status_at(m_impl->fd(), names::manifest(key));
       if (!still_orphan) {
         continue;
       }
       report.orphans.insert(report.orphans.end(), group.files.begin(), group.files.end());
-      if (fix == Fix::yes && lock.state != MaintenanceLock::State::busy) {
-        const auto removed = m_impl->remove_entry(key);
-        report.removed.insert(report.removed.end(), removed.begin(), removed.end());
+      if (fix == Fix::yes) {
+        if (lock.state != MaintenanceLock::State::busy) {
+          const auto removed = m_impl->remove_entry(key);
+          report.removed.insert(report.removed.end(), removed.begin(), removed.end());
+        }
+        const auto left = still_there(key);
+        report.remaining.insert(report.remaining.end(), left.begin(), left.end());
       }
       continue;
     }
@@ -268,6 +303,8 @@ VerifyReport Store::verify(Fix fix) {
           verdict.removed = !removed.empty();
           report.removed.insert(report.removed.end(), removed.begin(), removed.end());
         }
+        const auto left = still_there(key);
+        report.remaining.insert(report.remaining.end(), left.begin(), left.end());
       }
     }
     if (check.status == LookupStatus::miss) {
@@ -278,6 +315,12 @@ VerifyReport Store::verify(Fix fix) {
     report.entries.push_back(std::move(verdict));
   }
   std::sort(report.orphans.begin(), report.orphans.end());
+  report.foreign = scanned->foreign;
+  if (fix == Fix::yes) {
+    report.remaining.insert(report.remaining.end(), scanned->foreign.begin(),
+                            scanned->foreign.end());
+    std::sort(report.remaining.begin(), report.remaining.end());
+  }
   const auto cutoff = Clock::now() - k_temporary_grace;
   for (const auto& name : scanned->temporaries) {
     const auto status = posix::status_at(m_impl->fd(), name);
@@ -296,8 +339,8 @@ WipeReport Store::wipe(DryRun dry) {
   const int fd = m_impl->fd();
   if (!has_valid_tag(fd)) {
     throw Error(ErrorKind::usage,
-                format("cache directory \"{}\" has no CACHEDIR.TAG marker with the cache "
-                       "signature: not wiping it (it may not be a uwjit cache)",
+                format("cache directory \"{}\" has no CACHEDIR.TAG marker written by uwjit: not "
+                       "wiping it (it may not be a uwjit cache)",
                        dir().string()));
   }
   int error = 0;
@@ -305,52 +348,115 @@ WipeReport Store::wipe(DryRun dry) {
   if (!listed) {
     posix::throw_io(format("cannot list cache directory \"{}\"", dir().string()), error);
   }
-  // Manifests first: from the first unlink on, no reader finds an entry whose object is gone.
-  auto rank = [](names::FileKind kind) {
-    switch (kind) {
-    case names::FileKind::manifest:
-      return 0;
+  std::map<Key, std::vector<std::string>> entries; // entry files but lock files, by key
+  std::vector<std::string> plain;                  // temporaries and housekeeping files
+  std::vector<std::string> locks;
+  WipeReport report;
+  for (const auto& name : *listed) {
+    const auto classified = names::classify(name);
+    switch (classified.kind) {
     case names::FileKind::object:
+    case names::FileKind::manifest:
     case names::FileKind::source:
-      return 1;
+      entries[*classified.key].push_back(name);
+      break;
     case names::FileKind::temporary:
     case names::FileKind::housekeeping:
-      return 2;
+      plain.push_back(name);
+      break;
     case names::FileKind::lock:
-      return 3;
+      locks.push_back(name);
+      break;
     case names::FileKind::tag:
+      break; // the directory stays a marked cache
     case names::FileKind::other:
-      return 4;
-    }
-    return 4;
-  };
-  std::vector<std::pair<int, std::string>> ordered;
-  for (const auto& name : *listed) {
-    ordered.emplace_back(rank(names::classify(name).kind), name);
-  }
-  std::sort(ordered.begin(), ordered.end());
-
-  WipeReport report;
-  for (const auto& [order, name] : ordered) {
-    const auto kind = names::classify(name).kind;
-    if (kind == names::FileKind::tag) {
-      continue; // the directory stays a marked cache
-    }
-    const auto status = posix::status_at(fd, name);
-    if (kind == names::FileKind::other || !status || status->directory) {
       report.kept.push_back(name);
-      continue;
+      break;
+    }
+  }
+  // Removes `name` unless it is a directory (then not ours); false when it is not removed.
+  auto remove = [&](const std::string& name) {
+    const auto status = posix::status_at(fd, name);
+    if (!status) {
+      return true; // gone meanwhile
+    }
+    if (status->directory) {
+      report.kept.push_back(name);
+      return false;
     }
     if (dry == DryRun::yes || posix::remove_at(fd, name)) {
       report.removed.push_back(name);
       report.bytes += status->size;
-    } else {
-      report.failed.push_back(format("{}: {}", name, posix::error_text(errno)));
+      return true;
+    }
+    report.failed.push_back(format("{}: {}", name, posix::error_text(errno)));
+    return false;
+  };
+  for (auto& [key, files] : entries) {
+    // Under the key's lock, manifest first: a writer publishing this key right now is left
+    // alone, and no reader finds a manifest whose object is gone.
+    MaintenanceLock lock;
+    if (dry == DryRun::no) {
+      lock = m_impl->try_lock(key, detail::CreateFile::yes);
+      if (lock.state == MaintenanceLock::State::busy) {
+        report.in_use.insert(report.in_use.end(), files.begin(), files.end());
+        continue;
+      }
+    }
+    std::sort(files.begin(), files.end(), [](const std::string& a, const std::string& b) {
+      const bool a_manifest = names::classify(a).kind == names::FileKind::manifest;
+      const bool b_manifest = names::classify(b).kind == names::FileKind::manifest;
+      return a_manifest != b_manifest ? a_manifest : a < b;
+    });
+    for (const auto& name : files) {
+      remove(name);
     }
   }
+  std::sort(plain.begin(), plain.end());
+  const auto cutoff = Clock::now() - k_temporary_grace;
+  for (const auto& name : plain) {
+    // A young temporary may be a live writer's next file (always a regular file): removing it
+    // would fail its publish.
+    const auto status = posix::status_at(fd, name);
+    if (dry == DryRun::no && names::classify(name).kind == names::FileKind::temporary && status &&
+        status->regular && status->mtime() >= cutoff) {
+      report.in_use.push_back(name);
+      continue;
+    }
+    remove(name);
+  }
+  // Lock files last, and only those nobody holds: unlinking a held one would let a second
+  // writer lock a new file of the same name while the first is still publishing.
   if (dry == DryRun::no) {
-    m_impl->logger.info("wiped {}: removed {} files ({} bytes), kept {} other files",
-                        dir().string(), report.removed.size(), report.bytes, report.kept.size());
+    // Locks taken above created lock files the first listing did not see.
+    if (const auto relisted = posix::list_names(fd, error)) {
+      locks.clear();
+      for (const auto& name : *relisted) {
+        if (names::classify(name).kind == names::FileKind::lock) {
+          locks.push_back(name);
+        }
+      }
+    }
+  }
+  std::sort(locks.begin(), locks.end());
+  for (const auto& name : locks) {
+    if (dry == DryRun::yes) {
+      remove(name);
+      continue;
+    }
+    auto attempt =
+        detail::FileLock::acquire(fd, name, std::chrono::milliseconds(0), detail::CreateFile::no);
+    if (attempt.state == detail::LockState::busy) {
+      report.in_use.push_back(name);
+      continue;
+    }
+    remove(name);
+  }
+  std::sort(report.kept.begin(), report.kept.end());
+  if (dry == DryRun::no) {
+    m_impl->logger.info("wiped {}: removed {} files ({} bytes), kept {} other files, {} in use",
+                        dir().string(), report.removed.size(), report.bytes, report.kept.size(),
+                        report.in_use.size());
   }
   return report;
 }

@@ -3,8 +3,8 @@
 
 #include "entry_names.hpp"
 #include "file_lock.hpp"
-#include "posix_file.hpp"
 #include "store_impl.hpp"
+#include <uwjit/common/posix_file.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -66,11 +66,11 @@ void Store::flush_stats(const StatsSnapshot& delta) noexcept {
     // Unknown counters (from a newer uwjit) are kept as they are.
     json["format"] = k_stats_format;
     json["counters"] = std::move(counters);
-    posix::TempFile file(fd, "stats", "json");
-    file.write(json.dump(2) + "\n");
     // Not fsynced: counters are not worth a disk flush on every update.
-    file.finish(posix::Durability::buffered);
-    file.commit(std::string(names::k_stats));
+    posix::AtomicFile file(fd, std::string(names::k_stats),
+                           {.mode = 0644, .durability = posix::Durability::buffered});
+    file.write(json.dump(2) + "\n");
+    file.commit();
   } catch (const std::exception& e) {
     m_impl->logger.debug("stats not saved in {}: {}", dir().string(), e.what());
   }

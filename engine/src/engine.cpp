@@ -7,6 +7,7 @@
 #include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/log.hpp>
+#include <uwjit/common/posix_file.hpp>
 #include <uwjit/common/version.hpp>
 #include <uwjit/engine/disassemble.hpp>
 #include <uwjit/engine/jit.hpp>
@@ -69,37 +70,16 @@ std::shared_ptr<KernelInfo> new_info(const codegen::KernelSource& source, const 
   return info;
 }
 
-// Writes a dump or a debug source under a fresh temporary name (O_EXCL | O_NOFOLLOW: never
-// through a planted symlink), then renames it into place: processes (e.g. MPI ranks) writing the
-// same kernel at once never leave a torn file for a reader such as gdb, and rename replaces a
-// symlink at `path` instead of following it. A failure never fails the request.
+// Dumps and debug sources go through the atomic writer: processes (e.g. MPI ranks) writing the
+// same kernel at once never leave a torn file for a reader such as gdb, and a symlink planted
+// at the name is replaced, never followed. A failure never fails the request.
 void write_dump(const std::filesystem::path& path, std::string_view text,
                 const log::Logger& logger) {
-  static std::atomic<std::uint64_t> counter{0};
-  auto temporary = path;
-  temporary += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  const int fd =
-      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  bool written = fd >= 0;
-  std::size_t done = 0;
-  while (written && done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno != EINTR) {
-      written = false;
-    } else if (n > 0) {
-      done += static_cast<std::size_t>(n);
-    }
-  }
-  if (fd >= 0 && ::close(fd) != 0) {
-    written = false;
-  }
-  std::error_code ec;
-  if (written) {
-    std::filesystem::rename(temporary, path, ec);
-  }
-  if (!written || ec) {
-    std::filesystem::remove(temporary, ec);
-    logger.warn("cannot write {}", path.string());
+  try {
+    posix::write_file_atomically(path, text,
+                                 {.mode = 0644, .durability = posix::Durability::buffered});
+  } catch (const Error& e) {
+    logger.warn("cannot write {}: {}", path.string(), e.what());
   }
 }
 
@@ -348,6 +328,16 @@ struct Engine::Impl {
     manifest.compile_ms = object.timings.total_ms();
     manifest.origin = source.origin();
     manifest.warnings = object.warnings;
+    if (const auto& why = store->unwritable()) {
+      // Said once, where the job's kernels are stored (rank 0, or a node's leader under MPI);
+      // the store stays quiet about its failing locks and writes.
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) {
+        logger.warn("the kernel cache {} cannot be written ({}): kernels are read from it but "
+                    "none is stored, so every job compiles again the kernels it does not find",
+                    store->dir().string(), *why);
+      }
+    }
     auto outcome = store->publish(key, object.bytes, manifest, source.canonical());
     if (outcome.published()) {
       (void)store->maybe_evict(max_size);
@@ -622,6 +612,32 @@ LineDifference first_difference(const std::string& a, const std::string& b) {
   return {};
 }
 
+// The salt components in which rank `r`'s salt differs from rank 0's, e.g.
+// `"opt" is "3" on rank 0, "2" on rank 1`.
+std::string salt_difference(const std::string& root, const std::string& other, int r) {
+  const auto a = cache::Salt::parse(root);
+  const auto b = cache::Salt::parse(other);
+  if (!a || !b) {
+    return format("\"{}\" on rank 0, \"{}\" on rank {}", root, other, r);
+  }
+  std::string out;
+  auto add = [&out](const std::string& text) { out += (out.empty() ? "" : ", ") + text; };
+  for (const auto& [name, value] : a->components()) {
+    const auto theirs = b->get(name);
+    if (!theirs) {
+      add(format("\"{}\" only on rank 0", name));
+    } else if (*theirs != value) {
+      add(format("\"{}\" is \"{}\" on rank 0, \"{}\" on rank {}", name, value, *theirs, r));
+    }
+  }
+  for (const auto& [name, value] : b->components()) {
+    if (!a->get(name)) {
+      add(format("\"{}\" only on rank {}", name, r));
+    }
+  }
+  return out.empty() ? "its components are in another order" : "component " + out;
+}
+
 } // namespace
 
 std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSource> sources,
@@ -657,6 +673,7 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
     const std::size_t i = *differing;
     // Every rank takes part, as every rank reached the same verdict.
     const std::vector<std::string> texts = comm.all_gather(sources[i].canonical());
+    const std::vector<std::string> salts = comm.all_gather(flavour(sources[i]).salt_text);
     std::map<std::string, std::vector<int>> groups; // key → ranks
     for (int r = 0; r < comm.size(); ++r) {
       groups[per_rank[r][i].substr(0, 16)].push_back(r);
@@ -671,10 +688,18 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
       if (ranks.front() == 0) {
         continue;
       }
-      const auto diff = first_difference(reference, texts[ranks.front()]);
-      message += format(" rank {} first differs from rank 0 at line {} of the canonical "
-                        "source: rank 0 has `{}`, rank {} has `{}`;",
-                        ranks.front(), diff.line, diff.a, ranks.front(), diff.b);
+      const int r = ranks.front();
+      if (texts[r] != reference) {
+        const auto diff = first_difference(reference, texts[r]);
+        message += format(" rank {} first differs from rank 0 at line {} of the canonical "
+                          "source: rank 0 has `{}`, rank {} has `{}`;",
+                          r, diff.line, diff.a, r, diff.b);
+      }
+      if (salts[r] != salts[0]) {
+        message += format(" rank {} has {} salt than rank 0 ({});", r,
+                          texts[r] == reference ? "the same source but another" : "another",
+                          salt_difference(salts[0], salts[r], r));
+      }
     }
     message += " each distinct source is written to mismatch/KEY.cpp in the cache directory";
     if (store) {

@@ -7,9 +7,7 @@
 #include <uwjit/cache/key.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
-
-#include <fcntl.h>
-#include <unistd.h>
+#include <uwjit/common/posix_file.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -77,41 +75,12 @@ void Simulation::checkpoint(const std::filesystem::path& path) const {
   const std::string checksum = cache::sha256_hex(out.bytes());
   out.raw(checksum.data(), checksum.size());
 
-  // A reader never sees a torn checkpoint: write a temporary, fsync, rename over the target.
+  // A reader never sees a torn checkpoint, and a symlink at its name is never followed.
   const std::string& bytes = out.bytes();
-  const std::filesystem::path tmp =
-      path.string() + ".tmp." + std::to_string(static_cast<long>(::getpid()));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw Error(ErrorKind::io,
-                format("checkpoint {}: cannot create: {}", path.string(), std::strerror(errno)));
-  }
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      const int error = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(ErrorKind::io,
-                  format("checkpoint {}: write failed: {}", path.string(), std::strerror(error)));
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int error = errno;
-    ::unlink(tmp.c_str());
-    throw Error(ErrorKind::io,
-                format("checkpoint {}: fsync failed: {}", path.string(), std::strerror(error)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(tmp.c_str());
-    throw Error(ErrorKind::io,
-                format("checkpoint {}: rename failed: {}", path.string(), std::strerror(error)));
+  try {
+    posix::write_file_atomically(path, bytes, {.mode = 0644});
+  } catch (const Error& e) {
+    throw Error(ErrorKind::io, format("checkpoint {}: {}", path.string(), e.what()));
   }
   logger().info("checkpoint {} written at step {} ({} bytes)", path.string(), m_impl->steps,
                 bytes.size());

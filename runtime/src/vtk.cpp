@@ -2,12 +2,10 @@
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
-
-#include <unistd.h>
+#include <uwjit/common/posix_file.hpp>
 
 #include <array>
 #include <charconv>
-#include <fstream>
 
 namespace uwjit::runtime {
 
@@ -148,27 +146,6 @@ void field_arrays(std::string& out, std::span<const VtkFieldValue> values) {
   out += "    </FieldData>\n";
 }
 
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp =
-      path.string() + ".tmp." + std::to_string(static_cast<long>(::getpid()));
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    file.write(text.data(), static_cast<std::streamsize>(text.size()));
-    file.close();
-    if (!file) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw Error(ErrorKind::io, format("{}: cannot write", path.string()));
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(tmp, path, error);
-  if (error) {
-    std::filesystem::remove(tmp, error);
-    throw Error(ErrorKind::io, format("{}: cannot write", path.string()));
-  }
-}
-
 } // namespace
 
 VtkArray image_cells(const Field& field, int domain_axes) {
@@ -240,7 +217,7 @@ void write_image_data(const std::filesystem::path& path, const ImageGeometry& g,
   out += format("    <Piece Extent=\"{}\">\n", extent);
   cell_arrays(out, cell_data, g.cells[0] * g.cells[1] * g.cells[2]);
   out += "    </Piece>\n  </ImageData>\n</VTKFile>\n";
-  write_atomically(path, out);
+  posix::write_file_atomically(path, out, {.mode = 0644});
 }
 
 void write_unstructured_grid(const std::filesystem::path& path, const UnstructuredGeometry& g,
@@ -277,7 +254,7 @@ void write_unstructured_grid(const std::filesystem::path& path, const Unstructur
   out += "      </Cells>\n";
   cell_arrays(out, cell_data, static_cast<std::int64_t>(cells));
   out += "    </Piece>\n  </UnstructuredGrid>\n</VTKFile>\n";
-  write_atomically(path, out);
+  posix::write_file_atomically(path, out, {.mode = 0644});
 }
 
 void write_collection(const std::filesystem::path& path, std::span<const VtkSeriesEntry> entries) {
@@ -289,7 +266,7 @@ void write_collection(const std::filesystem::path& path, std::span<const VtkSeri
                   number(entry.time), xml_escaped(entry.file.generic_string()));
   }
   out += "  </Collection>\n</VTKFile>\n";
-  write_atomically(path, out);
+  posix::write_file_atomically(path, out, {.mode = 0644});
 }
 
 } // namespace uwjit::runtime

@@ -91,14 +91,62 @@ expect_code 0 "verify --fix"
 run "$host"
 [ "$(json 'd["compiles"]' <<<"$out")" = 1 ] && ok || fail "after --fix the entry is compiled again"
 
+# --- verify --fix says when something bad is left ---------------------------------------------
+mkdir "$cache/fedcba9876543210.o"
+run "$uwjit" cache verify
+expect_code 1 "verify finds a directory in an entry's place"
+expect_out "fedcba9876543210.o  NOT A FILE" "verify names the foreign object"
+run "$uwjit" cache verify --fix
+expect_code 1 "verify --fix exits 1 when something bad is left"
+[ -d "$cache/fedcba9876543210.o" ] && ok || fail "verify --fix never removes a directory"
+rmdir "$cache/fedcba9876543210.o"
+
+# --- A size limit that can never hold an entry says so ----------------------------------------
+UWJIT_CACHE_DIR="$sandbox/tiny" UWJIT_CACHE_MAX_SIZE=1K run "$host"
+expect_code 0 "a cache limit below one entry: the host runs"
+expect_err 'cache size limit \(1024 bytes, UWJIT_CACHE_MAX_SIZE\) is smaller than entry [0-9a-f]{16} alone' "a cache limit below one entry is a warning"
+UWJIT_CACHE_DIR="$sandbox/tiny" run "$host"
+UWJIT_CACHE_DIR="$sandbox/tiny" run "$uwjit" cache prune --max-size 1K
+expect_code 0 "prune below one entry"
+expect_err 'larger than --max-size' "prune warns about a limit below one entry"
+
+# --- uwjit owns only what it made: a directory of user files is left as it was ----------------
+listing() { find "$1" -mindepth 1 -maxdepth 1 ! -name uwjit -printf '%f %s %T@ %m\n' | sort; }
+user_files() { # DIR: plants a user's files, none of them uwjit's
+  mkdir -p "$1"
+  echo '{"mine": true}' >"$1/stats.json"
+  echo draft >"$1/.tmp.report.1234.o"
+  echo notes >"$1/notes.txt"
+  touch -d '2 hours ago' "$1/.tmp.report.1234.o" "$1/stats.json" "$1/notes.txt"
+  listing "$1" >"$sandbox/before.txt"
+}
+untouched() { # DIR WHAT
+  listing "$1" >"$sandbox/after.txt"
+  diff "$sandbox/before.txt" "$sandbox/after.txt" >/dev/null && [ ! -e "$1/CACHEDIR.TAG" ] \
+    && [ "$(cat "$1/stats.json")" = '{"mine": true}' ] && ok || fail "$2: the user's files are untouched"
+}
+user_files "$sandbox/work"
+(cd "$sandbox/work" && UWJIT_CACHE_DIR=. run "$host" && echo "$out") >"$sandbox/dot.out"
+grep -q "\"cache_dir\": \"$sandbox/work/uwjit\"" "$sandbox/dot.out" && ok || fail "UWJIT_CACHE_DIR=. holding files uses ./uwjit"
+for cmd in "cache verify --fix" "cache prune --max-size 0" "cache wipe"; do
+  (cd "$sandbox/work" && UWJIT_CACHE_DIR=. $uwjit $cmd >/dev/null 2>&1)
+  untouched "$sandbox/work" "UWJIT_CACHE_DIR=. and $cmd"
+done
+(cd "$sandbox/work" && UWJIT_CACHE_DIR=. run "$uwjit" cache dir && echo "$out") >"$sandbox/dot-dir.out"
+grep -q "^$sandbox/work/uwjit$" "$sandbox/dot-dir.out" && ok || fail "cache dir names the uwjit/ subdirectory it uses"
+user_files "$sandbox/fakehome"
+(unset XDG_CACHE_HOME; HOME="$sandbox/fakehome" UWJIT_CACHE_DIR="$sandbox/fakehome" run "$host"; HOME="$sandbox/fakehome" UWJIT_CACHE_DIR="$sandbox/fakehome" "$uwjit" cache wipe >/dev/null 2>&1)
+untouched "$sandbox/fakehome" "UWJIT_CACHE_DIR=\$HOME"
+[ -e "$sandbox/fakehome/uwjit/CACHEDIR.TAG" ] && ok || fail "the cache lives in \$HOME/uwjit, marked"
+
 # --- Temporaries of killed writers are cleaned, young ones kept --------------------------------
-touch -d '2 hours ago' "$cache/.tmp.0123456789abcdef.999.00000000deadbeef.o"
-touch "$cache/.tmp.0123456789abcdef.998.00000000deadbeef.o"
+touch -d '2 hours ago' "$cache/.uwjit-tmp.0123456789abcdef.999.00000000deadbeef.o"
+touch "$cache/.uwjit-tmp.0123456789abcdef.998.00000000deadbeef.o"
 rm -f "$cache/cleanup.stamp"
 run "$host"
-[ ! -e "$cache/.tmp.0123456789abcdef.999.00000000deadbeef.o" ] && ok || fail "an old temporary is cleaned"
-[ -e "$cache/.tmp.0123456789abcdef.998.00000000deadbeef.o" ] && ok || fail "a young temporary is kept"
-rm -f "$cache/.tmp.0123456789abcdef.998.00000000deadbeef.o"
+[ ! -e "$cache/.uwjit-tmp.0123456789abcdef.999.00000000deadbeef.o" ] && ok || fail "an old temporary is cleaned"
+[ -e "$cache/.uwjit-tmp.0123456789abcdef.998.00000000deadbeef.o" ] && ok || fail "a young temporary is kept"
+rm -f "$cache/.uwjit-tmp.0123456789abcdef.998.00000000deadbeef.o"
 
 # --- Four processes racing on one cold key compile once ----------------------------------------
 race=$sandbox/race
@@ -121,7 +169,8 @@ if [ "$(id -u)" != 0 ] || [ ${#as_user[@]} -gt 0 ]; then
   UWJIT_CACHE_DIR=$ro UWJIT_CACHE_TRUST_SHARED=1 run "${as_user[@]}" "$host"
   expect_code 0 "a read-only cache directory: the host runs"
   [ "$(json 'd["ok"], d["compiles"], d["publish_failed"]' <<<"$out")" = "(True, 1, 1)" ] && ok || fail "a read-only directory: compiled, publish failed softly"
-  expect_err 'warn' "a read-only directory warns"
+  expect_err 'cannot be written .*every job compiles again' "a read-only directory says that every job compiles again"
+  [ "$(grep -c 'warn' <<<"$err")" = 1 ] && ok || fail "a read-only directory is one warning"
   if [ ${#as_user[@]} -gt 0 ]; then
     UWJIT_CACHE_DIR=$ro run "${as_user[@]}" "$host"
     [ "$code" = 0 ] && [ "$(json 'd["ok"], d["publish_failed"], d["cache_dir"]' <<<"$out")" = "(True, 0, '')" ] \
@@ -231,9 +280,16 @@ expect_code 2 "prune without a criterion"
 mkdir -p "$sandbox/unmarked"
 touch "$sandbox/unmarked/0123456789abcdef.o"
 UWJIT_CACHE_DIR="$sandbox/unmarked" run "$uwjit" cache wipe
-expect_code 2 "wipe of an unmarked directory"
-expect_err 'no CACHEDIR.TAG' "wipe says why it refuses"
+expect_code 0 "wipe of a directory holding files that are not uwjit's"
+expect_err "no cache directory yet at $sandbox/unmarked/uwjit" "wipe looks only in the uwjit/ subdirectory"
 [ -e "$sandbox/unmarked/0123456789abcdef.o" ] && ok || fail "wipe of an unmarked directory deletes nothing"
+[ ! -e "$sandbox/unmarked/CACHEDIR.TAG" ] && [ ! -e "$sandbox/unmarked/uwjit" ] && ok || fail "wipe creates nothing in an unmarked directory"
+mkdir -p "$sandbox/unmarked/uwjit"
+touch "$sandbox/unmarked/uwjit/0123456789abcdef.o"
+UWJIT_CACHE_DIR="$sandbox/unmarked" run "$uwjit" cache wipe
+[ "$code" -ne 0 ] && ok || fail "wipe refuses when uwjit/ holds files that are not uwjit's either"
+expect_err "not uwjit's, and so does" "the refusal says why"
+[ -e "$sandbox/unmarked/uwjit/0123456789abcdef.o" ] && ok || fail "a refused wipe deletes nothing"
 echo "mine" >"$cache/notes.txt"
 run "$uwjit" cache wipe
 expect_code 0 "wipe"

@@ -328,6 +328,21 @@ run "$uwjit" run heat --restore "$sandbox/cut.ckpt"
 expect_code 1 "a truncated checkpoint"
 expect_err 'cut.ckpt: truncated or corrupt' "a truncated checkpoint is named"
 
+# Symlinks planted by another user in a shared output directory, at the final names and at the
+# temporary names writers used to derive from the PID (exec keeps the shell's PID), are replaced
+# or left alone, never followed: the file they point at stays intact.
+shared="$sandbox/shared"
+mkdir -p "$shared"
+printf 'root-owned\n' >"$sandbox/victim"
+chmod 644 "$sandbox/victim"
+run bash -c 'for name in heat.vti heat.ckpt heat.vti.tmp.$$ heat.ckpt.tmp.$$; do ln -s "$1" "$2/$name"; done
+  exec "$3" run heat --size 8 --steps 5 --output "$2" --checkpoint "$2/heat.ckpt"' _ "$sandbox/victim" "$shared" "$uwjit"
+expect_code 0 "a run writing into a directory with planted symlinks"
+[ "$(cat "$sandbox/victim")" = root-owned ] && ok || fail "no planted symlink is followed"
+[ -f "$shared/heat.vti" ] && [ ! -L "$shared/heat.vti" ] && [ -f "$shared/heat.ckpt" ] && [ ! -L "$shared/heat.ckpt" ] && ok || fail "the outputs replace the symlinks at their names"
+run "$uwjit" run heat --restore "$shared/heat.ckpt" --steps 1 --output "$out_dir"
+expect_code 0 "the checkpoint written over a symlink restores"
+
 # The progress bar is drawn when stderr is a terminal (script(1) provides one, where installed).
 if command -v script >/dev/null; then
   bar=$(script -qec "stty cols 100; $uwjit run heat --size 6 --steps 30 --output $out_dir >/dev/null" /dev/null | tr '\r' '\n')

@@ -11,10 +11,17 @@ Scenarios (each in a fresh sandbox, each bounded: every process has a deadline):
                   right; periodically a healer must leave a cache that verifies clean. Trials:
                   --trials, else UWJIT_FAULT_TRIALS, else 100 (use 1000 for a long local run).
   stopped-holder  a writer stopped (SIGSTOP) while holding a key lock: waiters time out
-                  (UWJIT_LOCK_TIMEOUT), compile privately, warn and go on.
+                  (UWJIT_LOCK_TIMEOUT), compile privately, warn and go on; wipe, verify --fix
+                  and prune run while a writer is stopped between its renames leave its files
+                  alone, and its entry is whole once it goes on.
   full-disk       file-size limits (RLIMIT_FSIZE, SIGXFSZ ignored) and, where mounting is
                   permitted, a full tmpfs: the host keeps running, nothing torn is left.
   crowd           8 processes x 20 kernels at once: every kernel compiled exactly once.
+  checkpoint      `uwjit run heat --restore FILE --checkpoint FILE` killed with SIGKILL at random
+                  moments (half of them just after the checkpoint's temporary appears): FILE is
+                  always byte for byte the old checkpoint or the new one, never torn, and
+                  `--restore` of it resumes bit for bit like an uninterrupted run. Trials as for
+                  kill.
 
 Prints one line per failed check and ends with "N passed, N failed".
 """
@@ -116,7 +123,7 @@ class Suite:
 
 
 def temporaries(cache):
-    return sorted(glob.glob(os.path.join(cache, ".tmp.*")))
+    return sorted(glob.glob(os.path.join(cache, ".uwjit-tmp.*")))
 
 
 def entry_keys(cache):
@@ -336,6 +343,44 @@ def scenario_stopped_holder(suite, rng):
     suite.check(v_code == 0, "the cache verifies clean after the stopped holders",
                 json.dumps(v_report)[:800])
 
+    # Maintenance racing a slow writer: stopped between renaming its object and its manifest,
+    # the writer holds the key lock; wipe, verify --fix and prune must leave its files alone, so
+    # that its manifest, renamed when it goes on, never names a removed object.
+    n = second + 1
+    for point in ("publish:object-committed", "publish:source-committed"):
+        for command in (["wipe"], ["verify", "--fix"], ["prune", "--max-size", "0"]):
+            what = f"uwjit cache {' '.join(command)} while a writer is stopped at {point}"
+            holder = suite.start_host(cache, n, 1, UWJIT_TEST_FAULT=f"stop@{point}")
+            if not suite.check(wait_stopped(holder, DEADLINE_S), f"{what}: the writer stops"):
+                holder.kill()
+                suite.finish(holder)
+                continue
+            # The writer's files: renamed into place, its manifest not yet.
+            writers = [p for p in glob.glob(os.path.join(cache, "*.o")) + glob.glob(
+                os.path.join(cache, "*.cpp")) if not os.path.exists(p.rsplit(".", 1)[0] + ".json")]
+            result = subprocess.run([suite.uwjit, "cache", *command], env=suite.env(cache),
+                                    capture_output=True, text=True, timeout=DEADLINE_S)
+            suite.check(writers and all(os.path.exists(p) for p in writers),
+                        f"{what}: the writer's files are left in place",
+                        f"{writers}: {result.stdout + result.stderr}")
+            if command[0] != "prune":
+                suite.check(result.returncode == 1,
+                            f"{what}: exits 1, since the writer's entry is left",
+                            f"exit {result.returncode}: {result.stdout + result.stderr}")
+            holder.send_signal(signal.SIGCONT)
+            code, report, err = suite.finish(holder)
+            if suite.host_ok(code, report, err, f"{what}: the writer, continued"):
+                suite.check(report["published"] == 1, f"{what}: the writer, continued, publishes",
+                            str(report))
+            v_code, v_report = suite.verify(cache)
+            suite.check(v_code == 0 and all(e["ok"] for e in v_report["entries"]),
+                        f"{what}: no torn entry afterwards", json.dumps(v_report)[:800])
+            code, report, err = suite.run_host(cache, n, 1)
+            if suite.host_ok(code, report, err, f"{what}: the reader after"):
+                suite.check((report["compiles"], report["disk_hits"]) == (0, 1),
+                            f"{what}: the writer's entry serves the next process", str(report))
+            n += 1
+
 
 def limited_fsize(limit):
     def apply():
@@ -399,7 +444,7 @@ def scenario_full_disk(suite, rng):
         suite.facts["full tmpfs"] = {k: report[k] for k in ("published", "publish_failed")}
     suite.check("No space left on device" in err, "a full tmpfs: the warning says why", err)
     listing = open(f"{suite.root}/tmpfs.ls").read().split()
-    suite.check(not [n for n in listing if n.startswith(".tmp.")],
+    suite.check(not [n for n in listing if n.startswith(".uwjit-tmp.")],
                 "a full tmpfs: no temporaries are left", str(listing))
     verify = json.loads(open(f"{suite.root}/tmpfs.verify").read())
     suite.check(not [e for e in verify["entries"] if not e["ok"]],
@@ -440,12 +485,100 @@ def scenario_crowd(suite, rng):
     suite.facts.update({"crowd": f"{processes} x {kernels}", **totals})
 
 
+def scenario_checkpoint(suite, trials, rng):
+    work = os.path.join(suite.root, "checkpoint")
+    out = os.path.join(suite.root, "checkpoint-vtk")
+    cache = os.path.join(suite.root, "checkpoint-cache")
+    os.makedirs(work)
+    os.makedirs(out)
+
+    def heat(*args):
+        command = [suite.uwjit, "run", "heat", *args, "--output", out]
+        return subprocess.Popen(command, env=suite.env(cache), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def run_heat(what, *args):
+        code, _, err = suite.finish(heat(*args))
+        return suite.check(code == 0, f"{what}: uwjit run heat {' '.join(args)} succeeds",
+                           f"exit {code}, stderr {err.strip()[-600:]}")
+
+    def path(name):
+        return os.path.join(work, name)
+
+    def read(name):
+        with open(path(name), "rb") as f:
+            return f.read()
+
+    # References, uninterrupted: step 10 (the old checkpoint), step 20 reached by restoring
+    # step 10 (the new one), step 20 and step 30 in one run each.
+    size = "48"  # a checkpoint of ~0.9 MB: its write takes long enough to be hit
+    if not (run_heat("old", "--size", size, "--steps", "10", "--checkpoint", path("old.ckpt")) and
+            run_heat("new", "--restore", path("old.ckpt"), "--steps", "10",
+                     "--checkpoint", path("new.ckpt")) and
+            run_heat("whole 20", "--size", size, "--steps", "20",
+                     "--checkpoint", path("whole20.ckpt")) and
+            run_heat("whole 30", "--size", size, "--steps", "30",
+                     "--checkpoint", path("whole30.ckpt"))):
+        return
+    old, new, whole30 = read("old.ckpt"), read("new.ckpt"), read("whole30.ckpt")
+    suite.check(new == read("whole20.ckpt"),
+                "a checkpoint restored and continued equals the uninterrupted run's")
+    suite.check(old != new, "the old and the new checkpoint differ (the test can tell them apart)")
+
+    start = time.monotonic()
+    code, _, _ = suite.finish(heat("--restore", path("old.ckpt"), "--steps", "10",
+                                   "--checkpoint", path("timing.ckpt")))
+    full_run_s = time.monotonic() - start
+
+    seen = {"old": 0, "new": 0, "killed with a temporary present": 0}
+    for trial in range(trials):
+        target = path("trial.ckpt")
+        shutil.copyfile(path("old.ckpt"), target)
+        process = heat("--restore", target, "--steps", "10", "--checkpoint", target)
+        if trial % 2 == 0:
+            # Anywhere in the run, including after it has ended.
+            time.sleep(rng.uniform(0, full_run_s * 1.1))
+        else:
+            # Inside the write: as soon as the temporary exists, then a little later.
+            while process.poll() is None and not glob.glob(os.path.join(work, ".uwjit-tmp.*")):
+                time.sleep(0.0002)
+            time.sleep(rng.uniform(0, 0.004))
+        if glob.glob(os.path.join(work, ".uwjit-tmp.*")):
+            seen["killed with a temporary present"] += 1
+        process.kill()
+        process.communicate(timeout=DEADLINE_S)
+        data = read("trial.ckpt")
+        outcome = "old" if data == old else "new" if data == new else None
+        if not suite.check(outcome is not None,
+                           f"trial {trial}: the checkpoint is the old or the new one, never torn",
+                           f"{len(data)} bytes; old {len(old)}, new {len(new)}"):
+            continue
+        seen[outcome] += 1
+        # The killed writer may leave its temporary (named as only uwjit names them): nothing
+        # else appears beside the checkpoint.
+        strays = [n for n in os.listdir(work) if n.startswith(".") and
+                  not n.startswith(".uwjit-tmp.trial.ckpt.")]
+        suite.check(not strays, f"trial {trial}: no file but uwjit's temporary is left", str(strays))
+        for leftover in glob.glob(os.path.join(work, ".uwjit-tmp.*")):
+            os.remove(leftover)
+        # Resumed to step 30, it is bit for bit the uninterrupted run's state.
+        more = "20" if outcome == "old" else "10"
+        if run_heat(f"trial {trial}: resume", "--restore", target, "--steps", more,
+                    "--checkpoint", path("resumed.ckpt")):
+            suite.check(read("resumed.ckpt") == whole30,
+                        f"trial {trial}: the {outcome} checkpoint resumes bit for bit")
+    suite.facts.update({"checkpoint trials": trials, "run (s)": round(full_run_s, 3),
+                        **{f"trials leaving the {k} checkpoint" if k in ("old", "new") else k: v
+                           for k, v in seen.items()}})
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--uwjit", required=True)
     parser.add_argument("--host", required=True)
-    parser.add_argument("scenario", choices=["kill", "stopped-holder", "full-disk", "crowd"])
+    parser.add_argument("scenario",
+                        choices=["kill", "stopped-holder", "full-disk", "crowd", "checkpoint"])
     parser.add_argument("--trials", type=int,
                         default=int(os.environ.get("UWJIT_FAULT_TRIALS", "100")))
     parser.add_argument("--seed", type=int, default=int(os.environ.get(
@@ -463,6 +596,8 @@ def main():
             scenario_stopped_holder(suite, rng)
         elif args.scenario == "full-disk":
             scenario_full_disk(suite, rng)
+        elif args.scenario == "checkpoint":
+            scenario_checkpoint(suite, args.trials, rng)
         else:
             scenario_crowd(suite, rng)
     finally:

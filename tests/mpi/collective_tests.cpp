@@ -118,6 +118,27 @@ MPI_TEST_CASE("a key mismatch raises the same collective error on every rank") {
   MPI_CHECK(call(engine.kernel(scale(7.0), *comm()), 1.0) == 7.0);
 }
 
+MPI_TEST_CASE("a rank compiling with other options names the salt components that differ") {
+  if (comm()->size() < 2) {
+    return; // one rank cannot disagree with itself
+  }
+  const auto dir = job_sandbox();
+  // The same source everywhere; the last rank optimises at another level, so only the salt
+  // differs and there is no source line to show.
+  const bool odd = comm()->rank() == comm()->size() - 1;
+  uwjit::engine::EngineOptions options{.cache_dir = dir};
+  options.compile.opt_level = odd ? 2 : 3;
+  Engine engine(options);
+  const auto message = same_error_everywhere([&] { (void)engine.kernel(scale(2.0), *comm()); },
+                                             uwjit::ErrorKind::collective);
+  const std::string last = std::to_string(comm()->size() - 1);
+  MPI_CHECK(message.find("rank " + last + " has the same source but another salt than rank 0") !=
+            std::string::npos);
+  MPI_CHECK(message.find("\"opt\" is \"3\" on rank 0, \"2\" on rank " + last) != std::string::npos);
+  MPI_CHECK(message.find("line 0") == std::string::npos);
+  MPI_CHECK(message.find("\"cpu\"") == std::string::npos);
+}
+
 MPI_TEST_CASE("a compile error on the compiling rank raises the same error on every rank") {
   const auto dir = job_sandbox();
   Engine engine({.cache_dir = dir});

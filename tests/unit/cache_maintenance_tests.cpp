@@ -228,7 +228,7 @@ TEST_CASE("verify reports bad entries and orphans, and fix removes them") {
   const auto dir = store.dir();
   std::filesystem::resize_file(entries[1].object_path(dir), 3);
   std::filesystem::remove(entries[2].manifest_path(dir));
-  const auto stale = dir / ".tmp.x.1.0000000000000000.o";
+  const auto stale = dir / ".uwjit-tmp.x.1.0000000000000000.o";
   write_text(stale, "partial");
   set_mtime(stale, Clock::now() - k_temporary_grace - std::chrono::minutes(1));
 
@@ -308,7 +308,9 @@ TEST_CASE("wipe removes uwjit's files and keeps the others") {
     const auto lock = store.lock(entries[0].key, 0ms);
   }
   store.flush_stats(stats);
-  write_text(dir / ".tmp.y.2.0000000000000000.json", "partial");
+  write_text(dir / ".uwjit-tmp.y.2.0000000000000000.json", "partial");
+  set_mtime(dir / ".uwjit-tmp.y.2.0000000000000000.json",
+            Clock::now() - k_temporary_grace - std::chrono::minutes(1));
   write_text(dir / "README.md", "mine");
   write_text(dir / "0123456789abcdef.o.bak", "mine too");
 
@@ -317,13 +319,167 @@ TEST_CASE("wipe removes uwjit's files and keeps the others") {
   CHECK(std::filesystem::exists(entries[0].manifest_path(dir)));
 
   const auto report = store.wipe(DryRun::no);
-  CHECK(report.removed == dry.removed);
+  // As the dry run said, plus the lock files the wipe itself made to exclude writers.
+  for (const auto& name : dry.removed) {
+    CHECK(std::find(report.removed.begin(), report.removed.end(), name) != report.removed.end());
+  }
+  for (const auto& name : report.removed) {
+    CHECK((std::find(dry.removed.begin(), dry.removed.end(), name) != dry.removed.end() ||
+           name.ends_with(".lock")));
+  }
   CHECK(report.bytes > 0);
   CHECK(report.kept == std::vector<std::string>{"0123456789abcdef.o.bak", "README.md"});
   CHECK(report.failed.empty());
   CHECK(names_in(dir) ==
         std::vector<std::string>{"0123456789abcdef.o.bak", "CACHEDIR.TAG", "README.md"});
+  // A young temporary may be a live writer's: kept, and said to be in use.
+  write_text(dir / ".uwjit-tmp.z.3.0000000000000000.o", "being written");
+  const auto busy = store.wipe(DryRun::no);
+  CHECK(busy.in_use == std::vector<std::string>{".uwjit-tmp.z.3.0000000000000000.o"});
+  CHECK(std::filesystem::exists(dir / ".uwjit-tmp.z.3.0000000000000000.o"));
+  std::filesystem::remove(dir / ".uwjit-tmp.z.3.0000000000000000.o");
   // Still a cache: it works on.
   publish_or_throw(store, entries[0]);
   CHECK(store.lookup(entries[0].key, entries[0].salt, entries[0].slots).hit());
+}
+
+namespace {
+// Takes the key lock of `entry` on another thread, as a writer publishing it would; held until
+// the returned lock is destroyed.
+std::unique_ptr<KeyLock> held_by_a_writer(Store& store, const SampleEntry& entry) {
+  auto lock = std::async(std::launch::async, [&] {
+                return std::make_unique<KeyLock>(store.lock(entry.key, 0ms));
+              }).get();
+  REQUIRE(lock->acquired());
+  return lock;
+}
+} // namespace
+
+TEST_CASE("wipe leaves alone an entry whose key lock a writer holds, and says so") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  const auto entries = publish_aged(store, {"busy", "idle"});
+  const auto dir = store.dir();
+  {
+    const auto held = held_by_a_writer(store, entries[0]);
+    const auto report = store.wipe(DryRun::no);
+    CHECK(has_entry(store, entries[0]));
+    CHECK(std::filesystem::exists(entries[0].object_path(dir)));
+    CHECK(std::filesystem::exists(entries[0].lock_path(dir)));
+    CHECK_FALSE(has_entry(store, entries[1]));
+    CHECK(std::find(report.in_use.begin(), report.in_use.end(), entries[0].key.hex() + ".o") !=
+          report.in_use.end());
+    CHECK(std::find(report.in_use.begin(), report.in_use.end(), entries[0].key.hex() + ".lock") !=
+          report.in_use.end());
+    CHECK(store.lookup(entries[0].key, entries[0].salt, entries[0].slots).hit());
+  }
+  // Once the writer is done, wipe takes it too.
+  CHECK(store.wipe(DryRun::no).in_use.empty());
+  CHECK_FALSE(has_entry(store, entries[0]));
+}
+
+TEST_CASE("verify --fix leaves a bad entry a writer holds, and reports it as remaining") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  const auto entries = publish_aged(store, {"busy", "orphan"});
+  const auto dir = store.dir();
+  std::filesystem::resize_file(entries[0].object_path(dir), 3);
+  std::filesystem::remove(entries[1].manifest_path(dir));
+  {
+    const auto held = held_by_a_writer(store, entries[0]);
+    const auto held_orphan = held_by_a_writer(store, entries[1]);
+    const auto report = store.verify(Fix::yes);
+    CHECK(std::filesystem::exists(entries[0].manifest_path(dir)));
+    CHECK(std::filesystem::exists(entries[1].object_path(dir)));
+    std::vector<std::string> expected{entries[0].key.hex() + ".cpp", entries[0].key.hex() + ".json",
+                                      entries[0].key.hex() + ".o", entries[1].key.hex() + ".cpp",
+                                      entries[1].key.hex() + ".o"};
+    std::sort(expected.begin(), expected.end());
+    CHECK(report.remaining == expected);
+  }
+  const auto fixed = store.verify(Fix::yes);
+  CHECK(fixed.remaining.empty());
+  CHECK(store.verify(Fix::no).ok());
+}
+
+TEST_CASE("verify reports a directory in an entry's place and never removes it") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  const auto entry = sample_entry();
+  publish_or_throw(store, entry);
+  const auto dir = store.dir();
+  std::filesystem::remove(entry.object_path(dir));
+  std::filesystem::create_directory(entry.object_path(dir));
+  write_text(entry.object_path(dir) / "inside", "mine");
+  const auto report = store.verify(Fix::no);
+  CHECK_FALSE(report.ok());
+  CHECK(report.foreign == std::vector<std::string>{entry.key.hex() + ".o"});
+  const auto fixed = store.verify(Fix::yes);
+  CHECK(std::find(fixed.remaining.begin(), fixed.remaining.end(), entry.key.hex() + ".o") !=
+        fixed.remaining.end());
+  CHECK(read_text(entry.object_path(dir) / "inside") == "mine");
+}
+
+TEST_CASE("a manifest larger than a reader accepts is refused before anything is written") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  auto entry = sample_entry();
+  entry.manifest.origin = std::string((std::size_t{1} << 20) + 1, 'o');
+  const auto outcome = store.publish(entry.key, entry.object, entry.manifest, entry.source);
+  CHECK_FALSE(outcome.published());
+  CHECK(outcome.reason.find("manifest") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(entry.object_path(store.dir())));
+  CHECK_FALSE(std::filesystem::exists(entry.manifest_path(store.dir())));
+  CHECK(temporaries_in(store.dir()).empty());
+  CHECK(stats.get(Stat::publish_failed) == 1);
+}
+
+TEST_CASE("a source larger than a reader accepts is refused before anything is written") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  auto entry = sample_entry();
+  entry.source.resize((std::size_t{256} << 20) + 1, ' ');
+  entry.key = Key::of(entry.source, entry.salt);
+  const auto outcome = store.publish(entry.key, entry.object, entry.manifest, entry.source);
+  CHECK_FALSE(outcome.published());
+  CHECK(outcome.reason.find("source") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(entry.object_path(store.dir())));
+  CHECK_FALSE(std::filesystem::exists(entry.source_path(store.dir())));
+  CHECK(temporaries_in(store.dir()).empty());
+}
+
+TEST_CASE("verify --fix keeps a sound entry whose source is too large to judge") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  const auto entry = sample_entry();
+  publish_or_throw(store, entry);
+  // As another version might have left it: a source beyond what verify reads.
+  std::filesystem::resize_file(entry.source_path(store.dir()), (std::uintmax_t{256} << 20) + 1);
+  const auto report = store.verify(Fix::yes);
+  CHECK(report.remaining.empty());
+  CHECK(report.removed.empty());
+  CHECK(store.lookup(entry.key, entry.salt, entry.slots).hit());
+}
+
+TEST_CASE("eviction reports an entry that alone is larger than the limit") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  const auto entry = sample_entry("big", 8192);
+  publish_or_throw(store, entry);
+  const auto report = store.maybe_evict(1024);
+  REQUIRE(report);
+  REQUIRE(report->larger_than_limit.size() == 1);
+  CHECK(report->larger_than_limit[0].key == entry.key);
+  CHECK(report->larger_than_limit[0].bytes > 1024);
+  // A limit that holds it is no warning.
+  publish_or_throw(store, entry);
+  const auto fits = store.evict(EvictBy{.max_size = 1 << 20, .older_than = {}}, DryRun::no);
+  CHECK(fits.larger_than_limit.empty());
 }

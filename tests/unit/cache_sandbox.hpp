@@ -200,7 +200,7 @@ inline std::vector<std::string> names_in(const fs::path& dir) {
 inline std::vector<std::string> temporaries_in(const fs::path& dir) {
   std::vector<std::string> found;
   for (const auto& name : names_in(dir)) {
-    if (name.starts_with(".tmp.")) {
+    if (name.starts_with(".uwjit-tmp.")) {
       found.push_back(name);
     }
   }

@@ -166,7 +166,7 @@ TEST_CASE("wipe, eviction and verify remove symlinks named like entries, never t
   publish_or_throw(store, entry);
   const std::vector<std::string> links = {"0123456789abcdef.o", "0123456789abcdef.cpp",
                                           "fedcba9876543210.json", "stats.json",
-                                          ".tmp.x.1.0000000000000000.o"};
+                                          ".uwjit-tmp.x.1.0000000000000000.o"};
   auto plant = [&] {
     for (const auto& name : links) {
       fs::remove(dir / name);
@@ -208,11 +208,19 @@ TEST_CASE("wipe and eviction never delete a file not named like uwjit's") {
   auto store = Store::open(sandbox.cache(), stats);
   const auto dir = store.dir();
   publish_or_throw(store, sample_entry());
-  const std::vector<std::string> foreign = {
-      "0123456789abcdef.so", "0123456789abcdef.O",     "0123456789abcdef.json~",
-      "x0123456789abcdef.o", "0123456789abcdef..o",    ".0123456789abcdef.o",
-      "tmp.0123.o",          "stats.json.bak",         "CACHEDIR.TAG.old",
-      "evict.lock2",         "0123456789abcdef.lock.", "ABCDEF0123456789.cpp"};
+  const std::vector<std::string> foreign = {"0123456789abcdef.so",
+                                            "0123456789abcdef.O",
+                                            "0123456789abcdef.json~",
+                                            "x0123456789abcdef.o",
+                                            "0123456789abcdef..o",
+                                            ".0123456789abcdef.o",
+                                            "tmp.0123.o",
+                                            "stats.json.bak",
+                                            "CACHEDIR.TAG.old",
+                                            "evict.lock2",
+                                            "0123456789abcdef.lock.",
+                                            "ABCDEF0123456789.cpp",
+                                            ".tmp.x.1.0000000000000000.o"};
   for (const auto& name : foreign) {
     write_text(dir / name, "mine");
   }

@@ -432,8 +432,8 @@ TEST_CASE("leftover temporaries older than the bound are cleaned and young ones 
   Stats stats;
   auto store = Store::open(sandbox.cache(), stats);
   const auto now = std::chrono::system_clock::now();
-  const auto old_temp = store.dir() / ".tmp.0123456789abcdef.4242.aaaaaaaaaaaaaaaa.o";
-  const auto young_temp = store.dir() / ".tmp.0123456789abcdef.4243.bbbbbbbbbbbbbbbb.o";
+  const auto old_temp = store.dir() / ".uwjit-tmp.0123456789abcdef.4242.aaaaaaaaaaaaaaaa.o";
+  const auto young_temp = store.dir() / ".uwjit-tmp.0123456789abcdef.4243.bbbbbbbbbbbbbbbb.o";
   const auto not_temp = store.dir() / "tmp.notes";
   for (const auto& path : {old_temp, young_temp, not_temp}) {
     write_text(path, "partial");
@@ -459,12 +459,12 @@ TEST_CASE("opening a store cleans old temporaries at most once per interval") {
     set_mtime(dir / name, now - k_temporary_grace - std::chrono::minutes(1));
   };
 
-  plant(".tmp.first.1.0000000000000000.o");
+  plant(".uwjit-tmp.first.1.0000000000000000.o");
   set_mtime(dir / "cleanup.stamp", now - k_cleanup_interval - std::chrono::minutes(1));
   (void)Store::open(dir, stats);
-  CHECK_FALSE(std::filesystem::exists(dir / ".tmp.first.1.0000000000000000.o"));
+  CHECK_FALSE(std::filesystem::exists(dir / ".uwjit-tmp.first.1.0000000000000000.o"));
 
-  plant(".tmp.second.1.0000000000000000.o");
+  plant(".uwjit-tmp.second.1.0000000000000000.o");
   (void)Store::open(dir, stats); // the stamp is fresh: no scan
-  CHECK(std::filesystem::exists(dir / ".tmp.second.1.0000000000000000.o"));
+  CHECK(std::filesystem::exists(dir / ".uwjit-tmp.second.1.0000000000000000.o"));
 }

@@ -35,9 +35,10 @@ constexpr const char* k_cache_help =
     "                               one entry's manifest; its stored source or disassembly\n"
     "  explain KEY-A KEY-B          which salt components and source lines differ\n"
     "  verify [--fix] [--json]      check every entry (exit 1 if any is bad); --fix removes them\n"
+    "                               (exit 1 if anything bad is left)\n"
     "  prune (--max-size SIZE | --older-than AGE) [--dry-run]\n"
     "                               evict least recently used entries\n"
-    "  wipe [--dry-run]             delete every entry (only in a directory marked "
+    "  wipe [--dry-run]             delete every entry (only in a directory with uwjit's "
     "CACHEDIR.TAG)\n\n"
     "Run 'uwjit cache <subcommand> --help' for details.\n";
 
@@ -51,10 +52,12 @@ fs::path cache_dir_or_throw() {
 }
 
 // Opens the store if its directory exists; nullopt (after saying so) when there is none yet.
+// The directory is the one Store::open uses: uwjit/ inside a directory holding other files.
 std::optional<cache::Store> open_existing() {
   const fs::path dir = cache_dir_or_throw();
-  if (!fs::is_directory(dir)) {
-    std::cerr << "uwjit: no cache directory yet at " << dir.string() << "\n";
+  const fs::path used = cache::store_directory(dir);
+  if (!fs::is_directory(used)) {
+    std::cerr << "uwjit: no cache directory yet at " << used.string() << "\n";
     return std::nullopt;
   }
   return cache::Store::open(dir);
@@ -97,17 +100,25 @@ int dir_command(const std::vector<std::string>& argv) {
     std::cout << spec.help();
     return 0;
   }
-  const cache::CacheLocation location = cache::resolve_cache_location();
+  cache::CacheLocation location = cache::resolve_cache_location();
+  std::string rule = location.rule;
+  if (location.dir) {
+    const fs::path used = cache::store_directory(*location.dir);
+    if (used != *location.dir) {
+      rule += format(" (it holds files that are not uwjit's: {} is used)", used.string());
+    }
+    location.dir = used;
+  }
   if (args.has("--json")) {
     std::cout << nlohmann::json{{"dir", location.dir ? location.dir->string() : ""},
-                                {"rule", location.rule},
+                                {"rule", rule},
                                 {"exists", location.dir && fs::is_directory(*location.dir)}}
                      .dump(2)
               << "\n";
     return 0;
   }
   std::cout << (location.dir ? location.dir->string() : "(none)") << "\n"
-            << "  chosen by: " << location.rule << "\n";
+            << "  chosen by: " << rule << "\n";
   return 0;
 }
 
@@ -329,7 +340,9 @@ int explain_command(const std::vector<std::string>& argv) {
 int verify_command(const std::vector<std::string>& argv) {
   ArgSpec spec("cache verify", "Checks every entry as a lookup would (manifest, format, key, "
                                "salt text, object size and SHA-256).\nExits 1 if any entry is "
-                               "bad or any file is orphaned.");
+                               "bad, any file is orphaned or a directory stands in an entry's "
+                               "place;\nwith --fix, if anything bad is left (in use by a writer, "
+                               "not removable, or not a file).");
   spec.flag("--fix", "remove bad entries, orphans and stale temporaries")
       .flag("--json", "print the report as JSON");
   const Args args = Args::parse(spec, argv);
@@ -362,7 +375,9 @@ int verify_command(const std::vector<std::string>& argv) {
                                 {"entries", entries},
                                 {"orphans", report.orphans},
                                 {"stale_temporaries", report.stale_temporaries},
-                                {"removed", report.removed}}
+                                {"foreign", report.foreign},
+                                {"removed", report.removed},
+                                {"remaining", report.remaining}}
                      .dump(2)
               << "\n";
   } else {
@@ -378,6 +393,12 @@ int verify_command(const std::vector<std::string>& argv) {
     for (const auto& temporary : report.stale_temporaries) {
       std::cout << temporary << "  STALE TEMPORARY\n";
     }
+    for (const auto& name : report.foreign) {
+      std::cout << name << "  NOT A FILE (never removed)\n";
+    }
+    for (const auto& name : report.remaining) {
+      std::cout << name << "  STILL BAD\n";
+    }
     std::cout << report.entries.size() << " entries checked, " << bad << " bad, "
               << report.orphans.size() << " orphaned files";
     if (args.has("--fix")) {
@@ -386,7 +407,7 @@ int verify_command(const std::vector<std::string>& argv) {
     std::cout << "\n";
   }
   if (args.has("--fix")) {
-    return 0; // what was wrong is gone
+    return report.remaining.empty() ? 0 : 1; // 0: what was wrong is gone
   }
   return report.ok() ? 0 : 1;
 }
@@ -430,37 +451,28 @@ int prune_command(const std::vector<std::string>& argv) {
   for (const auto& key : report.in_use) {
     std::cout << "kept " << key.hex() << " (being written)\n";
   }
+  for (const auto& entry : report.larger_than_limit) {
+    std::cerr << "uwjit: warning: entry " << entry.key.hex() << " alone ("
+              << human_size(entry.bytes) << ") is larger than --max-size: a limit that small "
+              << "keeps nothing of it\n";
+  }
   std::cout << report.evicted.size() << (dry ? " entries would be evicted: " : " entries evicted: ")
             << human_size(report.size_before) << " -> " << human_size(report.size_after) << "\n";
   return 0;
 }
 
-std::optional<cache::Store> open_existing_for_wipe() {
-  const fs::path dir = cache_dir_or_throw();
-  if (!fs::is_directory(dir)) {
-    std::cerr << "uwjit: no cache directory at " << dir.string() << "\n";
-    return std::nullopt;
-  }
-  // Store::open would mark an unmarked directory; wipe must see it as it is.
-  if (!fs::exists(dir / "CACHEDIR.TAG")) {
-    throw Error(ErrorKind::usage,
-                format("{} has no CACHEDIR.TAG: it does not look like a uwjit cache; not wiping",
-                       dir.string()));
-  }
-  return cache::Store::open(dir);
-}
-
 int wipe_command(const std::vector<std::string>& argv) {
   ArgSpec spec("cache wipe", "Deletes every cache entry, lock, temporary and the counters. "
-                             "Refuses a directory without\nCACHEDIR.TAG; never deletes a file "
-                             "that is not named like uwjit's.");
+                             "Refuses a directory without\nuwjit's CACHEDIR.TAG; never deletes a "
+                             "file that is not named like uwjit's,\nnor an entry a writer is "
+                             "publishing (exit 1 then).");
   spec.flag("--dry-run", "list what would be deleted");
   const Args args = Args::parse(spec, argv);
   if (args.wants_help()) {
     std::cout << spec.help();
     return 0;
   }
-  auto store = open_existing_for_wipe();
+  auto store = open_existing();
   if (!store) {
     return 0;
   }
@@ -477,9 +489,12 @@ int wipe_command(const std::vector<std::string>& argv) {
   for (const auto& failure : report.failed) {
     std::cerr << "uwjit: cannot delete " << failure << "\n";
   }
+  for (const auto& name : report.in_use) {
+    std::cerr << "uwjit: kept " << name << ": a writer may be using it (run wipe again later)\n";
+  }
   std::cout << report.removed.size() << (dry ? " files would be deleted (" : " files deleted (")
             << human_size(report.bytes) << ") in " << store->dir().string() << "\n";
-  return report.failed.empty() ? 0 : 1;
+  return report.failed.empty() && report.in_use.empty() ? 0 : 1;
 }
 
 } // namespace

@@ -30,4 +30,10 @@ struct CacheLocation {
 /// concurrently.
 [[nodiscard]] CacheLocation resolve_cache_location();
 
+/// The directory Store::open(configured) uses, found without creating or writing anything:
+/// `configured` itself when it does not exist yet, is empty or carries uwjit's marker
+/// (CACHEDIR.TAG written by uwjit); otherwise (it holds files of others, e.g. `.` or $HOME)
+/// its subdirectory `uwjit`. Never throws.
+[[nodiscard]] std::filesystem::path store_directory(const std::filesystem::path& configured);
+
 } // namespace uwjit::cache

@@ -29,13 +29,20 @@ namespace uwjit::cache {
 /// |                                  | commit point                                         |
 /// | `{key}.lock`                     | the key's lock file for flock(2); empty; only wipe   |
 /// |                                  | unlinks it                                           |
-/// | `.tmp.{stem}.{pid}.{hex16}.{ext}` | a file being written, renamed into place when       |
-/// |                                  | complete; removed once older than k_temporary_grace  |
-/// | `CACHEDIR.TAG`                   | the marker (https://bford.info/cachedir/); wipe      |
-/// |                                  | refuses a directory without it                       |
+/// | `.uwjit-tmp.{name}.{pid}.{hex16}` | a file being written (posix::AtomicFile), renamed |
+/// |                                  | into place when complete; removed once older than   |
+/// |                                  | k_temporary_grace                                    |
+/// | `CACHEDIR.TAG`                   | uwjit's marker (https://bford.info/cachedir/, with   |
+/// |                                  | a line naming uwjit); wipe refuses a directory       |
+/// |                                  | without it                                           |
 /// | `stats.json`                     | the persisted counters (format below)                |
 /// | `stats.lock`, `evict.lock`       | lock files of the stats merge and of eviction        |
 /// | `cleanup.stamp`                  | its mtime says when temporaries were last cleaned    |
+///
+/// Ownership: Store::open uses a directory as it is only when it is new, empty (but for uwjit's
+/// temporaries) or carries uwjit's marker, and marks it then. A directory holding other files
+/// (UWJIT_CACHE_DIR=. or $HOME) is never marked, cleaned or wiped: the store lives in its
+/// subdirectory `uwjit` instead, which must itself be new, empty or uwjit's (else open throws).
 ///
 /// Files with any other name are never touched, not even by wipe. Entry files are opened with
 /// O_NOFOLLOW: a symlink in an entry's place is refused, never followed; removing one unlinks
@@ -152,8 +159,11 @@ struct EvictedEntry {
 struct EvictReport {
   std::vector<EvictedEntry> evicted; ///< least recently used first (with DryRun::yes: would be)
   std::vector<Key> in_use;           ///< due for eviction but locked by a writer: left alone
-  std::uint64_t size_before = 0;     ///< bytes in entry files before
-  std::uint64_t size_after = 0;      ///< bytes in entry files after (with DryRun::yes: would be)
+  /// Evicted entries that alone are larger than EvictBy::max_size: a limit that small can never
+  /// keep them, so every process compiles them again.
+  std::vector<EvictedEntry> larger_than_limit;
+  std::uint64_t size_before = 0; ///< bytes in entry files before
+  std::uint64_t size_after = 0;  ///< bytes in entry files after (with DryRun::yes: would be)
 };
 
 /// One entry, as its manifest describes it.
@@ -182,7 +192,13 @@ struct VerifyReport {
   std::vector<std::string> orphans;           ///< object or source files without a manifest
   std::vector<std::string> stale_temporaries; ///< temporaries older than k_temporary_grace
   std::vector<std::string> removed;           ///< Fix::yes: the files removed
-  /// True when no entry is bad and there are no orphans.
+  /// Names like entry files that are no files (e.g. a directory): never removed.
+  std::vector<std::string> foreign;
+  /// Fix::yes: what is still wrong afterwards: files of bad entries and orphans that a writer
+  /// holds the lock of or that could not be removed, and every foreign name.
+  std::vector<std::string> remaining;
+  /// True when no entry is bad and there are no orphans and no foreign objects (as found,
+  /// before any fix).
   [[nodiscard]] bool ok() const noexcept;
 };
 
@@ -190,6 +206,7 @@ struct WipeReport {
   std::vector<std::string> removed; ///< file names (with DryRun::yes: would be)
   std::vector<std::string> kept;    ///< names that are not uwjit's, left alone
   std::vector<std::string> failed;  ///< "name: why" of uwjit files that could not be removed
+  std::vector<std::string> in_use;  ///< files a live writer may be using: left alone
   std::uint64_t bytes = 0;          ///< size of the removed files
 };
 
@@ -200,12 +217,15 @@ struct WipeReport {
 /// counted in the Stats given to open().
 class Store {
 public:
-  /// Opens the cache in `dir`, creating it and missing parents with mode 0700, writing
-  /// CACHEDIR.TAG if missing, and cleaning old temporaries at most every k_cleanup_interval.
+  /// Opens the cache in `dir`, creating it and missing parents with mode 0700, or in
+  /// `dir`/uwjit when `dir` holds files that are not uwjit's (see Ownership above), writing
+  /// uwjit's CACHEDIR.TAG into a new or empty directory, and cleaning old temporaries at most
+  /// every k_cleanup_interval.
   /// A read-only directory opens (lookups work; publishing fails softly). Counts into
   /// process_stats(). Throws Error(io) if the directory cannot be created or opened at all, or
   /// if it is writable by its group or others or owned by another user and
-  /// UWJIT_CACHE_TRUST_SHARED is not set (the caller then runs memory-only, with one warning);
+  /// UWJIT_CACHE_TRUST_SHARED is not set, or if `dir` and `dir`/uwjit both hold files that are
+  /// not uwjit's (the caller then runs memory-only, with one warning);
   /// Error(usage) on a bad UWJIT_LOG_LEVEL or UWJIT_CACHE_TRUST_SHARED.
   [[nodiscard]] static Store open(std::filesystem::path dir);
   /// As open(dir), counting into `counters`, which must outlive the Store.
@@ -216,6 +236,11 @@ public:
   ~Store();
 
   [[nodiscard]] const std::filesystem::path& dir() const noexcept;
+
+  /// Why this process cannot write the directory (no write permission, a read-only
+  /// filesystem), as found by open(); nullopt when it can. Lookups still work; lock() and
+  /// publish() then fail without warning, so that the caller says it once, in its own words.
+  [[nodiscard]] const std::optional<std::string>& unwritable() const noexcept;
 
   /// Looks `key` up and verifies it: the manifest parses, its format is k_entry_format, its key
   /// and salt text equal `key` and `salt`, its slot tables equal `slots`, and the object has the
@@ -256,7 +281,8 @@ public:
 
   /// Evicts to k_evict_target_percent of `max_size` if the cache is larger than `max_size` and
   /// no other process is evicting (a non-blocking flock on evict.lock); nullopt when it did
-  /// nothing. Cheap enough to call after every publish. Never throws for I/O.
+  /// nothing. Warns once per process when it evicts an entry larger than `max_size` alone.
+  /// Cheap enough to call after every publish. Never throws for I/O.
   std::optional<EvictReport> maybe_evict(std::uint64_t max_size);
 
   /// Bytes in entry files (objects, manifests, sources). Never throws for I/O.
@@ -276,15 +302,19 @@ public:
   [[nodiscard]] std::optional<std::vector<char>> read_object(const Key& key);
 
   /// Checks every entry as lookup does, without a request to compare salt and slot tables
-  /// with, and also that its stored source and salt hash to its key; lists orphans and stale
-  /// temporaries. With Fix::yes removes bad entries and orphans (under their key locks) and stale
-  /// temporaries. Never throws for I/O.
+  /// with, and also that its stored source and salt hash to its key (a source larger than a
+  /// reader accepts is not judged); lists orphans, foreign objects and stale temporaries. With
+  /// Fix::yes removes bad entries and orphans, each under its key lock (a key a writer holds is
+  /// left alone and listed in `remaining`), and stale temporaries. Never throws for I/O.
   [[nodiscard]] VerifyReport verify(Fix fix);
 
-  /// Removes every uwjit file but CACHEDIR.TAG: entries, lock files, temporaries, stats and
-  /// housekeeping files; leaves and reports files with other names. Throws Error(usage) if the
-  /// directory has no CACHEDIR.TAG with the standard signature (it may not be a cache), and
-  /// Error(io) if it cannot be listed; a file that cannot be removed is reported, not thrown.
+  /// Removes every uwjit file but CACHEDIR.TAG: entries (each under its key lock, manifest
+  /// first), lock files nobody holds, temporaries older than k_temporary_grace, stats and
+  /// housekeeping files; leaves and reports files with other names, and (in `in_use`) the files
+  /// of keys a writer holds the lock of and younger temporaries. Throws
+  /// Error(usage) if the directory has no CACHEDIR.TAG written by uwjit (it may not be a uwjit
+  /// cache), and Error(io) if it cannot be listed; a file that cannot be removed is reported,
+  /// not thrown.
   [[nodiscard]] WipeReport wipe(DryRun dry);
 
   /// Adds `delta` to stats.json under a flock on stats.lock. Soft: a failure is logged at debug

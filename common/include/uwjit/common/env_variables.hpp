@@ -25,7 +25,9 @@ inline constexpr Variable cache_dir{
     "`$XDG_CACHE_HOME/uwjit`, else `~/.cache/uwjit`",
     Salt::no,
     "the cache directory (made absolute); with none of the three (no `HOME`), memory only with "
-    "one warning. Created with mode 0700 and marked with `CACHEDIR.TAG`"};
+    "one warning. Created with mode 0700 and marked with uwjit's `CACHEDIR.TAG`. A directory "
+    "that already holds other files (`UWJIT_CACHE_DIR=.` or `$HOME`) is left as it is: the "
+    "cache goes into its `uwjit/` subdirectory"};
 
 inline constexpr Variable xdg_cache_home{
     "XDG_CACHE_HOME",
@@ -43,7 +45,8 @@ inline constexpr Variable cache_max_size{
     "2G",
     Salt::no,
     "the cache's size limit; beyond it, the least recently used entries are evicted down to "
-    "90 %, by one process at a time"};
+    "90 %, by one process at a time; a limit smaller than one entry keeps nothing and says so "
+    "once per process"};
 
 inline constexpr Variable lock_timeout{
     "UWJIT_LOCK_TIMEOUT",

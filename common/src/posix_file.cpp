@@ -1,19 +1,18 @@
-#include "posix_file.hpp"
-
-#include "entry_names.hpp"
-
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/posix_file.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <random>
 
-namespace uwjit::cache::posix {
+namespace uwjit::posix {
 
 void UniqueFd::reset(int fd) noexcept {
   if (m_fd >= 0) {
@@ -178,29 +177,87 @@ bool remove_at(int dir_fd, const std::string& name) noexcept {
   return ::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT;
 }
 
-TempFile::TempFile(int dir_fd, std::string_view stem, std::string_view ext) : m_dir_fd(dir_fd) {
-  // O_EXCL makes a clash with another writer's name an error instead of a shared file; a clash
-  // needs the same pid and random bits, so one retry is plenty.
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    m_name = names::temporary(stem, ext);
-    m_fd.reset(open_at(dir_fd, m_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644));
+namespace {
+// 64 bits from the kernel's random source for each name: a name another user has seen says
+// nothing about the next one (a seeded generator would). random_device is the fallback for a
+// kernel without getrandom.
+std::uint64_t random_bits() {
+  std::uint64_t bits = 0;
+  if (::getrandom(&bits, sizeof bits, 0) == static_cast<ssize_t>(sizeof bits)) {
+    return bits;
+  }
+  std::random_device device;
+  return (std::uint64_t{device()} << 32) ^ device();
+}
+} // namespace
+
+std::string temporary_name(std::string_view final_name) {
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::uint64_t bits = random_bits();
+  std::string random(16, '0');
+  for (auto& digit : random) {
+    digit = k_hex[bits & 0xF];
+    bits >>= 4;
+  }
+  // Bounded, so that a long final name still leaves a temporary name within NAME_MAX.
+  return format("{}{}.{}.{}", k_temporary_prefix, final_name.substr(0, 64), ::getpid(), random);
+}
+
+AtomicFile::AtomicFile(int dir_fd, std::string final_name, AtomicFileOptions options)
+    : m_dir_fd(dir_fd), m_final(std::move(final_name)), m_display(m_final), m_options(options) {
+  create_temporary();
+}
+
+namespace {
+std::string directory_of(const std::filesystem::path& path) {
+  const auto parent = path.parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+int open_directory(const std::filesystem::path& path) {
+  if (!path.has_filename()) {
+    throw Error(ErrorKind::io, format("\"{}\" names a directory, not a file", path.string()));
+  }
+  const int fd = open_at(AT_FDCWD, directory_of(path), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) {
+    throw_io(format("cannot write \"{}\": cannot open its directory", path.string()), errno);
+  }
+  return fd;
+}
+} // namespace
+
+AtomicFile::AtomicFile(const std::filesystem::path& path, AtomicFileOptions options)
+    : m_owned_dir(open_directory(path)), m_dir_fd(m_owned_dir.get()),
+      m_final(path.filename().string()), m_display(path.string()), m_options(options) {
+  create_temporary();
+}
+
+void AtomicFile::create_temporary() {
+  // O_EXCL makes any file already under the name an error instead of ours to write, and
+  // O_NOFOLLOW refuses a symlink there; a clash needs 64 equal random bits, so retries are
+  // for a name planted on purpose.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    m_temporary = temporary_name(m_final);
+    m_fd.reset(
+        open_at(m_dir_fd, m_temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, m_options.mode));
     if (m_fd || errno != EEXIST) {
       break;
     }
   }
   if (!m_fd) {
-    throw_io(format("cannot create \"{}\"", m_name), errno);
+    throw_io(format("cannot create a temporary for \"{}\"", m_display), errno);
   }
 }
 
-TempFile::~TempFile() {
+AtomicFile::~AtomicFile() {
   m_fd.reset();
-  if (!m_committed) {
-    remove_at(m_dir_fd, m_name);
+  if (!m_renamed) {
+    remove_at(m_dir_fd, m_temporary);
   }
 }
 
-void TempFile::write(std::span<const char> data) {
+void AtomicFile::write(std::span<const char> data) {
+  UWJIT_ASSERT(m_fd, format("AtomicFile \"{}\": write after finish", m_display));
   std::size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = ::write(m_fd.get(), data.data() + done, data.size() - done);
@@ -208,27 +265,45 @@ void TempFile::write(std::span<const char> data) {
       if (errno == EINTR) {
         continue;
       }
-      throw_io(format("cannot write \"{}\"", m_name), errno);
+      throw_io(format("cannot write \"{}\"", m_display), errno);
     }
     done += static_cast<std::size_t>(n);
   }
 }
 
-void TempFile::finish(Durability durability) {
-  if (durability == Durability::synced && ::fsync(m_fd.get()) != 0) {
-    throw_io(format("cannot sync \"{}\"", m_name), errno);
+void AtomicFile::finish() {
+  if (!m_fd) {
+    return;
+  }
+  if (m_options.durability == Durability::synced && ::fsync(m_fd.get()) != 0) {
+    throw_io(format("cannot sync \"{}\"", m_display), errno);
   }
   // close() reports delayed write errors on some filesystems (NFS): check it.
   if (::close(m_fd.release()) != 0 && errno != EINTR) {
-    throw_io(format("cannot close \"{}\"", m_name), errno);
+    throw_io(format("cannot close \"{}\"", m_display), errno);
   }
 }
 
-void TempFile::commit(const std::string& final_name) {
-  if (::renameat(m_dir_fd, m_name.c_str(), m_dir_fd, final_name.c_str()) != 0) {
-    throw_io(format("cannot rename \"{}\" to \"{}\"", m_name, final_name), errno);
+void AtomicFile::rename_into_place() {
+  finish();
+  if (::renameat(m_dir_fd, m_temporary.c_str(), m_dir_fd, m_final.c_str()) != 0) {
+    throw_io(format("cannot rename a temporary over \"{}\"", m_display), errno);
   }
-  m_committed = true;
+  m_renamed = true;
 }
 
-} // namespace uwjit::cache::posix
+void AtomicFile::commit() {
+  rename_into_place();
+  if (m_options.durability == Durability::synced) {
+    sync_directory(m_dir_fd, "of \"" + m_display + "\"");
+  }
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
+                           AtomicFileOptions options) {
+  AtomicFile file(path, options);
+  file.write(bytes);
+  file.commit();
+}
+
+} // namespace uwjit::posix

@@ -1,9 +1,11 @@
-// POSIX file primitives of the store: descriptors, whole-file reads, temporaries committed by
-// rename. Everything is relative to a directory descriptor and never follows a symlink.
+// POSIX file primitives: descriptors, whole-file reads, and the one atomic writer (AtomicFile)
+// through which every file uwjit writes goes: cache entries, checkpoints, VTK files, dumps.
+// Names are relative to a directory descriptor and a final name is never followed as a symlink.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
@@ -12,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace uwjit::cache::posix {
+namespace uwjit::posix {
 
 /// An owned file descriptor, closed on destruction.
 class UniqueFd {
@@ -96,33 +98,74 @@ void sync_directory(int dir_fd, std::string_view what);
 /// unlinkat() of a file (never a directory); true when it was removed or already gone.
 bool remove_at(int dir_fd, const std::string& name) noexcept;
 
-enum class Durability { buffered, synced };
+enum class Durability {
+  buffered, ///< no fsync: the file may be lost or empty after a power failure, never torn
+  synced,   ///< the file is fsynced before the rename and the directory after it
+};
 
-/// A file written under a unique temporary name (`.tmp.{stem}.{pid}.{random}.{ext}`) in the
-/// directory, then renamed into place by commit(). Until then nobody sees it under its final
-/// name; if it is never committed it is unlinked on destruction.
-class TempFile {
+/// How an AtomicFile creates its file.
+struct AtomicFileOptions {
+  unsigned mode = 0600; ///< permission bits of the new file (less the umask)
+  Durability durability = Durability::synced;
+};
+
+/// Every temporary uwjit writes starts with this: a name no other program uses, so that uwjit
+/// never mistakes another program's file for its own leftover.
+inline constexpr std::string_view k_temporary_prefix = ".uwjit-tmp.";
+
+/// A fresh temporary name "{k_temporary_prefix}{final_name, at most 64 bytes}.{pid}.{16 hex}"
+/// whose last part comes from the kernel's random source (getrandom), so that another user
+/// cannot predict it. Thread-safe.
+[[nodiscard]] std::string temporary_name(std::string_view final_name);
+
+/// The one atomic writer. The file is written under a temporary name in its final directory,
+/// created with O_CREAT | O_EXCL | O_NOFOLLOW (a file or symlink already there, planted by
+/// anyone, is never opened), then renamed over the final name, which replaces a symlink there
+/// instead of following it. Readers see the old file or the new one, never a torn one. An
+/// AtomicFile that is never committed unlinks its temporary on destruction. Not thread-safe
+/// (one writer per object); different objects are independent.
+class AtomicFile {
 public:
-  /// Creates the temporary (O_EXCL, O_NOFOLLOW, mode 0644 less umask). Throws Error(io).
-  TempFile(int dir_fd, std::string_view stem, std::string_view ext);
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile();
+  /// A file to become `final_name` in the directory `dir_fd` (borrowed: it must stay open as
+  /// long as this object). Throws Error(io) when the temporary cannot be created.
+  AtomicFile(int dir_fd, std::string final_name, AtomicFileOptions options = {});
+  /// A file to become `path`; its directory (symlinks followed) is opened and kept open.
+  /// Throws Error(io) when the directory cannot be opened or the temporary cannot be created.
+  explicit AtomicFile(const std::filesystem::path& path, AtomicFileOptions options = {});
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile();
 
   /// Appends `data`. Throws Error(io) (e.g. ENOSPC, EFBIG).
   void write(std::span<const char> data);
-  /// Flushes (fsync with Durability::synced) and closes. Throws Error(io).
-  void finish(Durability durability);
-  /// Renames the finished file to `final_name`, replacing any file there. Throws Error(io).
-  void commit(const std::string& final_name);
+  /// Flushes (fsync with Durability::synced) and closes; later calls do nothing. Throws
+  /// Error(io).
+  void finish();
+  /// finish(), then renames the temporary over the final name; the directory is not synced
+  /// (a caller committing several files syncs it once). Throws Error(io).
+  void rename_into_place();
+  /// rename_into_place(), then (Durability::synced) fsync of the directory, so that the new
+  /// file survives a crash. Throws Error(io).
+  void commit();
 
-  [[nodiscard]] const std::string& name() const noexcept { return m_name; }
+  [[nodiscard]] const std::string& temporary() const noexcept { return m_temporary; }
 
 private:
+  void create_temporary();
+
+  UniqueFd m_owned_dir;
   int m_dir_fd;
-  std::string m_name;
+  std::string m_final;
+  std::string m_display; ///< the final name as the caller gave it, for messages
+  AtomicFileOptions m_options;
+  std::string m_temporary;
   UniqueFd m_fd;
-  bool m_committed = false;
+  bool m_renamed = false;
 };
 
-} // namespace uwjit::cache::posix
+/// Writes `bytes` to `path` through an AtomicFile and commits it. Throws Error(io), naming
+/// `path`.
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
+                           AtomicFileOptions options = {});
+
+} // namespace uwjit::posix
