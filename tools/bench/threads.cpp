@@ -354,13 +354,18 @@ void threads_section(const Options& options, Report& report) {
         fraction.goal = Goal{"≥ 0.8", 0.8, std::nullopt};
         fraction.limit = format(
             "the speed-up of 2 threads over 1 is {}× for heat and {}× for the copy; at 1 thread "
-            "heat reaches {} of the 1-thread copy, at {} GFLOP/s: its kernel does {} flops per "
-            "cell, {} of them divisions (the face conductances' harmonic means), for {} bytes",
+            "heat reaches {} of the 1-thread copy, at {} GFLOP/s and {} G divisions/s: its "
+            "kernel does {} flops per cell, {} of them divisions (the face conductances' "
+            "harmonic means), for {} bytes{}",
             number_text(median("heat_speedup")), number_text(median("heat_copy_speedup")),
             number_text(median(key(steppers[n][0], "fraction_of_copy"))),
             number_text(median(key(steppers[n][0], "mlups")) * heat_work.flops / 1e3),
+            number_text(median(key(steppers[n][0], "mlups")) * heat_work.divisions / 1e3),
             number_text(heat_work.flops), number_text(heat_work.divisions),
-            number_text(s.bytes / s.updates));
+            number_text(s.bytes / s.updates),
+            median(key(steppers[n][0], "fraction_of_copy")) < 0.5
+                ? ": at half the copy or less, arithmetic (the divisions), not memory, paces it"
+                : "");
       }
       if (s.node->type() == "pipe-flow") {
         // What bounds it: the copy's bandwidth spent on its least bytes per update, against
