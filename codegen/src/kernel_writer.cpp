@@ -488,17 +488,22 @@ KernelSource KernelWriter::finish() const {
     }
   }
   // Every state output is a buffer of its own, apart from every other buffer the kernel sees:
-  // loops that write it need no run-time overlap checks to vectorise.
+  // loops that write it need no run-time overlap checks to vectorise. The builtin is Clang's; the
+  // guard keeps the source valid C++ for other compilers (g++ builds the benchmark's anchors).
+  std::string separate;
   for (const BufferDecl& out : m_buffers) {
     if (out.role != BufferRole::state_out) {
       continue;
     }
     for (const BufferDecl& other : m_buffers) {
       if (&other != &out) {
-        text += format("  __builtin_assume_separate_storage({}_data, {}_data);\n", out.accessor,
-                       other.accessor);
+        separate += format("  __builtin_assume_separate_storage({}_data, {}_data);\n", out.accessor,
+                           other.accessor);
       }
     }
+  }
+  if (!separate.empty()) {
+    text += "#if __has_builtin(__builtin_assume_separate_storage)\n" + separate + "#endif\n";
   }
   for (const auto& name : m_integrals) {
     text += format("  uwjit_sum {}{0.0};\n", name);

@@ -31,7 +31,7 @@ using Json = nlohmann::ordered_json;
 
 /// The sections, in the order they run and are reported.
 inline const std::vector<std::string> k_sections = {
-    "cold", "warm", "kernel_speed", "static_arrays", "mpi", "contention", "memory"};
+    "cold", "warm", "kernel_speed", "threads", "static_arrays", "mpi", "contention", "memory"};
 
 struct Options {
   bool quick = false;
@@ -50,6 +50,8 @@ struct Options {
   int fields_grid = 48;
   int speed_reps = 5;          ///< sweeps per timed sample
   std::int64_t pipe_grid = 64; ///< the pipe-flow lattice for MLUPS: N × 3N/4 × 3N/4
+  std::vector<std::int64_t> thread_heat_size = {128};        ///< heat in the threads section
+  std::vector<std::int64_t> thread_pipe_size = {96, 64, 64}; ///< pipe-flow there
 
   /// The command that reproduces one row: this program with `args` and the rounds.
   [[nodiscard]] std::string command(const std::string& args) const;
@@ -178,6 +180,7 @@ ProcessResult run(const std::vector<std::string>& argv, const std::vector<std::s
 void cold_section(const Options& options, Report& report);
 void warm_section(const Options& options, Report& report);
 void speed_section(const Options& options, Report& report);
+void threads_section(const Options& options, Report& report);
 void static_section(const Options& options, Report& report);
 void mpi_section(const Options& options, Report& report);
 void contention_section(const Options& options, Report& report);
@@ -188,6 +191,11 @@ int child_main(const std::vector<std::string>& args);
 
 /// The path of a helper program next to uwjit-bench.
 [[nodiscard]] std::string helper(const Options& options, const std::string& name);
+
+/// The environment of the benchmark's mpiexec jobs (Open MPI as the tests run it).
+extern const std::vector<std::string> k_mpi_env;
+/// Whether a program exists: a path, or a name looked up in PATH.
+[[nodiscard]] bool have_program(const std::string& path_or_name);
 
 /// Formats a number for text: 3 significant digits below 100, integers above.
 [[nodiscard]] std::string number_text(double value);

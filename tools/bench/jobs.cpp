@@ -10,8 +10,6 @@
 
 namespace uwjit::bench {
 
-namespace {
-
 // Open MPI as the tests run it: as root, oversubscribed on 2 cores, shared-memory transport.
 const std::vector<std::string> k_mpi_env = {"OMPI_ALLOW_RUN_AS_ROOT=1",
                                             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
@@ -19,11 +17,6 @@ const std::vector<std::string> k_mpi_env = {"OMPI_ALLOW_RUN_AS_ROOT=1",
                                             "OMPI_MCA_pml=ob1",
                                             "OMPI_MCA_btl=self,vader",
                                             "UWJIT_LOG_LEVEL=error"};
-
-// What an MPI job asks for (--quick: the stencil alone).
-std::string mpi_kernels(const Options& options) {
-  return options.quick ? "stencil" : "stencil,fields16";
-}
 
 bool have_program(const std::string& path_or_name) {
   if (path_or_name.find('/') != std::string::npos) {
@@ -43,6 +36,13 @@ bool have_program(const std::string& path_or_name) {
     rest.remove_prefix(colon + 1);
   }
   return false;
+}
+
+namespace {
+
+// What an MPI job asks for (--quick: the stencil alone).
+std::string mpi_kernels(const Options& options) {
+  return options.quick ? "stencil" : "stencil,fields16";
 }
 
 Json mpi_job(const Options& options, int np, const std::filesystem::path& cache, double& wall_ms) {

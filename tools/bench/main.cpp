@@ -28,7 +28,8 @@ Measures uwjit on this machine and writes DIR/bench.json and DIR/bench.md. Every
 interleaved (the ways compared alternate within each round) and reported as the median over
 rounds, with ratios taken per round; a row names the command that reproduces it.
 
-sections (all by default): cold, warm, kernel_speed, static_arrays, mpi, contention, memory
+sections (all by default): cold, warm, kernel_speed, threads, static_arrays, mpi, contention,
+memory
 
 options:
   --out DIR           where bench.json and bench.md go (default: bench-results)
@@ -194,6 +195,8 @@ int bench_main(const std::vector<std::string>& args, const std::string& invoked_
     options.fields_grid = 16;
     options.speed_reps = 2;
     options.pipe_grid = 24;
+    options.thread_heat_size = {32};
+    options.thread_pipe_size = {24, 16, 16};
     options.baked_limit_s = 10;
   } else {
     options.rounds = 9;
@@ -248,6 +251,7 @@ int bench_main(const std::vector<std::string>& args, const std::string& invoked_
       {"cold", cold_section},
       {"warm", warm_section},
       {"kernel_speed", speed_section},
+      {"threads", threads_section},
       {"static_arrays", static_section},
       {"mpi", mpi_section},
       {"contention", contention_section},

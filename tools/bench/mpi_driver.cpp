@@ -3,13 +3,20 @@
 //     every rank asks for the same kernels through the engine's collective request;
 //   mpiexec -n NP uwjit-bench-mpi --cache DIR --replicate-mb MB --share 0|1
 //     a sharded simulation whose node reads a computed replicate array of MB megabytes, shared
-//     by the node's ranks or not; reports each rank's PSS once every rank has read all of it.
+//     by the node's ranks or not; reports each rank's PSS once every rank has read all of it;
+//   mpiexec -n NP uwjit-bench-mpi --cache DIR --speed heat:128,pipe-flow:96x64x64 --threads T
+//       --reps R
+//     each built-in node sharded along x, T threads per rank: the fastest of R steps, the halo
+//     exchange time per step, and the all-reduce that every sharded step ends with (the status
+//     verdict, folded with the integrals) timed alone.
 #include "bench.hpp"
 
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/mpi.hpp>
+#include <uwjit/nodes/registry.hpp>
 #include <uwjit/runtime/simulation.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <string>
@@ -88,6 +95,78 @@ void replicate_job(uwjit::comm::Comm& comm, const std::string& cache, double mb,
   }
 }
 
+// The median of `calls` all-reduces of `count` doubles, in microseconds.
+double all_reduce_us(uwjit::comm::Comm& comm, std::size_t count, int calls) {
+  std::vector<double> values(count, 1.0);
+  std::vector<double> us;
+  comm.barrier();
+  for (int c = 0; c < calls; ++c) {
+    const auto start = uwjit::bench::Clock::now();
+    comm.all_reduce_sum(values);
+    us.push_back(uwjit::bench::ms_since(start) * 1e3);
+  }
+  return uwjit::bench::summarise(us).median;
+}
+
+// Prints {"np", "threads", "nodes": [{"node", "domain", "updates", "step_ms", "exchange_ms"}],
+// "all_reduce_us": {"1": µs, "4": µs}}: rank 0's fastest step of `reps` and its halo exchange
+// time per step (ExchangeStats over the timed steps).
+void speed_job(uwjit::comm::Comm& comm, const std::string& cache,
+               const std::vector<std::string>& specs, int threads, int reps) {
+  using namespace uwjit;
+  engine::Engine engine({.cache_dir = cache});
+  std::string nodes_json;
+  for (const auto& spec : specs) {
+    const auto colon = spec.find(':');
+    const std::string type = spec.substr(0, colon);
+    std::string dims = spec.substr(colon + 1); // N or NXxNYxNZ
+    std::replace(dims.begin(), dims.end(), 'x', ',');
+    std::vector<std::int64_t> size;
+    for (const auto& n : bench::split_list(dims)) {
+      size.push_back(std::stoll(n));
+    }
+    const auto node = nodes::make(type, type, nodes::sized_params(type, size));
+    runtime::SimulationOptions options;
+    options.comm = &comm;
+    options.shard_axes = {0};
+    options.threads = threads;
+    runtime::Simulation simulation(engine, {node}, options);
+    simulation.step(1); // first touches
+    const double exchange_before = simulation.exchange_stats().seconds;
+    double best = 0;
+    for (int r = 0; r < reps; ++r) {
+      comm.barrier();
+      const auto start = bench::Clock::now();
+      simulation.step(1);
+      const double ms = bench::ms_since(start);
+      best = r == 0 ? ms : std::min(best, ms);
+    }
+    const double exchange_ms = (simulation.exchange_stats().seconds - exchange_before) * 1e3 / reps;
+    std::string domain;
+    for (const auto n : node->domain()) {
+      domain += (domain.empty() ? "" : ",") + std::to_string(n);
+    }
+    nodes_json += (nodes_json.empty() ? "" : ", ") + std::string("{\"node\": \"") + type +
+                  "\", \"domain\": [" + domain +
+                  "], \"updates\": " + std::to_string(node->updates_per_step()) +
+                  ", \"threads\": " + std::to_string(simulation.threads()) +
+                  ", \"step_ms\": " + std::to_string(best) +
+                  ", \"exchange_ms\": " + std::to_string(exchange_ms) + "}";
+  }
+  // One double: a node without integrals (the verdict's own all-reduce); four: pipe-flow's three
+  // integrals and the failed-kernel count. Alternated, so that both see the same machine.
+  std::vector<double> one, four;
+  for (int r = 0; r < 5; ++r) {
+    one.push_back(all_reduce_us(comm, 1, 200));
+    four.push_back(all_reduce_us(comm, 4, 200));
+  }
+  if (comm.rank() == 0) {
+    std::cout << "{\"np\": " << comm.size() << ", \"threads\": " << threads << ", \"nodes\": ["
+              << nodes_json << "], \"all_reduce_us\": {\"1\": " << bench::summarise(one).median
+              << ", \"4\": " << bench::summarise(four).median << "}}" << std::endl;
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +180,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> names;
     double replicate_mb = 0;
     bool share = true;
+    std::vector<std::string> speed;
+    int threads = 1, reps = 5;
     for (int i = 1; i + 1 < argc; i += 2) {
       const std::string flag = argv[i];
       if (flag == "--cache") {
@@ -111,11 +192,19 @@ int main(int argc, char** argv) {
         replicate_mb = std::stod(argv[i + 1]);
       } else if (flag == "--share") {
         share = std::string(argv[i + 1]) != "0";
+      } else if (flag == "--speed") {
+        speed = split_list(argv[i + 1]);
+      } else if (flag == "--threads") {
+        threads = std::stoi(argv[i + 1]);
+      } else if (flag == "--reps") {
+        reps = std::stoi(argv[i + 1]);
       } else {
         throw std::invalid_argument("unknown option " + flag);
       }
     }
-    if (replicate_mb > 0) {
+    if (!speed.empty()) {
+      speed_job(*uwjit::mpi::make_comm(MPI_COMM_WORLD), cache, speed, threads, reps);
+    } else if (replicate_mb > 0) {
       replicate_job(*uwjit::mpi::make_comm(MPI_COMM_WORLD), cache, replicate_mb, share);
     } else {
       std::vector<uwjit::codegen::KernelSource> sources;
