@@ -30,7 +30,7 @@ Verdict BuiltinNode::judge(const runtime::Simulation& simulation, const Trace& t
 
 void Trace::record(const runtime::Simulation& simulation, std::size_t node_index) {
   if (steps.empty()) {
-    names = simulation.nodes().at(node_index)->domain_integral_fields();
+    names = simulation.nodes().at(node_index)->layout().integrals;
   }
   const auto now = simulation.integrals(node_index);
   steps.push_back(simulation.steps_taken());
@@ -70,7 +70,7 @@ Figures BuiltinNode::figures(const runtime::Simulation& simulation) const {
   }
   static constexpr std::string_view k_axes[] = {"x", "y", "z"};
   const std::size_t axes = extents.size();
-  for (const auto& state : state_fields()) {
+  for (const auto& state : layout().fields) {
     if (state.dtype != runtime::Dtype::f64) {
       continue;
     }

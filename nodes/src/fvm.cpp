@@ -103,32 +103,17 @@ std::int64_t FvmNode::default_steps() const {
   return (steps + 99) / 100 * 100;
 }
 
-std::vector<std::int64_t> FvmNode::domain() const {
-  return {static_cast<std::int64_t>(m_mesh->volume.size())};
-}
-
-std::vector<runtime::StateField> FvmNode::state_fields() const {
-  return {{"T", runtime::Dtype::f64}};
+runtime::NodeLayout FvmNode::layout() const {
+  return {.axes = {{.cells = static_cast<std::int64_t>(m_mesh->volume.size()),
+                    .extent = m_extents,
+                    .name = "n_cells"}},
+          .fields = {{"T", runtime::Dtype::f64}},
+          .integrals = {"heat", "boundary_flux", "residual"},
+          .dt = m_dt};
 }
 
 void FvmNode::initial_state(runtime::State& state) const {
   (void)state; // T = 0 everywhere: the fields start zeroed
-}
-
-std::vector<codegen::ExtentMode> FvmNode::extent_modes() const {
-  return {m_extents};
-}
-
-std::vector<std::string> FvmNode::axis_names() const {
-  return {"n_cells"};
-}
-
-std::vector<std::string> FvmNode::domain_integral_fields() const {
-  return {"heat", "boundary_flux", "residual"};
-}
-
-double FvmNode::dt() const {
-  return m_dt;
 }
 
 runtime::StaticData FvmNode::build_static_data() const {

@@ -68,33 +68,12 @@ std::int64_t HeatNode::default_steps() const {
   return 500;
 }
 
-std::vector<std::int64_t> HeatNode::domain() const {
-  return {m_n[0], m_n[1], m_n[2]};
-}
-
-std::vector<runtime::StateField> HeatNode::state_fields() const {
-  return {{"u", runtime::Dtype::f64}};
-}
-
-std::vector<int> HeatNode::halo_width() const {
-  return {1, 1, 1};
-}
-
-std::vector<runtime::Boundary> HeatNode::boundary() const {
-  const auto b = m_periodic ? runtime::Boundary::periodic : runtime::Boundary::edge;
-  return {b, b, b};
-}
-
-std::vector<codegen::ExtentMode> HeatNode::extent_modes() const {
-  return {m_extents, m_extents, m_extents};
-}
-
-std::vector<std::string> HeatNode::domain_integral_fields() const {
-  return {"heat"};
-}
-
-double HeatNode::dt() const {
-  return m_courant / (m_kappa * std::max(1.0, m_contrast));
+runtime::NodeLayout HeatNode::layout() const {
+  const auto boundary = m_periodic ? runtime::Boundary::periodic : runtime::Boundary::edge;
+  return {.axes = runtime::NodeLayout::grid({m_n[0], m_n[1], m_n[2]}, 1, boundary, m_extents),
+          .fields = {{"u", runtime::Dtype::f64}},
+          .integrals = {"heat"},
+          .dt = m_courant / (m_kappa * std::max(1.0, m_contrast))};
 }
 
 double HeatNode::wavenumber() const {

@@ -69,20 +69,11 @@ std::int64_t MlpNode::default_steps() const {
   return 100;
 }
 
-std::vector<std::int64_t> MlpNode::domain() const {
-  return {m_n[0], m_n[1], m_n[2]};
-}
-
-std::vector<runtime::StateField> MlpNode::state_fields() const {
-  return {{"u", runtime::Dtype::f64, {m_features}}};
-}
-
-std::vector<codegen::ExtentMode> MlpNode::extent_modes() const {
-  return {m_extents, m_extents, m_extents};
-}
-
-std::vector<std::string> MlpNode::domain_integral_fields() const {
-  return {"u_sum", "u_square"};
+runtime::NodeLayout MlpNode::layout() const {
+  return {.axes = runtime::NodeLayout::grid({m_n[0], m_n[1], m_n[2]}, 0, runtime::Boundary::edge,
+                                            m_extents),
+          .fields = {{"u", runtime::Dtype::f64, {m_features}}},
+          .integrals = {"u_sum", "u_square"}};
 }
 
 runtime::StaticData MlpNode::build_static_data() const {

@@ -137,28 +137,14 @@ std::int64_t PipeFlowNode::default_steps() const {
   return (steps + 99) / 100 * 100;
 }
 
-std::vector<std::int64_t> PipeFlowNode::domain() const {
-  return {m_n[0], m_n[1], m_n[2]};
-}
-
-std::vector<runtime::StateField> PipeFlowNode::state_fields() const {
-  return {{"f", runtime::Dtype::f64, {k_q}}};
-}
-
-std::vector<int> PipeFlowNode::halo_width() const {
-  return {1, 1, 1};
-}
-
-std::vector<runtime::Boundary> PipeFlowNode::boundary() const {
-  return {runtime::Boundary::periodic, runtime::Boundary::edge, runtime::Boundary::edge};
-}
-
-std::vector<codegen::ExtentMode> PipeFlowNode::extent_modes() const {
-  return {m_extents, m_extents, m_extents};
-}
-
-std::vector<std::string> PipeFlowNode::domain_integral_fields() const {
-  return {"drag", "mass", "momentum"};
+runtime::NodeLayout PipeFlowNode::layout() const {
+  // Periodic along the pipe, walls (edge halos, masked by the wall arrays) across it.
+  auto axes =
+      runtime::NodeLayout::grid({m_n[0], m_n[1], m_n[2]}, 1, runtime::Boundary::edge, m_extents);
+  axes[0].boundary = runtime::Boundary::periodic;
+  return {.axes = std::move(axes),
+          .fields = {{"f", runtime::Dtype::f64, {k_q}}},
+          .integrals = {"drag", "mass", "momentum"}};
 }
 
 bool PipeFlowNode::solid(std::int64_t y, std::int64_t z) const {

@@ -14,6 +14,15 @@ Field& State::operator[](std::string_view name) const {
   throw Error(ErrorKind::usage, format("state has no field \"{}\"", name));
 }
 
+std::vector<DomainAxis> NodeLayout::grid(const std::vector<std::int64_t>& cells, int halo,
+                                         Boundary boundary, codegen::ExtentMode extent) {
+  std::vector<DomainAxis> axes;
+  for (const std::int64_t n : cells) {
+    axes.push_back({.cells = n, .halo = halo, .boundary = boundary, .extent = extent});
+  }
+  return axes;
+}
+
 Node::Node(std::string type, std::string name, Params params)
     : m_type(std::move(type)), m_name(std::move(name)), m_params(std::move(params)) {
   if (m_type.empty() || m_name.empty()) {
@@ -37,29 +46,18 @@ StaticData Node::build_static_data() const {
   return {};
 }
 
-std::vector<int> Node::halo_width() const {
-  return std::vector<int>(domain().size(), 0);
-}
-
-std::vector<Boundary> Node::boundary() const {
-  return std::vector<Boundary>(domain().size(), Boundary::edge);
-}
-
-std::vector<codegen::ExtentMode> Node::extent_modes() const {
-  return std::vector<codegen::ExtentMode>(domain().size(), codegen::ExtentMode::compiled);
-}
-
-std::vector<std::string> Node::axis_names() const {
-  std::vector<std::string> names = {"nx", "ny", "nz"};
-  names.resize(std::min(domain().size(), names.size()));
-  return names;
-}
-
-std::vector<std::string> Node::domain_integral_fields() const {
-  return {};
+std::vector<std::int64_t> Node::domain() const {
+  std::vector<std::int64_t> cells;
+  for (const auto& axis : layout().axes) {
+    cells.push_back(axis.cells);
+  }
+  return cells;
 }
 
 double Node::dt() const {
+  if (const auto dt = layout().dt) {
+    return *dt;
+  }
   return m_params.contains("dt") ? m_params.get_double("dt") : 1.0;
 }
 

@@ -22,40 +22,32 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 }
 
 Layout read_layout(const Node& node) {
+  const NodeLayout declared = node.layout();
   Layout layout;
-  layout.domain = node.domain();
-  const std::size_t axes = layout.domain.size();
+  const std::size_t axes = declared.axes.size();
   if (axes < 1 || axes > UWJIT_MAX_AXES) {
     node_error(node, format("the domain needs 1 to {} axes, got {}", UWJIT_MAX_AXES, axes));
   }
+  static constexpr const char* k_default_names[] = {"nx", "ny", "nz"};
   for (std::size_t d = 0; d < axes; ++d) {
-    if (layout.domain[d] < 1) {
-      node_error(node, format("domain axis {} has extent {} (need >= 1)", d, layout.domain[d]));
+    const DomainAxis& axis = declared.axes[d];
+    if (axis.cells < 1) {
+      node_error(node, format("domain axis {} has {} cells (need >= 1)", d, axis.cells));
     }
-  }
-  layout.halo = node.halo_width();
-  layout.boundary = node.boundary();
-  layout.modes = node.extent_modes();
-  layout.axis_names = node.axis_names();
-  auto check_length = [&](std::size_t size, std::string_view what) {
-    if (size != axes) {
-      node_error(node, format("{} has {} entries for {} domain axes", what, size, axes));
+    if (axis.halo < 0) {
+      node_error(node, format("halo width {} on axis {} is negative", axis.halo, d));
     }
-  };
-  check_length(layout.halo.size(), "halo_width()");
-  check_length(layout.boundary.size(), "boundary()");
-  check_length(layout.modes.size(), "extent_modes()");
-  check_length(layout.axis_names.size(), "axis_names()");
-  for (std::size_t d = 0; d < axes; ++d) {
-    if (layout.halo[d] < 0) {
-      node_error(node, format("halo width {} on axis {} is negative", layout.halo[d], d));
-    }
-    if (layout.boundary[d] == Boundary::periodic && layout.halo[d] > layout.domain[d]) {
+    if (axis.boundary == Boundary::periodic && axis.halo > axis.cells) {
       node_error(node, format("a periodic halo of {} on axis {} is wider than the extent {}",
-                              layout.halo[d], d, layout.domain[d]));
+                              axis.halo, d, axis.cells));
     }
+    layout.domain.push_back(axis.cells);
+    layout.halo.push_back(axis.halo);
+    layout.boundary.push_back(axis.boundary);
+    layout.modes.push_back(axis.extent);
+    layout.axis_names.push_back(axis.name.empty() ? k_default_names[d] : axis.name);
   }
-  layout.fields = node.state_fields();
+  layout.fields = declared.fields;
   if (layout.fields.empty()) {
     node_error(node, "declares no state field");
   }
@@ -73,7 +65,7 @@ Layout read_layout(const Node& node) {
       }
     }
   }
-  layout.integrals = node.domain_integral_fields();
+  layout.integrals = declared.integrals;
   std::set<std::string> integral_names;
   for (const auto& name : layout.integrals) {
     if (!integral_names.insert(name).second) {

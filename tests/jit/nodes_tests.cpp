@@ -285,7 +285,7 @@ TEST_CASE("a checkpointed and restored run matches the uninterrupted one bit for
     CHECK(same_bits(resumed.integrals(std::size_t{0}), first.simulation.integrals(std::size_t{0})));
     resumed.step(12);
     CHECK(resumed.steps_taken() == 30);
-    for (const auto& field : resumed.nodes()[0]->state_fields()) {
+    for (const auto& field : resumed.nodes()[0]->layout().fields) {
       CHECK(resumed.field(type, field.name)
                 .interior_equals(whole.simulation.field(type, field.name)));
     }
@@ -364,7 +364,7 @@ TEST_CASE("heat and pipe-flow give the same state and integrals bit for bit at 1
       Simulation many(engine, {node}, {.threads = threads});
       CHECK(many.threads() == threads);
       many.step(steps);
-      for (const auto& f : node->state_fields()) {
+      for (const auto& f : node->layout().fields) {
         CHECK(many.field(type, f.name).interior_equals(one.field(type, f.name)));
       }
       CHECK(same_bits(many.integrals(std::size_t{0}), one.integrals(std::size_t{0})));

@@ -55,13 +55,12 @@ class BoxNode final : public Node {
 public:
   BoxNode(std::string name, std::int64_t n)
       : Node("box", std::move(name), Params{{"n", n}}), m_n(n) {}
-  std::vector<std::int64_t> domain() const override { return {m_n}; }
-  std::vector<uwjit::runtime::StateField> state_fields() const override {
-    return {{"u", Dtype::f64}};
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = m_n, .name = "n"}},
+            .fields = {{"u", Dtype::f64}},
+            .integrals = {"cells"}};
   }
   void initial_state(uwjit::runtime::State&) const override {}
-  std::vector<std::string> axis_names() const override { return {"n"}; }
-  std::vector<std::string> domain_integral_fields() const override { return {"cells"}; }
   void emit_update(KernelWriter& w) const override {
     w.state_out("u");
     w.integral("cells");
@@ -85,18 +84,16 @@ public:
       : Node("lookup", std::move(name), Params{{"n", n}}), m_lut(std::move(lut)), m_n(n),
         m_mode(mode) {}
 
-  std::vector<std::int64_t> domain() const override { return {m_n}; }
-  std::vector<uwjit::runtime::StateField> state_fields() const override {
-    return {{"u", Dtype::f64}};
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = m_n, .extent = m_mode, .name = "n"}},
+            .fields = {{"u", Dtype::f64}},
+            .integrals = {"total"}};
   }
   void initial_state(uwjit::runtime::State& state) const override {
     for (std::int64_t i = 0; i < m_n; ++i) {
       state["u"].at<double>(i) = static_cast<double>(i);
     }
   }
-  std::vector<ExtentMode> extent_modes() const override { return {m_mode}; }
-  std::vector<std::string> axis_names() const override { return {"n"}; }
-  std::vector<std::string> domain_integral_fields() const override { return {"total"}; }
   void emit_update(KernelWriter& w) const override {
     w.state_out("u");
     w.static_array("lut");
@@ -128,15 +125,14 @@ class FaultyNode final : public Node {
 public:
   FaultyNode(std::string name, std::string fault)
       : Node("faulty", std::move(name), Params{}), m_fault(std::move(fault)) {}
-  std::vector<std::int64_t> domain() const override { return {4, 4}; }
-  std::vector<uwjit::runtime::StateField> state_fields() const override {
-    return {{"u", Dtype::f64}};
+  uwjit::runtime::NodeLayout layout() const override {
+    auto axes = uwjit::runtime::NodeLayout::grid({4, 4}, 1);
+    if (m_fault == "negative halo") {
+      axes[1].halo = -1;
+    }
+    return {.axes = std::move(axes), .fields = {{"u", Dtype::f64}}, .integrals = {"total"}};
   }
   void initial_state(uwjit::runtime::State&) const override {}
-  std::vector<int> halo_width() const override {
-    return m_fault == "halo list" ? std::vector<int>{1} : std::vector<int>{1, 1};
-  }
-  std::vector<std::string> domain_integral_fields() const override { return {"total"}; }
   void emit_update(KernelWriter& w) const override {
     w.state_out("u");
     if (m_fault == "undeclared output") {
@@ -417,9 +413,9 @@ TEST_CASE("declarations the kernel does not keep are errors naming the node") {
                  "node \"f\": its kernel reads static array \"mask\", which its static data does "
                  "not hold"));
   CHECK(contains(usage_error([&] {
-                   Simulation sim(engine, one(std::make_shared<FaultyNode>("f", "halo list")));
+                   Simulation sim(engine, one(std::make_shared<FaultyNode>("f", "negative halo")));
                  }),
-                 "node \"f\": halo_width() has 1 entries for 2 domain axes"));
+                 "node \"f\": halo width -1 on axis 1 is negative"));
   CHECK(contains(usage_error([&] {
                    Simulation sim(engine, {std::make_shared<FaultyNode>("f", "none"),
                                            std::make_shared<FaultyNode>("f", "none")});
@@ -444,14 +440,11 @@ TEST_CASE("a kernel sees where its shard lies: the whole domain when serial") {
   class Coordinates final : public Node {
   public:
     Coordinates() : Node("coordinates", "c", Params{}) {}
-    std::vector<std::int64_t> domain() const override { return {3, 2}; }
-    std::vector<uwjit::runtime::StateField> state_fields() const override {
-      return {{"g", Dtype::i64}};
+    uwjit::runtime::NodeLayout layout() const override {
+      return {.axes = {{.cells = 3, .extent = ExtentMode::runtime}, {.cells = 2}},
+              .fields = {{"g", Dtype::i64}}};
     }
     void initial_state(uwjit::runtime::State&) const override {}
-    std::vector<ExtentMode> extent_modes() const override {
-      return {ExtentMode::runtime, ExtentMode::compiled};
-    }
     void emit_update(KernelWriter& w) const override {
       w.state_out("g");
       w.body("    for (uw_i64 i = 0; i < nx; ++i)\n"
@@ -473,18 +466,14 @@ TEST_CASE("halos are filled before each step from the node's boundaries") {
   class Ones final : public Node {
   public:
     Ones() : Node("ones", "o", Params{}) {}
-    std::vector<std::int64_t> domain() const override { return {3}; }
-    std::vector<uwjit::runtime::StateField> state_fields() const override {
-      return {{"u", Dtype::i64}};
+    uwjit::runtime::NodeLayout layout() const override {
+      return {.axes = {{.cells = 3, .halo = 2, .boundary = uwjit::runtime::Boundary::periodic}},
+              .fields = {{"u", Dtype::i64}}};
     }
     void initial_state(uwjit::runtime::State& s) const override {
       s["u"].at<std::int64_t>(0) = 1;
       s["u"].at<std::int64_t>(1) = 10;
       s["u"].at<std::int64_t>(2) = 100;
-    }
-    std::vector<int> halo_width() const override { return {2}; }
-    std::vector<uwjit::runtime::Boundary> boundary() const override {
-      return {uwjit::runtime::Boundary::periodic};
     }
     void emit_update(KernelWriter& w) const override {
       w.state_out("u");
@@ -508,9 +497,8 @@ TEST_CASE("a node's kernel options reach its kernel and its key") {
   class Scaled final : public Node {
   public:
     explicit Scaled(std::string scale) : Node("scaled", "s", Params{}), m_scale(std::move(scale)) {}
-    std::vector<std::int64_t> domain() const override { return {2}; }
-    std::vector<uwjit::runtime::StateField> state_fields() const override {
-      return {{"u", Dtype::f64}};
+    uwjit::runtime::NodeLayout layout() const override {
+      return {.axes = {{.cells = 2}}, .fields = {{"u", Dtype::f64}}};
     }
     void initial_state(uwjit::runtime::State& s) const override {
       s["u"].at<double>(0) = 1.0;

@@ -39,10 +39,9 @@ class TableNode final : public uwjit::runtime::Node {
 public:
   explicit TableNode(bool fail = false)
       : Node("table", "table", uwjit::runtime::Params{}), m_fail(fail) {}
-  std::vector<std::int64_t> domain() const override { return {29}; }
-  std::vector<uwjit::runtime::StateField> state_fields() const override { return {{"u"}}; }
-  std::vector<int> halo_width() const override { return {1}; }
-  std::vector<std::string> domain_integral_fields() const override { return {"total"}; }
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = 29, .halo = 1}}, .fields = {{"u"}}, .integrals = {"total"}};
+  }
   void initial_state(uwjit::runtime::State& state) const override {
     for (std::int64_t i = 0; i < 29; ++i) {
       state["u"].at<double>(i) = static_cast<double>(i % 7);

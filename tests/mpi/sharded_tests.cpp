@@ -77,7 +77,7 @@ void equals_serial(const NodeList& nodes, std::vector<int> axes, std::int64_t st
   Simulation serial(*serial_engine, nodes);
   serial.step(steps);
   for (const auto& node : nodes) {
-    for (const auto& f : node->state_fields()) {
+    for (const auto& f : node->layout().fields) {
       MPI_CHECK(
           whole.field(node->name(), f.name).interior_equals(serial.field(node->name(), f.name)));
     }
@@ -104,7 +104,7 @@ void overlap_equals_sync(const NodeList& nodes, std::vector<int> axes, std::int6
   sync.step(steps);
   overlap.step(steps);
   for (const auto& node : nodes) {
-    for (const auto& f : node->state_fields()) {
+    for (const auto& f : node->layout().fields) {
       MPI_CHECK(
           sync.field(node->name(), f.name).interior_equals(overlap.field(node->name(), f.name)));
     }
@@ -150,13 +150,11 @@ class ProbeNode final : public uwjit::runtime::Node {
 public:
   ProbeNode(std::int64_t nx, int halo, Boundary boundary)
       : Node("probe", "probe", Params{}), m_nx(nx), m_halo(halo), m_boundary(boundary) {}
-  std::vector<std::int64_t> domain() const override { return {m_nx}; }
-  std::vector<uwjit::runtime::StateField> state_fields() const override {
-    return {{"u"}, {"left"}, {"right"}, {"index"}};
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = m_nx, .halo = m_halo, .boundary = m_boundary}},
+            .fields = {{"u"}, {"left"}, {"right"}, {"index"}},
+            .integrals = {"total"}};
   }
-  std::vector<int> halo_width() const override { return {m_halo}; }
-  std::vector<Boundary> boundary() const override { return {m_boundary}; }
-  std::vector<std::string> domain_integral_fields() const override { return {"total"}; }
   void initial_state(uwjit::runtime::State& state) const override {
     for (std::int64_t i = 0; i < m_nx; ++i) {
       state["u"].at<double>(i) = static_cast<double>(i + 1);
@@ -390,10 +388,9 @@ class FailingNode final : public uwjit::runtime::Node {
 public:
   explicit FailingNode(std::string when)
       : Node("failing", "f", Params{}), m_when(std::move(when)) {}
-  std::vector<std::int64_t> domain() const override { return {64}; }
-  std::vector<uwjit::runtime::StateField> state_fields() const override { return {{"u"}}; }
-  std::vector<int> halo_width() const override { return {1}; }
-  std::vector<std::string> domain_integral_fields() const override { return {"total"}; }
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = 64, .halo = 1}}, .fields = {{"u"}}, .integrals = {"total"}};
+  }
   void initial_state(uwjit::runtime::State& state) const override {
     for (std::int64_t i = 0; i < 64; ++i) {
       state["u"].at<double>(i) = static_cast<double>(i);
@@ -459,7 +456,7 @@ MPI_TEST_CASE("sharded heat and pipe-flow give the same state and integrals bit 
         Simulation many(*engine, nodes, options);
         MPI_CHECK(many.threads() == threads);
         many.step(6);
-        for (const auto& f : node->state_fields()) {
+        for (const auto& f : node->layout().fields) {
           MPI_CHECK(
               many.field(node->name(), f.name).interior_equals(one.field(node->name(), f.name)));
         }
@@ -482,9 +479,9 @@ class ThrowingNode final : public uwjit::runtime::Node {
 public:
   ThrowingNode(std::string where, int bad)
       : Node("throwing", "t", Params{}), m_where(std::move(where)), m_bad(bad) {}
-  std::vector<std::int64_t> domain() const override { return {32}; }
-  std::vector<uwjit::runtime::StateField> state_fields() const override { return {{"u"}}; }
-  std::vector<int> halo_width() const override { return {1}; }
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = 32, .halo = 1}}, .fields = {{"u"}}};
+  }
   void initial_state(uwjit::runtime::State&) const override {
     if (m_where == "initial_state" && comm()->rank() == m_bad) {
       throw std::runtime_error("initial_state fails here");

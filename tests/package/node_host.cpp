@@ -13,16 +13,16 @@ class Weighted final : public uwjit::runtime::Node {
 public:
   explicit Weighted(std::vector<double> weights)
       : Node("weighted", "w", uwjit::runtime::Params{}), m_weights(std::move(weights)) {}
-  std::vector<std::int64_t> domain() const override {
-    return {static_cast<std::int64_t>(m_weights.size())};
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = static_cast<std::int64_t>(m_weights.size())}},
+            .fields = {{"x"}},
+            .integrals = {"sum"}};
   }
-  std::vector<uwjit::runtime::StateField> state_fields() const override { return {{"x"}}; }
   void initial_state(uwjit::runtime::State& state) const override {
     for (std::int64_t i = 0; i < domain()[0]; ++i) {
       state["x"].at<double>(i) = 1.0;
     }
   }
-  std::vector<std::string> domain_integral_fields() const override { return {"sum"}; }
   void emit_update(uwjit::codegen::KernelWriter& w) const override {
     w.state_out("x");
     w.static_array("weights", uwjit::codegen::Dtype::f64, {{w.domain(0)}});

@@ -37,9 +37,9 @@ class TableNode final : public uwjit::runtime::Node {
 public:
   explicit TableNode(std::int64_t count)
       : Node("bench-table", "table", uwjit::runtime::Params{}), m_count(count) {}
-  std::vector<std::int64_t> domain() const override { return {4096}; }
-  std::vector<uwjit::runtime::StateField> state_fields() const override { return {{"u"}}; }
-  std::vector<int> halo_width() const override { return {1}; }
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = 4096, .halo = 1}}, .fields = {{"u"}}};
+  }
   void initial_state(uwjit::runtime::State& state) const override {
     for (std::int64_t i = 0; i < 4096; ++i) {
       state["u"].at<double>(i) = static_cast<double>(i % 11);

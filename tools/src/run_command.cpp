@@ -567,7 +567,7 @@ int run_command(const std::vector<std::string>& argv) {
   }
   const double time = static_cast<double>(simulation->steps_taken()) * dt;
 
-  const auto integral_names = node.domain_integral_fields();
+  const auto integral_names = node.layout().integrals;
   const auto integrals = simulation->integrals(std::size_t{0});
   // The job's compiles, summed over the ranks, and the mean halo time per rank.
   std::uint64_t counts[2] = {0, 0};

@@ -44,7 +44,7 @@ struct Verdict {
 /// The domain integrals of one node, step by step, as a run recorded them (8 bytes per
 /// integral and step, plus the step count).
 struct Trace {
-  std::vector<std::string> names;  ///< the node's domain_integral_fields()
+  std::vector<std::string> names;  ///< the node's layout().integrals
   std::vector<std::int64_t> steps; ///< the step count after each recorded step
   std::vector<double> values;      ///< record r, integral i at [r * names.size() + i]
 

@@ -26,11 +26,8 @@ public:
 
   [[nodiscard]] std::string summary() const override;
   [[nodiscard]] std::int64_t default_steps() const override;
-  [[nodiscard]] std::vector<std::int64_t> domain() const override;
-  [[nodiscard]] std::vector<runtime::StateField> state_fields() const override;
+  [[nodiscard]] runtime::NodeLayout layout() const override;
   void initial_state(runtime::State& state) const override;
-  [[nodiscard]] std::vector<codegen::ExtentMode> extent_modes() const override;
-  [[nodiscard]] std::vector<std::string> domain_integral_fields() const override;
   void emit_update(codegen::KernelWriter& writer) const override;
   [[nodiscard]] Verdict check(const runtime::Simulation& simulation,
                               const Trace& trace) const override;

@@ -28,13 +28,8 @@ public:
   [[nodiscard]] std::int64_t default_steps() const override;
   /// The check compares with a steady state: it needs default_steps() to judge a run.
   [[nodiscard]] std::int64_t steps_to_judge() const override;
-  [[nodiscard]] std::vector<std::int64_t> domain() const override;
-  [[nodiscard]] std::vector<runtime::StateField> state_fields() const override;
+  [[nodiscard]] runtime::NodeLayout layout() const override;
   void initial_state(runtime::State& state) const override;
-  [[nodiscard]] std::vector<int> halo_width() const override;
-  [[nodiscard]] std::vector<runtime::Boundary> boundary() const override;
-  [[nodiscard]] std::vector<codegen::ExtentMode> extent_modes() const override;
-  [[nodiscard]] std::vector<std::string> domain_integral_fields() const override;
   void emit_update(codegen::KernelWriter& writer) const override;
   [[nodiscard]] Verdict check(const runtime::Simulation& simulation,
                               const Trace& trace) const override;

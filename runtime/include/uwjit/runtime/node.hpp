@@ -24,6 +24,35 @@ struct StateField {
   std::vector<std::int64_t> components = {};
 };
 
+/// One domain axis of a node: its interior cells, its halo, how the halo is filled, whether the
+/// extent is compiled into the kernel, and the kernel's name for it.
+struct DomainAxis {
+  std::int64_t cells = 1; ///< interior cells (>= 1)
+  int halo = 0;           ///< halo width: cells on each side (>= 0)
+  Boundary boundary =
+      Boundary::edge; ///< how the halo is filled (periodic: wider than cells is refused)
+  /// Compiled in (constant loop bounds: faster, one kernel per value) or read when the kernel
+  /// runs (one kernel for all values). A sharded axis is always run-time.
+  codegen::ExtentMode extent = codegen::ExtentMode::compiled;
+  std::string name = {}; ///< the kernel's name for the extent (a C identifier); "": nx, ny, nz
+};
+
+/// Everything a node declares about its data, in one value: the domain, the state fields, the
+/// domain integrals and the time step.
+struct NodeLayout {
+  std::vector<DomainAxis> axes;       ///< the domain axes, 1 to 3
+  std::vector<StateField> fields;     ///< the state fields, in the kernel's table order (>= 1)
+  std::vector<std::string> integrals; ///< the domain integrals the kernel computes (partial sums
+                                      ///< over the cells it updates; shards are added up)
+  std::optional<double> dt = {};      ///< args->dt; unset: the param "dt" if present, else 1.0
+
+  /// One axis per entry of `cells` (named nx, ny, nz), each with the same halo, boundary and
+  /// extent mode: the common case of a grid.
+  [[nodiscard]] static std::vector<DomainAxis>
+  grid(const std::vector<std::int64_t>& cells, int halo = 0, Boundary boundary = Boundary::edge,
+       codegen::ExtentMode extent = codegen::ExtentMode::compiled);
+};
+
 /// The state of one node: a Field per state field, by name. Handed to Node::initial_state.
 class State {
 public:
@@ -61,20 +90,24 @@ public:
   /// Everything needed to rebuild this node (checkpointed).
   [[nodiscard]] const Params& params() const noexcept { return m_params; }
 
-  /// The interior extents of the domain, one per axis (1 to 3 axes, each >= 1).
-  [[nodiscard]] virtual std::vector<std::int64_t> domain() const = 0;
+  /// The node's domain axes, state fields, integrals and time step. Read once by a Simulation
+  /// (which checks it: Error(usage) naming the node and what is wrong).
+  [[nodiscard]] virtual NodeLayout layout() const = 0;
 
-  /// The state fields, in the order of the kernel's state tables (at least one).
-  [[nodiscard]] virtual std::vector<StateField> state_fields() const = 0;
+  /// The cells of each domain axis of layout().
+  [[nodiscard]] std::vector<std::int64_t> domain() const;
+
+  /// The time step a kernel gets as args->dt: layout().dt, else the param "dt", else 1.0.
+  [[nodiscard]] double dt() const;
 
   /// Fills the interior of every state field (the halos are filled by the runtime).
   virtual void initial_state(State& state) const = 0;
 
   /// Writes the kernel of one step. The writer arrives with the domain extents declared (named
-  /// by axis_names(), in extent_modes()), every state field declared as a state input over its
-  /// halo-padded layout, every static array of the bound static data provided, the
-  /// static_data_hash in a comment, and the outputs restricted to the state fields and
-  /// domain_integral_fields(). The node declares its outputs (writer.state_out(field),
+  /// and compiled in or not as layout() says), every state field declared as a state input over
+  /// its halo-padded layout, every static array of the bound static data provided, the
+  /// static_data_hash in a comment, and the outputs restricted to the state fields and the
+  /// layout's integrals. The node declares its outputs (writer.state_out(field),
   /// writer.integral(name)), the static arrays it reads, and the body. The kernel must write
   /// every interior cell of each state field it outputs; fields it does not output keep their
   /// values. A kernel that declares writer.update_box() must instead write exactly the cells of
@@ -91,25 +124,6 @@ public:
 
   /// static_data_hash(static_data()).
   [[nodiscard]] std::string static_data_hash() const;
-
-  /// Halo width per domain axis (cells on each side). Default: 0 on every axis.
-  [[nodiscard]] virtual std::vector<int> halo_width() const;
-
-  /// How halos are filled, per domain axis. Default: edge on every axis.
-  [[nodiscard]] virtual std::vector<Boundary> boundary() const;
-
-  /// Compiled-in or run-time extent, per domain axis. Default: compiled on every axis.
-  [[nodiscard]] virtual std::vector<codegen::ExtentMode> extent_modes() const;
-
-  /// The kernel's names for the domain extents. Default: nx, ny, nz (as many as axes).
-  [[nodiscard]] virtual std::vector<std::string> axis_names() const;
-
-  /// The names of the domain integrals the kernel computes (partial sums over the cells it
-  /// updates; a sharded runtime adds the shards'). Default: none.
-  [[nodiscard]] virtual std::vector<std::string> domain_integral_fields() const;
-
-  /// The time step passed as args->dt. Default: the param "dt" if present, else 1.0.
-  [[nodiscard]] virtual double dt() const;
 
   /// How this node's kernel is compiled (fp contraction, fast-math, -O level, defines), over the
   /// engine's options; part of the kernel's key. Default: none (the engine's options).

@@ -220,7 +220,7 @@ public:
   [[nodiscard]] const Field& field(std::string_view node, std::string_view field) const;
 
   /// The domain integrals of the last step (zeros before the first), in the order of the node's
-  /// domain_integral_fields(). Error(usage) if there is no such node.
+  /// layout().integrals. Error(usage) if there is no such node.
   [[nodiscard]] std::span<const double> integrals(std::string_view node) const;
   /// The same, by node index (the order of nodes()); no lookup.
   [[nodiscard]] std::span<const double> integrals(std::size_t node_index) const;
