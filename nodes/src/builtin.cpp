@@ -18,7 +18,7 @@ std::int64_t BuiltinNode::steps_to_judge() const {
   return 0;
 }
 
-Verdict BuiltinNode::judge(const runtime::Simulation& simulation, const Trace& trace) const {
+Verdict BuiltinNode::judge(const runtime::Snapshot& simulation, const Trace& trace) const {
   const std::int64_t needed = steps_to_judge();
   if (simulation.steps_taken() < needed) {
     Verdict verdict;
@@ -62,7 +62,7 @@ std::int64_t BuiltinNode::updates_per_step() const {
   return cells;
 }
 
-Figures BuiltinNode::figures(const runtime::Simulation& simulation) const {
+Figures BuiltinNode::figures(const runtime::Snapshot& simulation) const {
   Figures figures;
   const auto extents = domain();
   if (extents.size() < 2) {
@@ -115,7 +115,7 @@ Figures BuiltinNode::figures(const runtime::Simulation& simulation) const {
 }
 
 std::vector<runtime::VtkFieldValue>
-BuiltinNode::field_data(const runtime::Simulation& simulation) const {
+BuiltinNode::field_data(const runtime::Snapshot& simulation) const {
   const std::int64_t step = simulation.steps_taken();
   std::vector<runtime::VtkFieldValue> values = {
       {"step", step},        {"time", static_cast<double>(step) * dt()},

@@ -191,7 +191,7 @@ void FvmNode::emit_update(codegen::KernelWriter& w) const {
                 literal(m_kappa)));
 }
 
-double FvmNode::error(const runtime::Simulation& simulation) const {
+double FvmNode::error(const runtime::Snapshot& simulation) const {
   const runtime::Field& t = simulation.field(name(), "T");
   const Mesh& m = *m_mesh;
   double worst = 0;
@@ -204,7 +204,7 @@ double FvmNode::error(const runtime::Simulation& simulation) const {
   return worst / scale;
 }
 
-Verdict FvmNode::check(const runtime::Simulation& simulation, const Trace& trace) const {
+Verdict FvmNode::check(const runtime::Snapshot& simulation, const Trace& trace) const {
   Verdict verdict;
   const auto heat = trace.series("heat");
   const auto flux = trace.series("boundary_flux");
@@ -241,7 +241,7 @@ Verdict FvmNode::check(const runtime::Simulation& simulation, const Trace& trace
   return verdict;
 }
 
-std::vector<std::filesystem::path> FvmNode::write_output(const runtime::Simulation& simulation,
+std::vector<std::filesystem::path> FvmNode::write_output(const runtime::Snapshot& simulation,
                                                          const std::filesystem::path& directory,
                                                          std::string_view stem) const {
   std::filesystem::create_directories(directory);
@@ -270,7 +270,7 @@ std::vector<std::filesystem::path> FvmNode::write_output(const runtime::Simulati
   return {path};
 }
 
-Figures FvmNode::figures(const runtime::Simulation& simulation) const {
+Figures FvmNode::figures(const runtime::Snapshot& simulation) const {
   const Mesh& m = *m_mesh;
   const runtime::Field& t = simulation.field(name(), "T");
   const auto cells = static_cast<std::int64_t>(m.volume.size());

@@ -151,7 +151,7 @@ void HeatNode::emit_update(codegen::KernelWriter& w) const {
 )");
 }
 
-Verdict HeatNode::check(const runtime::Simulation& simulation, const Trace& trace) const {
+Verdict HeatNode::check(const runtime::Snapshot& simulation, const Trace& trace) const {
   Verdict verdict;
   const runtime::Field& u = simulation.field(name(), "u");
   // Totals summed accurately, so that the drift measured is the scheme's, not the sum's.
@@ -213,7 +213,7 @@ Verdict HeatNode::check(const runtime::Simulation& simulation, const Trace& trac
   return verdict;
 }
 
-std::vector<std::filesystem::path> HeatNode::write_output(const runtime::Simulation& simulation,
+std::vector<std::filesystem::path> HeatNode::write_output(const runtime::Snapshot& simulation,
                                                           const std::filesystem::path& directory,
                                                           std::string_view stem) const {
   std::filesystem::create_directories(directory);
@@ -230,7 +230,7 @@ std::vector<std::filesystem::path> HeatNode::write_output(const runtime::Simulat
   return {path};
 }
 
-Figures HeatNode::figures(const runtime::Simulation& simulation) const {
+Figures HeatNode::figures(const runtime::Snapshot& simulation) const {
   Figures figures = BuiltinNode::figures(simulation);
   // The checked quantity: the mode along x (u averaged over y and z), with the discrete exact
   // solution where the conductivity is uniform.

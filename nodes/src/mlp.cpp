@@ -229,7 +229,7 @@ std::vector<double> MlpNode::reference(const runtime::StaticData& data, std::int
   return u;
 }
 
-Verdict MlpNode::check(const runtime::Simulation& simulation, const Trace& trace) const {
+Verdict MlpNode::check(const runtime::Snapshot& simulation, const Trace& trace) const {
   (void)trace;
   Verdict verdict;
   const runtime::Field& u = simulation.field(name(), "u");
@@ -250,7 +250,7 @@ Verdict MlpNode::check(const runtime::Simulation& simulation, const Trace& trace
   return verdict;
 }
 
-std::vector<std::filesystem::path> MlpNode::write_output(const runtime::Simulation& simulation,
+std::vector<std::filesystem::path> MlpNode::write_output(const runtime::Snapshot& simulation,
                                                          const std::filesystem::path& directory,
                                                          std::string_view stem) const {
   std::filesystem::create_directories(directory);

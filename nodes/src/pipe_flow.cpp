@@ -292,7 +292,7 @@ void PipeFlowNode::emit_update(codegen::KernelWriter& w) const {
   w.body(body);
 }
 
-Verdict PipeFlowNode::check(const runtime::Simulation& simulation, const Trace& trace) const {
+Verdict PipeFlowNode::check(const runtime::Snapshot& simulation, const Trace& trace) const {
   Verdict verdict;
   const runtime::Field& f = simulation.field(name(), "f");
   const double fluid = static_cast<double>(fluid_nodes());
@@ -368,7 +368,7 @@ Verdict PipeFlowNode::check(const runtime::Simulation& simulation, const Trace& 
 }
 
 std::vector<std::filesystem::path>
-PipeFlowNode::write_output(const runtime::Simulation& simulation,
+PipeFlowNode::write_output(const runtime::Snapshot& simulation,
                            const std::filesystem::path& directory, std::string_view stem) const {
   std::filesystem::create_directories(directory);
   const auto path = directory / (std::string(stem) + ".vti");
@@ -413,7 +413,7 @@ PipeFlowNode::write_output(const runtime::Simulation& simulation,
   return {path};
 }
 
-Figures PipeFlowNode::figures(const runtime::Simulation& simulation) const {
+Figures PipeFlowNode::figures(const runtime::Snapshot& simulation) const {
   const runtime::Field& f = simulation.field(name(), "f");
   const std::int64_t nx = m_n[0], ny = m_n[1], nz = m_n[2];
   const double nan = std::numeric_limits<double>::quiet_NaN();

@@ -20,43 +20,41 @@ namespace uwjit::runtime {
 using namespace detail; // this file is the runtime's own
 
 namespace {
-constexpr std::string_view k_magic = "UWJITCKP";
-} // namespace
 
-void Simulation::checkpoint(const std::filesystem::path& path) const {
-  if (m_impl->decomposition && m_impl->decomposition->comm->size() > 1) {
-    // One file for the job: the whole domain gathered, written by rank 0, its outcome shared so
-    // that a failure raises the same error on every rank.
-    comm::Comm& comm = *m_impl->decomposition->comm;
-    const Simulation whole = gathered();
-    comm::together(comm, [&] {
-      if (comm.rank() == 0) {
-        whole.checkpoint(path);
-      }
-    });
-    return;
-  }
+constexpr std::string_view k_magic = "UWJITCKP";
+
+// One node as the checkpoint format stores it.
+struct CheckpointNode {
+  const Node* node;
+  std::vector<const Field*> fields;
+  const std::vector<std::string>* integral_names;
+  std::span<const double> integrals;
+};
+
+// Writes the checkpoint format of simulation.hpp to `path`, atomically.
+void write_checkpoint(const std::filesystem::path& path, std::int64_t steps,
+                      std::span<const CheckpointNode> nodes) {
   detail::ByteWriter out;
   out.raw(k_magic.data(), k_magic.size());
   out.u32(k_checkpoint_version);
-  out.i64(m_impl->steps);
-  out.u32(static_cast<std::uint32_t>(m_impl->states.size()));
-  for (const auto& s : m_impl->states) {
-    out.str(s.node->type());
-    out.str(s.node->name());
-    const auto& params = s.node->params().values();
+  out.i64(steps);
+  out.u32(static_cast<std::uint32_t>(nodes.size()));
+  for (const auto& n : nodes) {
+    out.str(n.node->type());
+    out.str(n.node->name());
+    const auto& params = n.node->params().values();
     out.u32(static_cast<std::uint32_t>(params.size()));
     for (const auto& [key, value] : params) {
       out.str(key);
       out.value(value);
     }
-    out.u32(static_cast<std::uint32_t>(s.current.size()));
-    for (const auto& f : s.current) {
+    out.u32(static_cast<std::uint32_t>(n.fields.size()));
+    for (const Field* f : n.fields) {
       out.str(f->name());
       out.u8(static_cast<std::uint8_t>(f->dtype()));
       out.u32(static_cast<std::uint32_t>(f->rank()));
-      for (const std::int64_t n : f->shape()) {
-        out.i64(n);
+      for (const std::int64_t extent : f->shape()) {
+        out.i64(extent);
       }
       const std::size_t bytes =
           static_cast<std::size_t>(f->interior_count()) * codegen::size_of(f->dtype());
@@ -66,10 +64,10 @@ void Simulation::checkpoint(const std::filesystem::path& path) const {
       f->copy_interior_to(
           std::span<std::byte>(reinterpret_cast<std::byte*>(out.bytes().data() + at), bytes));
     }
-    out.u32(static_cast<std::uint32_t>(s.integrals.size()));
-    for (std::size_t i = 0; i < s.integrals.size(); ++i) {
-      out.str(s.layout.integrals[i]);
-      out.f64(s.integrals[i]);
+    out.u32(static_cast<std::uint32_t>(n.integrals.size()));
+    for (std::size_t i = 0; i < n.integrals.size(); ++i) {
+      out.str((*n.integral_names)[i]);
+      out.f64(n.integrals[i]);
     }
   }
   const std::string checksum = cache::sha256_hex(out.bytes());
@@ -82,8 +80,48 @@ void Simulation::checkpoint(const std::filesystem::path& path) const {
   } catch (const Error& e) {
     throw Error(ErrorKind::io, format("checkpoint {}: {}", path.string(), e.what()));
   }
-  logger().info("checkpoint {} written at step {} ({} bytes)", path.string(), m_impl->steps,
-                bytes.size());
+  logger().info("checkpoint {} written at step {} ({} bytes)", path.string(), steps, bytes.size());
+}
+
+} // namespace
+
+void Simulation::checkpoint(const std::filesystem::path& path) const {
+  if (m_impl->decomposition && m_impl->decomposition->comm->size() > 1) {
+    // One file for the job: the whole domain gathered, written by rank 0, its outcome shared so
+    // that a failure raises the same error on every rank.
+    comm::Comm& comm = *m_impl->decomposition->comm;
+    const Snapshot whole = gathered();
+    comm::together(comm, [&] {
+      if (comm.rank() == 0) {
+        whole.checkpoint(path);
+      }
+    });
+    return;
+  }
+  std::vector<CheckpointNode> nodes;
+  for (const auto& s : m_impl->states) {
+    CheckpointNode n{s.node.get(), {}, &s.layout.integrals, s.integrals};
+    for (const auto& f : s.current) {
+      n.fields.push_back(f.get());
+    }
+    nodes.push_back(std::move(n));
+  }
+  write_checkpoint(path, m_impl->steps, nodes);
+}
+
+void Snapshot::checkpoint(const std::filesystem::path& path) const {
+  std::vector<CheckpointNode> nodes;
+  std::vector<std::vector<std::string>> names(m_nodes.size());
+  for (std::size_t i = 0; i < m_nodes.size(); ++i) {
+    const NodeData& d = m_nodes[i];
+    names[i] = d.node->layout().integrals;
+    CheckpointNode n{d.node.get(), {}, &names[i], d.integrals};
+    for (const auto& f : d.fields) {
+      n.fields.push_back(f.get());
+    }
+    nodes.push_back(std::move(n));
+  }
+  write_checkpoint(path, m_steps, nodes);
 }
 
 namespace {

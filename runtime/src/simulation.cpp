@@ -25,24 +25,21 @@ std::string_view to_string(ExchangeMode mode) noexcept {
 
 Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node>> list,
                        const SimulationOptions& options, Init init)
-    : engine(&e), nodes(std::move(list)), exchange_mode(options.exchange),
-      snapshot(init == Init::snapshot) {
+    : engine(&e), nodes(std::move(list)), exchange_mode(options.exchange) {
   if (options.threads < 0) {
     throw Error(
         ErrorKind::usage,
         format("simulation: threads must be 0 (the default) or more, not {}", options.threads));
   }
-  if (options.comm != nullptr && init != Init::snapshot) {
+  if (options.comm != nullptr) {
     decomposition = Decomposition::make(options);
   }
-  if (init != Init::snapshot) {
-    int threads = options.threads;
-    if (threads == 0) {
-      // The ranks of this node share its cores.
-      threads = detail::default_threads(decomposition ? options.comm->node_size() : 1);
-    }
-    executor.emplace(threads);
+  int threads = options.threads;
+  if (threads == 0) {
+    // The ranks of this node share its cores.
+    threads = detail::default_threads(decomposition ? options.comm->node_size() : 1);
   }
+  executor.emplace(threads);
   std::set<std::string> names;
   for (const auto& node : nodes) {
     if (node == nullptr) {
@@ -94,12 +91,7 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
   if (decomposition && options.share_on_node) {
     share_replicate_arrays(*options.comm, options.share_min_bytes);
   }
-  if (init != Init::snapshot) {
-    request_all(emitted, options);
-  } else {
-    kernels_.assign(nodes.size(), std::nullopt);
-    reports.assign(nodes.size(), {});
-  }
+  request_all(emitted, options);
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     NodeState& s = states[n];
     StaticPadder pad = serial_padder(s.layout);
@@ -126,7 +118,7 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
   // initial_state is the node's own code too.
   collectively(options, [&] {
     for (auto& s : states) {
-      allocate_state(s, init == Init::compute ? Init::compute : Init::skip);
+      allocate_state(s, init);
     }
   });
   for (auto& s : states) {
@@ -291,39 +283,39 @@ ExchangeStats Simulation::exchange_stats() const noexcept {
   return m_impl->exchange;
 }
 
-Simulation Simulation::gathered() const {
-  auto impl = std::make_unique<Impl>(*m_impl->engine, m_impl->nodes, SimulationOptions{},
-                                     Impl::Init::snapshot);
-  impl->steps = m_impl->steps;
-  impl->reports = m_impl->reports;
-  for (std::size_t n = 0; n < m_impl->states.size(); ++n) {
-    NodeState& from = m_impl->states[n];
-    NodeState& to = impl->states[n];
-    to.integrals = from.integrals;
-    to.binding.report = from.binding.report;
-    for (std::size_t i = 0; i < from.current.size(); ++i) {
-      const Field& mine = *from.current[i];
+Snapshot Simulation::gathered() const {
+  std::vector<Snapshot::NodeData> nodes;
+  for (const NodeState& s : m_impl->states) {
+    Snapshot::NodeData data{s.node, {}, s.integrals, {}, s.binding.report};
+    // Serially the data bound now; sharded, the node's own whole arrays (a rank holds slabs).
+    data.bound = m_impl->decomposition ? s.node->static_data() : s.bound;
+    const Layout whole = read_layout(*s.node);
+    for (std::size_t i = 0; i < s.current.size(); ++i) {
+      const Field& mine = *s.current[i];
+      const StateField& f = whole.fields[i];
+      auto field = std::make_shared<Field>(f.name, f.dtype, whole.shape(f), whole.halos(f));
       std::string bytes(
           static_cast<std::size_t>(mine.interior_count()) * codegen::size_of(mine.dtype()), '\0');
       mine.copy_interior_to(std::as_writable_bytes(std::span(bytes)));
       if (!m_impl->decomposition) {
-        to.current[i]->copy_interior_from(std::as_bytes(std::span(bytes)));
-        continue;
+        field->copy_interior_from(std::as_bytes(std::span(bytes)));
+      } else {
+        const auto all = m_impl->decomposition->comm->all_gather(bytes);
+        for (std::size_t r = 0; r < all.size(); ++r) {
+          const ShardInfo info = m_impl->decomposition->shard_of(whole, static_cast<int>(r));
+          std::vector<std::int64_t> shape = f.components;
+          shape.insert(shape.end(), info.extent.begin(), info.extent.end());
+          Field slab(f.name, f.dtype, std::move(shape),
+                     std::vector<int>(f.components.size() + info.extent.size(), 0));
+          slab.copy_interior_from(std::as_bytes(std::span(all[r])));
+          copy_slab(*field, slab, info.offset, Direction::local_to_global);
+        }
       }
-      const auto all = m_impl->decomposition->comm->all_gather(bytes);
-      const StateField& f = to.layout.fields[i];
-      for (std::size_t r = 0; r < all.size(); ++r) {
-        const ShardInfo info = m_impl->decomposition->shard_of(to.layout, static_cast<int>(r));
-        std::vector<std::int64_t> shape = f.components;
-        shape.insert(shape.end(), info.extent.begin(), info.extent.end());
-        Field slab(f.name, f.dtype, std::move(shape),
-                   std::vector<int>(f.components.size() + info.extent.size(), 0));
-        slab.copy_interior_from(std::as_bytes(std::span(all[r])));
-        copy_slab(*to.current[i], slab, info.offset, Direction::local_to_global);
-      }
+      data.fields.push_back(std::move(field));
     }
+    nodes.push_back(std::move(data));
   }
-  return Simulation(std::move(impl));
+  return Snapshot(m_impl->steps, std::move(nodes));
 }
 
 std::int64_t Simulation::steps_taken() const noexcept {

@@ -35,12 +35,10 @@ struct Simulation::Impl {
   ExchangeMode exchange_mode = ExchangeMode::sync;
   ExchangeStats exchange;
   NodeShared node_shared;
-  bool snapshot = false;                       // a gathered snapshot: no kernels, cannot step
-  std::optional<detail::CpuExecutor> executor; // not for a snapshot
+  std::optional<detail::CpuExecutor> executor;
 
-  // compute: the nodes' initial state; skip: zeros (restore fills it); snapshot: zeros and no
-  // kernels requested.
-  enum class Init { compute, skip, snapshot };
+  // compute: the nodes' initial state; skip: zeros (restore fills it).
+  enum class Init { compute, skip };
 
   // Validates the nodes (and, sharded, the decomposition), emits and requests every kernel,
   // binds it and allocates the state (see Simulation's constructor). Collective when sharded.

@@ -19,9 +19,6 @@ using Clock = std::chrono::steady_clock;
 } // namespace
 
 void Simulation::Impl::step_node(NodeState& s) {
-  if (snapshot) {
-    throw Error(ErrorKind::usage, "simulation: a gathered snapshot cannot step");
-  }
   const int axis = overlap_axis(s);
   if (axis >= 0) {
     step_overlapped(s, static_cast<std::size_t>(axis));

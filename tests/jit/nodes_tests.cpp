@@ -88,7 +88,7 @@ bool same_bits(std::span<const double> a, std::span<const double> b) {
 TEST_CASE("heat: insulating walls conserve heat and a Fourier mode decays at the analytic rate") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   auto r = run(engine, "heat", uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{16}));
-  const Verdict verdict = r.node->check(r.simulation, r.trace);
+  const Verdict verdict = r.node->check(r.simulation.gathered(), r.trace);
   require_pass(verdict);
   CHECK(measurement(verdict, "heat conservation").value <= 1e-12);
   CHECK(measurement(verdict, "mode amplitude (discrete)").value <= 1e-9);
@@ -100,7 +100,7 @@ TEST_CASE("heat: a periodic mode decays at its own rate") {
   const Params params = with(uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{16}),
                              {{"boundary", "periodic"}});
   auto r = run(engine, "heat", params, 300);
-  const Verdict verdict = r.node->check(r.simulation, r.trace);
+  const Verdict verdict = r.node->check(r.simulation.gathered(), r.trace);
   require_pass(verdict);
   CHECK(verdict.measurements.size() == 4);
 }
@@ -110,7 +110,7 @@ TEST_CASE("heat: a conductivity contrast still conserves heat; the mode check sa
   const Params params =
       with(uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{16}), {{"contrast", 8.0}});
   auto r = run(engine, "heat", params, 300);
-  const Verdict verdict = r.node->check(r.simulation, r.trace);
+  const Verdict verdict = r.node->check(r.simulation.gathered(), r.trace);
   require_pass(verdict);
   REQUIRE(verdict.notes.size() == 1);
   CHECK(verdict.notes[0].find("not uniform") != std::string::npos);
@@ -140,7 +140,7 @@ TEST_CASE("heat: compiled-in and run-time extents give the same field bit for bi
 TEST_CASE("pipe-flow: Poiseuille profile, drag balances the body force, mass is conserved") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   auto r = run(engine, "pipe-flow", uwjit::nodes::default_params("pipe-flow"));
-  const Verdict verdict = r.node->check(r.simulation, r.trace);
+  const Verdict verdict = r.node->check(r.simulation.gathered(), r.trace);
   require_pass(verdict);
   CHECK(measurement(verdict, "Poiseuille profile").value < 0.05);
   CHECK(measurement(verdict, "drag balances body force").value < 0.01);
@@ -149,7 +149,7 @@ TEST_CASE("pipe-flow: Poiseuille profile, drag balances the body force, mass is 
 TEST_CASE("pipe-flow: the check fails a run that has not reached the steady state") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   auto r = run(engine, "pipe-flow", uwjit::nodes::default_params("pipe-flow"), 50);
-  const Verdict verdict = r.node->check(r.simulation, r.trace);
+  const Verdict verdict = r.node->check(r.simulation.gathered(), r.trace);
   CHECK_FALSE(verdict.passed);
   CHECK_FALSE(measurement(verdict, "drag balances body force").passed);
   CHECK_FALSE(measurement(verdict, "Poiseuille profile").passed);
@@ -173,8 +173,8 @@ TEST_CASE("fvm: the unstructured diffusion converges to the analytic steady stat
   auto coarse =
       run(engine, "fvm", uwjit::nodes::sized_params("fvm", std::vector<std::int64_t>{16}));
   auto fine = run(engine, "fvm", uwjit::nodes::default_params("fvm"));
-  const Verdict coarse_verdict = coarse.node->check(coarse.simulation, coarse.trace);
-  const Verdict fine_verdict = fine.node->check(fine.simulation, fine.trace);
+  const Verdict coarse_verdict = coarse.node->check(coarse.simulation.gathered(), coarse.trace);
+  const Verdict fine_verdict = fine.node->check(fine.simulation.gathered(), fine.trace);
   require_pass(coarse_verdict);
   require_pass(fine_verdict);
   const double coarse_error = measurement(coarse_verdict, "analytic steady state").value;
@@ -219,7 +219,7 @@ TEST_CASE("fvm: the mesh is a replicate face graph with indirect addressing") {
 TEST_CASE("mlp: the kernel equals the plain C++ reference") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   auto r = run(engine, "mlp", uwjit::nodes::sized_params("mlp", std::vector<std::int64_t>{8}), 40);
-  const Verdict verdict = r.node->check(r.simulation, r.trace);
+  const Verdict verdict = r.node->check(r.simulation.gathered(), r.trace);
   require_pass(verdict);
   CHECK(measurement(verdict, "matches the C++ reference").value <= 1e-12);
 }
@@ -233,7 +233,7 @@ TEST_CASE("mlp: new weights of the same shapes need no compile and change the re
   CHECK(second.simulation.kernels()[0].info.tier == Tier::memory);
   CHECK_FALSE(
       first.simulation.field("mlp", "u").interior_equals(second.simulation.field("mlp", "u")));
-  require_pass(second.node->check(second.simulation, second.trace));
+  require_pass(second.node->check(second.simulation.gathered(), second.trace));
   // Another width changes a shape: one compile.
   auto wider = run(engine, "mlp", with(params, {{"hidden", 24}}), 1);
   CHECK(wider.simulation.kernels()[0].info.tier == Tier::compiled);
@@ -256,7 +256,7 @@ TEST_CASE("mlp: rebinding other weights follows the new contents without a compi
   CHECK_FALSE(rebound.new_kernel);
   r.simulation.step(5);
   // The check's reference uses the bound weights: it agrees only if the kernel read the new ones.
-  require_pass(r.node->check(r.simulation, r.trace));
+  require_pass(r.node->check(r.simulation.gathered(), r.trace));
   const auto& mlp = dynamic_cast<const uwjit::nodes::MlpNode&>(*r.node);
   const auto original = mlp.reference(mlp.static_data(), 5);
   const auto& u = r.simulation.field("mlp", "u");

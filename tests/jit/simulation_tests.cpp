@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <new>
 #include <numeric>
+#include <unistd.h>
 
 using uwjit::codegen::Dtype;
 using uwjit::codegen::ExtentMode;
@@ -529,4 +531,31 @@ TEST_CASE("a node's kernel options reach its kernel and its key") {
   CHECK(three.kernels()[0].info.key != five.kernels()[0].info.key);
   CHECK(engine.salt_of(source).get("flags")->find("-ffp-contract=off -DSCALE=3") !=
         std::string::npos);
+}
+
+TEST_CASE("a snapshot is a copy of one step: it does not follow the simulation, and it "
+          "checkpoints the same file") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, {std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3})});
+  sim.step(2);
+  const uwjit::runtime::Snapshot snapshot = sim.gathered();
+  CHECK(snapshot.steps_taken() == 2);
+  CHECK(snapshot.field("a", "u").interior_equals(sim.field("a", "u")));
+  CHECK(snapshot.integrals("a")[0] == sim.integrals("a")[0]);
+  CHECK(snapshot.kernels()[0].info.key == sim.kernels()[0].info.key);
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("uwjit-snapshot-" + std::to_string(static_cast<long>(::getpid())));
+  std::filesystem::create_directories(dir);
+  sim.checkpoint(dir / "live.ckpt");
+  snapshot.checkpoint(dir / "snapshot.ckpt");
+  auto read = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  CHECK(read(dir / "live.ckpt") == read(dir / "snapshot.ckpt"));
+  sim.step();
+  CHECK(snapshot.steps_taken() == 2);
+  CHECK_FALSE(snapshot.field("a", "u").interior_equals(sim.field("a", "u")));
+  CHECK_THROWS_AS((void)snapshot.field("b", "u"), uwjit::Error);
+  std::filesystem::remove_all(dir);
 }

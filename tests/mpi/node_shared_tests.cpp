@@ -177,8 +177,8 @@ MPI_TEST_CASE("private copies are computed on every rank and give the same state
   MPI_CHECK(own.node_shared().arrays == 0);
   MPI_CHECK(sum_over_ranks(private_node->fills()) == comm()->size());
   check_table(own);
-  const Simulation a = shared.gathered();
-  const Simulation b = own.gathered();
+  const uwjit::runtime::Snapshot a = shared.gathered();
+  const uwjit::runtime::Snapshot b = own.gathered();
   MPI_CHECK(a.field("table", "u").interior_equals(b.field("table", "u")));
   if (comm()->rank() == 0) {
     Simulation serial(*engine, {std::make_shared<TableNode>()});

@@ -69,7 +69,7 @@ void equals_serial(const NodeList& nodes, std::vector<int> axes, std::int64_t st
   auto engine = make_engine(cache / "sharded");
   Simulation simulation(*engine, nodes, sharded(std::move(axes), mode));
   simulation.step(steps);
-  const Simulation whole = simulation.gathered();
+  const uwjit::runtime::Snapshot whole = simulation.gathered();
   if (comm()->rank() != 0) {
     return;
   }
@@ -263,7 +263,7 @@ MPI_TEST_CASE("halo width 2: edge repeats the boundary cell, periodic wraps, at 
       const auto& shard = simulation.shard("probe");
       MPI_CHECK(shard.grid[0] == comm()->size());
       MPI_CHECK(shard.extent[0] == nx / comm()->size() + (shard.coords[0] < nx % comm()->size()));
-      const Simulation whole = simulation.gathered();
+      const uwjit::runtime::Snapshot whole = simulation.gathered();
       for (std::int64_t i = 0; i < nx; ++i) {
         MPI_CHECK(whole.field("probe", "left").at<double>(i) ==
                   expected_neighbour(i, -2, nx, boundary));
@@ -348,12 +348,12 @@ MPI_TEST_CASE("a sharded checkpoint resumes bit for bit, sharded on the same ran
   const auto path = dir / "heat.ckpt";
   simulation.checkpoint(path); // collective: one file for the job
   simulation.step(5);
-  const Simulation reference = simulation.gathered();
+  const uwjit::runtime::Snapshot reference = simulation.gathered();
 
   Simulation resumed = Simulation::restore(*engine, path, factory, sharded({0, 1}));
   MPI_CHECK(resumed.steps_taken() == 4);
   resumed.step(5);
-  const Simulation again = resumed.gathered();
+  const uwjit::runtime::Snapshot again = resumed.gathered();
   MPI_CHECK(again.field("heat", "u").interior_equals(reference.field("heat", "u")));
   MPI_CHECK(close(resumed.integrals("heat")[0], simulation.integrals("heat")[0], 1e-12));
   if (comm()->rank() == 0) {

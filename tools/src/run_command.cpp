@@ -479,7 +479,7 @@ int run_command(const std::vector<std::string>& argv) {
   // collection that ParaView opens as one dataset over time.
   std::vector<runtime::VtkSeriesEntry> series;
   auto write_series = [&]() {
-    const runtime::Simulation whole = simulation->gathered(); // collective
+    const runtime::Snapshot whole = simulation->gathered(); // collective
     if (!lead) {
       return;
     }
@@ -533,7 +533,7 @@ int run_command(const std::vector<std::string>& argv) {
   // rank 0 writes the files.
   const auto exchange_stats = simulation->exchange_stats();
   const auto exchange_seconds = exchange_stats.seconds;
-  const runtime::Simulation whole = simulation->gathered();
+  const runtime::Snapshot whole = simulation->gathered();
   const nodes::Verdict verdict = node.judge(whole, trace);
   std::optional<std::filesystem::path> collection;
   std::vector<std::filesystem::path> plots;

@@ -114,7 +114,7 @@ public:
 
   /// Checks the physics of the node's current state in `simulation` (which holds this node) and
   /// of `trace`, its integrals as recorded (possibly only since a restore). Thread-safe.
-  [[nodiscard]] virtual Verdict check(const runtime::Simulation& simulation,
+  [[nodiscard]] virtual Verdict check(const runtime::Snapshot& simulation,
                                       const Trace& trace) const = 0;
 
   /// The steps a run must have taken before check() can judge it (e.g. to reach the steady
@@ -123,24 +123,24 @@ public:
 
   /// check(), or, for a run shorter than steps_to_judge(), a verdict that says so
   /// (needs_steps) instead of failing it.
-  [[nodiscard]] Verdict judge(const runtime::Simulation& simulation, const Trace& trace) const;
+  [[nodiscard]] Verdict judge(const runtime::Snapshot& simulation, const Trace& trace) const;
 
   /// Writes the node's current fields to VTK files in `directory` (created if missing), named
   /// `stem` plus the format's suffix (.vti, .vtu), with field_data(simulation) as their
   /// FieldData, and returns their paths. Throws Error(io).
-  virtual std::vector<std::filesystem::path> write_output(const runtime::Simulation& simulation,
+  virtual std::vector<std::filesystem::path> write_output(const runtime::Snapshot& simulation,
                                                           const std::filesystem::path& directory,
                                                           std::string_view stem) const = 0;
 
   /// The pictures of the node's current state in `simulation`: a mid-plane slice of each field
   /// and, where the check compares with a reference, a chart of the two. The default: a slice
   /// through the middle of the last axis of each f64 state field (one per component).
-  [[nodiscard]] virtual Figures figures(const runtime::Simulation& simulation) const;
+  [[nodiscard]] virtual Figures figures(const runtime::Snapshot& simulation) const;
 
   /// What a VTK file of this node records about its dataset: step, time (step × dt), dt, the
   /// node's type and name, its kernel's key, and each param as "param_NAME".
   [[nodiscard]] std::vector<runtime::VtkFieldValue>
-  field_data(const runtime::Simulation& simulation) const;
+  field_data(const runtime::Snapshot& simulation) const;
 };
 
 } // namespace uwjit::nodes

@@ -39,12 +39,12 @@ public:
   [[nodiscard]] runtime::NodeLayout layout() const override;
   void initial_state(runtime::State& state) const override;
   void emit_update(codegen::KernelWriter& writer) const override;
-  [[nodiscard]] Verdict check(const runtime::Simulation& simulation,
+  [[nodiscard]] Verdict check(const runtime::Snapshot& simulation,
                               const Trace& trace) const override;
-  std::vector<std::filesystem::path> write_output(const runtime::Simulation& simulation,
+  std::vector<std::filesystem::path> write_output(const runtime::Snapshot& simulation,
                                                   const std::filesystem::path& directory,
                                                   std::string_view stem) const override;
-  [[nodiscard]] Figures figures(const runtime::Simulation& simulation) const override;
+  [[nodiscard]] Figures figures(const runtime::Snapshot& simulation) const override;
 
   /// The default params (32 points per row: 900 cells).
   [[nodiscard]] static runtime::Params defaults();
@@ -53,7 +53,7 @@ public:
   /// The steady state T*(x, y).
   [[nodiscard]] static double exact(double x, double y);
   /// The largest |T - T*| over the cells of `simulation`'s state, relative to max |T*|.
-  [[nodiscard]] double error(const runtime::Simulation& simulation) const;
+  [[nodiscard]] double error(const runtime::Snapshot& simulation) const;
 
 protected:
   [[nodiscard]] runtime::StaticData build_static_data() const override;

@@ -29,9 +29,9 @@ public:
   [[nodiscard]] runtime::NodeLayout layout() const override;
   void initial_state(runtime::State& state) const override;
   void emit_update(codegen::KernelWriter& writer) const override;
-  [[nodiscard]] Verdict check(const runtime::Simulation& simulation,
+  [[nodiscard]] Verdict check(const runtime::Snapshot& simulation,
                               const Trace& trace) const override;
-  std::vector<std::filesystem::path> write_output(const runtime::Simulation& simulation,
+  std::vector<std::filesystem::path> write_output(const runtime::Snapshot& simulation,
                                                   const std::filesystem::path& directory,
                                                   std::string_view stem) const override;
 

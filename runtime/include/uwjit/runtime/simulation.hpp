@@ -4,6 +4,7 @@
 
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/runtime/node.hpp>
+#include <uwjit/runtime/snapshot.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -100,14 +101,6 @@ struct ExchangeStats {
   std::int64_t overlapped = 0;
 };
 
-/// One node's kernel request: which node, its source, and what the engine did (key, tier,
-/// timings).
-struct KernelReport {
-  std::string node;
-  engine::KernelInfo info;
-  std::shared_ptr<const codegen::KernelSource> source;
-};
-
 /// Rebuilds a node from what a checkpoint stores: its type, name and params.
 using NodeFactory = std::function<std::shared_ptr<const Node>(
     const std::string& type, const std::string& name, const Params& params)>;
@@ -202,11 +195,10 @@ public:
   /// This rank's state halo exchanges since construction: time, count, overlapped steps.
   [[nodiscard]] ExchangeStats exchange_stats() const noexcept;
 
-  /// A serial snapshot of the whole simulation: every node's state gathered from the ranks, the
-  /// step count and integrals, the nodes' own (whole) static data. Collective when sharded; every
-  /// rank gets the snapshot. Its field(), integrals(), kernels() (this simulation's reports),
-  /// bound_static_data() and checkpoint() work; step() throws Error(usage). Requests no kernel.
-  [[nodiscard]] Simulation gathered() const;
+  /// A serial snapshot of the whole simulation (see Snapshot): every node's state gathered from
+  /// the ranks, the step count, the integrals, the static data and the kernel reports. Collective
+  /// when sharded; every rank gets the snapshot. Requests no kernel.
+  [[nodiscard]] Snapshot gathered() const;
 
   /// Steps taken since the initial state.
   [[nodiscard]] std::int64_t steps_taken() const noexcept;

@@ -1,0 +1,84 @@
+// Snapshot: a serial copy of a simulation's whole state at one step, to check, write or keep.
+#pragma once
+
+#include <uwjit/engine/kernel.hpp>
+#include <uwjit/runtime/field.hpp>
+#include <uwjit/runtime/node.hpp>
+#include <uwjit/runtime/static_data.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uwjit::runtime {
+
+/// One node's kernel request: which node, its source, and what the engine did (key, tier,
+/// timings).
+struct KernelReport {
+  std::string node;
+  engine::KernelInfo info;
+  std::shared_ptr<const codegen::KernelSource> source;
+};
+
+/// The whole state of a simulation at one step, as Simulation::gathered() copies it (under MPI,
+/// gathered from every rank): each node's state fields over the whole domain (interiors; halos
+/// zero), the integrals of the last step, the static data and the kernel reports. It cannot
+/// step; it can be checked, written (a node's write_output) and checkpointed. Copies share the
+/// fields, which never change. The const member functions are thread-safe.
+class Snapshot {
+public:
+  /// One node's part of a snapshot.
+  struct NodeData {
+    std::shared_ptr<const Node> node;
+    std::vector<std::shared_ptr<const Field>> fields; ///< in the node's layout order
+    std::vector<double> integrals;                    ///< in the layout's integrals order
+    StaticData bound;                                 ///< the static data its kernel read
+    KernelReport report;                              ///< its kernel
+  };
+
+  /// Made by Simulation::gathered(). Error(usage) if two nodes share a name.
+  Snapshot(std::int64_t steps, std::vector<NodeData> nodes);
+
+  /// Steps taken since the initial state.
+  [[nodiscard]] std::int64_t steps_taken() const noexcept { return m_steps; }
+
+  [[nodiscard]] const std::vector<std::shared_ptr<const Node>>& nodes() const noexcept {
+    return m_node_list;
+  }
+  /// The node named `name`; Error(usage) if there is none.
+  [[nodiscard]] const Node& node(std::string_view name) const;
+
+  /// State field `field` of node `node` over the whole domain; Error(usage) naming what is
+  /// missing.
+  [[nodiscard]] const Field& field(std::string_view node, std::string_view field) const;
+
+  /// The node's domain integrals of the last step (summed over the ranks), in layout order.
+  [[nodiscard]] std::span<const double> integrals(std::string_view node) const;
+  /// The same, by node index (the order of nodes()).
+  [[nodiscard]] std::span<const double> integrals(std::size_t node_index) const;
+
+  /// One report per node, in node order: the kernel each node used.
+  [[nodiscard]] const std::vector<KernelReport>& kernels() const noexcept { return m_reports; }
+
+  /// The static data the node's kernel read: serially the data bound at the time (rebound
+  /// arrays included), sharded the node's own whole static data.
+  [[nodiscard]] const StaticData& bound_static_data(std::string_view node) const;
+
+  /// Writes the checkpoint file of simulation.hpp (atomically: a temporary in the same
+  /// directory, fsync, rename; a symlink at `path` is never followed). Throws Error(io).
+  void checkpoint(const std::filesystem::path& path) const;
+
+private:
+  [[nodiscard]] const NodeData& data_of(std::string_view name) const;
+
+  std::int64_t m_steps = 0;
+  std::vector<NodeData> m_nodes;
+  std::vector<std::shared_ptr<const Node>> m_node_list;
+  std::vector<KernelReport> m_reports;
+};
+
+} // namespace uwjit::runtime

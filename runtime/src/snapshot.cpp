@@ -1,0 +1,64 @@
+#include <uwjit/runtime/snapshot.hpp>
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#include <set>
+
+namespace uwjit::runtime {
+
+Snapshot::Snapshot(std::int64_t steps, std::vector<NodeData> nodes)
+    : m_steps(steps), m_nodes(std::move(nodes)) {
+  std::set<std::string> names;
+  for (const auto& data : m_nodes) {
+    if (data.node == nullptr) {
+      throw Error(ErrorKind::usage, "snapshot: a null node");
+    }
+    if (!names.insert(data.node->name()).second) {
+      throw Error(ErrorKind::usage,
+                  format("snapshot: two nodes are named \"{}\"", data.node->name()));
+    }
+    m_node_list.push_back(data.node);
+    m_reports.push_back(data.report);
+  }
+}
+
+const Snapshot::NodeData& Snapshot::data_of(std::string_view name) const {
+  for (const auto& data : m_nodes) {
+    if (data.node->name() == name) {
+      return data;
+    }
+  }
+  throw Error(ErrorKind::usage, format("snapshot has no node \"{}\"", name));
+}
+
+const Node& Snapshot::node(std::string_view name) const {
+  return *data_of(name).node;
+}
+
+const Field& Snapshot::field(std::string_view node, std::string_view field) const {
+  for (const auto& f : data_of(node).fields) {
+    if (f->name() == field) {
+      return *f;
+    }
+  }
+  throw Error(ErrorKind::usage, format("node \"{}\" has no state field \"{}\"", node, field));
+}
+
+std::span<const double> Snapshot::integrals(std::string_view node) const {
+  return data_of(node).integrals;
+}
+
+std::span<const double> Snapshot::integrals(std::size_t node_index) const {
+  if (node_index >= m_nodes.size()) {
+    throw Error(ErrorKind::usage, format("snapshot: node index {} out of range ({} nodes)",
+                                         node_index, m_nodes.size()));
+  }
+  return m_nodes[node_index].integrals;
+}
+
+const StaticData& Snapshot::bound_static_data(std::string_view node) const {
+  return data_of(node).bound;
+}
+
+} // namespace uwjit::runtime
