@@ -1,9 +1,13 @@
+// uwjit run: arguments checked before anything runs, the simulation built (under MPI, sharded),
+// its steps taken with a progress bar and a clean stop on SIGINT/SIGTERM, the output written and
+// the report printed (run_report.cpp).
 #include "args.hpp"
 #include "commands.hpp"
 #include "mpi_job.hpp"
 #include "node_args.hpp"
 #include "plot.hpp"
 #include "progress.hpp"
+#include "run_report.hpp"
 #include "text.hpp"
 
 #include <uwjit/common/error.hpp>
@@ -156,22 +160,6 @@ std::int64_t parse_count(std::string_view option, const std::string& text, std::
   return value;
 }
 
-std::string fixed(double value, int digits) {
-  std::ostringstream out;
-  out.imbue(std::locale::classic());
-  out.precision(digits);
-  out << std::fixed << value;
-  return std::move(out).str();
-}
-
-std::string general(double value) {
-  std::ostringstream out;
-  out.imbue(std::locale::classic());
-  out.precision(10);
-  out << value;
-  return std::move(out).str();
-}
-
 std::string params_text(const runtime::Params& params) {
   std::string out;
   for (const auto& [key, value] : params.values()) {
@@ -179,25 +167,6 @@ std::string params_text(const runtime::Params& params) {
     out += key + "=" + (value.is_string() ? value.as_string() : value.text());
   }
   return out;
-}
-
-nlohmann::json to_json(const runtime::Value& value) {
-  const auto& v = value.variant();
-  switch (v.index()) {
-  case 0:
-    return std::get<0>(v);
-  case 1:
-    return std::get<1>(v);
-  case 2:
-    return std::get<2>(v);
-  default: {
-    nlohmann::json items = nlohmann::json::array();
-    for (const auto& item : std::get<3>(v)) {
-      items.push_back(to_json(item));
-    }
-    return items;
-  }
-  }
 }
 
 // --- Stopping cleanly on SIGINT and SIGTERM -------------------------------------------------
@@ -565,10 +534,6 @@ int run_command(const std::vector<std::string>& argv) {
       });
     }
   }
-  const double time = static_cast<double>(simulation->steps_taken()) * dt;
-
-  const auto integral_names = node.layout().integrals;
-  const auto integrals = simulation->integrals(std::size_t{0});
   // The job's compiles, summed over the ranks, and the mean halo time per rank.
   std::uint64_t counts[2] = {0, 0};
   for (const auto& report : simulation->kernels()) {
@@ -581,142 +546,35 @@ int run_command(const std::vector<std::string>& argv) {
     halo_seconds /= ranks;
   }
   const auto compiles = static_cast<int>(counts[0]);
-  const std::string signal_name = interrupted == SIGTERM ? "SIGTERM" : "SIGINT";
+  const RunReport report{.type = type,
+                         .node = &node,
+                         .simulation = &*simulation,
+                         .compiles = compiles,
+                         .ranks = ranks,
+                         .shard = shard ? *shard : "",
+                         .exchange = exchange,
+                         .halo_seconds = halo_seconds,
+                         .exchange_stats = exchange_stats,
+                         .taken = taken,
+                         .steps = steps,
+                         .interrupted = interrupted == 0         ? ""
+                                        : interrupted == SIGTERM ? "SIGTERM"
+                                                                 : "SIGINT",
+                         .dt = dt,
+                         .seconds = seconds,
+                         .mlups = mlups,
+                         .verdict = verdict,
+                         .outputs = outputs,
+                         .collection = collection,
+                         .output_dir = output_dir,
+                         .series = series,
+                         .plots = plots,
+                         .checkpoint = checkpointed ? *checkpoint : "",
+                         .errors = failures};
   if (json) {
-    nlohmann::json report;
-    report["node"] = type;
-    nlohmann::json params_json = nlohmann::json::object();
-    for (const auto& [key, value] : node.params().values()) {
-      params_json[key] = to_json(value);
-    }
-    report["params"] = params_json;
-    report["compiles"] = compiles;
-    report["ranks"] = ranks;
-    report["shard"] = shard ? *shard : "";
-    report["exchange"] = exchange;
-    report["halo_seconds"] = halo_seconds;
-    // The same on every rank: the ranks agree on whether and where to overlap.
-    report["overlapped_steps"] = exchange_stats.overlapped;
-    report["threads"] = simulation->threads();
-    report["kernels"] = nlohmann::json::array();
-    for (const auto& k : simulation->kernels()) {
-      report["kernels"].push_back({{"node", k.node},
-                                   {"key", k.info.key},
-                                   {"tier", engine::to_string(k.info.tier)},
-                                   {"request_ms", k.info.request_ms},
-                                   {"frontend_ms", k.info.compile.frontend_ms},
-                                   {"optimise_ms", k.info.compile.optimise_ms},
-                                   {"codegen_ms", k.info.compile.codegen_ms},
-                                   {"load_ms", k.info.load_ms}});
-    }
-    report["steps"] = taken;
-    report["steps_requested"] = steps;
-    report["steps_total"] = simulation->steps_taken();
-    report["interrupted"] = interrupted != 0 ? nlohmann::json(signal_name) : nlohmann::json();
-    report["dt"] = dt;
-    report["time"] = time;
-    report["seconds"] = seconds;
-    report["updates_per_step"] = node.updates_per_step();
-    report["mlups"] = mlups;
-    nlohmann::json integrals_json = nlohmann::json::object();
-    for (std::size_t i = 0; i < integral_names.size(); ++i) {
-      integrals_json[integral_names[i]] = integrals[i];
-    }
-    report["integrals"] = integrals_json;
-    nlohmann::json measurements = nlohmann::json::array();
-    for (const auto& m : verdict.measurements) {
-      measurements.push_back({{"name", m.name},
-                              {"metric", m.metric},
-                              {"value", m.value},
-                              {"limit", m.limit},
-                              {"passed", m.passed}});
-    }
-    report["check"] = {{"passed", verdict.passed},
-                       {"judged", verdict.judged()},
-                       {"needs_steps", verdict.needs_steps},
-                       {"measurements", measurements},
-                       {"notes", verdict.notes}};
-    auto strings = [](const std::vector<std::filesystem::path>& paths) {
-      nlohmann::json list = nlohmann::json::array();
-      for (const auto& path : paths) {
-        list.push_back(path.string());
-      }
-      return list;
-    };
-    report["outputs"] = strings(outputs);
-    nlohmann::json series_json = nlohmann::json::array();
-    for (const auto& entry : series) {
-      series_json.push_back((output_dir / entry.file).string());
-    }
-    report["series"] = {{"collection", collection ? collection->string() : ""},
-                        {"files", series_json}};
-    report["plots"] = strings(plots);
-    report["checkpoint"] = checkpointed ? *checkpoint : "";
-    report["errors"] = failures;
-    std::cout << report.dump(2) << "\n";
+    print_json(report, std::cout);
   } else {
-    if (interrupted != 0) {
-      std::cout << "interrupted by " << signal_name << " after step " << simulation->steps_taken()
-                << ": the report, output" << (checkpoint ? " and checkpoint" : "")
-                << " are of that step\n";
-    }
-    std::cout << "steps\n  " << taken << (taken != steps ? " of " + std::to_string(steps) : "")
-              << " steps in " << fixed(seconds, 3) << " s: " << fixed(mlups, 2) << " MLUPS ("
-              << node.updates_per_step() << " cell updates per step); " << compiles << " compile"
-              << (compiles == 1 ? "" : "s") << (ranks > 1 ? " for the job" : "") << "; "
-              << simulation->threads() << " thread" << (simulation->threads() == 1 ? "" : "s")
-              << (ranks > 1 ? " per rank" : "") << "\n"
-              << "  simulated time " << general(time) << " (step " << simulation->steps_taken()
-              << ", dt " << general(dt) << ")\n";
-    if (options.comm != nullptr) {
-      std::cout << "  " << ranks << " ranks, sharded along " << *shard << ", halo exchange ("
-                << exchange << ") " << fixed(halo_seconds, 3) << " s per rank";
-      if (exchange == "overlap") {
-        std::cout << ", " << exchange_stats.overlapped << " of " << exchange_stats.exchanges
-                  << " steps with the interior updated during the transfers";
-      }
-      std::cout << "\n";
-    }
-    std::cout << "integrals (step " << simulation->steps_taken() << ")\n";
-    for (std::size_t i = 0; i < integral_names.size(); ++i) {
-      std::string name = integral_names[i];
-      name.resize(std::max<std::size_t>(name.size(), 14), ' ');
-      std::cout << "  " << name << general(integrals[i]) << "\n";
-    }
-    if (verdict.judged()) {
-      std::cout << "check: " << (verdict.passed ? "PASS" : "FAIL") << "\n";
-    } else {
-      std::cout << "check: not judged: needs >= " << verdict.needs_steps << " steps (this run "
-                << (simulation->steps_taken() == 1
-                        ? "has 1"
-                        : "has " + std::to_string(simulation->steps_taken()))
-                << "; run with --steps " << verdict.needs_steps
-                << " or more, or without --steps)\n";
-    }
-    for (const auto& m : verdict.measurements) {
-      std::string name = m.name;
-      name.resize(std::max<std::size_t>(name.size(), 28), ' ');
-      std::cout << "  " << (m.passed ? "pass  " : "FAIL  ") << name << general(m.value)
-                << "  (limit " << general(m.limit) << ")  " << m.metric << "\n";
-    }
-    for (const auto& note : verdict.notes) {
-      std::cout << "  note  " << note << "\n";
-    }
-    std::cout << "output\n";
-    for (const auto& path : outputs) {
-      std::cout << "  " << path.string() << "\n";
-    }
-    if (collection) {
-      std::cout << "  " << collection->string() << " (time series of " << series.size()
-                << " files, " << series.front().file.string() << " to "
-                << series.back().file.string() << ")\n";
-    }
-    for (const auto& path : plots) {
-      std::cout << "  " << path.string() << " (picture)\n";
-    }
-    if (checkpointed) {
-      std::cout << "  " << *checkpoint << " (checkpoint)\n";
-    }
+    print_text(report, std::cout);
   }
   std::cout.flush();
   for (const auto& failure : failures) {

@@ -248,4 +248,20 @@ std::string explain_difference(const std::string& key_a, const cache::Manifest& 
   return std::move(out).str();
 }
 
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  out.precision(digits);
+  out << std::fixed << value;
+  return std::move(out).str();
+}
+
+std::string general(double value) {
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  out.precision(10);
+  out << value;
+  return std::move(out).str();
+}
+
 } // namespace uwjit::tools

@@ -16,6 +16,12 @@ namespace uwjit::tools {
 /// "812 B", "4.2 KiB", "1.5 MiB", "2.0 GiB".
 [[nodiscard]] std::string human_size(std::uint64_t bytes);
 
+/// `value` with `digits` decimals, e.g. "12.35" (classic locale).
+[[nodiscard]] std::string fixed(double value, int digits);
+
+/// `value` with up to 10 significant digits (classic locale).
+[[nodiscard]] std::string general(double value);
+
 /// "3.27 ms" below 10 ms, "48.6 ms" above.
 [[nodiscard]] std::string milliseconds(double value);
 
