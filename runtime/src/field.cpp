@@ -57,15 +57,22 @@ Field::Field(std::string name, Dtype dtype, std::vector<std::int64_t> shape, std
 }
 
 void Field::check_access(Dtype dtype, std::size_t indices) const {
-  UWJIT_ASSERT(dtype == m_dtype, format("field \"{}\" holds {}, accessed as {}", m_name,
-                                        codegen::to_string(m_dtype), codegen::to_string(dtype)));
-  UWJIT_ASSERT(indices == m_shape.size(),
-               format("field \"{}\" has {} axes, accessed with {} indices", m_name, m_shape.size(),
-                      indices));
+  // The caller's mistake, not uwjit's: Error(usage) naming the field, without a source path.
+  if (dtype != m_dtype) {
+    throw Error(ErrorKind::usage, format("field \"{}\" holds {}, accessed as {}", m_name,
+                                         codegen::to_string(m_dtype), codegen::to_string(dtype)));
+  }
+  if (indices != m_shape.size()) {
+    throw Error(ErrorKind::usage, format("field \"{}\" has {} axes, accessed with {} indices",
+                                         m_name, m_shape.size(), indices));
+  }
 }
 
 double Field::value(std::span<const std::int64_t> index) const {
-  UWJIT_ASSERT(index.size() == m_shape.size(), "Field::value: wrong number of indices");
+  if (index.size() != m_shape.size()) {
+    throw Error(ErrorKind::usage, format("field \"{}\" has {} axes, read with {} indices", m_name,
+                                         m_shape.size(), index.size()));
+  }
   const std::int64_t at = offset(index);
   switch (m_dtype) {
   case Dtype::f32:

@@ -346,3 +346,27 @@ TEST_CASE("a field's interior copies out and back without its halos") {
   CHECK(a.padded_count() == 5 * 9);
   CHECK(reinterpret_cast<std::uintptr_t>(a.data()) % 64 == 0);
 }
+
+TEST_CASE("reading a field as another type or with the wrong index count is a usage error "
+          "naming the field, not an internal one") {
+  uwjit::runtime::Field field("u", uwjit::runtime::Dtype::f64, {3, 4}, {1, 1});
+  for (const auto& attempt : std::vector<std::function<void()>>{
+           [&] { (void)field.at<float>(0, 0); }, [&] { (void)field.at<double>(0); },
+           [&] {
+             const std::int64_t index[] = {0, 0, 0};
+             (void)field.value(index);
+           }}) {
+    try {
+      attempt();
+      FAIL("no error");
+    } catch (const uwjit::Error& error) {
+      CHECK(error.kind() == uwjit::ErrorKind::usage);
+      const std::string message = error.what();
+      CHECK(message.rfind("field \"u\"", 0) == 0);
+      CHECK(message.find(".cpp") == std::string::npos);
+      CHECK(message.find(".hpp") == std::string::npos);
+    }
+  }
+  field.at<double>(2, 3) = 1.5;
+  CHECK(field.at<double>(2, 3) == 1.5);
+}

@@ -60,8 +60,8 @@ public:
     return at;
   }
 
-  /// The element at interior-relative indices, as T (which must be the dtype: checked, throws
-  /// Error(internal) otherwise). Index count must equal rank (checked).
+  /// The element at interior-relative indices, as T. T must be the field's dtype and the index
+  /// count its rank: otherwise Error(usage) naming the field and what was expected.
   template <class T, class... I> [[nodiscard]] T& at(I... index) {
     check_access(codegen::dtype_of<T>, sizeof...(I));
     const std::int64_t idx[] = {static_cast<std::int64_t>(index)...};
