@@ -559,3 +559,70 @@ TEST_CASE("a snapshot is a copy of one step: it does not follow the simulation, 
   CHECK_THROWS_AS((void)snapshot.field("b", "u"), uwjit::Error);
   std::filesystem::remove_all(dir);
 }
+
+namespace {
+
+// A node whose state and integral are integers and exact sums, so that its checkpoint is the same
+// bytes on every machine: the checkpoint format's golden file.
+class CounterNode final : public Node {
+public:
+  CounterNode()
+      : Node("counter", "c",
+             Params{{"start", std::int64_t{7}}, {"label", "golden"}, {"scale", 0.5}}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = uwjit::runtime::NodeLayout::grid({2, 3}),
+            .fields = {{"n", Dtype::i64}, {"x", Dtype::f64, {2}}},
+            .integrals = {"count"}};
+  }
+  void initial_state(uwjit::runtime::State& s) const override {
+    for (std::int64_t i = 0; i < 2; ++i) {
+      for (std::int64_t j = 0; j < 3; ++j) {
+        s["n"].at<std::int64_t>(i, j) = 7 + 3 * i + j;
+        s["x"].at<double>(0, i, j) = 0.25 * static_cast<double>(i);
+        s["x"].at<double>(1, i, j) = -0.5 * static_cast<double>(j);
+      }
+    }
+  }
+  void emit_update(KernelWriter& w) const override {
+    w.state_out("n");
+    w.state_out("x");
+    w.integral("count");
+    w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+           "      for (uw_i64 j = 0; j < ny; ++j) {\n"
+           "        n_out(i, j) = n(i, j) + 1;\n"
+           "        x_out(0, i, j) = x(0, i, j) * 2.0;\n"
+           "        x_out(1, i, j) = x(1, i, j) + 1.0;\n"
+           "        count += 1.0;\n"
+           "      }\n"
+           "    }\n");
+  }
+};
+
+std::string file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+} // namespace
+
+TEST_CASE("the checkpoint format is pinned by a golden file, and the golden file restores") {
+  const std::filesystem::path golden = UWJIT_TEST_GOLDEN_DIR "/checkpoint_v1.ckpt";
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, {std::make_shared<CounterNode>()});
+  sim.step(2);
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("uwjit-golden-" + std::to_string(static_cast<long>(::getpid())));
+  std::filesystem::create_directories(dir);
+  sim.checkpoint(dir / "now.ckpt");
+  // A format change must be deliberate: bump k_checkpoint_version and replace the golden file.
+  CHECK(file_bytes(dir / "now.ckpt") == file_bytes(golden));
+  const auto restored = Simulation::restore(
+      engine, golden, [](const std::string&, const std::string&, const Params&) {
+        return std::make_shared<CounterNode>();
+      });
+  CHECK(restored.steps_taken() == 2);
+  CHECK(restored.field("c", "n").at<std::int64_t>(1, 2) == 7 + 3 + 2 + 2);
+  CHECK(restored.field("c", "x").at<double>(1, 0, 2) == -1.0 + 2.0);
+  CHECK(restored.integrals("c")[0] == 6.0);
+  std::filesystem::remove_all(dir);
+}
