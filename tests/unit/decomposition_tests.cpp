@@ -1,0 +1,102 @@
+// runtime/src/decomposition: the Cartesian split as pure functions of the layout, the grid and a
+// rank, over every split of 1-64 cells on 1-8 ranks, uneven and multi-axis.
+#include "decomposition.hpp"
+#include "node_layout.hpp"
+
+#include <doctest/doctest.h>
+
+#include <numeric>
+#include <vector>
+
+using uwjit::runtime::Boundary;
+using uwjit::runtime::detail::balanced_grid;
+using uwjit::runtime::detail::Decomposition;
+using uwjit::runtime::detail::Layout;
+
+namespace {
+
+Layout layout_of(std::vector<std::int64_t> domain, int halo, Boundary boundary) {
+  Layout layout;
+  layout.domain = std::move(domain);
+  layout.halo.assign(layout.domain.size(), halo);
+  layout.boundary.assign(layout.domain.size(), boundary);
+  layout.modes.assign(layout.domain.size(), uwjit::codegen::ExtentMode::runtime);
+  layout.axis_names = {"nx", "ny", "nz"};
+  layout.axis_names.resize(layout.domain.size());
+  return layout;
+}
+
+} // namespace
+
+TEST_CASE("every split of 1 to 64 cells over 1 to 8 ranks tiles the axis, the first n % p ranks "
+          "one cell wider") {
+  for (std::int64_t n = 1; n <= 64; ++n) {
+    for (int p = 1; p <= 8 && p <= n; ++p) {
+      const Decomposition d{nullptr, {0}, {p}};
+      const Layout layout = layout_of({n}, 1, Boundary::edge);
+      std::int64_t next = 0;
+      for (int r = 0; r < p; ++r) {
+        const auto shard = d.shard_of(layout, r);
+        INFO("n=" << n << " p=" << p << " rank " << r);
+        CHECK(shard.offset[0] == next);
+        CHECK(shard.extent[0] == n / p + (r < n % p ? 1 : 0));
+        CHECK(shard.global[0] == n);
+        CHECK(shard.coords[0] == r);
+        next += shard.extent[0];
+      }
+      CHECK(next == n);
+    }
+  }
+}
+
+TEST_CASE("multi-axis splits cover every cell exactly once, on balanced grids of 1 to 8 ranks") {
+  const std::vector<std::int64_t> domain{13, 7, 5};
+  for (const std::vector<int>& axes : {std::vector<int>{0, 1}, std::vector<int>{0, 2},
+                                       std::vector<int>{1, 2}, std::vector<int>{0, 1, 2}}) {
+    for (int p = 1; p <= 8; ++p) {
+      const auto grid = balanced_grid(p, axes.size());
+      REQUIRE(grid.size() == axes.size());
+      CHECK(std::accumulate(grid.begin(), grid.end(), 1, std::multiplies<>()) == p);
+      CHECK(std::is_sorted(grid.rbegin(), grid.rend())); // larger counts first
+      const Decomposition d{nullptr, axes, grid};
+      const Layout layout = layout_of(domain, 1, Boundary::periodic);
+      std::vector<int> covered(13 * 7 * 5, 0);
+      for (int r = 0; r < p; ++r) {
+        const auto s = d.shard_of(layout, r);
+        CHECK(d.rank_of(d.coords_of(r)) == r);
+        for (std::int64_t i = 0; i < s.extent[0]; ++i) {
+          for (std::int64_t j = 0; j < s.extent[1]; ++j) {
+            for (std::int64_t k = 0; k < s.extent[2]; ++k) {
+              ++covered[static_cast<std::size_t>(((s.offset[0] + i) * 7 + s.offset[1] + j) * 5 +
+                                                 s.offset[2] + k)];
+            }
+          }
+        }
+      }
+      INFO("p=" << p);
+      CHECK(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }));
+    }
+  }
+}
+
+TEST_CASE("neighbours wrap on a periodic axis, stop at an edge, and static data never wraps") {
+  const Decomposition d{nullptr, {0}, {4}};
+  const Layout periodic = layout_of({16}, 1, Boundary::periodic);
+  const Layout edge = layout_of({16}, 1, Boundary::edge);
+  for (int r = 0; r < 4; ++r) {
+    const auto state = d.plans(periodic, Decomposition::For::state, r);
+    CHECK(state[0].exchange);
+    CHECK(state[0].low == (r + 3) % 4);
+    CHECK(state[0].high == (r + 1) % 4);
+    const auto statics = d.plans(periodic, Decomposition::For::statics, r);
+    CHECK(statics[0].low == (r == 0 ? -1 : r - 1));
+    CHECK(statics[0].high == (r == 3 ? -1 : r + 1));
+    CHECK(statics[0].boundary == Boundary::edge);
+    const auto walls = d.plans(edge, Decomposition::For::state, r);
+    CHECK(walls[0].low == (r == 0 ? -1 : r - 1));
+    CHECK(walls[0].high == (r == 3 ? -1 : r + 1));
+  }
+  // One rank along the axis: filled locally, no exchange.
+  const Decomposition alone{nullptr, {0}, {1}};
+  CHECK_FALSE(alone.plans(periodic, Decomposition::For::state, 0)[0].exchange);
+}
