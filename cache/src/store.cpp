@@ -11,6 +11,7 @@
 #include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 #include <uwjit/common/version.hpp>
 
 #include <fcntl.h>
@@ -55,15 +56,6 @@ void make_directories(const std::filesystem::path& dir) {
         format("cache directory \"{}\": cannot create \"{}\"", dir.string(), prefix.string()),
         error == EEXIST ? ENOTDIR : error);
   }
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) {
-    out += out.empty() ? "" : ", ";
-    out += item;
-  }
-  return out;
 }
 
 std::string describe_salt_difference(const std::string& stored, const Salt& wanted) {

@@ -3,11 +3,13 @@
 #include <uwjit/cache/directory.hpp>
 #include <uwjit/cache/store.hpp>
 #include <uwjit/comm/verdict.hpp>
+#include <uwjit/common/byte_io.hpp>
 #include <uwjit/common/env.hpp>
 #include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/log.hpp>
 #include <uwjit/common/posix_file.hpp>
+#include <uwjit/common/text.hpp>
 #include <uwjit/common/version.hpp>
 #include <uwjit/engine/disassemble.hpp>
 #include <uwjit/engine/jit.hpp>
@@ -41,15 +43,6 @@ struct Loaded {
   std::shared_ptr<const KernelInfo> info;
   std::shared_ptr<const std::vector<char>> object; // kept to hand to other ranks
 };
-
-std::string join_features(const std::vector<std::string>& features) {
-  std::string out;
-  for (const auto& feature : features) {
-    out += out.empty() ? "" : ",";
-    out += feature;
-  }
-  return out;
-}
 
 std::vector<cache::SlotTable> slot_tables(const codegen::SlotTables& slots) {
   return {{"state_in", slots.state_in},
@@ -109,7 +102,7 @@ struct Flavour {
         .add("llvm", target.llvm_version)
         .add("triple", target.triple)
         .add("cpu", target.cpu)
-        .add("features", join_features(target.features))
+        .add("features", join(target.features, ","))
         .add("opt", std::to_string(compiler.options().opt_level))
         .add("flags", compiler.flags());
     salt_text = salt.text();
@@ -309,10 +302,7 @@ struct Engine::Impl {
     if (std::find(functions.begin(), functions.end(), entry) != functions.end()) {
       return;
     }
-    std::string found;
-    for (const auto& name : functions) {
-      found += (found.empty() ? "" : ", ") + name;
-    }
+    const std::string found = join(functions);
     throw Error(ErrorKind::compile,
                 format("kernel entry \"{}\" (origin \"{}\"): the kernel defines no such "
                        "function; the functions it defines: {}. Nothing was published",
@@ -525,53 +515,6 @@ struct Engine::Impl {
 
 namespace {
 
-// The payload rank 0 broadcasts for a collective request: per missing kernel, in request order,
-// either the object and what it cost, or the error every rank must raise.
-class Writer {
-public:
-  void u64(std::uint64_t value) { m_text.append(reinterpret_cast<const char*>(&value), 8); }
-  void f64(double value) { m_text.append(reinterpret_cast<const char*>(&value), 8); }
-  void text(std::string_view value) {
-    u64(value.size());
-    m_text.append(value);
-  }
-  std::string take() { return std::move(m_text); }
-
-private:
-  std::string m_text;
-};
-
-class Reader {
-public:
-  explicit Reader(const std::string& text) : m_text(text) {}
-  std::uint64_t u64() {
-    std::uint64_t value = 0;
-    take(&value, 8);
-    return value;
-  }
-  double f64() {
-    double value = 0;
-    take(&value, 8);
-    return value;
-  }
-  std::string text() {
-    const std::uint64_t size = u64();
-    UWJIT_ASSERT(size <= m_text.size() - m_at, "truncated collective payload");
-    std::string value = m_text.substr(m_at, size);
-    m_at += size;
-    return value;
-  }
-
-private:
-  void take(void* out, std::size_t size) {
-    UWJIT_ASSERT(m_at + size <= m_text.size(), "truncated collective payload");
-    std::memcpy(out, m_text.data() + m_at, size);
-    m_at += size;
-  }
-  const std::string& m_text;
-  std::size_t m_at = 0;
-};
-
 std::vector<std::string> split(std::string_view text, char separator) {
   std::vector<std::string> parts;
   std::size_t start = 0;
@@ -586,11 +529,11 @@ std::vector<std::string> split(std::string_view text, char separator) {
 }
 
 std::string rank_list(const std::vector<int>& ranks) {
-  std::string out;
+  std::vector<std::string> numbers;
   for (const int r : ranks) {
-    out += (out.empty() ? "" : ",") + std::to_string(r);
+    numbers.push_back(std::to_string(r));
   }
-  return out;
+  return join(numbers, ",");
 }
 
 // The first line where two texts differ (1-based), and that line in each.
@@ -748,7 +691,9 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
         });
       }
     }
-    Writer writer;
+    // The payload: per needed kernel, in request order, either the object and what it cost,
+    // or the error every rank must raise.
+    ByteWriter writer;
     for (std::size_t i = 0; i < sources.size(); ++i) {
       if (!needed[i]) {
         continue;
@@ -760,23 +705,23 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
         writer.f64(got.info->compile.frontend_ms);
         writer.f64(got.info->compile.optimise_ms);
         writer.f64(got.info->compile.codegen_ms);
-        writer.text(std::string_view(got.object->data(), got.object->size()));
+        writer.str(std::string_view(got.object->data(), got.object->size()));
       } catch (const Error& error) {
         writer.u64(1);
         writer.u64(static_cast<std::uint64_t>(error.kind()));
-        writer.text(error.what());
+        writer.str(error.what());
       } catch (const std::exception& error) {
         writer.u64(1);
         writer.u64(static_cast<std::uint64_t>(ErrorKind::internal));
-        writer.text(error.what());
+        writer.str(error.what());
       }
     }
-    payload = writer.take();
+    payload = std::move(writer.bytes());
   }
   payload = comm.broadcast(std::move(payload), 0);
 
   // 5. Every rank reads the same outcomes: the first error is raised everywhere alike.
-  Reader reader(payload);
+  ByteReader reader(payload, "collective kernel request payload");
   std::vector<std::optional<std::pair<KernelInfo, std::string>>> received(sources.size());
   std::optional<Error> failure;
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -785,7 +730,7 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
     }
     if (reader.u64() != 0) {
       const auto kind = static_cast<ErrorKind>(reader.u64());
-      std::string message = reader.text();
+      std::string message = reader.str();
       if (!failure) {
         failure.emplace(kind, message);
       }
@@ -796,7 +741,7 @@ std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSour
     info.compile.frontend_ms = reader.f64();
     info.compile.optimise_ms = reader.f64();
     info.compile.codegen_ms = reader.f64();
-    received[i].emplace(std::move(info), reader.text());
+    received[i].emplace(std::move(info), reader.str());
   }
   if (failure) {
     throw *failure;

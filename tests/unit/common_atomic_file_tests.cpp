@@ -1,4 +1,6 @@
 // The one atomic writer: old file or new file, never torn, never through a planted symlink.
+#include "sandbox.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/posix_file.hpp>
 
@@ -17,24 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TempDir {
-public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "uwjit-atomic-test.XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    m_path = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(m_path, ignored);
-  }
-  [[nodiscard]] const fs::path& path() const noexcept { return m_path; }
-
-private:
-  fs::path m_path;
-};
+using uwjit_test::TempDir;
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
