@@ -1,0 +1,304 @@
+// The MPI collective kernel request: the ranks agree on their keys (or all raise the same error
+// naming what differs), rank 0 gets every kernel some rank lacks and broadcasts the objects or
+// its error, and every rank adopts what it received. One compile per job.
+#include "engine_impl.hpp"
+
+#include <uwjit/comm/verdict.hpp>
+#include <uwjit/common/byte_io.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <future>
+#include <map>
+
+namespace uwjit::engine {
+
+using detail::Clock;
+using detail::Loaded;
+using detail::new_info;
+using detail::slot_tables;
+using detail::to_kernel;
+
+namespace {
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const auto end = text.find(separator, start);
+    parts.emplace_back(text.substr(start, end - start));
+    if (end == std::string_view::npos) {
+      return parts;
+    }
+    start = end + 1;
+  }
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::vector<std::string> numbers;
+  for (const int r : ranks) {
+    numbers.push_back(std::to_string(r));
+  }
+  return join(numbers, ",");
+}
+
+// The first line where two texts differ (1-based), and that line in each.
+struct LineDifference {
+  std::size_t line = 0;
+  std::string a, b;
+};
+
+LineDifference first_difference(const std::string& a, const std::string& b) {
+  const auto lines_a = split(a, '\n');
+  const auto lines_b = split(b, '\n');
+  for (std::size_t i = 0; i < std::max(lines_a.size(), lines_b.size()); ++i) {
+    const std::string la = i < lines_a.size() ? lines_a[i] : "(end of source)";
+    const std::string lb = i < lines_b.size() ? lines_b[i] : "(end of source)";
+    if (la != lb) {
+      return {i + 1, la, lb};
+    }
+  }
+  return {};
+}
+
+// The salt components in which rank `r`'s salt differs from rank 0's, e.g.
+// `"opt" is "3" on rank 0, "2" on rank 1`.
+std::string salt_difference(const std::string& root, const std::string& other, int r) {
+  const auto a = cache::Salt::parse(root);
+  const auto b = cache::Salt::parse(other);
+  if (!a || !b) {
+    return format("\"{}\" on rank 0, \"{}\" on rank {}", root, other, r);
+  }
+  std::string out;
+  auto add = [&out](const std::string& text) { out += (out.empty() ? "" : ", ") + text; };
+  for (const auto& [name, value] : a->components()) {
+    const auto theirs = b->get(name);
+    if (!theirs) {
+      add(format("\"{}\" only on rank 0", name));
+    } else if (*theirs != value) {
+      add(format("\"{}\" is \"{}\" on rank 0, \"{}\" on rank {}", name, value, *theirs, r));
+    }
+  }
+  for (const auto& [name, value] : b->components()) {
+    if (!a->get(name)) {
+      add(format("\"{}\" only on rank {}", name, r));
+    }
+  }
+  return out.empty() ? "its components are in another order" : "component " + out;
+}
+
+} // namespace
+
+std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSource> sources,
+                                             comm::Comm& comm) {
+  // 1. Every rank states its keys and which kernels it holds already; one all-gather.
+  std::vector<cache::Key> keys;
+  std::string mine;
+  for (const auto& source : sources) {
+    keys.push_back(cache::Key::of(source.canonical(), flavour(source).salt));
+    mine += (mine.empty() ? "" : ",") + keys.back().hex() + (in_memory(keys.back()) ? "+" : "-");
+  }
+  const std::vector<std::string> all = comm.all_gather(mine);
+
+  // 2. Key agreement: the same verdict on every rank, from the same gathered text.
+  std::vector<std::vector<std::string>> per_rank;
+  for (const auto& text : all) {
+    per_rank.push_back(text.empty() ? std::vector<std::string>{} : split(text, ','));
+  }
+  std::optional<std::size_t> differing;
+  for (int r = 1; r < comm.size() && !differing; ++r) {
+    if (per_rank[r].size() != per_rank[0].size()) {
+      throw Error(ErrorKind::collective,
+                  format("collective kernel request: rank {} asks for {} kernels, rank 0 for {}", r,
+                         per_rank[r].size(), per_rank[0].size()));
+    }
+    for (std::size_t i = 0; i < per_rank[0].size(); ++i) {
+      if (per_rank[r][i].substr(0, 16) != per_rank[0][i].substr(0, 16)) {
+        differing = differing ? std::min(*differing, i) : i;
+      }
+    }
+  }
+  if (differing) {
+    const std::size_t i = *differing;
+    // Every rank takes part, as every rank reached the same verdict.
+    const std::vector<std::string> texts = comm.all_gather(sources[i].canonical());
+    const std::vector<std::string> salts = comm.all_gather(flavour(sources[i]).salt_text);
+    std::map<std::string, std::vector<int>> groups; // key → ranks
+    for (int r = 0; r < comm.size(); ++r) {
+      groups[per_rank[r][i].substr(0, 16)].push_back(r);
+    }
+    std::string message = format("ranks disagree on kernel {} of {} (origin \"{}\"):", i + 1,
+                                 sources.size(), sources[i].origin());
+    for (const auto& [key, ranks] : groups) {
+      message += format(" ranks {} have key {};", rank_list(ranks), key);
+    }
+    const std::string& reference = texts[0];
+    for (const auto& [key, ranks] : groups) {
+      if (ranks.front() == 0) {
+        continue;
+      }
+      const int r = ranks.front();
+      if (texts[r] != reference) {
+        const auto diff = first_difference(reference, texts[r]);
+        message += format(" rank {} first differs from rank 0 at line {} of the canonical "
+                          "source: rank 0 has `{}`, rank {} has `{}`;",
+                          r, diff.line, diff.a, r, diff.b);
+      }
+      if (salts[r] != salts[0]) {
+        message += format(" rank {} has {} salt than rank 0 ({});", r,
+                          texts[r] == reference ? "the same source but another" : "another",
+                          salt_difference(salts[0], salts[r], r));
+      }
+    }
+    message += " each distinct source is written to mismatch/KEY.cpp in the cache directory";
+    if (store) {
+      std::error_code ec;
+      const auto dir = store->dir() / "mismatch";
+      std::filesystem::create_directories(dir, ec);
+      // Not through a symlink planted in the cache directory.
+      if (std::filesystem::is_directory(std::filesystem::symlink_status(dir, ec))) {
+        for (const auto& [key, ranks] : groups) {
+          detail::write_dump(dir / (key + ".cpp"), texts[ranks.front()], logger);
+        }
+      }
+    }
+    logger.error("{}", message);
+    throw Error(ErrorKind::collective, message);
+  }
+
+  // 3. Which kernels some rank lacks: known alike on every rank.
+  std::vector<bool> needed(sources.size(), false);
+  bool any_needed = false;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    for (int r = 0; r < comm.size(); ++r) {
+      needed[i] = needed[i] || per_rank[r][i].back() == '-';
+    }
+    any_needed = any_needed || needed[i];
+  }
+  std::vector<Kernel> out;
+  if (!any_needed) {
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      const Loaded hit = request(sources[i], keys[i]);
+      out.push_back(to_kernel(hit));
+    }
+    return out;
+  }
+
+  // 4. Rank 0 gets every needed kernel (memory, disk or compile, in parallel) and broadcasts
+  //    each outcome; an error is caught and broadcast, never thrown before the broadcast.
+  std::string payload;
+  std::vector<std::optional<Loaded>> fetched(sources.size()); // rank 0's own results
+  if (comm.rank() == 0) {
+    std::vector<std::future<Loaded>> pending(sources.size());
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      if (needed[i]) {
+        pending[i] = std::async(std::launch::async, [this, &sources, &keys, i] {
+          return request(sources[i], keys[i]);
+        });
+      }
+    }
+    // The payload: per needed kernel, in request order, either the object and what it cost,
+    // or the error every rank must raise.
+    ByteWriter writer;
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      if (!needed[i]) {
+        continue;
+      }
+      try {
+        const Loaded& got = fetched[i].emplace(pending[i].get());
+        writer.u64(0);
+        writer.u64(static_cast<std::uint64_t>(got.info->tier));
+        writer.f64(got.info->compile.frontend_ms);
+        writer.f64(got.info->compile.optimise_ms);
+        writer.f64(got.info->compile.codegen_ms);
+        writer.str(std::string_view(got.object->data(), got.object->size()));
+      } catch (const Error& error) {
+        writer.u64(1);
+        writer.u64(static_cast<std::uint64_t>(error.kind()));
+        writer.str(error.what());
+      } catch (const std::exception& error) {
+        writer.u64(1);
+        writer.u64(static_cast<std::uint64_t>(ErrorKind::internal));
+        writer.str(error.what());
+      }
+    }
+    payload = std::move(writer.bytes());
+  }
+  payload = comm.broadcast(std::move(payload), 0);
+
+  // 5. Every rank reads the same outcomes: the first error is raised everywhere alike.
+  ByteReader reader(payload, "collective kernel request payload");
+  std::vector<std::optional<std::pair<KernelInfo, std::string>>> received(sources.size());
+  std::optional<Error> failure;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (!needed[i]) {
+      continue;
+    }
+    if (reader.u64() != 0) {
+      const auto kind = static_cast<ErrorKind>(reader.u64());
+      std::string message = reader.str();
+      if (!failure) {
+        failure.emplace(kind, message);
+      }
+      continue;
+    }
+    KernelInfo info;
+    info.tier = static_cast<Tier>(reader.u64());
+    info.compile.frontend_ms = reader.f64();
+    info.compile.optimise_ms = reader.f64();
+    info.compile.codegen_ms = reader.f64();
+    received[i].emplace(std::move(info), reader.str());
+  }
+  if (failure) {
+    throw *failure;
+  }
+  // 6. Every rank loads what it received; a load failing on some ranks fails on every rank.
+  comm::together(comm, [&] {
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      if (fetched[i]) {
+        out.push_back(to_kernel(*fetched[i]));
+        continue;
+      }
+      if (!needed[i] || in_memory(keys[i])) {
+        const Loaded hit = request(sources[i], keys[i]);
+        out.push_back(to_kernel(hit));
+        continue;
+      }
+      const Loaded got = adopt(sources[i], keys[i], received[i]->second, received[i]->first, comm);
+      out.push_back(to_kernel(got));
+    }
+  });
+  return out;
+}
+
+// Loads an object received from rank 0, as this process's copy of `key`; a node leader also
+// publishes it to its node's cache when that lacks it (node-local cache directories).
+Loaded Engine::Impl::adopt(const codegen::KernelSource& source, const cache::Key& key,
+                           const std::string& object, const KernelInfo& root_info,
+                           comm::Comm& comm) {
+  const auto start = Clock::now();
+  auto info = new_info(source, key, Tier::received);
+  Loaded got = load(source, key, std::span(object.data(), object.size()), info, start);
+  {
+    std::lock_guard lock(mutex);
+    std::promise<Loaded> done;
+    done.set_value(got);
+    loaded.insert_or_assign(key, done.get_future().share());
+  }
+  if (store && comm.node_rank() == 0 &&
+      !store->lookup(key, flavour(source).salt, slot_tables(source.slots())).hit()) {
+    cache::KeyLock lock = store->lock(key, options.lock_timeout);
+    if (lock.outcome() != cache::LockOutcome::timed_out) {
+      CompiledObject compiled;
+      compiled.bytes.assign(object.begin(), object.end());
+      compiled.timings = root_info.compile;
+      publish(source, key, *info, compiled);
+    }
+  }
+  return got;
+}
+
+} // namespace uwjit::engine
