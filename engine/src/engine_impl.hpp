@@ -45,8 +45,17 @@ struct Loaded {
   std::shared_ptr<const std::vector<char>> object; // kept to hand to other ranks
 };
 
+/// The one place that may call Kernel's private constructor.
+struct KernelAccess {
+  [[nodiscard]] static Kernel make(const Loaded& loaded) {
+    return Kernel(loaded.entry, loaded.code, loaded.info);
+  }
+};
+
 /// The Kernel a user gets for a loaded kernel.
-[[nodiscard]] Kernel to_kernel(const Loaded& loaded);
+[[nodiscard]] inline Kernel to_kernel(const Loaded& loaded) {
+  return KernelAccess::make(loaded);
+}
 
 /// A kernel's compiler and the salt its keys are computed under: the engine's, or those of a
 /// kernel that carries its own options (codegen::KernelOptions).

@@ -45,10 +45,6 @@ std::string options_text(const codegen::KernelOptions& options) {
 
 namespace detail {
 
-Kernel to_kernel(const Loaded& loaded) {
-  return Kernel(loaded.entry, loaded.code, loaded.info);
-}
-
 Flavour::Flavour(const CompileOptions& options) : compiler(options) {
   const TargetInfo& target = host_target();
   salt.add("uwjit", k_version)

@@ -15,10 +15,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <stdlib.h>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using uwjit::codegen::KernelSource;
@@ -36,6 +38,13 @@ EngineOptions memory_only() {
 
 // A fresh directory for one test, removed afterwards.
 using SandboxDir = uwjit_test::TempDir;
+
+// Only an engine makes kernels: a host cannot wrap an arbitrary function pointer as one, while
+// the kernels it gets may be copied and kept.
+static_assert(
+    !std::is_constructible_v<uwjit::engine::Kernel, uwjit_kernel_fn, std::shared_ptr<const void>,
+                             std::shared_ptr<const uwjit::engine::KernelInfo>>);
+static_assert(std::is_copy_constructible_v<uwjit::engine::Kernel>);
 
 // out[i] = a * in[i] + b over n elements, with a and b baked in, n at run time.
 KernelSource axpb(double a, double b) {
