@@ -1,12 +1,16 @@
 // The tests' sandboxes: fresh temporary directories, removed with everything in them (also what a
-// test made read-only), and environment variables set for one scope.
+// test made read-only), files read and written whole, and environment variables set for one
+// scope.
 #pragma once
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <stdlib.h>
 
@@ -49,6 +53,19 @@ public:
 private:
   std::filesystem::path m_path;
 };
+
+/// The whole file, or "" when it cannot be read.
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// Writes `text` as the whole file (created or truncated; not atomic, on purpose: tests use it
+/// to damage files).
+inline void write_text(const std::filesystem::path& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
 
 /// Sets (or, with nullopt, unsets) an environment variable for the scope of the object, and puts
 /// the previous value back.

@@ -708,13 +708,6 @@ TEST_CASE("compiling the same source twice gives byte-identical objects") {
 }
 
 namespace {
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 EngineOptions debug_options(const std::filesystem::path& cache_dir,
                             const std::filesystem::path& source_dir) {
   EngineOptions options{.cache_dir = cache_dir, .debug_source_dir = source_dir};
@@ -734,14 +727,15 @@ TEST_CASE("a debug kernel's debug info names its body uwjit_KEY.cpp, written for
   CHECK(run(kernel, {1.0, 2.0}) == std::vector<double>{6.0, 11.0});
 
   const std::string file = "uwjit_" + key + ".cpp";
-  const std::string object = read_file(cache.path() / (key + ".o"));
+  const std::string object = uwjit_test::read_text(cache.path() / (key + ".o"));
   CHECK(object.find(file) != std::string::npos);
   // Line 1 of the file is line 1 of the body, with the real entry name.
-  CHECK(read_file(sources.path() / file) ==
+  CHECK(uwjit_test::read_text(sources.path() / file) ==
         uwjit::codegen::replace_all(axpb(5.0, 1.0).body(), uwjit::codegen::k_entry_placeholder,
                                     kernel.info().entry));
-  CHECK(read_file(sources.path() / "uwjit_kernel_abi.h") == uwjit::codegen::kernel_abi_text());
-  CHECK(read_file(sources.path() / "uwjit_kernel_prelude.h") ==
+  CHECK(uwjit_test::read_text(sources.path() / "uwjit_kernel_abi.h") ==
+        uwjit::codegen::kernel_abi_text());
+  CHECK(uwjit_test::read_text(sources.path() / "uwjit_kernel_prelude.h") ==
         uwjit::codegen::kernel_prelude_text());
 
   // A disk hit in another engine writes the sources too.

@@ -40,17 +40,9 @@ private:
   uwjit_test::TempDir m_dir{"uwjit-cache-test"};
 };
 
+using uwjit_test::read_text;
 using uwjit_test::ScopedEnv;
-
-inline std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-inline void write_text(const fs::path& path, std::string_view text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-}
+using uwjit_test::write_text;
 
 /// Sets a file's mtime (not following symlinks): tests age files instead of sleeping.
 inline void set_mtime(const fs::path& path, std::chrono::system_clock::time_point when) {

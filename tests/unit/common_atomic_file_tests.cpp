@@ -19,18 +19,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using uwjit_test::read_text;
 using uwjit_test::TempDir;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using uwjit_test::write_text;
 
 std::set<std::string> names_in(const fs::path& dir) {
   std::set<std::string> names;
