@@ -81,6 +81,21 @@ std::string Salt::text() const {
   return out;
 }
 
+std::vector<SaltDifference> differences(const Salt& left, const Salt& right) {
+  std::vector<SaltDifference> out;
+  for (const auto& [name, value] : left.components()) {
+    if (auto theirs = right.get(name); !theirs || *theirs != value) {
+      out.push_back({name, value, std::move(theirs)});
+    }
+  }
+  for (const auto& [name, value] : right.components()) {
+    if (!left.get(name)) {
+      out.push_back({name, std::nullopt, value});
+    }
+  }
+  return out;
+}
+
 std::optional<Salt> Salt::parse(std::string_view text) {
   Salt salt;
   while (!text.empty()) {

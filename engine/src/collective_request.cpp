@@ -72,22 +72,14 @@ std::string salt_difference(const std::string& root, const std::string& other, i
   if (!a || !b) {
     return format("\"{}\" on rank 0, \"{}\" on rank {}", root, other, r);
   }
-  std::string out;
-  auto add = [&out](const std::string& text) { out += (out.empty() ? "" : ", ") + text; };
-  for (const auto& [name, value] : a->components()) {
-    const auto theirs = b->get(name);
-    if (!theirs) {
-      add(format("\"{}\" only on rank 0", name));
-    } else if (*theirs != value) {
-      add(format("\"{}\" is \"{}\" on rank 0, \"{}\" on rank {}", name, value, *theirs, r));
-    }
+  std::vector<std::string> parts;
+  for (const auto& d : cache::differences(*a, *b)) {
+    parts.push_back(!d.right  ? format("\"{}\" only on rank 0", d.name)
+                    : !d.left ? format("\"{}\" only on rank {}", d.name, r)
+                              : format("\"{}\" is \"{}\" on rank 0, \"{}\" on rank {}", d.name,
+                                       *d.left, *d.right, r));
   }
-  for (const auto& [name, value] : b->components()) {
-    if (!a->get(name)) {
-      add(format("\"{}\" only on rank {}", name, r));
-    }
-  }
-  return out.empty() ? "its components are in another order" : "component " + out;
+  return parts.empty() ? "its components are in another order" : "component " + join(parts);
 }
 
 } // namespace
