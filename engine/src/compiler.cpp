@@ -6,6 +6,7 @@
 #include <uwjit/common/text.hpp>
 
 #include "llvm.hpp"
+#include "timing.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -27,11 +28,8 @@ void initialise_native_target() {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
+using detail::Clock;
+using detail::ms_since;
 
 constexpr const char* k_clang_path = UWJIT_CLANG_PATH;
 

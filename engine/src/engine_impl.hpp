@@ -4,6 +4,7 @@
 #pragma once
 
 #include "dumps.hpp"
+#include "timing.hpp"
 
 #include <uwjit/cache/key.hpp>
 #include <uwjit/cache/manifest.hpp>
@@ -30,12 +31,6 @@
 namespace uwjit::engine {
 
 namespace detail {
-
-using Clock = std::chrono::steady_clock;
-
-inline double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 /// A loaded kernel as the engine keeps it.
 struct Loaded {
