@@ -111,6 +111,7 @@ struct Engine::Impl {
   std::map<cache::Key, std::shared_future<Loaded>> loaded;
 
 private:
+  // request.cpp
   void open_store();
   Loaded build(const codegen::KernelSource& source, const cache::Key& key);
   std::optional<Loaded> try_disk(const codegen::KernelSource& source, const cache::Key& key,
@@ -120,6 +121,14 @@ private:
                          KernelInfo& info);
   void check_entry(const codegen::KernelSource& source, const std::string& entry,
                    std::span<const char> object);
+
+  // collective_request.cpp
+  std::string fetch_needed(std::span<const codegen::KernelSource> sources,
+                           const std::vector<cache::Key>& keys, const std::vector<bool>& needed,
+                           std::vector<std::optional<Loaded>>& fetched);
+  [[noreturn]] void raise_disagreement(std::span<const codegen::KernelSource> sources,
+                                       std::size_t i, const std::vector<std::string>& rank_keys,
+                                       comm::Comm& comm);
 };
 
 } // namespace uwjit::engine
