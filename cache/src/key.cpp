@@ -2,6 +2,7 @@
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <openssl/evp.h>
 
@@ -41,13 +42,7 @@ std::string sha256_hex(std::initializer_list<std::string_view> pieces) {
   }
   ok = ok && EVP_DigestFinal_ex(ctx.get(), digest.data(), &length) == 1;
   UWJIT_ASSERT(ok && length == 32, "OpenSSL SHA-256 failed");
-  static constexpr char k_hex[] = "0123456789abcdef";
-  std::string out(64, '0');
-  for (unsigned int i = 0; i < 32; ++i) {
-    out[2 * i] = k_hex[digest[i] >> 4];
-    out[2 * i + 1] = k_hex[digest[i] & 0xF];
-  }
-  return out;
+  return hex_text(std::span<const unsigned char>(digest.data(), 32));
 }
 
 std::string sha256_hex(std::string_view data) {
@@ -82,6 +77,21 @@ std::string Salt::text() const {
     out += name;
     out += '=';
     out += value;
+  }
+  return out;
+}
+
+std::vector<SaltDifference> differences(const Salt& left, const Salt& right) {
+  std::vector<SaltDifference> out;
+  for (const auto& [name, value] : left.components()) {
+    if (auto theirs = right.get(name); !theirs || *theirs != value) {
+      out.push_back({name, value, std::move(theirs)});
+    }
+  }
+  for (const auto& [name, value] : right.components()) {
+    if (!left.get(name)) {
+      out.push_back({name, std::nullopt, value});
+    }
   }
   return out;
 }

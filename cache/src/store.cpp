@@ -15,6 +15,7 @@
 #include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 #include <uwjit/common/version.hpp>
 
 #include <fcntl.h>
@@ -61,36 +62,24 @@ void make_directories(const std::filesystem::path& dir) {
   }
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) {
-    out += out.empty() ? "" : ", ";
-    out += item;
-  }
-  return out;
-}
-
 std::string describe_salt_difference(const std::string& stored, const Salt& wanted) {
   const auto parsed = Salt::parse(stored);
   if (!parsed) {
     return "the entry's salt is malformed";
   }
-  for (const auto& [name, value] : wanted.components()) {
-    const auto theirs = parsed->get(name);
-    if (!theirs) {
-      return format("salt component \"{}\" is missing in the entry", name);
-    }
-    if (*theirs != value) {
-      return format("salt component \"{}\" is \"{}\" in the entry, \"{}\" here", name, *theirs,
-                    value);
-    }
+  const auto found = differences(wanted, *parsed);
+  if (found.empty()) {
+    return "the salt's components are in another order";
   }
-  for (const auto& [name, value] : parsed->components()) {
-    if (!wanted.get(name)) {
-      return format("salt component \"{}\" is only in the entry", name);
-    }
+  const SaltDifference& first = found.front(); // left: here, right: the entry
+  if (!first.right) {
+    return format("salt component \"{}\" is missing in the entry", first.name);
   }
-  return "the salt's components are in another order";
+  if (!first.left) {
+    return format("salt component \"{}\" is only in the entry", first.name);
+  }
+  return format("salt component \"{}\" is \"{}\" in the entry, \"{}\" here", first.name,
+                *first.right, *first.left);
 }
 
 std::string describe_slot_difference(const std::vector<SlotTable>& stored,

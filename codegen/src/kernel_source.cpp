@@ -2,6 +2,7 @@
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 
 #include "embedded_text.hpp"
 
@@ -35,18 +36,6 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
 }
 
 namespace {
-bool is_identifier(std::string_view name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) {
-    return false;
-  }
-  for (const char c : name) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) {
-      return false;
-    }
-  }
-  return true;
-}
-
 void append_table(std::string& text, std::string_view table,
                   const std::vector<std::string>& names) {
   text += ' ';

@@ -4,6 +4,7 @@
 #include <uwjit/codegen/number.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <algorithm>
 #include <array>
@@ -40,37 +41,15 @@ constexpr std::array<std::string_view, 40> k_reserved = {
     "namespace", "new",     "operator", "return", "short",    "signed", "sizeof", "static",
     "struct",    "switch",  "this",     "true",   "unsigned", "using",  "void",   "while"};
 
-bool is_identifier(std::string_view name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) {
-    return false;
-  }
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
-
 bool is_reserved(std::string_view name) {
   return std::find(k_reserved.begin(), k_reserved.end(), name) != k_reserved.end() ||
          name.rfind("uw_", 0) == 0 || name.rfind("uwjit", 0) == 0 || name.rfind("UWJIT", 0) == 0 ||
          name.rfind("__", 0) == 0;
 }
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& name : names) {
-    out += out.empty() ? "" : ", ";
-    out += name;
-  }
-  return out.empty() ? "none" : out;
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    out += i == 0 ? "" : ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + ")";
+// The names for a message: "a, b", or "none".
+std::string listed(const std::vector<std::string>& names) {
+  return names.empty() ? "none" : join(names);
 }
 
 bool contains(const std::vector<std::string>& names, std::string_view name) {
@@ -201,7 +180,7 @@ void KernelWriter::state_in(std::string field, Dtype dtype, std::vector<Axis> ax
 void KernelWriter::state_out(std::string field) {
   if (m_allowed_state && !contains(*m_allowed_state, field)) {
     fail(format("output \"{}\" is neither a declared state field ({}) nor a domain integral ({})",
-                field, join(*m_allowed_state), join(m_allowed_integrals)));
+                field, listed(*m_allowed_state), listed(m_allowed_integrals)));
   }
   const BufferDecl* input = find(BufferRole::state_in, field);
   if (input == nullptr) {
@@ -215,7 +194,7 @@ void KernelWriter::state_out(std::string field) {
 void KernelWriter::state_out(std::string field, Dtype dtype, std::vector<Axis> axes) {
   if (m_allowed_state && !contains(*m_allowed_state, field)) {
     fail(format("output \"{}\" is neither a declared state field ({}) nor a domain integral ({})",
-                field, join(*m_allowed_state), join(m_allowed_integrals)));
+                field, listed(*m_allowed_state), listed(m_allowed_integrals)));
   }
   std::string accessor = field + "_out";
   declare_buffer(BufferRole::state_out, std::move(field), std::move(accessor), dtype,
@@ -296,7 +275,7 @@ void KernelWriter::update_box() {
 void KernelWriter::integral(std::string name) {
   if (m_allowed_state && !contains(m_allowed_integrals, name)) {
     fail(format("output \"{}\" is neither a declared state field ({}) nor a domain integral ({})",
-                name, join(*m_allowed_state), join(m_allowed_integrals)));
+                name, listed(*m_allowed_state), listed(m_allowed_integrals)));
   }
   claim(name, "integral");
   m_integrals.push_back(std::move(name));

@@ -1,6 +1,7 @@
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/posix_file.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -192,13 +193,7 @@ std::uint64_t random_bits() {
 } // namespace
 
 std::string temporary_name(std::string_view final_name) {
-  static constexpr char k_hex[] = "0123456789abcdef";
-  std::uint64_t bits = random_bits();
-  std::string random(16, '0');
-  for (auto& digit : random) {
-    digit = k_hex[bits & 0xF];
-    bits >>= 4;
-  }
+  const std::string random = hex_text(random_bits());
   // Bounded, so that a long final name still leaves a temporary name within NAME_MAX.
   return format("{}{}.{}.{}", k_temporary_prefix, final_name.substr(0, 64), ::getpid(), random);
 }

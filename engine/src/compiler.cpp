@@ -3,8 +3,10 @@
 #include <uwjit/codegen/kernel_source.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 
 #include "llvm.hpp"
+#include "timing.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -26,11 +28,8 @@ void initialise_native_target() {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
+using detail::Clock;
+using detail::ms_since;
 
 constexpr const char* k_clang_path = UWJIT_CLANG_PATH;
 
@@ -68,15 +67,6 @@ struct DiagnosticSink {
     return text;
   }
 };
-
-std::string join(const std::vector<std::string>& parts, char separator) {
-  std::string out;
-  for (const auto& part : parts) {
-    out += out.empty() ? "" : std::string(1, separator);
-    out += part;
-  }
-  return out;
-}
 
 // A kernel whose object needs constructors would run with zeroed globals: the JIT never runs
 // static initialisers of added objects. Refuse it at compile time, with a reason.
@@ -166,7 +156,7 @@ Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
   for (const auto& define : defines) {
     args.push_back("-D" + define);
   }
-  m_impl->flags = join(std::vector<std::string>(args.begin() + 4, args.end()), ' ');
+  m_impl->flags = join(std::vector<std::string>(args.begin() + 4, args.end()), " ");
   args.insert(args.end(), {"-", "-o", "/dev/null"});
 
   DiagnosticSink sink;
@@ -284,7 +274,7 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing,
                                           : llvm::CodeGenOptLevel::Aggressive;
   llvm::TargetOptions target_options = m_impl->target_options;
   std::unique_ptr<llvm::TargetMachine> machine(llvm_target->createTargetMachine(
-      target.triple, target.cpu, join(target.features, ','), target_options, llvm::Reloc::PIC_,
+      target.triple, target.cpu, join(target.features, ","), target_options, llvm::Reloc::PIC_,
       std::nullopt, codegen_level));
   module->setDataLayout(machine->createDataLayout());
   module->setTargetTriple(target.triple);

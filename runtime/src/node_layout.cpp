@@ -8,15 +8,6 @@
 
 namespace uwjit::runtime::detail {
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    out += i == 0 ? "" : ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + ")";
-}
-
 [[noreturn]] void node_error(const Node& node, std::string_view message) {
   throw Error(ErrorKind::usage, format("node \"{}\": {}", node.name(), message));
 }

@@ -4,6 +4,7 @@
 
 #include <uwjit/codegen/kernel_abi.h>
 #include <uwjit/codegen/kernel_writer.hpp>
+#include <uwjit/common/text.hpp>
 #include <uwjit/runtime/node.hpp>
 
 #include <cstdint>
@@ -12,9 +13,6 @@
 #include <vector>
 
 namespace uwjit::runtime::detail {
-
-/// "(2, 3, 4)".
-[[nodiscard]] std::string shape_text(const std::vector<std::int64_t>& shape);
 
 /// Throws Error(usage) with `message` after the node's name: `node "NAME": MESSAGE`.
 [[noreturn]] void node_error(const Node& node, std::string_view message);

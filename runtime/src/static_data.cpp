@@ -5,6 +5,7 @@
 #include <uwjit/cache/key.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -23,26 +24,8 @@ namespace {
 
 constexpr int k_max_axes = 8;
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    out += i == 0 ? "" : ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + ")";
-}
-
 [[noreturn]] void reject(std::string_view key, std::string_view rule) {
   throw Error(ErrorKind::usage, format("static array \"{}\": {}", key, rule));
-}
-
-bool is_identifier(std::string_view name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) {
-    return false;
-  }
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
 }
 
 // The element count, or nullopt when the array's bytes would not fit in 63 bits.
@@ -272,12 +255,8 @@ void append_value(std::string& out, const Value& value) {
     out += std::to_string(std::get<0>(v));
     break;
   case 1: {
-    static constexpr char k_hex[] = "0123456789abcdef";
-    const auto bits = std::bit_cast<std::uint64_t>(std::get<1>(v));
     out += 'd';
-    for (int shift = 60; shift >= 0; shift -= 4) {
-      out += k_hex[(bits >> shift) & 0xF];
-    }
+    out += hex_text(std::bit_cast<std::uint64_t>(std::get<1>(v)));
     break;
   }
   case 2:

@@ -1,4 +1,6 @@
 // engine/: compiling in process, loading with ORC, the Engine façade. These tests really JIT.
+#include "sandbox.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/compiler.hpp>
 #include <uwjit/engine/disassemble.hpp>
@@ -13,10 +15,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <stdlib.h>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using uwjit::codegen::KernelSource;
@@ -32,15 +36,15 @@ EngineOptions memory_only() {
   return {.disk_cache = DiskCache::off};
 }
 
-// A fresh cache directory for one test, removed afterwards.
-struct SandboxDir {
-  std::filesystem::path path;
-  SandboxDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "uwjit-test.XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~SandboxDir() { std::filesystem::remove_all(path); }
-};
+// A fresh directory for one test, removed afterwards.
+using SandboxDir = uwjit_test::TempDir;
+
+// Only an engine makes kernels: a host cannot wrap an arbitrary function pointer as one, while
+// the kernels it gets may be copied and kept.
+static_assert(
+    !std::is_constructible_v<uwjit::engine::Kernel, uwjit_kernel_fn, std::shared_ptr<const void>,
+                             std::shared_ptr<const uwjit::engine::KernelInfo>>);
+static_assert(std::is_copy_constructible_v<uwjit::engine::Kernel>);
 
 // out[i] = a * in[i] + b over n elements, with a and b baked in, n at run time.
 KernelSource axpb(double a, double b) {
@@ -289,12 +293,12 @@ TEST_CASE("a wrong entry is one compile error naming the functions the kernel de
     return std::string("(loaded)");
   };
   {
-    Engine engine({.cache_dir = dir.path});
+    Engine engine({.cache_dir = dir.path()});
     const auto message = entry_error(engine, "missing_entry");
     CHECK(message.find("\"missing_entry\"") != std::string::npos);
     CHECK(message.find("another, other") != std::string::npos);
     CHECK(engine.stats().get(uwjit::cache::Stat::published) == 0);
-    for (const auto& file : std::filesystem::directory_iterator(dir.path)) {
+    for (const auto& file : std::filesystem::directory_iterator(dir.path())) {
       CHECK(file.path().extension() != ".o");
       CHECK(file.path().extension() != ".json");
     }
@@ -306,7 +310,7 @@ TEST_CASE("a wrong entry is one compile error naming the functions the kernel de
     CHECK(entry_error(engine, "missing_entry").find("another, other") != std::string::npos);
   }
   // A disk hit under a wrong entry: the same error, and no compile.
-  Engine fresh({.cache_dir = dir.path});
+  Engine fresh({.cache_dir = dir.path()});
   CHECK(entry_error(fresh, "missing_entry").find("another, other") != std::string::npos);
   CHECK(fresh.stats().get(uwjit::cache::Stat::compiles) == 0);
   CHECK(fresh.stats().get(uwjit::cache::Stat::rejected) == 0);
@@ -333,8 +337,8 @@ TEST_CASE("a kernel stays callable after its engine is gone, and unloads with it
 }
 
 TEST_CASE("kernels may include headers from configured include directories") {
-  const auto dir = std::filesystem::temp_directory_path() / "uwjit-include-test";
-  std::filesystem::create_directories(dir);
+  const SandboxDir include_dir("uwjit-include-test");
+  const auto& dir = include_dir.path();
   std::ofstream(dir / "scale.h") << "inline double scale(double x) { return 4.0 * x; }\n";
   Engine engine({.compile = {.include_dirs = {dir.string()}}, .disk_cache = DiskCache::off});
   const auto kernel = engine.kernel(
@@ -578,12 +582,12 @@ TEST_CASE("compiler warnings are stored with the entry and replayed on a disk hi
       "extern \"C\" int k(const uwjit_kernel_args*) {\n  int x = 1.5;\n  return x - 1;\n}\n", "k");
   std::string warnings;
   {
-    Engine first({.cache_dir = dir.path});
+    Engine first({.cache_dir = dir.path()});
     const auto kernel = first.kernel(source);
     warnings = kernel.info().warnings;
     CHECK(warnings.find("kernel.cpp:2:11: warning: implicit conversion") != std::string::npos);
   }
-  Engine second({.cache_dir = dir.path});
+  Engine second({.cache_dir = dir.path()});
   const auto kernel = second.kernel(source);
   CHECK(kernel.info().tier == uwjit::engine::Tier::disk);
   CHECK(kernel.info().warnings == warnings);
@@ -591,7 +595,7 @@ TEST_CASE("compiler warnings are stored with the entry and replayed on a disk hi
 
 TEST_CASE("a compiled kernel says whether it was published, and why not") {
   SandboxDir dir;
-  Engine on_disk({.cache_dir = dir.path});
+  Engine on_disk({.cache_dir = dir.path()});
   const auto published = on_disk.kernel(axpb(2.0, 1.0)).info();
   CHECK(published.publication == uwjit::engine::Publication::published);
   CHECK(published.not_published_because.empty());
@@ -617,7 +621,7 @@ TEST_CASE("the host target lists its features sorted") {
 
 TEST_CASE("a second engine on the same cache directory loads from disk without compiling") {
   SandboxDir dir;
-  const EngineOptions options{.cache_dir = dir.path};
+  const EngineOptions options{.cache_dir = dir.path()};
   {
     Engine first(options);
     CHECK(first.kernel(axpb(6.0, 1.0)).info().tier == uwjit::engine::Tier::compiled);
@@ -649,10 +653,10 @@ TEST_CASE("dumps hold source, IR and assembly and change neither key nor object"
   SandboxDir cache;
   SandboxDir dumps;
   Engine plain({.disk_cache = DiskCache::off});
-  Engine dumping({.cache_dir = cache.path, .dump_dir = dumps.path});
+  Engine dumping({.cache_dir = cache.path(), .dump_dir = dumps.path()});
   const auto kernel = dumping.kernel(axpb(9.0, 0.0));
   CHECK(kernel.info().key == plain.key_of(axpb(9.0, 0.0)).hex());
-  const auto stem = dumps.path / ("axpb-" + kernel.info().key);
+  const auto stem = dumps.path() / ("axpb-" + kernel.info().key);
   std::ifstream ir(stem.string() + ".ll");
   std::ifstream assembly(stem.string() + ".s");
   std::ifstream source(stem.string() + ".cpp");
@@ -667,7 +671,7 @@ TEST_CASE("dumps hold source, IR and assembly and change neither key nor object"
   const uwjit::engine::Compiler compiler;
   const auto reference = compiler.compile(
       axpb(9.0, 0.0).instantiate(kernel.info().entry, "uwjit_mod_" + kernel.info().key));
-  std::ifstream object(cache.path / (kernel.info().key + ".o"), std::ios::binary);
+  std::ifstream object(cache.path() / (kernel.info().key + ".o"), std::ios::binary);
   const std::vector<char> stored((std::istreambuf_iterator<char>(object)),
                                  std::istreambuf_iterator<char>());
   CHECK(stored == reference.bytes);
@@ -675,10 +679,10 @@ TEST_CASE("dumps hold source, IR and assembly and change neither key nor object"
 
 TEST_CASE("a dump is never written through a symlink planted where it goes") {
   SandboxDir dumps;
-  const auto victim = dumps.path / "victim.txt";
+  const auto victim = dumps.path() / "victim.txt";
   std::ofstream(victim) << "keep me";
-  Engine dumping({.disk_cache = DiskCache::off, .dump_dir = dumps.path});
-  const auto stem = dumps.path / ("axpb-" + dumping.key_of(axpb(8.0, 0.0)).hex());
+  Engine dumping({.disk_cache = DiskCache::off, .dump_dir = dumps.path()});
+  const auto stem = dumps.path() / ("axpb-" + dumping.key_of(axpb(8.0, 0.0)).hex());
   std::filesystem::create_symlink(victim, stem.string() + ".s");
   CHECK(run(dumping.kernel(axpb(8.0, 0.0)), {1.0}) == std::vector<double>{8.0});
   std::ifstream in(victim);
@@ -704,13 +708,6 @@ TEST_CASE("compiling the same source twice gives byte-identical objects") {
 }
 
 namespace {
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 EngineOptions debug_options(const std::filesystem::path& cache_dir,
                             const std::filesystem::path& source_dir) {
   EngineOptions options{.cache_dir = cache_dir, .debug_source_dir = source_dir};
@@ -722,7 +719,7 @@ EngineOptions debug_options(const std::filesystem::path& cache_dir,
 TEST_CASE("a debug kernel's debug info names its body uwjit_KEY.cpp, written for the debugger") {
   SandboxDir cache;
   SandboxDir sources;
-  Engine debug(debug_options(cache.path, sources.path));
+  Engine debug(debug_options(cache.path(), sources.path()));
   const auto kernel = debug.kernel(axpb(5.0, 1.0));
   const auto& key = kernel.info().key;
   // -g is in the salt: debug objects are cached apart.
@@ -730,26 +727,27 @@ TEST_CASE("a debug kernel's debug info names its body uwjit_KEY.cpp, written for
   CHECK(run(kernel, {1.0, 2.0}) == std::vector<double>{6.0, 11.0});
 
   const std::string file = "uwjit_" + key + ".cpp";
-  const std::string object = read_file(cache.path / (key + ".o"));
+  const std::string object = uwjit_test::read_text(cache.path() / (key + ".o"));
   CHECK(object.find(file) != std::string::npos);
   // Line 1 of the file is line 1 of the body, with the real entry name.
-  CHECK(read_file(sources.path / file) ==
+  CHECK(uwjit_test::read_text(sources.path() / file) ==
         uwjit::codegen::replace_all(axpb(5.0, 1.0).body(), uwjit::codegen::k_entry_placeholder,
                                     kernel.info().entry));
-  CHECK(read_file(sources.path / "uwjit_kernel_abi.h") == uwjit::codegen::kernel_abi_text());
-  CHECK(read_file(sources.path / "uwjit_kernel_prelude.h") ==
+  CHECK(uwjit_test::read_text(sources.path() / "uwjit_kernel_abi.h") ==
+        uwjit::codegen::kernel_abi_text());
+  CHECK(uwjit_test::read_text(sources.path() / "uwjit_kernel_prelude.h") ==
         uwjit::codegen::kernel_prelude_text());
 
   // A disk hit in another engine writes the sources too.
   SandboxDir other_sources;
-  Engine second(debug_options(cache.path, other_sources.path));
+  Engine second(debug_options(cache.path(), other_sources.path()));
   CHECK(second.kernel(axpb(5.0, 1.0)).info().tier == uwjit::engine::Tier::disk);
-  CHECK(std::filesystem::exists(other_sources.path / file));
+  CHECK(std::filesystem::exists(other_sources.path() / file));
 }
 
 TEST_CASE("with debug info, diagnostics still name kernel.cpp") {
   SandboxDir sources;
-  EngineOptions options = debug_options({}, sources.path);
+  EngineOptions options = debug_options({}, sources.path());
   options.disk_cache = DiskCache::off;
   Engine engine(options);
   const auto message = compile_error_of(

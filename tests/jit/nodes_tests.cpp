@@ -1,4 +1,6 @@
 // nodes/: the built-in nodes' physics checks, checkpoints and extents. These tests really JIT.
+#include "sandbox.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/nodes/fvm.hpp>
@@ -67,17 +69,6 @@ void require_pass(const Verdict& verdict) {
   }
   CHECK(verdict.passed);
 }
-
-// A scratch directory that goes away with the test.
-struct Scratch {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("uwjit-nodes-" + std::to_string(::getpid()));
-  Scratch() { std::filesystem::create_directories(path); }
-  ~Scratch() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-};
 
 bool same_bits(std::span<const double> a, std::span<const double> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
@@ -264,7 +255,7 @@ TEST_CASE("mlp: rebinding other weights follows the new contents without a compi
 }
 
 TEST_CASE("a checkpointed and restored run matches the uninterrupted one bit for bit") {
-  Scratch scratch;
+  const uwjit_test::TempDir scratch("uwjit-nodes");
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   const std::vector<std::pair<std::string, Params>> cases = {
       {"heat", with(uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{10, 8, 6}),
@@ -277,7 +268,7 @@ TEST_CASE("a checkpointed and restored run matches the uninterrupted one bit for
     CAPTURE(type);
     auto whole = run(engine, type, params, 30);
     auto first = run(engine, type, params, 18);
-    const auto file = scratch.path / (type + ".ckpt");
+    const auto file = scratch.path() / (type + ".ckpt");
     first.simulation.checkpoint(file);
     Simulation resumed = Simulation::restore(engine, file, uwjit::nodes::factory());
     CHECK(resumed.steps_taken() == 18);
@@ -295,15 +286,15 @@ TEST_CASE("a checkpointed and restored run matches the uninterrupted one bit for
 }
 
 TEST_CASE("a truncated, corrupt or foreign checkpoint is an io error naming the file") {
-  Scratch scratch;
+  const uwjit_test::TempDir scratch("uwjit-nodes");
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   auto r = run(engine, "heat", uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{4}), 2);
-  const auto file = scratch.path / "heat.ckpt";
+  const auto file = scratch.path() / "heat.ckpt";
   r.simulation.checkpoint(file);
   std::ifstream in(file, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto io_error = [&](const std::string& content) {
-    const auto path = scratch.path / "bad.ckpt";
+    const auto path = scratch.path() / "bad.ckpt";
     std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
     try {
       (void)Simulation::restore(engine, path, uwjit::nodes::factory());
@@ -322,7 +313,7 @@ TEST_CASE("a truncated, corrupt or foreign checkpoint is an io error naming the 
   CHECK(io_error("#!/bin/sh\necho hello\n").find("not a uwjit checkpoint") != std::string::npos);
   CHECK(io_error("").find("not a uwjit checkpoint") != std::string::npos);
   CHECK_THROWS_WITH_AS(
-      (void)Simulation::restore(engine, scratch.path / "none.ckpt", uwjit::nodes::factory()),
+      (void)Simulation::restore(engine, scratch.path() / "none.ckpt", uwjit::nodes::factory()),
       doctest::Contains("none.ckpt: cannot open"), uwjit::Error);
   // The original still restores.
   CHECK(Simulation::restore(engine, file, uwjit::nodes::factory()).steps_taken() == 2);
@@ -385,10 +376,10 @@ TEST_CASE("a negative thread count is a usage error") {
 }
 
 TEST_CASE("heat and pipe-flow kernels vectorise without run-time overlap checks") {
-  Scratch scratch;
+  const uwjit_test::TempDir scratch("uwjit-nodes");
   uwjit::engine::EngineOptions options;
   options.disk_cache = uwjit::engine::DiskCache::off;
-  options.dump_dir = scratch.path;
+  options.dump_dir = scratch.path();
   Engine engine(options);
   for (const auto& [type, sets] :
        {std::pair{"heat", std::vector<std::pair<const char*, uwjit::runtime::Value>>{}},
@@ -402,7 +393,7 @@ TEST_CASE("heat and pipe-flow kernels vectorise without run-time overlap checks"
     auto node = uwjit::nodes::make(type, type, params);
     Simulation simulation(engine, {node});
     const std::string key = simulation.kernels()[0].info.key;
-    std::ifstream in(scratch.path / (std::string(type) + "-" + key + ".ll"));
+    std::ifstream in(scratch.path() / (std::string(type) + "-" + key + ".ll"));
     REQUIRE(in);
     const std::string ir((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     INFO(type << " " << key);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "harness.hpp"
+#include "sandbox.hpp"
 
 #include <uwjit/comm/comm.hpp>
 #include <uwjit/common/error.hpp>
@@ -33,8 +34,7 @@ inline std::vector<std::filesystem::path>& job_sandboxes() {
 inline std::filesystem::path job_sandbox(const std::string& prefix) {
   std::string path;
   if (comm()->rank() == 0) {
-    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + ".XXXXXX")).string();
-    path = ::mkdtemp(pattern.data());
+    path = uwjit_test::make_temp_dir(prefix).string();
   }
   path = comm()->broadcast(path, 0);
   job_sandboxes().emplace_back(path);
@@ -47,8 +47,7 @@ inline void remove_job_sandboxes() {
   comm()->barrier();
   if (comm()->rank() == 0) {
     for (const auto& dir : job_sandboxes()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir, ignored);
+      uwjit_test::remove_tree(dir);
     }
   }
   job_sandboxes().clear();

@@ -54,3 +54,23 @@ TEST_CASE("a salt round-trips through its text and refuses separators in values"
   CHECK_THROWS_AS(Salt().add("a|b", "x"), uwjit::Error);
   CHECK_THROWS_AS(Salt().add("a", "x|y"), uwjit::Error);
 }
+
+TEST_CASE("salt differences name each component that differs, is missing or is extra") {
+  using uwjit::cache::Salt;
+  Salt here;
+  here.add("uwjit", "1").add("opt", "3").add("cpu", "znver4");
+  Salt there;
+  there.add("uwjit", "1").add("opt", "2").add("flags", "-g");
+  const auto found = uwjit::cache::differences(here, there);
+  REQUIRE(found.size() == 3);
+  CHECK(found[0].name == "opt");
+  CHECK(found[0].left == "3");
+  CHECK(found[0].right == "2");
+  CHECK(found[1].name == "cpu");
+  CHECK(found[1].left == "znver4");
+  CHECK_FALSE(found[1].right);
+  CHECK(found[2].name == "flags");
+  CHECK_FALSE(found[2].left);
+  CHECK(found[2].right == "-g");
+  CHECK(uwjit::cache::differences(here, here).empty());
+}

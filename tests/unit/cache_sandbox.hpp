@@ -1,6 +1,8 @@
-// Helpers of the cache's unit tests: a fresh sandbox directory per test, scoped environment
-// variables, file tweaks, and a ready-made entry to publish.
+// Helpers of the cache's unit tests: a fresh sandbox directory per test, file tweaks, and a
+// ready-made entry to publish.
 #pragma once
+
+#include "sandbox.hpp"
 
 #include <uwjit/cache/key.hpp>
 #include <uwjit/cache/manifest.hpp>
@@ -30,69 +32,17 @@ namespace fs = std::filesystem;
 /// A fresh directory under the system temp directory, removed (with everything in it) at the end.
 class Sandbox {
 public:
-  Sandbox() {
-    std::string pattern = (fs::temp_directory_path() / "uwjit-cache-test.XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw std::runtime_error("mkdtemp failed");
-    }
-    m_root = pattern;
-  }
-  Sandbox(const Sandbox&) = delete;
-  Sandbox& operator=(const Sandbox&) = delete;
-  ~Sandbox() {
-    std::error_code ignored;
-    // Tests make directories read-only; give write access back so that everything can go.
-    for (auto it = fs::recursive_directory_iterator(m_root, ignored);
-         it != fs::recursive_directory_iterator(); it.increment(ignored)) {
-      if (it->is_directory(ignored) && !it->is_symlink(ignored)) {
-        fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ignored);
-      }
-    }
-    fs::permissions(m_root, fs::perms::owner_all, fs::perm_options::add, ignored);
-    fs::remove_all(m_root, ignored);
-  }
-  [[nodiscard]] const fs::path& root() const noexcept { return m_root; }
+  [[nodiscard]] const fs::path& root() const noexcept { return m_dir.path(); }
   /// The cache directory of the test (not created: Store::open does that).
-  [[nodiscard]] fs::path cache() const { return m_root / "cache"; }
+  [[nodiscard]] fs::path cache() const { return root() / "cache"; }
 
 private:
-  fs::path m_root;
+  uwjit_test::TempDir m_dir{"uwjit-cache-test"};
 };
 
-/// Sets (or, with nullopt, unsets) an environment variable for the scope of the object.
-class ScopedEnv {
-public:
-  ScopedEnv(std::string name, std::optional<std::string> value) : m_name(std::move(name)) {
-    if (const char* old = std::getenv(m_name.c_str())) {
-      m_old = old;
-    }
-    apply(value);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() { apply(m_old); }
-
-private:
-  void apply(const std::optional<std::string>& value) {
-    if (value) {
-      ::setenv(m_name.c_str(), value->c_str(), 1);
-    } else {
-      ::unsetenv(m_name.c_str());
-    }
-  }
-  std::string m_name;
-  std::optional<std::string> m_old;
-};
-
-inline std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-inline void write_text(const fs::path& path, std::string_view text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-}
+using uwjit_test::read_text;
+using uwjit_test::ScopedEnv;
+using uwjit_test::write_text;
 
 /// Sets a file's mtime (not following symlinks): tests age files instead of sleeping.
 inline void set_mtime(const fs::path& path, std::chrono::system_clock::time_point when) {

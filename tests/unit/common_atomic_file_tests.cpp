@@ -1,4 +1,6 @@
 // The one atomic writer: old file or new file, never torn, never through a planted symlink.
+#include "sandbox.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/posix_file.hpp>
 
@@ -17,35 +19,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TempDir {
-public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "uwjit-atomic-test.XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    m_path = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(m_path, ignored);
-  }
-  [[nodiscard]] const fs::path& path() const noexcept { return m_path; }
-
-private:
-  fs::path m_path;
-};
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using uwjit_test::read_text;
+using uwjit_test::TempDir;
+using uwjit_test::write_text;
 
 std::set<std::string> names_in(const fs::path& dir) {
   std::set<std::string> names;

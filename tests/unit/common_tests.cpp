@@ -1,43 +1,25 @@
 // common/: errors, asserts, environment variables, formatting, loggers.
+#include "sandbox.hpp"
+
+#include <uwjit/common/byte_io.hpp>
 #include <uwjit/common/env.hpp>
 #include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/log.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <set>
+#include <span>
 #include <string>
 
 namespace {
 
-// Sets an environment variable for one scope and restores the previous value.
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const char* value) : m_name(name) {
-    if (const char* old = std::getenv(name)) {
-      m_old = old;
-    }
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (m_old) {
-      ::setenv(m_name, m_old->c_str(), 1);
-    } else {
-      ::unsetenv(m_name);
-    }
-  }
-
-private:
-  const char* m_name;
-  std::optional<std::string> m_old;
-};
+using uwjit_test::ScopedEnv;
 
 std::string message_of(auto&& call) {
   try {
@@ -72,7 +54,7 @@ TEST_CASE("boolean variables accept every documented spelling in any case") {
     ScopedEnv env("UWJIT_TEST_SWITCH", no);
     CHECK_FALSE(uwjit::env::get_bool("UWJIT_TEST_SWITCH", true));
   }
-  ScopedEnv unset("UWJIT_TEST_SWITCH", nullptr);
+  ScopedEnv unset("UWJIT_TEST_SWITCH", std::nullopt);
   CHECK(uwjit::env::get_bool("UWJIT_TEST_SWITCH", true));
   CHECK_FALSE(uwjit::env::get_bool("UWJIT_TEST_SWITCH", false));
 }
@@ -174,7 +156,7 @@ TEST_CASE("every row of the table of variables has a unique name and a default i
     CAPTURE(variable->name);
     CHECK(names.insert(variable->name).second);
     CHECK_FALSE(variable->effect.empty());
-    const ScopedEnv unset(std::string(variable->name).c_str(), nullptr);
+    const ScopedEnv unset(std::string(variable->name), std::nullopt);
     CHECK_NOTHROW(uwjit::env::check(*variable));
     switch (variable->kind) {
     case uwjit::env::Kind::boolean:
@@ -233,8 +215,54 @@ TEST_CASE("reading a variable as a kind its row does not give is a bug, not a us
 TEST_CASE("an empty value is unset for every kind of variable") {
   for (const uwjit::env::Variable* variable : uwjit::env::vars::k_all) {
     CAPTURE(variable->name);
-    const ScopedEnv empty(std::string(variable->name).c_str(), "");
+    const ScopedEnv empty(std::string(variable->name), "");
     CHECK_NOTHROW(uwjit::env::check(*variable));
     CHECK_FALSE(uwjit::env::get(*variable).has_value());
   }
+}
+
+TEST_CASE("join puts the separator between items only") {
+  CHECK(uwjit::join({}) == "");
+  CHECK(uwjit::join({"a"}) == "a");
+  CHECK(uwjit::join({"a", "b", "c"}) == "a, b, c");
+  CHECK(uwjit::join({"x", "", "y"}, ",") == "x,,y");
+}
+
+TEST_CASE("shapes, identifiers and hex digits are written as messages and keys expect") {
+  CHECK(uwjit::shape_text({2, 3, 4}) == "(2, 3, 4)");
+  CHECK(uwjit::shape_text({}) == "()");
+  CHECK(uwjit::is_identifier("u_next2"));
+  CHECK(uwjit::is_identifier("_x"));
+  CHECK_FALSE(uwjit::is_identifier(""));
+  CHECK_FALSE(uwjit::is_identifier("2u"));
+  CHECK_FALSE(uwjit::is_identifier("a-b"));
+  CHECK(uwjit::hex_text(std::uint64_t{0x0123456789abcdefULL}) == "0123456789abcdef");
+  CHECK(uwjit::hex_text(std::uint64_t{0}) == "0000000000000000");
+  const unsigned char bytes[] = {0x00, 0x7f, 0xff};
+  CHECK(uwjit::hex_text(std::span<const unsigned char>(bytes)) == "007fff");
+}
+
+TEST_CASE("the byte encoder reads back what it wrote, little-endian, and refuses to overrun") {
+  uwjit::ByteWriter writer;
+  writer.u8(7);
+  writer.u32(0x01020304);
+  writer.i64(-2);
+  writer.f64(0.5);
+  writer.str("heat");
+  CHECK(writer.bytes().substr(1, 4) == std::string("\x04\x03\x02\x01", 4));
+  const std::string bytes = writer.bytes();
+  uwjit::ByteReader reader(bytes, "sample");
+  CHECK(reader.u8() == 7);
+  CHECK(reader.u32() == 0x01020304);
+  CHECK(reader.i64() == -2);
+  CHECK(reader.f64() == 0.5);
+  CHECK(reader.str() == "heat");
+  CHECK(reader.at_end());
+  const std::string cut = bytes.substr(0, bytes.size() - 1);
+  uwjit::ByteReader short_reader(cut, "sample");
+  (void)short_reader.u8();
+  (void)short_reader.u32();
+  (void)short_reader.i64();
+  (void)short_reader.f64();
+  CHECK(message_of([&] { (void)short_reader.str(); }) == "sample: truncated");
 }

@@ -11,6 +11,7 @@
 //     verdict, folded with the integrals) timed alone.
 #include "bench.hpp"
 
+#include <uwjit/common/text.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/mpi.hpp>
 #include <uwjit/nodes/registry.hpp>
@@ -23,12 +24,9 @@
 
 namespace {
 
-std::string join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const auto& part : parts) {
-    out += (out.empty() ? "" : ",") + part;
-  }
-  return "[" + out + "]";
+// A JSON list of values already written as JSON: "[a,b]".
+std::string json_list(const std::vector<std::string>& parts) {
+  return "[" + uwjit::join(parts, ",") + "]";
 }
 
 // A 1-D smoothing with a source read from a large computed replicate table (a material table,
@@ -90,7 +88,7 @@ void replicate_job(uwjit::comm::Comm& comm, const std::string& cache, double mb,
     std::cout << "{\"np\": " << comm.size() << ", \"share\": " << (share ? "true" : "false")
               << ", \"table_mb\": " << mb
               << ", \"shared_arrays\": " << simulation.node_shared().arrays
-              << ", \"table_sum\": " << sum << ", \"pss_kb\": " << join(pss_all) << "}"
+              << ", \"table_sum\": " << sum << ", \"pss_kb\": " << json_list(pss_all) << "}"
               << std::endl;
   }
 }
@@ -232,8 +230,9 @@ int main(int argc, char** argv) {
                   << ", \"compiles\": " << counts[0] << ", \"disk_hits\": " << counts[1]
                   << ", \"published\": " << counts[2] << ", \"mpi_init_ms\": " << init_ms
                   << ", \"request_all_ranks_ms\": " << all_ms
-                  << ", \"request_ms\": " << join(request_all) << ", \"pss_kb\": " << join(pss_all)
-                  << ", \"first_kernel_tiers\": " << join(tier_all) << "}" << std::endl;
+                  << ", \"request_ms\": " << json_list(request_all)
+                  << ", \"pss_kb\": " << json_list(pss_all)
+                  << ", \"first_kernel_tiers\": " << json_list(tier_all) << "}" << std::endl;
       }
     }
   } catch (const std::exception& error) {

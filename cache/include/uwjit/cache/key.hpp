@@ -37,6 +37,18 @@ private:
   std::vector<std::pair<std::string, std::string>> m_components;
 };
 
+/// One component in which two salts differ: in one of them only, or with two values.
+struct SaltDifference {
+  std::string name;
+  std::optional<std::string> left;  ///< its value in the left salt, nullopt when absent there
+  std::optional<std::string> right; ///< its value in the right salt, nullopt when absent there
+};
+
+/// The components in which `left` and `right` differ: left's components in its order, then
+/// those only in right. Empty when both have the same components with the same values (their
+/// texts may still differ in order). Thread-safe.
+[[nodiscard]] std::vector<SaltDifference> differences(const Salt& left, const Salt& right);
+
 /// A cache key: exactly 16 lowercase hex digits. Only valid keys exist, so a Key is always safe
 /// to put in a file name.
 class Key {

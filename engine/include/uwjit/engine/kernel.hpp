@@ -49,8 +49,13 @@ struct KernelInfo {
   std::string not_published_because;
 };
 
-/// A loaded kernel. Copies share the code, which stays loaded while any copy lives.
-/// Calling is thread-safe if the kernel's buffers are not shared between concurrent calls.
+namespace detail {
+struct KernelAccess; // the engine's private way to make kernels
+} // namespace detail
+
+/// A loaded kernel, made only by an Engine. Copies share the code, which stays loaded while any
+/// copy lives. Calling is thread-safe if the kernel's buffers are not shared between concurrent
+/// calls.
 class Kernel {
 public:
   /// Fills args.abi_version and the table lengths from the slot tables, then calls the entry.
@@ -68,11 +73,12 @@ public:
   [[nodiscard]] uwjit_kernel_fn function() const noexcept { return m_function; }
   [[nodiscard]] const KernelInfo& info() const noexcept { return *m_info; }
 
-  /// Used by the engine; `code` keeps the machine code loaded.
+private:
+  friend struct detail::KernelAccess;
+  /// `code` keeps the machine code loaded.
   Kernel(uwjit_kernel_fn function, std::shared_ptr<const void> code,
          std::shared_ptr<const KernelInfo> info);
 
-private:
   uwjit_kernel_fn m_function;
   int m_counts[5];
   std::shared_ptr<const void> m_code;

@@ -1,0 +1,372 @@
+// The MPI collective kernel request: the ranks agree on their keys (or all raise the same error
+// naming what differs), rank 0 gets every kernel some rank lacks and broadcasts the objects or
+// its error, and every rank adopts what it received. One compile per job.
+#include "engine_impl.hpp"
+
+#include <uwjit/comm/verdict.hpp>
+#include <uwjit/common/byte_io.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <future>
+#include <map>
+
+namespace uwjit::engine {
+
+using detail::Clock;
+using detail::Loaded;
+using detail::new_info;
+using detail::slot_tables;
+using detail::to_kernel;
+
+namespace {
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const auto end = text.find(separator, start);
+    parts.emplace_back(text.substr(start, end - start));
+    if (end == std::string_view::npos) {
+      return parts;
+    }
+    start = end + 1;
+  }
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::vector<std::string> numbers;
+  for (const int r : ranks) {
+    numbers.push_back(std::to_string(r));
+  }
+  return join(numbers, ",");
+}
+
+// The first line where two texts differ (1-based), and that line in each.
+struct LineDifference {
+  std::size_t line = 0;
+  std::string a, b;
+};
+
+LineDifference first_difference(const std::string& a, const std::string& b) {
+  const auto lines_a = split(a, '\n');
+  const auto lines_b = split(b, '\n');
+  for (std::size_t i = 0; i < std::max(lines_a.size(), lines_b.size()); ++i) {
+    const std::string la = i < lines_a.size() ? lines_a[i] : "(end of source)";
+    const std::string lb = i < lines_b.size() ? lines_b[i] : "(end of source)";
+    if (la != lb) {
+      return {i + 1, la, lb};
+    }
+  }
+  return {};
+}
+
+// The salt components in which rank `r`'s salt differs from rank 0's, e.g.
+// `"opt" is "3" on rank 0, "2" on rank 1`.
+std::string salt_difference(const std::string& root, const std::string& other, int r) {
+  const auto a = cache::Salt::parse(root);
+  const auto b = cache::Salt::parse(other);
+  if (!a || !b) {
+    return format("\"{}\" on rank 0, \"{}\" on rank {}", root, other, r);
+  }
+  std::vector<std::string> parts;
+  for (const auto& d : cache::differences(*a, *b)) {
+    parts.push_back(!d.right  ? format("\"{}\" only on rank 0", d.name)
+                    : !d.left ? format("\"{}\" only on rank {}", d.name, r)
+                              : format("\"{}\" is \"{}\" on rank 0, \"{}\" on rank {}", d.name,
+                                       *d.left, *d.right, r));
+  }
+  return parts.empty() ? "its components are in another order" : "component " + join(parts);
+}
+
+// What one rank says about one kernel of a collective request: its key, and whether this rank
+// holds it loaded already.
+struct Claim {
+  std::string key;
+  bool held = false;
+};
+
+std::string encode_claims(const std::vector<Claim>& claims) {
+  ByteWriter writer;
+  writer.u32(static_cast<std::uint32_t>(claims.size()));
+  for (const auto& claim : claims) {
+    writer.str(claim.key);
+    writer.u8(claim.held ? 1 : 0);
+  }
+  return std::move(writer.bytes());
+}
+
+std::vector<Claim> decode_claims(std::string_view bytes, int rank) {
+  ByteReader reader(bytes, format("collective kernel request: the keys of rank {}", rank));
+  std::vector<Claim> claims(reader.u32());
+  for (auto& claim : claims) {
+    claim.key = reader.str();
+    claim.held = reader.u8() != 0;
+  }
+  return claims;
+}
+
+// The first kernel on which some rank's key differs from rank 0's, if any. Throws
+// Error(collective) when the ranks ask for different numbers of kernels. Every rank decides from
+// the same gathered claims, so every rank reaches the same verdict.
+std::optional<std::size_t> first_disagreement(const std::vector<std::vector<Claim>>& per_rank) {
+  std::optional<std::size_t> differing;
+  for (std::size_t r = 1; r < per_rank.size() && !differing; ++r) {
+    if (per_rank[r].size() != per_rank[0].size()) {
+      throw Error(ErrorKind::collective,
+                  format("collective kernel request: rank {} asks for {} kernels, rank 0 for {}", r,
+                         per_rank[r].size(), per_rank[0].size()));
+    }
+    for (std::size_t i = 0; i < per_rank[0].size(); ++i) {
+      if (per_rank[r][i].key != per_rank[0][i].key) {
+        differing = differing ? std::min(*differing, i) : i;
+      }
+    }
+  }
+  return differing;
+}
+
+// Which kernels some rank lacks: known alike on every rank.
+std::vector<bool> needed_kernels(const std::vector<std::vector<Claim>>& per_rank) {
+  std::vector<bool> needed(per_rank[0].size(), false);
+  for (const auto& claims : per_rank) {
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+      needed[i] = needed[i] || !claims[i].held;
+    }
+  }
+  return needed;
+}
+
+// What rank 0 sent for one needed kernel: its object and what it cost.
+struct Received {
+  KernelInfo info;
+  std::string object;
+};
+
+// The payload rank 0 broadcasts: per needed kernel, in request order, either
+//   u64 0, u64 tier, f64 frontend_ms, f64 optimise_ms, f64 codegen_ms, str object
+// or the error every rank must raise:
+//   u64 1, u64 kind, str message.
+void write_outcome(ByteWriter& writer, const Loaded& got) {
+  writer.u64(0);
+  writer.u64(static_cast<std::uint64_t>(got.info->tier));
+  writer.f64(got.info->compile.frontend_ms);
+  writer.f64(got.info->compile.optimise_ms);
+  writer.f64(got.info->compile.codegen_ms);
+  writer.str(std::string_view(got.object->data(), got.object->size()));
+}
+
+void write_failure(ByteWriter& writer, ErrorKind kind, std::string_view message) {
+  writer.u64(1);
+  writer.u64(static_cast<std::uint64_t>(kind));
+  writer.str(message);
+}
+
+// Every rank reads the same outcomes: the first error is raised everywhere alike.
+std::vector<std::optional<Received>> read_outcomes(std::string_view payload,
+                                                   const std::vector<bool>& needed) {
+  ByteReader reader(payload, "collective kernel request payload");
+  std::vector<std::optional<Received>> received(needed.size());
+  std::optional<Error> failure;
+  for (std::size_t i = 0; i < needed.size(); ++i) {
+    if (!needed[i]) {
+      continue;
+    }
+    if (reader.u64() != 0) {
+      const auto kind = static_cast<ErrorKind>(reader.u64());
+      std::string message = reader.str();
+      if (!failure) {
+        failure.emplace(kind, message);
+      }
+      continue;
+    }
+    Received& got = received[i].emplace();
+    got.info.tier = static_cast<Tier>(reader.u64());
+    got.info.compile.frontend_ms = reader.f64();
+    got.info.compile.optimise_ms = reader.f64();
+    got.info.compile.codegen_ms = reader.f64();
+    got.object = reader.str();
+  }
+  if (failure) {
+    throw *failure;
+  }
+  return received;
+}
+
+// Each rank's key of kernel `i`.
+std::vector<std::string> per_rank_keys(const std::vector<std::vector<Claim>>& per_rank,
+                                       std::size_t i) {
+  std::vector<std::string> keys;
+  for (const auto& claims : per_rank) {
+    keys.push_back(claims[i].key);
+  }
+  return keys;
+}
+
+} // namespace
+
+std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSource> sources,
+                                             comm::Comm& comm) {
+  // 1. Every rank states its keys and which kernels it holds already; one all-gather.
+  std::vector<cache::Key> keys;
+  std::vector<Claim> mine;
+  for (const auto& source : sources) {
+    keys.push_back(cache::Key::of(source.canonical(), flavour(source).salt));
+    mine.push_back({keys.back().hex(), in_memory(keys.back()).has_value()});
+  }
+  std::vector<std::vector<Claim>> per_rank;
+  const std::vector<std::string> gathered = comm.all_gather(encode_claims(mine));
+  for (std::size_t r = 0; r < gathered.size(); ++r) {
+    per_rank.push_back(decode_claims(gathered[r], static_cast<int>(r)));
+  }
+
+  // 2. Key agreement: the same verdict on every rank, from the same gathered claims.
+  if (const auto differing = first_disagreement(per_rank)) {
+    raise_disagreement(sources, *differing, per_rank_keys(per_rank, *differing), comm);
+  }
+
+  // 3. When every rank holds every kernel, each serves itself.
+  const std::vector<bool> needed = needed_kernels(per_rank);
+  std::vector<Kernel> out;
+  if (std::find(needed.begin(), needed.end(), true) == needed.end()) {
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      out.push_back(to_kernel(request(sources[i], keys[i])));
+    }
+    return out;
+  }
+
+  // 4. Rank 0 gets every needed kernel and broadcasts each outcome.
+  std::vector<std::optional<Loaded>> fetched(sources.size()); // rank 0's own results
+  std::string payload;
+  if (comm.rank() == 0) {
+    payload = fetch_needed(sources, keys, needed, fetched);
+  }
+  payload = comm.broadcast(std::move(payload), 0);
+  const auto received = read_outcomes(payload, needed);
+
+  // 5. Every rank loads what it received; a load failing on some ranks fails on every rank.
+  comm::together(comm, [&] {
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      if (fetched[i]) {
+        out.push_back(to_kernel(*fetched[i]));
+      } else if (!needed[i] || in_memory(keys[i])) {
+        out.push_back(to_kernel(request(sources[i], keys[i])));
+      } else {
+        out.push_back(
+            to_kernel(adopt(sources[i], keys[i], received[i]->object, received[i]->info, comm)));
+      }
+    }
+  });
+  return out;
+}
+
+// Rank 0's part: every needed kernel from memory, disk or a compile, in parallel. An error is
+// caught and written into the payload, never thrown before the broadcast.
+std::string Engine::Impl::fetch_needed(std::span<const codegen::KernelSource> sources,
+                                       const std::vector<cache::Key>& keys,
+                                       const std::vector<bool>& needed,
+                                       std::vector<std::optional<Loaded>>& fetched) {
+  std::vector<std::future<Loaded>> pending(sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (needed[i]) {
+      pending[i] = std::async(std::launch::async,
+                              [this, &sources, &keys, i] { return request(sources[i], keys[i]); });
+    }
+  }
+  ByteWriter writer;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (!needed[i]) {
+      continue;
+    }
+    try {
+      write_outcome(writer, fetched[i].emplace(pending[i].get()));
+    } catch (const Error& error) {
+      write_failure(writer, error.kind(), error.what());
+    } catch (const std::exception& error) {
+      write_failure(writer, ErrorKind::internal, error.what());
+    }
+  }
+  return std::move(writer.bytes());
+}
+
+// Every rank raises the same error, naming which ranks have which key, where the sources first
+// differ and which salt components differ; each distinct source goes to mismatch/KEY.cpp.
+void Engine::Impl::raise_disagreement(std::span<const codegen::KernelSource> sources, std::size_t i,
+                                      const std::vector<std::string>& rank_keys, comm::Comm& comm) {
+  // Every rank takes part, as every rank reached the same verdict.
+  const std::vector<std::string> texts = comm.all_gather(sources[i].canonical());
+  const std::vector<std::string> salts = comm.all_gather(flavour(sources[i]).salt_text);
+  std::map<std::string, std::vector<int>> groups; // key → ranks
+  for (int r = 0; r < comm.size(); ++r) {
+    groups[rank_keys[r]].push_back(r);
+  }
+  std::string message = format("ranks disagree on kernel {} of {} (origin \"{}\"):", i + 1,
+                               sources.size(), sources[i].origin());
+  for (const auto& [key, ranks] : groups) {
+    message += format(" ranks {} have key {};", rank_list(ranks), key);
+  }
+  const std::string& reference = texts[0];
+  for (const auto& [key, ranks] : groups) {
+    if (ranks.front() == 0) {
+      continue;
+    }
+    const int r = ranks.front();
+    if (texts[r] != reference) {
+      const auto diff = first_difference(reference, texts[r]);
+      message += format(" rank {} first differs from rank 0 at line {} of the canonical "
+                        "source: rank 0 has `{}`, rank {} has `{}`;",
+                        r, diff.line, diff.a, r, diff.b);
+    }
+    if (salts[r] != salts[0]) {
+      message += format(" rank {} has {} salt than rank 0 ({});", r,
+                        texts[r] == reference ? "the same source but another" : "another",
+                        salt_difference(salts[0], salts[r], r));
+    }
+  }
+  message += " each distinct source is written to mismatch/KEY.cpp in the cache directory";
+  if (store) {
+    std::error_code ec;
+    const auto dir = store->dir() / "mismatch";
+    std::filesystem::create_directories(dir, ec);
+    // Not through a symlink planted in the cache directory.
+    if (std::filesystem::is_directory(std::filesystem::symlink_status(dir, ec))) {
+      for (const auto& [key, ranks] : groups) {
+        detail::write_dump(dir / (key + ".cpp"), texts[ranks.front()], logger);
+      }
+    }
+  }
+  logger.error("{}", message);
+  throw Error(ErrorKind::collective, message);
+}
+
+// Loads an object received from rank 0, as this process's copy of `key`; a node leader also
+// publishes it to its node's cache when that lacks it (node-local cache directories).
+Loaded Engine::Impl::adopt(const codegen::KernelSource& source, const cache::Key& key,
+                           const std::string& object, const KernelInfo& root_info,
+                           comm::Comm& comm) {
+  const auto start = Clock::now();
+  auto info = new_info(source, key, Tier::received);
+  Loaded got = load(source, key, std::span(object.data(), object.size()), info, start);
+  {
+    std::lock_guard lock(mutex);
+    std::promise<Loaded> done;
+    done.set_value(got);
+    loaded.insert_or_assign(key, done.get_future().share());
+  }
+  if (store && comm.node_rank() == 0 &&
+      !store->lookup(key, flavour(source).salt, slot_tables(source.slots())).hit()) {
+    cache::KeyLock lock = store->lock(key, options.lock_timeout);
+    if (lock.outcome() != cache::LockOutcome::timed_out) {
+      CompiledObject compiled;
+      compiled.bytes.assign(object.begin(), object.end());
+      compiled.timings = root_info.compile;
+      publish(source, key, *info, compiled);
+    }
+  }
+  return got;
+}
+
+} // namespace uwjit::engine

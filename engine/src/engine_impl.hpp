@@ -1,0 +1,134 @@
+// The engine's insides, shared by its rooms: the request logic (request.cpp: three tiers, single
+// flight per key), the MPI collective request protocol (collective_request.cpp) and the public
+// front (engine.cpp).
+#pragma once
+
+#include "dumps.hpp"
+#include "timing.hpp"
+
+#include <uwjit/cache/key.hpp>
+#include <uwjit/cache/manifest.hpp>
+#include <uwjit/cache/stats.hpp>
+#include <uwjit/cache/store.hpp>
+#include <uwjit/codegen/kernel_source.hpp>
+#include <uwjit/comm/comm.hpp>
+#include <uwjit/common/log.hpp>
+#include <uwjit/engine/compiler.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/engine/jit.hpp>
+#include <uwjit/engine/kernel.hpp>
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace uwjit::engine {
+
+namespace detail {
+
+/// A loaded kernel as the engine keeps it.
+struct Loaded {
+  uwjit_kernel_fn entry;
+  std::shared_ptr<const void> code;
+  std::shared_ptr<const KernelInfo> info;
+  std::shared_ptr<const std::vector<char>> object; // kept to hand to other ranks
+};
+
+/// The one place that may call Kernel's private constructor.
+struct KernelAccess {
+  [[nodiscard]] static Kernel make(const Loaded& loaded) {
+    return Kernel(loaded.entry, loaded.code, loaded.info);
+  }
+};
+
+/// The Kernel a user gets for a loaded kernel.
+[[nodiscard]] inline Kernel to_kernel(const Loaded& loaded) {
+  return KernelAccess::make(loaded);
+}
+
+/// A kernel's compiler and the salt its keys are computed under: the engine's, or those of a
+/// kernel that carries its own options (codegen::KernelOptions).
+struct Flavour {
+  explicit Flavour(const CompileOptions& options);
+  Compiler compiler;
+  cache::Salt salt;
+  std::string salt_text;
+  std::string salt_digest;
+};
+
+/// The manifest's slot tables of a kernel's slots.
+[[nodiscard]] std::vector<cache::SlotTable> slot_tables(const codegen::SlotTables& slots);
+
+/// A fresh KernelInfo for `source` under `key`, served by `tier`.
+[[nodiscard]] std::shared_ptr<KernelInfo> new_info(const codegen::KernelSource& source,
+                                                   const cache::Key& key, Tier tier);
+
+} // namespace detail
+
+struct Engine::Impl {
+  using Loaded = detail::Loaded;
+  using Clock = detail::Clock;
+
+  explicit Impl(EngineOptions engine_options);
+
+  // request.cpp: the three tiers for one request, with single flight per key in this process.
+  Loaded request(const codegen::KernelSource& source, const cache::Key& key);
+  // The kernel of `key` if this process has it loaded already (a finished request).
+  std::optional<Loaded> in_memory(const cache::Key& key);
+  // The compiler and salt of a kernel: the engine's own unless the kernel carries options.
+  const detail::Flavour& flavour(const codegen::KernelSource& source);
+  Loaded load(const codegen::KernelSource& source, const cache::Key& key,
+              std::span<const char> object, std::shared_ptr<KernelInfo> info,
+              Clock::time_point start);
+  cache::PublishOutcome publish(const codegen::KernelSource& source, const cache::Key& key,
+                                const KernelInfo& info, const CompiledObject& object);
+
+  // collective_request.cpp: the MPI protocol (key agreement, rank 0 fetches and broadcasts,
+  // every rank adopts).
+  std::vector<Kernel> collective(std::span<const codegen::KernelSource> sources, comm::Comm& comm);
+  Loaded adopt(const codegen::KernelSource& source, const cache::Key& key,
+               const std::string& object, const KernelInfo& root_info, comm::Comm& comm);
+
+  EngineOptions options;
+  detail::Flavour base;
+  std::mutex flavours_mutex;
+  std::map<std::string, std::unique_ptr<detail::Flavour>> flavours; // by options_text
+  std::shared_ptr<Jit> jit;
+  std::string no_store_reason; // why there is no store, when there is none
+  detail::Dumps dumps;
+  cache::Stats stats;
+  std::optional<cache::Store> store;
+  std::uint64_t max_size = cache::k_default_max_cache_size;
+  log::Logger logger = log::get("uwjit.engine");
+  std::mutex mutex;
+  // One slot per key: the first request fills it, later ones share the result (single flight).
+  std::map<cache::Key, std::shared_future<Loaded>> loaded;
+
+private:
+  // request.cpp
+  void open_store();
+  Loaded build(const codegen::KernelSource& source, const cache::Key& key);
+  std::optional<Loaded> try_disk(const codegen::KernelSource& source, const cache::Key& key,
+                                 const std::vector<cache::SlotTable>& tables,
+                                 const std::shared_ptr<KernelInfo>& info, Clock::time_point start);
+  CompiledObject compile(const codegen::KernelSource& source, const cache::Key& key,
+                         KernelInfo& info);
+  void check_entry(const codegen::KernelSource& source, const std::string& entry,
+                   std::span<const char> object);
+
+  // collective_request.cpp
+  std::string fetch_needed(std::span<const codegen::KernelSource> sources,
+                           const std::vector<cache::Key>& keys, const std::vector<bool>& needed,
+                           std::vector<std::optional<Loaded>>& fetched);
+  [[noreturn]] void raise_disagreement(std::span<const codegen::KernelSource> sources,
+                                       std::size_t i, const std::vector<std::string>& rank_keys,
+                                       comm::Comm& comm);
+};
+
+} // namespace uwjit::engine

@@ -1,0 +1,362 @@
+// The request logic: a kernel source to a loaded kernel through three tiers (this process's
+// memory, the verified disk cache, a cold compile published under the key's lock), with one
+// request per key in flight in this process (single flight).
+#include "engine_impl.hpp"
+
+#include <uwjit/cache/directory.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
+#include <uwjit/common/version.hpp>
+#include <uwjit/engine/disassemble.hpp>
+
+#include <algorithm>
+#include <atomic>
+
+namespace uwjit::engine {
+
+using detail::Clock;
+using detail::Flavour;
+using detail::Loaded;
+using detail::ms_since;
+using detail::new_info;
+using detail::slot_tables;
+
+namespace {
+// A short digest for log lines: two requests whose keys differ differ in the source digest, the
+// salt digest or both.
+std::string digest(std::string_view text) {
+  return cache::sha256_hex(text).substr(0, 16);
+}
+
+// The map key of a kernel's options: one line per field.
+std::string options_text(const codegen::KernelOptions& options) {
+  std::string text = options.opt_level ? std::to_string(*options.opt_level) : "-";
+  text += '\n';
+  text += options.fp_contract ? codegen::to_string(*options.fp_contract) : "-";
+  text += '\n';
+  text += options.fast_math ? (*options.fast_math == codegen::FastMath::yes ? "1" : "0") : "-";
+  for (const auto& define : options.defines) {
+    text += '\n' + define;
+  }
+  return text;
+}
+} // namespace
+
+namespace detail {
+
+Flavour::Flavour(const CompileOptions& options) : compiler(options) {
+  const TargetInfo& target = host_target();
+  salt.add("uwjit", k_version)
+      .add("format", std::to_string(cache::k_entry_format))
+      .add("abi", std::to_string(UWJIT_KERNEL_ABI_VERSION))
+      .add("llvm", target.llvm_version)
+      .add("triple", target.triple)
+      .add("cpu", target.cpu)
+      .add("features", join(target.features, ","))
+      .add("opt", std::to_string(compiler.options().opt_level))
+      .add("flags", compiler.flags());
+  salt_text = salt.text();
+  salt_digest = digest(salt_text);
+}
+
+std::vector<cache::SlotTable> slot_tables(const codegen::SlotTables& slots) {
+  return {{"state_in", slots.state_in},
+          {"state_out", slots.state_out},
+          {"statics", slots.statics},
+          {"extents", slots.extents},
+          {"integrals", slots.integrals}};
+}
+
+std::shared_ptr<KernelInfo> new_info(const codegen::KernelSource& source, const cache::Key& key,
+                                     Tier tier) {
+  auto info = std::make_shared<KernelInfo>();
+  info->key = key.hex();
+  info->entry = source.entry_symbol(key.hex());
+  info->origin = source.origin();
+  info->slots = source.slots();
+  info->tier = tier;
+  return info;
+}
+
+} // namespace detail
+
+Engine::Impl::Impl(EngineOptions engine_options)
+    // The first SHA-256 of a process fetches the digest (~1.5 ms): Flavour pays it here, not
+    // in the first request.
+    : options(std::move(engine_options)), base(options.compile), jit(Jit::shared()),
+      dumps(options) {
+  open_store();
+}
+
+void Engine::Impl::open_store() {
+  if (options.disk_cache == DiskCache::off) {
+    no_store_reason = "the disk cache is off (DiskCache::off)";
+    return;
+  }
+  std::optional<std::filesystem::path> dir = options.cache_dir;
+  if (!dir) {
+    const cache::CacheLocation location = cache::resolve_cache_location();
+    logger.debug("cache directory: {} ({})", location.dir ? location.dir->string() : "none",
+                 location.rule);
+    dir = location.dir;
+    if (!dir) {
+      no_store_reason = "the disk cache is " + location.rule;
+    }
+  }
+  if (!dir) {
+    return;
+  }
+  max_size = cache::max_cache_size();
+  try {
+    store.emplace(cache::Store::open(*dir, stats));
+  } catch (const Error& error) {
+    if (error.kind() != ErrorKind::io) {
+      throw;
+    }
+    no_store_reason = error.what();
+    // One warning per process: a host that makes many engines has one problem, not many.
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      logger.warn("the kernel cache is off for this process: {}", error.what());
+    } else {
+      logger.debug("the kernel cache is off for this engine: {}", error.what());
+    }
+  }
+}
+
+Loaded Engine::Impl::load(const codegen::KernelSource& source, const cache::Key& key,
+                          std::span<const char> object, std::shared_ptr<KernelInfo> info,
+                          Clock::time_point start) {
+  const auto load_start = Clock::now();
+  auto loaded = jit->load(object, info->entry);
+  info->load_ms = ms_since(load_start);
+  info->object_size = object.size();
+  info->request_ms = ms_since(start);
+  if (info->tier == Tier::disk && logger.enabled(log::Level::info)) {
+    logger.info("disk hit key={} origin={} source={} salt={} loaded in {} ms", key.hex(),
+                source.origin(), digest(source.canonical()), flavour(source).salt_digest,
+                info->load_ms);
+  }
+  dumps.debug_sources(source, key, info->entry);
+  return Loaded{loaded.entry, std::move(loaded.code), std::move(info),
+                std::make_shared<const std::vector<char>>(object.begin(), object.end())};
+}
+
+CompiledObject Engine::Impl::compile(const codegen::KernelSource& source, const cache::Key& key,
+                                     KernelInfo& info) {
+  const Flavour& f = flavour(source);
+  const auto text = source.instantiate(info.entry, detail::module_name(key));
+  auto object = f.compiler.compile(text, dumps.listing(), detail::debug_file_name(key));
+  stats.add(cache::Stat::compiles);
+  // Before anything is published or loaded: an entry the object does not define is the
+  // request's error, not a damaged cache entry.
+  check_entry(source, info.entry, object.bytes);
+  info.compile = object.timings;
+  info.warnings = object.warnings;
+  if (logger.enabled(log::Level::info)) {
+    logger.info("compiled key={} origin={} source={} salt={} in {} ms (frontend {} ms, optimise "
+                "{} ms, codegen {} ms)",
+                key.hex(), source.origin(), digest(source.canonical()), f.salt_digest,
+                object.timings.total_ms(), object.timings.frontend_ms, object.timings.optimise_ms,
+                object.timings.codegen_ms);
+  }
+  dumps.compiled(source, key, object);
+  return object;
+}
+
+// Throws the one error a wrong entry gets: it names the functions the object does define.
+void Engine::Impl::check_entry(const codegen::KernelSource& source, const std::string& entry,
+                               std::span<const char> object) {
+  const auto functions = defined_functions(object);
+  if (std::find(functions.begin(), functions.end(), entry) != functions.end()) {
+    return;
+  }
+  const std::string found = join(functions);
+  throw Error(ErrorKind::compile,
+              format("kernel entry \"{}\" (origin \"{}\"): the kernel defines no such "
+                     "function; the functions it defines: {}. Nothing was published",
+                     entry, source.origin(), found.empty() ? "none" : found));
+}
+
+cache::PublishOutcome Engine::Impl::publish(const codegen::KernelSource& source,
+                                            const cache::Key& key, const KernelInfo& info,
+                                            const CompiledObject& object) {
+  cache::Manifest manifest;
+  manifest.salt = flavour(source).salt_text;
+  manifest.entry = info.entry;
+  manifest.slot_tables = slot_tables(source.slots());
+  manifest.compile_ms = object.timings.total_ms();
+  manifest.origin = source.origin();
+  manifest.warnings = object.warnings;
+  if (const auto& why = store->unwritable()) {
+    // Said once, where the job's kernels are stored (rank 0, or a node's leader under MPI);
+    // the store stays quiet about its failing locks and writes.
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      logger.warn("the kernel cache {} cannot be written ({}): kernels are read from it but "
+                  "none is stored, so every job compiles again the kernels it does not find",
+                  store->dir().string(), *why);
+    }
+  }
+  auto outcome = store->publish(key, object.bytes, manifest, source.canonical());
+  if (outcome.published()) {
+    (void)store->maybe_evict(max_size);
+  }
+  return outcome;
+}
+
+// The disk tier and the cold compile, for the one request that owns this key in-process.
+Loaded Engine::Impl::build(const codegen::KernelSource& source, const cache::Key& key) {
+  const auto start = Clock::now();
+  auto info = new_info(source, key, Tier::compiled);
+  if (!store) {
+    info->tier = Tier::compiled;
+    const auto object = compile(source, key, *info);
+    info->publication = Publication::not_published;
+    info->not_published_because = no_store_reason + "; memory only";
+    return load(source, key, object.bytes, std::move(info), start);
+  }
+  const auto tables = slot_tables(source.slots());
+  if (auto hit = try_disk(source, key, tables, info, start)) {
+    return std::move(*hit);
+  }
+  // Miss: compile under the key's lock, so that processes racing on one key compile once.
+  cache::KeyLock lock = store->lock(key, options.lock_timeout);
+  if (lock.acquired()) {
+    // Whoever held the lock before us may have published it meanwhile.
+    if (auto hit = try_disk(source, key, tables, info, start)) {
+      return std::move(*hit);
+    }
+  }
+  info->tier = Tier::compiled;
+  const auto object = compile(source, key, *info);
+  if (lock.outcome() == cache::LockOutcome::timed_out) {
+    logger.warn("key={}: another process held the lock for over {} ms (UWJIT_LOCK_TIMEOUT); "
+                "compiled privately, not published",
+                key.hex(), options.lock_timeout.count());
+    info->publication = Publication::not_published;
+    info->not_published_because =
+        format("another process held the key's lock for over {} ms (UWJIT_LOCK_TIMEOUT)",
+               options.lock_timeout.count());
+  } else if (const auto outcome = publish(source, key, *info, object); outcome.published()) {
+    info->publication = Publication::published;
+  } else {
+    info->publication = Publication::not_published;
+    info->not_published_because = outcome.reason;
+  }
+  lock.release();
+  return load(source, key, object.bytes, std::move(info), start);
+}
+
+std::optional<Loaded> Engine::Impl::try_disk(const codegen::KernelSource& source,
+                                             const cache::Key& key,
+                                             const std::vector<cache::SlotTable>& tables,
+                                             const std::shared_ptr<KernelInfo>& info,
+                                             Clock::time_point start) {
+  auto found = store->lookup(key, flavour(source).salt, tables);
+  if (!found.hit()) {
+    return std::nullopt;
+  }
+  if (found.manifest && found.manifest->entry != info->entry) {
+    // The same source asked for under another entry name: the name is wrong, the cache
+    // entry is sound. Say so once, without warning of damage or compiling again.
+    check_entry(source, info->entry, found.object);
+  }
+  auto disk_info = std::make_shared<KernelInfo>(*info);
+  disk_info->tier = Tier::disk;
+  if (found.manifest) {
+    disk_info->warnings = found.manifest->warnings; // replayed, as the compile printed them
+  }
+  try {
+    auto loaded = load(source, key, found.object, disk_info, start);
+    dumps.loaded_from_disk(source, key, found.object);
+    return loaded;
+  } catch (const Error& error) {
+    // A verified object that does not link (e.g. a symbol this process lacks): compile.
+    logger.warn("key={}: the cached object does not load ({}); compiling", key.hex(), error.what());
+    return std::nullopt;
+  }
+}
+
+// The three tiers for one request, with single-flight per key inside this process.
+Loaded Engine::Impl::request(const codegen::KernelSource& source, const cache::Key& key) {
+  const auto start = Clock::now();
+  // What the key is made of, so that two processes' logs show why one key became another: the
+  // source digest (SHA-256 of KEY.cpp) and the salt, component by component.
+  if (logger.enabled(log::Level::debug)) {
+    const Flavour& f = flavour(source);
+    logger.debug("request key={} origin={} source={} salt={} salt_text={}", key.hex(),
+                 source.origin(), digest(source.canonical()), f.salt_digest, f.salt_text);
+  }
+  std::shared_future<Loaded> pending;
+  std::promise<Loaded> promise;
+  bool owner = false;
+  {
+    std::lock_guard lock(mutex);
+    auto [slot, inserted] = loaded.try_emplace(key);
+    if (inserted) {
+      slot->second = promise.get_future().share();
+      owner = true;
+    }
+    pending = slot->second;
+  }
+  if (owner) {
+    try {
+      promise.set_value(build(source, key));
+    } catch (...) {
+      // Waiters get the same error; the slot goes, so a later request tries again.
+      promise.set_exception(std::current_exception());
+      std::lock_guard lock(mutex);
+      loaded.erase(key);
+      throw;
+    }
+    return pending.get();
+  }
+  Loaded hit = pending.get();
+  if (const auto entry = source.entry_symbol(key.hex()); entry != hit.info->entry) {
+    check_entry(source, entry, *hit.object);
+  }
+  stats.add(cache::Stat::memory_hits);
+  auto info = std::make_shared<KernelInfo>(*hit.info);
+  info->tier = Tier::memory;
+  info->compile = {};
+  info->warnings.clear();
+  info->publication = Publication::not_needed;
+  info->not_published_because.clear();
+  info->load_ms = 0;
+  info->request_ms = ms_since(start);
+  logger.debug("memory hit key={} origin={}", key.hex(), source.origin());
+  hit.info = std::move(info);
+  return hit;
+}
+
+// The kernel of `key` if this process has it loaded already (a finished request).
+std::optional<Loaded> Engine::Impl::in_memory(const cache::Key& key) {
+  std::lock_guard lock(mutex);
+  const auto slot = loaded.find(key);
+  if (slot == loaded.end() ||
+      slot->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    return std::nullopt;
+  }
+  try {
+    return slot->second.get();
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+// The compiler and salt of a kernel: the engine's own unless the kernel carries options.
+const Flavour& Engine::Impl::flavour(const codegen::KernelSource& source) {
+  if (source.options().empty()) {
+    return base;
+  }
+  const std::string text = options_text(source.options());
+  std::lock_guard lock(flavours_mutex);
+  auto& slot = flavours[text];
+  if (!slot) {
+    slot = std::make_unique<Flavour>(with_kernel_options(options.compile, source.options()));
+  }
+  return *slot;
+}
+} // namespace uwjit::engine
