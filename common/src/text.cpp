@@ -1,5 +1,7 @@
 #include <uwjit/common/text.hpp>
 
+#include <sstream>
+
 #include <algorithm>
 #include <cctype>
 
@@ -54,6 +56,15 @@ std::string hex_text(std::uint64_t value) {
     value >>= 4;
   }
   return out;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+  }
+  return lines;
 }
 
 } // namespace uwjit

@@ -7,6 +7,7 @@
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/log.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <atomic>
 #include <cerrno>
@@ -131,15 +132,6 @@ void adopt_segments(const std::vector<SharedCandidate>& candidates,
       outcome.bytes += static_cast<std::int64_t>(array.size_bytes());
     }
   }
-}
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-  }
-  return lines;
 }
 
 } // namespace

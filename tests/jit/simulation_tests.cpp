@@ -1,4 +1,6 @@
 // runtime/: Simulation with nodes written here against the public API. These tests really JIT.
+#include "sandbox.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/runtime/simulation.hpp>
@@ -543,21 +545,15 @@ TEST_CASE("a snapshot is a copy of one step: it does not follow the simulation, 
   CHECK(snapshot.field("a", "u").interior_equals(sim.field("a", "u")));
   CHECK(snapshot.integrals("a")[0] == sim.integrals("a")[0]);
   CHECK(snapshot.kernels()[0].info.key == sim.kernels()[0].info.key);
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("uwjit-snapshot-" + std::to_string(static_cast<long>(::getpid())));
-  std::filesystem::create_directories(dir);
-  sim.checkpoint(dir / "live.ckpt");
-  snapshot.checkpoint(dir / "snapshot.ckpt");
-  auto read = [](const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  CHECK(read(dir / "live.ckpt") == read(dir / "snapshot.ckpt"));
+  const uwjit_test::TempDir dir("uwjit-snapshot");
+  sim.checkpoint(dir.path() / "live.ckpt");
+  snapshot.checkpoint(dir.path() / "snapshot.ckpt");
+  CHECK(uwjit_test::read_text(dir.path() / "live.ckpt") ==
+        uwjit_test::read_text(dir.path() / "snapshot.ckpt"));
   sim.step();
   CHECK(snapshot.steps_taken() == 2);
   CHECK_FALSE(snapshot.field("a", "u").interior_equals(sim.field("a", "u")));
   CHECK_THROWS_AS((void)snapshot.field("b", "u"), uwjit::Error);
-  std::filesystem::remove_all(dir);
 }
 
 namespace {
@@ -598,11 +594,6 @@ public:
   }
 };
 
-std::string file_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 } // namespace
 
 TEST_CASE("the checkpoint format is pinned by a golden file, and the golden file restores") {
@@ -610,12 +601,10 @@ TEST_CASE("the checkpoint format is pinned by a golden file, and the golden file
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   Simulation sim(engine, {std::make_shared<CounterNode>()});
   sim.step(2);
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("uwjit-golden-" + std::to_string(static_cast<long>(::getpid())));
-  std::filesystem::create_directories(dir);
-  sim.checkpoint(dir / "now.ckpt");
+  const uwjit_test::TempDir dir("uwjit-golden");
+  sim.checkpoint(dir.path() / "now.ckpt");
   // A format change must be deliberate: bump k_checkpoint_version and replace the golden file.
-  CHECK(file_bytes(dir / "now.ckpt") == file_bytes(golden));
+  CHECK(uwjit_test::read_text(dir.path() / "now.ckpt") == uwjit_test::read_text(golden));
   const auto restored = Simulation::restore(
       engine, golden, [](const std::string&, const std::string&, const Params&) {
         return std::make_shared<CounterNode>();
@@ -624,5 +613,4 @@ TEST_CASE("the checkpoint format is pinned by a golden file, and the golden file
   CHECK(restored.field("c", "n").at<std::int64_t>(1, 2) == 7 + 3 + 2 + 2);
   CHECK(restored.field("c", "x").at<double>(1, 0, 2) == -1.0 + 2.0);
   CHECK(restored.integrals("c")[0] == 6.0);
-  std::filesystem::remove_all(dir);
 }

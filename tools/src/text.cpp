@@ -1,5 +1,7 @@
 #include "text.hpp"
 
+#include <uwjit/common/text.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -134,16 +136,6 @@ std::string Table::render() const {
 }
 
 namespace {
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    lines.push_back(line);
-  }
-  return lines;
-}
 
 std::set<std::string> split_set(const std::string& text, char separator) {
   std::set<std::string> parts;

@@ -19,6 +19,10 @@ namespace uwjit {
 
 /// Whether `name` is a C identifier: a letter or '_' first, then letters, digits and '_'.
 /// Keywords are not checked. Thread-safe.
+/// The lines of `text`, without their '\n' (a last line without one counts; none after a final
+/// '\n').
+[[nodiscard]] std::vector<std::string> split_lines(const std::string& text);
+
 [[nodiscard]] bool is_identifier(std::string_view name) noexcept;
 
 /// Two lowercase hex digits per byte, in order. Thread-safe.
