@@ -2,6 +2,18 @@
 
 namespace uwjit::engine {
 
+const char* to_string(Publication publication) noexcept {
+  switch (publication) {
+  case Publication::not_needed:
+    return "not_needed";
+  case Publication::published:
+    return "published";
+  case Publication::not_published:
+    return "not_published";
+  }
+  return "not_needed";
+}
+
 const char* to_string(Tier tier) noexcept {
   switch (tier) {
   case Tier::memory:

@@ -103,18 +103,6 @@ std::string served_by(const engine::KernelInfo& info, const engine::Engine& engi
   return "compiler (cold compile; not published: " + info.not_published_because + ")";
 }
 
-const char* to_string(engine::Publication publication) {
-  switch (publication) {
-  case engine::Publication::published:
-    return "published";
-  case engine::Publication::not_published:
-    return "not_published";
-  case engine::Publication::not_needed:
-    return "not_needed";
-  }
-  return "";
-}
-
 // The diagnostics name the buffer kernel.cpp, with lines counted in the kernel's body, which is
 // the user's file: name that instead, so that editors can jump to FILE:LINE:COL.
 std::string name_file(std::string_view text, const std::string& path) {
@@ -210,7 +198,7 @@ int compile_command(const std::vector<std::string>& argv) {
         {"entry", info.entry},
         {"key", info.key},
         {"tier", engine::to_string(info.tier)},
-        {"publication", to_string(info.publication)},
+        {"publication", engine::to_string(info.publication)},
         {"cache_dir", engine->cache_dir() ? nlohmann::json(engine->cache_dir()->string())
                                           : nlohmann::json(nullptr)},
         {"object_size", info.object_size},

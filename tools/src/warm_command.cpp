@@ -35,18 +35,6 @@ ArgSpec warm_spec() {
   return spec;
 }
 
-const char* publication_text(engine::Publication publication) {
-  switch (publication) {
-  case engine::Publication::published:
-    return "published";
-  case engine::Publication::not_published:
-    return "not_published";
-  case engine::Publication::not_needed:
-    return "not_needed";
-  }
-  return "";
-}
-
 } // namespace
 
 int warm_command(const std::vector<std::string>& argv) {
@@ -89,7 +77,7 @@ int warm_command(const std::vector<std::string>& argv) {
     nlohmann::json one = {{"node", report.node},
                           {"key", info.key},
                           {"tier", engine::to_string(info.tier)},
-                          {"publication", publication_text(info.publication)},
+                          {"publication", engine::to_string(info.publication)},
                           {"request_ms", info.request_ms}};
     if (info.publication == engine::Publication::not_published) {
       one["not_published_because"] = info.not_published_because;

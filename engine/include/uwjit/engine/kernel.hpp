@@ -29,6 +29,9 @@ enum class Publication {
   not_published, ///< compiled now and not written: KernelInfo::not_published_because says why
 };
 
+/// "not_needed", "published" or "not_published".
+[[nodiscard]] const char* to_string(Publication publication) noexcept;
+
 /// What a kernel request did and what it cost.
 struct KernelInfo {
   std::string key;    ///< the cache key (16 hex digits)
