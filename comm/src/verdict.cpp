@@ -26,7 +26,7 @@ std::string encode(const std::exception_ptr& outcome) {
 
 } // namespace
 
-void agree(Comm& comm, const std::exception_ptr& mine) {
+void agree(Collectives& comm, const std::exception_ptr& mine) {
   const auto outcomes = comm.all_gather(encode(mine));
   for (const auto& outcome : outcomes) {
     if (!outcome.empty()) {

@@ -209,7 +209,7 @@ std::vector<std::string> per_rank_keys(const std::vector<std::vector<Claim>>& pe
 } // namespace
 
 std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSource> sources,
-                                             comm::Comm& comm) {
+                                             comm::Collectives& comm) {
   // 1. Every rank states its keys and which kernels it holds already; one all-gather.
   std::vector<cache::Key> keys;
   std::vector<Claim> mine;
@@ -295,7 +295,8 @@ std::string Engine::Impl::fetch_needed(std::span<const codegen::KernelSource> so
 // Every rank raises the same error, naming which ranks have which key, where the sources first
 // differ and which salt components differ; each distinct source goes to mismatch/KEY.cpp.
 void Engine::Impl::raise_disagreement(std::span<const codegen::KernelSource> sources, std::size_t i,
-                                      const std::vector<std::string>& rank_keys, comm::Comm& comm) {
+                                      const std::vector<std::string>& rank_keys,
+                                      comm::Collectives& comm) {
   // Every rank takes part, as every rank reached the same verdict.
   const std::vector<std::string> texts = comm.all_gather(sources[i].canonical());
   const std::vector<std::string> salts = comm.all_gather(flavour(sources[i]).salt_text);
@@ -346,7 +347,7 @@ void Engine::Impl::raise_disagreement(std::span<const codegen::KernelSource> sou
 // publishes it to its node's cache when that lacks it (node-local cache directories).
 Loaded Engine::Impl::adopt(const codegen::KernelSource& source, const cache::Key& key,
                            const std::string& object, const KernelInfo& root_info,
-                           comm::Comm& comm) {
+                           comm::Collectives& comm) {
   const auto start = Clock::now();
   auto info = new_info(source, key, Tier::received);
   Loaded got = load(source, key, std::span(object.data(), object.size()), info, start);

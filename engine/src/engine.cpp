@@ -103,12 +103,12 @@ std::vector<Kernel> Engine::kernels(std::span<const codegen::KernelSource> sourc
   return out;
 }
 
-Kernel Engine::kernel(const codegen::KernelSource& source, comm::Comm& comm) {
+Kernel Engine::kernel(const codegen::KernelSource& source, comm::Collectives& comm) {
   return kernels(std::span(&source, 1), comm).front();
 }
 
 std::vector<Kernel> Engine::kernels(std::span<const codegen::KernelSource> sources,
-                                    comm::Comm& comm) {
+                                    comm::Collectives& comm) {
   return m_impl->collective(sources, comm);
 }
 

@@ -91,9 +91,10 @@ struct Engine::Impl {
 
   // collective_request.cpp: the MPI protocol (key agreement, rank 0 fetches and broadcasts,
   // every rank adopts).
-  std::vector<Kernel> collective(std::span<const codegen::KernelSource> sources, comm::Comm& comm);
+  std::vector<Kernel> collective(std::span<const codegen::KernelSource> sources,
+                                 comm::Collectives& comm);
   Loaded adopt(const codegen::KernelSource& source, const cache::Key& key,
-               const std::string& object, const KernelInfo& root_info, comm::Comm& comm);
+               const std::string& object, const KernelInfo& root_info, comm::Collectives& comm);
 
   EngineOptions options;
   detail::Flavour base;
@@ -128,7 +129,7 @@ private:
                            std::vector<std::optional<Loaded>>& fetched);
   [[noreturn]] void raise_disagreement(std::span<const codegen::KernelSource> sources,
                                        std::size_t i, const std::vector<std::string>& rank_keys,
-                                       comm::Comm& comm);
+                                       comm::Collectives& comm);
 };
 
 } // namespace uwjit::engine

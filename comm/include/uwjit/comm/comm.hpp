@@ -13,12 +13,13 @@
 
 namespace uwjit::comm {
 
-/// A group of cooperating processes (ranks). Every method except rank(), size(), node_rank(), node_size()
-/// and the point-to-point ones is collective: all ranks call it, in the same order. Calls from
+/// The collective operations of a group of cooperating processes (ranks): what the engine's
+/// collective requests and the verdict idiom need. Every method except rank(), size(),
+/// node_rank() and node_size() is collective: all ranks call it, in the same order. Calls from
 /// one rank must come from one thread at a time.
-class Comm {
+class Collectives {
 public:
-  virtual ~Comm() = default;
+  virtual ~Collectives() = default;
   [[nodiscard]] virtual int rank() const noexcept = 0;
   [[nodiscard]] virtual int size() const noexcept = 0;
   /// This rank's index among the ranks that share its node (memory); 0 marks a node leader.
@@ -34,6 +35,13 @@ public:
   virtual void all_reduce_sum(std::span<double> values) = 0;
   /// Element-wise sums of `values` over all ranks, in place.
   virtual void all_reduce_sum(std::span<std::uint64_t> values) = 0;
+  virtual void barrier() = 0;
+};
+
+/// A group of ranks with everything the sharded runtime needs besides the collectives:
+/// point-to-point transfers for halos and the split into nodes.
+class Comm : public Collectives {
+public:
   /// Sends `send` to `dest` and receives `receive.size()` bytes from `source` at once (either may
   /// be this rank). Point-to-point: only the two partners take part.
   virtual void send_receive(std::span<const std::byte> send, int dest, std::span<std::byte> receive,
@@ -51,7 +59,6 @@ public:
   /// Starts sending `send` to `dest`; the buffer must live until wait().
   [[nodiscard]] virtual std::unique_ptr<Request> start_send(std::span<const std::byte> send,
                                                             int dest, int tag) = 0;
-  virtual void barrier() = 0;
   /// The ranks of this group that share this rank's node (its memory), in rank order, as a group
   /// of their own: its rank() is this rank's node_rank().
   [[nodiscard]] virtual std::unique_ptr<Comm> split_node() = 0;

@@ -15,11 +15,11 @@ namespace uwjit::comm {
 /// If no rank failed, returns. Otherwise every rank throws the same uwjit::Error: the kind and
 /// message of the lowest failing rank's exception. Any other exception (a host's or a node's own
 /// code) counts as ErrorKind::usage, with its what(). One all-gather of a few bytes per call.
-void agree(Comm& comm, const std::exception_ptr& mine);
+void agree(Collectives& comm, const std::exception_ptr& mine);
 
 /// Collective: runs `body` on every rank, then agree()s on its outcome. Returns body's result
 /// when every rank succeeded; else throws the same Error on every rank (see agree).
-template <class Body> auto together(Comm& comm, Body&& body) -> std::invoke_result_t<Body&> {
+template <class Body> auto together(Collectives& comm, Body&& body) -> std::invoke_result_t<Body&> {
   using Result = std::invoke_result_t<Body&>;
   if constexpr (std::is_void_v<Result>) {
     std::exception_ptr mine;

@@ -84,10 +84,10 @@ public:
   /// its node's cache if that lacks it. A compile error on rank 0 raises the same
   /// Error(compile) on every rank. Never hangs: no rank branches into a collective alone.
   [[nodiscard]] std::vector<Kernel> kernels(std::span<const codegen::KernelSource> sources,
-                                            comm::Comm& comm);
+                                            comm::Collectives& comm);
 
   /// kernels({source}, comm)[0].
-  [[nodiscard]] Kernel kernel(const codegen::KernelSource& source, comm::Comm& comm);
+  [[nodiscard]] Kernel kernel(const codegen::KernelSource& source, comm::Collectives& comm);
 
   /// The key `source` has under this engine: under salt_of(source).
   [[nodiscard]] cache::Key key_of(const codegen::KernelSource& source) const;
