@@ -219,6 +219,15 @@ std::optional<std::vector<std::int64_t>> KernelWriter::provided_shape(std::strin
   return std::nullopt;
 }
 
+std::optional<Dtype> KernelWriter::provided_dtype(std::string_view key) const {
+  for (const auto& p : m_provided) {
+    if (p.key == key) {
+      return p.dtype;
+    }
+  }
+  return std::nullopt;
+}
+
 void KernelWriter::static_array(std::string key, Dtype dtype, std::vector<Axis> axes) {
   for (const auto& p : m_provided) {
     if (p.key != key) {

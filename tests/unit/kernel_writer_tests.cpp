@@ -186,3 +186,12 @@ TEST_CASE("update_box needs a domain extent and claims the names of its bounds")
   CHECK(contains(usage_error([&] { (void)later.extent("nx_begin", 3, ExtentMode::compiled); }),
                  "\"nx_begin\" clashes"));
 }
+
+TEST_CASE("a node reads a provided array's dtype as it reads its shape") {
+  KernelWriter w("n");
+  w.provide_static("mask", Dtype::u8, {4, 5});
+  CHECK(w.provided_dtype("mask") == Dtype::u8);
+  CHECK(w.provided_shape("mask") == std::vector<std::int64_t>{4, 5});
+  CHECK_FALSE(w.provided_dtype("other").has_value());
+  CHECK_FALSE(w.provided_shape("other").has_value());
+}

@@ -125,6 +125,10 @@ public:
   /// The shape given to provide_static(key), or nullopt.
   [[nodiscard]] std::optional<std::vector<std::int64_t>> provided_shape(std::string_view key) const;
 
+  /// The dtype given to provide_static(key), or nullopt: a node can follow the dtype of an array
+  /// a host swapped in (Simulation::rebind_static) as it follows its shape.
+  [[nodiscard]] std::optional<Dtype> provided_dtype(std::string_view key) const;
+
   /// Declares that the kernel reads static array `key` through the accessor `key(...)`, with
   /// the given axes. If the key was provided, the dtype must match and each axis's extent must
   /// equal the provided shape; otherwise Error(usage) naming the key and both shapes.
