@@ -5,7 +5,6 @@
 #include "thread_pool.hpp"
 
 #include <uwjit/codegen/kernel_abi.h>
-#include <uwjit/comm/comm.hpp>
 #include <uwjit/engine/kernel.hpp>
 
 #include <cstddef>

@@ -26,8 +26,8 @@ struct Emitted {
 };
 
 /// Emits node `node`'s kernel over `layout` with the static arrays of `bound` provided.
-// `hash` is the static_data_hash the kernel text names: that of the node's whole static data,
-// also when `bound` holds a rank's slabs, so that every rank emits the same text.
+/// `hash` is the static_data_hash the kernel text names: that of the node's whole static data,
+/// also when `bound` holds a rank's slabs, so that every rank emits the same text.
 Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
              const std::string& hash);
 

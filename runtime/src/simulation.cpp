@@ -1,7 +1,6 @@
 #include <uwjit/runtime/simulation.hpp>
 
 #include "node_shared.hpp"
-#include "parallel.hpp"
 #include "runtime_log.hpp"
 #include "simulation_impl.hpp"
 
@@ -169,10 +168,13 @@ void Simulation::Impl::request_all(std::vector<std::optional<Emitted>>& emitted,
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = options.compile_threads > 0 ? options.compile_threads : std::min(hardware, 4);
   kernels_.assign(emitted.size(), std::nullopt);
-  detail::parallel_for(firsts.size(), threads, [&](std::size_t i) {
+  // A team of its own for the compiles, sized for them, gone once they are done.
+  detail::ThreadPool compilers(std::min(threads, static_cast<int>(firsts.size())));
+  auto compile = [&](std::size_t i) {
     const std::size_t n = firsts[i];
     kernels_[n].emplace(engine->kernel(emitted[n]->source));
-  });
+  };
+  compilers.run(firsts.size(), compile);
   for (std::size_t n = 0; n < emitted.size(); ++n) {
     if (!kernels_[n]) {
       kernels_[n].emplace(engine->kernel(emitted[n]->source));
@@ -276,7 +278,7 @@ NodeShared Simulation::node_shared() const {
 }
 
 int Simulation::threads() const noexcept {
-  return m_impl->executor ? m_impl->executor->threads() : 1;
+  return m_impl->executor->threads();
 }
 
 ExchangeStats Simulation::exchange_stats() const noexcept {

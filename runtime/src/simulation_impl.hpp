@@ -35,7 +35,7 @@ struct Simulation::Impl {
   ExchangeMode exchange_mode = ExchangeMode::sync;
   ExchangeStats exchange;
   NodeShared node_shared;
-  std::optional<detail::CpuExecutor> executor;
+  std::optional<detail::CpuExecutor> executor; // made in the constructor, once its size is known
 
   // compute: the nodes' initial state; skip: zeros (restore fills it).
   enum class Init { compute, skip };
