@@ -142,9 +142,9 @@ Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
   codegen::KernelOptions checked;
   checked.defines = options.defines;
   codegen::validate(checked, "compile options");
-  if (options.fp_contract != codegen::FpContract::on) {
-    args.push_back(std::string("-ffp-contract=") + codegen::to_string(options.fp_contract));
-  }
+  // Always explicit: the flags (and so the key's salt) say how a kernel rounds, whatever Clang's
+  // own default is.
+  args.push_back(std::string("-ffp-contract=") + codegen::to_string(options.fp_contract));
   if (options.fast_math == codegen::FastMath::yes) {
     args.emplace_back("-ffast-math");
   }

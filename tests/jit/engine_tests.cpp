@@ -522,6 +522,8 @@ TEST_CASE("kernel options reach the compiler, are part of the key, and equal the
   const double unfused =
       multiply_add(engine, base, {.fp_contract = FpContract::off, .defines = {"SHIFT=0"}});
   CHECK(unfused == 0.0);
+  // The default rounds as written: the same bits with or without FMA in the CPU.
+  CHECK(multiply_add(engine, base, {.defines = {"SHIFT=0"}}) == 0.0);
   const auto& features = uwjit::engine::host_target().features;
   if (std::find(features.begin(), features.end(), "+fma") != features.end()) {
     CHECK(multiply_add(engine, base, {.fp_contract = FpContract::on, .defines = {"SHIFT=0"}}) ==
@@ -543,8 +545,10 @@ TEST_CASE("kernel options reach the compiler, are part of the key, and equal the
   CHECK(engine.salt_of(with({.fast_math = FastMath::yes})).get("flags")->find("-ffast-math") !=
         std::string::npos);
   CHECK(engine.salt_of(with({.opt_level = 1})).get("opt") == "1");
-  // Options equal to the engine's give the engine's key: fp-contract on is Clang's default.
-  CHECK(engine.key_of(with({.opt_level = 3, .fp_contract = FpContract::on})) == plain);
+  // Options equal to the engine's give the engine's key: fp-contract off is uwjit's default.
+  CHECK(engine.key_of(with({.opt_level = 3, .fp_contract = FpContract::off})) == plain);
+  CHECK(engine.key_of(with({.fp_contract = FpContract::on})) != plain);
+  CHECK(engine.salt_of(with({})).get("flags")->find("-ffp-contract=off") != std::string::npos);
   // The same options set on the engine instead give the same key (what `uwjit compile` does).
   EngineOptions fast = memory_only();
   fast.compile.fast_math = FastMath::yes;

@@ -28,8 +28,8 @@ ArgSpec compile_spec() {
                           "optimise, codegen, link).");
   spec.option("--entry", "NAME", "the kernel's extern \"C\" entry function", "kernel")
       .option("-O", "LEVEL", "optimisation level 0-3", "3")
-      .option("--fp-contract", "off|on|fast", "floating-point contraction (fused multiply-add)",
-              "on")
+      .option("--fp-contract", "off|on|fast",
+              "floating-point contraction (fused multiply-add); off rounds as written", "off")
       .flag("--fast-math", "compile with -ffast-math")
       .option("-D", "NAME[=VALUE]", "define a preprocessor macro (repeatable)")
       .option("-I", "DIR", "add an include directory (kernels normally need none)")

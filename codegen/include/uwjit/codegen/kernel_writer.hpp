@@ -76,7 +76,9 @@ struct BufferDecl {
 /// starting at 0, that the text adds to (`name += x`, `name -= x`; it reads as a double); its value
 /// is stored to args->integrals after the text has run. Its additions may be reassociated, so that
 /// loops that sum it still vectorise: its last bits depend on the kernel (the CPU, the extents),
-/// not only on the data; everything else in the kernel is evaluated in strict order. The text may
+/// not only on the data; everything else in the kernel is evaluated in strict order, each
+/// operation rounded as written (no fused multiply-add unless the node's kernel_options() ask
+/// for fp contraction: the engine's default is FpContract::off). The text may
 /// `return` a non-zero status of its own (the integrals are not stored then); it must not return
 /// UWJIT_KERNEL_OK itself. A kernel that calls update_box() gets, per domain extent `nx`, the
 /// locals `nx_begin` and `nx_end` (args->update_begin/update_end): the box it must update.

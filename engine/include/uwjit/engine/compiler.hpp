@@ -18,8 +18,13 @@ struct CompileOptions {
   int opt_level = 3;                     ///< 0..3, like -O0..-O3
   std::vector<std::string> include_dirs; ///< -I directories, for kernels that #include headers
   DebugInfo debug_info = DebugInfo::no;  ///< -g, for stepping into kernels in gdb
-  codegen::FpContract fp_contract = codegen::FpContract::on; ///< -ffp-contract (on: Clang's)
-  codegen::FastMath fast_math = codegen::FastMath::no;       ///< -ffast-math
+  /// -ffp-contract. Default off: every operation is rounded as written, so a kernel gives the
+  /// same bits on CPUs with and without fused multiply-add, and the same bits as the C++ it was
+  /// checked against (g++ and Clang without -march=native do not fuse). `on` (Clang's own
+  /// default) fuses a*b+c within one expression, `fast` across statements too; a node opts in
+  /// through Node::kernel_options().
+  codegen::FpContract fp_contract = codegen::FpContract::off;
+  codegen::FastMath fast_math = codegen::FastMath::no; ///< -ffast-math
   std::vector<std::string> defines; ///< "NAME" or "NAME=VALUE", as codegen::KernelOptions
 };
 
