@@ -12,7 +12,9 @@
 #include <string>
 #include <string_view>
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 namespace uwjit_test {
 
@@ -91,6 +93,38 @@ private:
   }
   std::string m_name;
   std::optional<std::string> m_old;
+};
+
+/// Sends what this process writes to stderr (file descriptor 2) into a temporary file for the
+/// scope of the object; text() returns what was written so far. Not thread-safe.
+class CapturedStderr {
+public:
+  CapturedStderr() : m_dir("uwjit-stderr"), m_file(m_dir.path() / "stderr") {
+    std::fflush(stderr);
+    m_saved = ::dup(2);
+    FILE* sink = std::fopen(m_file.c_str(), "w");
+    if (m_saved < 0 || sink == nullptr) {
+      throw std::runtime_error("cannot capture stderr");
+    }
+    ::dup2(::fileno(sink), 2);
+    std::fclose(sink);
+  }
+  CapturedStderr(const CapturedStderr&) = delete;
+  CapturedStderr& operator=(const CapturedStderr&) = delete;
+  ~CapturedStderr() {
+    std::fflush(stderr);
+    ::dup2(m_saved, 2);
+    ::close(m_saved);
+  }
+  [[nodiscard]] std::string text() const {
+    std::fflush(stderr);
+    return read_text(m_file);
+  }
+
+private:
+  TempDir m_dir;
+  std::filesystem::path m_file;
+  int m_saved = -1;
 };
 
 } // namespace uwjit_test

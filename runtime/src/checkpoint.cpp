@@ -8,6 +8,7 @@
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/posix_file.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -29,6 +30,7 @@ struct CheckpointNode {
   std::vector<const Field*> fields;
   const std::vector<std::string>* integral_names;
   std::span<const double> integrals;
+  std::vector<std::string> rebound; // sorted
 };
 
 // Writes the checkpoint format of simulation.hpp to `path`, atomically.
@@ -69,6 +71,10 @@ void write_checkpoint(const std::filesystem::path& path, std::int64_t steps,
       out.str((*n.integral_names)[i]);
       out.f64(n.integrals[i]);
     }
+    out.u32(static_cast<std::uint32_t>(n.rebound.size()));
+    for (const auto& key : n.rebound) {
+      out.str(key);
+    }
   }
   const std::string checksum = cache::sha256_hex(out.bytes());
   out.raw(checksum.data(), checksum.size());
@@ -100,7 +106,11 @@ void Simulation::checkpoint(const std::filesystem::path& path) const {
   }
   std::vector<CheckpointNode> nodes;
   for (const auto& s : m_impl->states) {
-    CheckpointNode n{s.node.get(), {}, &s.layout.integrals, s.integrals};
+    CheckpointNode n{s.node.get(),
+                     {},
+                     &s.layout.integrals,
+                     s.integrals,
+                     std::vector<std::string>(s.rebound.begin(), s.rebound.end())};
     for (const auto& f : s.current) {
       n.fields.push_back(f.get());
     }
@@ -115,7 +125,7 @@ void Snapshot::checkpoint(const std::filesystem::path& path) const {
   for (std::size_t i = 0; i < m_nodes.size(); ++i) {
     const NodeData& d = m_nodes[i];
     names[i] = d.node->layout().integrals;
-    CheckpointNode n{d.node.get(), {}, &names[i], d.integrals};
+    CheckpointNode n{d.node.get(), {}, &names[i], d.integrals, d.rebound};
     for (const auto& f : d.fields) {
       n.fields.push_back(f.get());
     }
@@ -139,6 +149,7 @@ struct NodeRecord {
   Params params;
   std::vector<FieldRecord> fields;
   std::vector<std::pair<std::string, double>> integrals;
+  std::vector<std::string> rebound;
 };
 
 } // namespace
@@ -178,9 +189,9 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
   detail::ByteReader reader(body, what);
   (void)reader.raw(k_magic.size());
   const std::uint32_t version = reader.u32();
-  if (version != k_checkpoint_version) {
-    throw Error(ErrorKind::io, format("{}: format version {} (this uwjit reads version {})", what,
-                                      version, k_checkpoint_version));
+  if (version != 1 && version != k_checkpoint_version) {
+    throw Error(ErrorKind::io, format("{}: format version {} (this uwjit reads versions 1 to {})",
+                                      what, version, k_checkpoint_version));
   }
   const std::int64_t steps = reader.i64();
   const std::uint32_t node_count = reader.u32();
@@ -213,6 +224,10 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
     for (std::uint32_t i = 0; i < integral_count; ++i) {
       std::string name = reader.str();
       record.integrals.emplace_back(std::move(name), reader.f64());
+    }
+    const std::uint32_t rebound_count = version >= 2 ? reader.u32() : 0;
+    for (std::uint32_t r = 0; r < rebound_count; ++r) {
+      record.rebound.push_back(reader.str());
     }
     records.push_back(std::move(record));
   }
@@ -295,6 +310,15 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
                                              record.name, name));
       }
       s.integrals[static_cast<std::size_t>(at - declared.begin())] = value;
+    }
+    if (!record.rebound.empty()) {
+      s.rebound.insert(record.rebound.begin(), record.rebound.end());
+      const bool speaks = options.comm == nullptr || options.comm->rank() == 0;
+      if (speaks) {
+        logger().warn("{}: node \"{}\" ran with static arrays rebound ({}) when the checkpoint was "
+                      "written; they are the node's own arrays now: rebind them again",
+                      what, record.name, join(record.rebound, ", "));
+      }
     }
   }
   logger().info("restored {} at step {}", path.string(), steps);

@@ -13,6 +13,8 @@
 
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace uwjit::runtime::detail {
@@ -21,7 +23,10 @@ struct NodeState {
   std::shared_ptr<const Node> node;
   Layout layout; // sharded: this rank's extents; shard.global holds the whole domain's
   ShardInfo shard;
-  StaticData bound;                            // sharded: shard-mode arrays as this rank's slabs
+  StaticData bound; // sharded: shard-mode arrays as this rank's slabs
+  // Keys of static arrays replaced by rebind_static in this state's history (this run, or the
+  // run a restored checkpoint came from): what a checkpoint records.
+  std::set<std::string> rebound;
   std::vector<AxisPlan> plans;                 // per domain axis, for the state's halos
   std::optional<HaloExchanger> exchanger;      // sharded: made on the first step
   std::vector<Field*> halo_fields;             // the exchanger's fields, refreshed per step

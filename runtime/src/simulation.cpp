@@ -288,7 +288,10 @@ ExchangeStats Simulation::exchange_stats() const noexcept {
 Snapshot Simulation::gathered() const {
   std::vector<Snapshot::NodeData> nodes;
   for (const NodeState& s : m_impl->states) {
-    Snapshot::NodeData data{s.node, {}, s.integrals, {}, s.binding.report};
+    Snapshot::NodeData data{
+        s.node,           {},
+        s.integrals,      {},
+        s.binding.report, std::vector<std::string>(s.rebound.begin(), s.rebound.end())};
     // Serially the data bound now; sharded, the node's own whole arrays (a rank holds slabs).
     data.bound = m_impl->decomposition ? s.node->static_data() : s.bound;
     const Layout whole = read_layout(*s.node);
@@ -355,6 +358,11 @@ const StaticData& Simulation::bound_static_data(std::string_view node) const {
   return m_impl->state_of(node).bound;
 }
 
+std::vector<std::string> Simulation::rebound_statics(std::string_view node) const {
+  const NodeState& s = m_impl->state_of(node);
+  return {s.rebound.begin(), s.rebound.end()};
+}
+
 Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray array) {
   if (m_impl->decomposition) {
     throw Error(ErrorKind::usage, format("rebind_static: node \"{}\": not supported on a sharded "
@@ -362,6 +370,7 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
                                          node));
   }
   NodeState& s = m_impl->state_of(node);
+  std::string key = array.key();
   StaticData bound = s.bound;
   bound.replace(std::move(array));
   const bool same_kernel = static_data_hash(bound) == static_data_hash(s.bound);
@@ -382,6 +391,7 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
                   engine::to_string(binding.report.info.tier));
   }
   // Everything that can fail has; commit.
+  s.rebound.insert(std::move(key));
   s.bound = std::move(bound);
   s.binding = std::move(binding);
   if (emitted) {

@@ -2,6 +2,7 @@
 #include "sandbox.hpp"
 
 #include <uwjit/common/error.hpp>
+#include <uwjit/common/log.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/runtime/simulation.hpp>
 
@@ -559,7 +560,8 @@ TEST_CASE("a snapshot is a copy of one step: it does not follow the simulation, 
 namespace {
 
 // A node whose state and integral are integers and exact sums, so that its checkpoint is the same
-// bytes on every machine: the checkpoint format's golden file.
+// bytes on every machine: the checkpoint format's golden file. Its static array "increment" is
+// what the golden run rebinds.
 class CounterNode final : public Node {
 public:
   CounterNode()
@@ -579,13 +581,20 @@ public:
       }
     }
   }
+  uwjit::runtime::StaticData build_static_data() const override {
+    uwjit::runtime::StaticData data;
+    data.add(
+        uwjit::runtime::StaticArray::from_vector("increment", std::vector<std::int64_t>{1}, {1}));
+    return data;
+  }
   void emit_update(KernelWriter& w) const override {
     w.state_out("n");
     w.state_out("x");
+    w.static_array("increment");
     w.integral("count");
     w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
            "      for (uw_i64 j = 0; j < ny; ++j) {\n"
-           "        n_out(i, j) = n(i, j) + 1;\n"
+           "        n_out(i, j) = n(i, j) + increment(0);\n"
            "        x_out(0, i, j) = x(0, i, j) * 2.0;\n"
            "        x_out(1, i, j) = x(1, i, j) + 1.0;\n"
            "        count += 1.0;\n"
@@ -597,20 +606,39 @@ public:
 } // namespace
 
 TEST_CASE("the checkpoint format is pinned by a golden file, and the golden file restores") {
-  const std::filesystem::path golden = UWJIT_TEST_GOLDEN_DIR "/checkpoint_v1.ckpt";
+  const std::filesystem::path golden = UWJIT_TEST_GOLDEN_DIR "/checkpoint_v2.ckpt";
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   Simulation sim(engine, {std::make_shared<CounterNode>()});
   sim.step(2);
+  // The same contents: the state stays exact, and the file records the key as rebound.
+  (void)sim.rebind_static("c", uwjit::runtime::StaticArray::from_vector(
+                                   "increment", std::vector<std::int64_t>{1}, {1}));
+  CHECK(sim.rebound_statics("c") == std::vector<std::string>{"increment"});
   const uwjit_test::TempDir dir("uwjit-golden");
   sim.checkpoint(dir.path() / "now.ckpt");
   // A format change must be deliberate: bump k_checkpoint_version and replace the golden file.
   CHECK(uwjit_test::read_text(dir.path() / "now.ckpt") == uwjit_test::read_text(golden));
-  const auto restored = Simulation::restore(
-      engine, golden, [](const std::string&, const std::string&, const Params&) {
-        return std::make_shared<CounterNode>();
-      });
+  const auto factory = [](const std::string&, const std::string&, const Params&) {
+    return std::make_shared<CounterNode>();
+  };
+  // The warning is what a user running the restored job sees: read it at the default level.
+  uwjit::log::set_level(uwjit::log::Level::warn);
+  const uwjit_test::CapturedStderr stderr_text;
+  const auto restored = Simulation::restore(engine, golden, factory);
+  uwjit::log::set_level(uwjit::log::Level::off);
   CHECK(restored.steps_taken() == 2);
   CHECK(restored.field("c", "n").at<std::int64_t>(1, 2) == 7 + 3 + 2 + 2);
   CHECK(restored.field("c", "x").at<double>(1, 0, 2) == -1.0 + 2.0);
   CHECK(restored.integrals("c")[0] == 6.0);
+  // The rebound array is not in the file: the restore says so, and which to rebind.
+  CHECK(restored.rebound_statics("c") == std::vector<std::string>{"increment"});
+  CHECK(stderr_text.text().find("node \"c\" ran with static arrays rebound (increment)") !=
+        std::string::npos);
+
+  // Version 1 files (without the rebound list) still restore.
+  const auto old =
+      Simulation::restore(engine, UWJIT_TEST_GOLDEN_DIR "/checkpoint_v1.ckpt", factory);
+  CHECK(old.steps_taken() == 2);
+  CHECK(old.field("c", "n").at<std::int64_t>(1, 2) == 7 + 3 + 2 + 2);
+  CHECK(old.rebound_statics("c").empty());
 }

@@ -105,12 +105,12 @@ struct ExchangeStats {
 using NodeFactory = std::function<std::shared_ptr<const Node>(
     const std::string& type, const std::string& name, const Params& params)>;
 
-/// The checkpoint file format, version 1. Little-endian; f64 is IEEE-754 binary64.
+/// The checkpoint file format, version 2. Little-endian; f64 is IEEE-754 binary64.
 ///
 /// | field        | type                 | meaning                                             |
 /// |--------------|----------------------|-----------------------------------------------------|
 /// | magic        | 8 bytes "UWJITCKP"   |                                                     |
-/// | version      | u32                  | k_checkpoint_version (1)                            |
+/// | version      | u32                  | k_checkpoint_version (2; version 1 is read too)     |
 /// | step         | i64                  | steps taken                                         |
 /// | node_count   | u32                  |                                                     |
 /// | nodes        | node_count × node    | in the simulation's order                           |
@@ -118,7 +118,8 @@ using NodeFactory = std::function<std::shared_ptr<const Node>(
 ///
 /// node:      str type, str name, u32 param_count, param_count × (str key, value) sorted by key,
 ///            u32 field_count, field_count × field, u32 integral_count,
-///            integral_count × (str name, f64 value of the last step)
+///            integral_count × (str name, f64 value of the last step),
+///            u32 rebound_count, rebound_count × str key (sorted; version 2 only)
 /// field:     str name, u8 dtype (0 f32, 1 f64, 2 i8, 3 u8, 4 i32, 5 i64), u32 rank,
 ///            rank × i64 shape (components, then domain), u64 byte_count, the interior as
 ///            row-major bytes without halos
@@ -127,8 +128,10 @@ using NodeFactory = std::function<std::shared_ptr<const Node>(
 ///
 /// Static data is not stored: a restored node is rebuilt from its params by a NodeFactory, and
 /// rebuilds its static data from them. Arrays given with Simulation::rebind_static are not
-/// restored; rebind them again.
-inline constexpr std::uint32_t k_checkpoint_version = 1;
+/// restored: the file records their keys (a node's "rebound" list), and a restore that finds any
+/// warns, naming the node and keys, and reports them through Simulation::rebound_statics();
+/// rebind them again. Version 1 (2026, before the rebound list) differs only in lacking it.
+inline constexpr std::uint32_t k_checkpoint_version = 2;
 
 /// Runs nodes step by step in this process, or sharded over the ranks of options.comm.
 ///
@@ -219,6 +222,12 @@ public:
 
   /// The static data bound to node `node`'s kernel: the node's own, unless rebound.
   [[nodiscard]] const StaticData& bound_static_data(std::string_view node) const;
+
+  /// The keys (sorted) of node `node`'s static arrays that rebind_static replaced in the history
+  /// of this state: in this simulation, or in the run that wrote the checkpoint it was restored
+  /// from (a restore binds the node's own arrays, warns, and lists them here: rebind them
+  /// again). A checkpoint records them. Error(usage) if there is no such node.
+  [[nodiscard]] std::vector<std::string> rebound_statics(std::string_view node) const;
 
   /// What rebind_static did.
   struct Rebound {

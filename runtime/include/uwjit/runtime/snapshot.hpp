@@ -38,6 +38,8 @@ public:
     std::vector<double> integrals;                    ///< in the layout's integrals order
     StaticData bound;                                 ///< the static data its kernel read
     KernelReport report;                              ///< its kernel
+    /// Keys of static arrays that were rebound (Simulation::rebound_statics), sorted.
+    std::vector<std::string> rebound = {};
   };
 
   /// Made by Simulation::gathered(). Error(usage) if two nodes share a name.
