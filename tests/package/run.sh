@@ -22,6 +22,12 @@ cmake --build "$prefix/build" >/dev/null
 "$prefix/install/bin/uwjit" --version
 (cd "$prefix" && "$prefix/install/bin/uwjit" run heat --size 8 --steps 5 >/dev/null)
 test -f "$prefix/heat.vti"
+# The README's worked node, as a project of its own.
+cmake -S "$consumer/../../examples/custom_node" -B "$prefix/build-advect" -G Ninja \
+  -DCMAKE_MAKE_PROGRAM="$make_program" -DCMAKE_PREFIX_PATH="$prefix/install" \
+  -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$prefix/build-advect" >/dev/null
+"$prefix/build-advect/advect" | tail -n 1 | grep -qx ok
 # A CXX-only project asking for the mpi component (when uwjit was built with MPI).
 if [ -f "$prefix/install/lib/cmake/uwjit/uwjitMpiTargets.cmake" ]; then
   cmake -S "$consumer" -B "$prefix/build-mpi" -G Ninja -DCMAKE_MAKE_PROGRAM="$make_program" \
