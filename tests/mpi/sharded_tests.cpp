@@ -516,3 +516,45 @@ MPI_TEST_CASE("a node's own code failing on one rank is the same error on every 
   });
   MPI_CHECK(initial == "usage: initial_state fails here");
 }
+
+namespace {
+
+// A 1-D node whose kernel reads two cells to its left, beyond its halo of one, only on ranks
+// whose shard does not start the domain.
+class OverreachingNode final : public uwjit::runtime::Node {
+public:
+  OverreachingNode() : Node("overreaching", "bad", Params{}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = 16, .halo = 1}}, .fields = {{"u"}}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+           "      u_out(i) = u(i) + (nx_offset > 0 && i == 0 ? u(i - 2) : 0.0);\n"
+           "    }\n");
+  }
+};
+
+} // namespace
+
+MPI_TEST_CASE("checked mode: a read beyond the halo on one rank is the same kernel error on every "
+              "rank") {
+  auto engine = make_engine(job_sandbox());
+  for (const auto mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
+    SimulationOptions options = sharded({0}, mode);
+    options.checked = true;
+    Simulation simulation(*engine, {std::make_shared<OverreachingNode>()}, options);
+    const std::string message = uwjit_test::same_failure_everywhere([&] { simulation.step(2); });
+    if (comm()->size() == 1) {
+      MPI_CHECK(message == "(no error)"); // one shard: it starts the domain
+      continue;
+    }
+    // The lowest failing rank's message, on every rank.
+    MPI_CHECK(message == "kernel: node \"bad\", step 0, rank 1: kernel read \"u\" at (-2), outside "
+                         "its layout (halo 1 on axis 0)");
+    MPI_CHECK(simulation.steps_taken() == 0);
+    // The job goes on: the ranks still agree in the next collective.
+    MPI_CHECK(comm()->all_gather("alive").size() == static_cast<std::size_t>(comm()->size()));
+  }
+}
