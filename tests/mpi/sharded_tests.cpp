@@ -558,3 +558,24 @@ MPI_TEST_CASE("checked mode: a read beyond the halo on one rank is the same kern
     MPI_CHECK(comm()->all_gather("alive").size() == static_cast<std::size_t>(comm()->size()));
   }
 }
+
+MPI_TEST_CASE("checked mode: sharded heat and pipe-flow give the unchecked state bit for bit, sync "
+              "and overlap") {
+  auto engine = make_engine(job_sandbox());
+  for (const auto mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
+    for (const auto& nodes : {builtin("heat", {13, 6, 5}), builtin("pipe-flow", {12, 8, 8})}) {
+      const auto& node = nodes.front();
+      SimulationOptions options = sharded({0}, mode);
+      Simulation plain(*engine, nodes, options);
+      options.checked = true;
+      Simulation careful(*engine, nodes, options);
+      MPI_CHECK(careful.kernels()[0].info.key != plain.kernels()[0].info.key);
+      plain.step(4);
+      careful.step(4);
+      for (const auto& f : node->layout().fields) {
+        MPI_CHECK(
+            careful.field(node->name(), f.name).interior_equals(plain.field(node->name(), f.name)));
+      }
+    }
+  }
+}
