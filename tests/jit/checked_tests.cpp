@@ -124,6 +124,26 @@ private:
   Mistake m_mistake;
 };
 
+// A long 1-D node (halo 1) that honours its box and, at one cell three quarters along, reads far
+// outside its layout: the runtime cuts its box into slabs over the threads, and only one slab in
+// the middle goes wrong.
+class LongNode final : public Node {
+public:
+  static constexpr std::int64_t k_cells = 200000;
+  LongNode() : Node("long", "long", Params{}) {}
+  NodeLayout layout() const override {
+    return {.axes = NodeLayout::grid({k_cells}, 1), .fields = {{"u"}}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  void emit_update(KernelWriter& w) const override {
+    w.state_out("u");
+    w.update_box();
+    w.body("    for (uw_i64 i = nx_begin; i < nx_end; ++i) {\n"
+           "      u_out(i) = u(i) + (i == 150000 ? u(i - nx) : 0.0);\n"
+           "    }\n");
+  }
+};
+
 SimulationOptions checked() {
   SimulationOptions options;
   options.checked = true;
@@ -188,6 +208,18 @@ TEST_CASE("checked mode: a kernel that declares an update box and ignores it fai
   // The interior is split along y (6 cells, halo 1): [1, 5) first, then [0, 1) and [5, 6).
   CHECK(kernel_error(sim, 1) == "node \"advect\", step 0: kernel wrote \"u\" at (0, 0), "
                                 "outside its update box ([1, 5) on axis 1)");
+}
+
+TEST_CASE("checked mode: each slab of a threaded call has its own record; the message is the same "
+          "on any thread count") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  for (const int threads : {1, 3}) {
+    SimulationOptions options = checked();
+    options.threads = threads;
+    Simulation sim(engine, {std::make_shared<LongNode>()}, options);
+    CHECK(kernel_error(sim, 1) == "node \"long\", step 0: kernel read \"u\" at (-50000), outside "
+                                  "its layout (halo 1 on axis 0)");
+  }
 }
 
 TEST_CASE("checked mode: a halo that nobody fills reads as NaN") {
