@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstring>
+#include <limits>
 #include <new>
 
 namespace uwjit::runtime {
@@ -54,6 +55,62 @@ Field::Field(std::string name, Dtype dtype, std::vector<std::int64_t> shape, std
       ::operator new[](std::max<std::size_t>(m_bytes, 1), std::align_val_t{k_alignment}));
   std::memset(raw, 0, m_bytes);
   m_storage.reset(raw);
+}
+
+void Field::poison_halos() noexcept {
+  const std::size_t size = codegen::size_of(m_dtype);
+  std::array<std::byte, 8> poison{};
+  auto set = [&](auto value) { std::memcpy(poison.data(), &value, sizeof(value)); };
+  switch (m_dtype) {
+  case Dtype::f32:
+    set(std::numeric_limits<float>::quiet_NaN());
+    break;
+  case Dtype::f64:
+    set(std::numeric_limits<double>::quiet_NaN());
+    break;
+  case Dtype::i8:
+    set(std::numeric_limits<std::int8_t>::lowest());
+    break;
+  case Dtype::u8:
+    set(std::numeric_limits<std::uint8_t>::max());
+    break;
+  case Dtype::i32:
+    set(std::numeric_limits<std::int32_t>::lowest());
+    break;
+  case Dtype::i64:
+    set(std::numeric_limits<std::int64_t>::lowest());
+    break;
+  }
+  auto* bytes = static_cast<std::byte*>(data());
+  auto fill = [&](std::int64_t from, std::int64_t count) {
+    for (std::int64_t e = from; e < from + count; ++e) {
+      std::memcpy(bytes + static_cast<std::size_t>(e) * size, poison.data(), size);
+    }
+  };
+  // Row by row along the last axis: a row in the halo of a leading axis is all halo; any other
+  // row has halo cells at its two ends only.
+  const std::size_t last = m_shape.size() - 1;
+  const std::int64_t row = m_shape[last] + 2 * m_halo[last];
+  const std::int64_t h = m_halo[last];
+  std::array<std::int64_t, k_max_rank> index{};
+  for (std::int64_t start = 0; start < m_padded; start += row) {
+    bool in_halo = false;
+    for (std::size_t d = 0; d < last; ++d) {
+      in_halo = in_halo || index[d] < m_halo[d] || index[d] >= m_halo[d] + m_shape[d];
+    }
+    if (in_halo) {
+      fill(start, row);
+    } else if (h > 0) {
+      fill(start, h);
+      fill(start + row - h, h);
+    }
+    for (std::size_t d = last; d-- > 0;) {
+      if (++index[d] < m_shape[d] + 2 * m_halo[d]) {
+        break;
+      }
+      index[d] = 0;
+    }
+  }
 }
 
 void Field::check_access(Dtype dtype, std::size_t indices) const {

@@ -15,8 +15,9 @@ using codegen::KernelWriter;
 // `hash` is the static_data_hash the kernel text names: that of the node's whole static data,
 // also when `bound` holds a rank's slabs, so that every rank emits the same text.
 Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
-             const std::string& hash) {
+             const std::string& hash, bool checked) {
   KernelWriter writer(node.name());
+  writer.checked(checked);
   writer.comment("static_data_hash " + hash);
   for (std::size_t d = 0; d < layout.domain.size(); ++d) {
     (void)writer.domain_extent(static_cast<int>(d), layout.axis_names[d], layout.domain[d],

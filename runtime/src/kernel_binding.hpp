@@ -28,8 +28,9 @@ struct Emitted {
 /// Emits node `node`'s kernel over `layout` with the static arrays of `bound` provided.
 /// `hash` is the static_data_hash the kernel text names: that of the node's whole static data,
 /// also when `bound` holds a rank's slabs, so that every rank emits the same text.
+/// `checked`: the kernel is written in checked mode (KernelWriter::checked).
 Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
-             const std::string& hash);
+             const std::string& hash, bool checked);
 
 // How one node's kernel is bound: buffer slots to fields, static pointers, run-time extents and
 // integral slots. Built completely before it replaces a previous binding.

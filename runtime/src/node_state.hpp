@@ -11,6 +11,7 @@
 #include <uwjit/runtime/field.hpp>
 #include <uwjit/runtime/simulation.hpp>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <set>
@@ -40,6 +41,8 @@ struct NodeState {
   std::vector<void*> out_ptrs;
   std::vector<double> integrals; // declared order
   uwjit_kernel_args args{};
+  bool checked = false; // checked mode: args.check points at check_record
+  std::array<uw_i64, UWJIT_CHECK_RECORD_SIZE> check_record{};
   // Overlap mode: the domain axis whose halos are exchanged while the kernel updates the cells
   // that do not read them (the same axis on every rank), or -1 to call the kernel once per step.
   int overlap_axis = -2;       // -2: not yet chosen

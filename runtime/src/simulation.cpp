@@ -5,6 +5,7 @@
 #include "simulation_impl.hpp"
 
 #include <uwjit/cache/key.hpp>
+#include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
@@ -24,7 +25,8 @@ std::string_view to_string(ExchangeMode mode) noexcept {
 
 Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node>> list,
                        const SimulationOptions& options, Init init)
-    : engine(&e), nodes(std::move(list)), exchange_mode(options.exchange) {
+    : engine(&e), nodes(std::move(list)), exchange_mode(options.exchange),
+      checked(options.checked || env::get_bool(env::vars::checked)) {
   if (options.threads < 0) {
     throw Error(
         ErrorKind::usage,
@@ -60,6 +62,10 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
       s.shard = serial_shard(s.layout);
       const StaticData& whole = s.node->static_data();
       s.bound = whole;
+      s.checked = checked;
+      if (checked) {
+        Decomposition::check_shard_axes(*s.node, s.layout, whole);
+      }
       if (decomposition) {
         // Every check reads only the node and the options, so every rank raises the same error
         // here, before the first collective.
@@ -84,7 +90,7 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
           s.layout.modes[static_cast<std::size_t>(d)] = codegen::ExtentMode::runtime;
         }
       }
-      emitted[n].emplace(emit(*s.node, s.layout, s.bound, static_data_hash(whole)));
+      emitted[n].emplace(emit(*s.node, s.layout, s.bound, static_data_hash(whole), checked));
     }
   });
   if (decomposition && options.share_on_node) {
@@ -204,6 +210,9 @@ void Simulation::Impl::allocate_state(NodeState& s, Init init) {
     s.boundaries.push_back(layout.boundaries(f));
     const auto halos = layout.halos(f);
     s.has_halo.push_back(std::any_of(halos.begin(), halos.end(), [](int h) { return h > 0; }));
+    if (s.checked) {
+      s.current.back()->poison_halos();
+    }
     fields.push_back(s.current.back().get());
   }
   if (init == Init::compute && !sharded) {
@@ -279,6 +288,10 @@ NodeShared Simulation::node_shared() const {
 
 int Simulation::threads() const noexcept {
   return m_impl->executor->threads();
+}
+
+bool Simulation::checked() const noexcept {
+  return m_impl->checked;
 }
 
 ExchangeStats Simulation::exchange_stats() const noexcept {
@@ -376,7 +389,7 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
   const bool same_kernel = static_data_hash(bound) == static_data_hash(s.bound);
   std::optional<Emitted> emitted;
   if (!same_kernel) {
-    emitted.emplace(emit(*s.node, s.layout, bound, static_data_hash(bound)));
+    emitted.emplace(emit(*s.node, s.layout, bound, static_data_hash(bound), m_impl->checked));
   }
   const codegen::KernelWriter& writer = same_kernel ? *s.writer : emitted->writer;
   Binding binding = bind_kernel(*s.node, s.layout, writer, bound, serial_padder(s.layout));

@@ -376,6 +376,22 @@ run "$uwjit" run heat --size 48 --steps 10 --threads 3 --output "$sandbox/t3" --
 expect_code 0 "--threads 3"
 [ "$(json 'd["threads"]' <<<"$out")" = 3 ] && ok || fail "--threads 3 runs on three threads"
 cmp -s "$sandbox/t1/heat.vti" "$sandbox/t3/heat.vti" && ok || fail "--threads 3 writes what --threads 1 writes"
+
+# Checked mode: another kernel (its own key), the same physics verdict; UWJIT_CHECK=1 alike.
+run "$uwjit" run heat --size 48 --steps 10 --threads 1 --output "$sandbox/c1" --json --checked
+expect_code 0 "--checked"
+[ "$(json 'd["checked"]' <<<"$out")" = True ] && ok || fail "--json says the run was checked"
+[ "$(json 'd["check"]["passed"]' <<<"$out")" = True ] && ok || fail "a checked heat run passes its check"
+checked_key=$(json 'd["kernels"][0]["key"]' <<<"$out")
+run "$uwjit" run heat --size 48 --steps 10 --threads 1 --output "$sandbox/c0" --json
+[ "$(json 'd["checked"]' <<<"$out")" = False ] && ok || fail "--json says an unchecked run was not checked"
+[ "$checked_key" != "$(json 'd["kernels"][0]["key"]' <<<"$out")" ] && ok || fail "a checked kernel has its own key"
+UWJIT_CHECK=1 run "$uwjit" run heat --size 48 --steps 10 --output "$sandbox/c2" --json
+[ "$(json 'd["kernels"][0]["key"]' <<<"$out")" = "$checked_key" ] && ok || fail "UWJIT_CHECK=1 runs the checked kernel"
+run "$uwjit" run heat --size 8 --steps 1 --checked --output "$sandbox/c3"
+expect_out 'checked mode$' "the text report says checked mode"
+run "$uwjit" run heat --print-kernel --checked
+expect_out '^// checked: every accessor index is tested' "--print-kernel --checked prints the checked kernel"
 for bad in 0 -2 two 1e3; do
   run "$uwjit" run heat --size 8 --steps 1 --threads "$bad"
   expect_code 2 "--threads $bad"

@@ -516,3 +516,113 @@ MPI_TEST_CASE("a node's own code failing on one rank is the same error on every 
   });
   MPI_CHECK(initial == "usage: initial_state fails here");
 }
+
+namespace {
+
+// A 1-D node whose kernel reads two cells to its left, beyond its halo of one, only on ranks
+// whose shard does not start the domain.
+class OverreachingNode final : public uwjit::runtime::Node {
+public:
+  OverreachingNode() : Node("overreaching", "bad", Params{}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = 16, .halo = 1}}, .fields = {{"u"}}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+           "      u_out(i) = u(i) + (nx_offset > 0 && i == 0 ? u(i - 2) : 0.0);\n"
+           "    }\n");
+  }
+};
+
+// A 1-D node that declares update_box() and updates the whole interior anyway: sharded in
+// overlap mode it is called three times per step and sums its mass three times.
+class BoxIgnoringNode final : public uwjit::runtime::Node {
+public:
+  BoxIgnoringNode() : Node("box-ignoring", "ignores", Params{}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = 24, .halo = 1}}, .fields = {{"u"}}, .integrals = {"mass"}};
+  }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t i = 0; i < 24; ++i) {
+      state["u"].at<double>(i) = 1.0;
+    }
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.integral("mass");
+    w.update_box();
+    w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+           "      u_out(i) = u(i);\n"
+           "      mass += u(i);\n"
+           "    }\n");
+  }
+};
+
+} // namespace
+
+MPI_TEST_CASE("checked mode: an update box declared and ignored is caught in sync and overlap; "
+              "unchecked, overlap sums it three times") {
+  auto engine = make_engine(job_sandbox());
+  const NodeList nodes{std::make_shared<BoxIgnoringNode>()};
+  if (comm()->size() > 1) {
+    Simulation plain(*engine, nodes, sharded({0}, ExchangeMode::overlap));
+    plain.step(1);
+    MPI_CHECK(plain.integrals("ignores")[0] == 3 * 24.0); // the silent mistake
+  }
+  for (const auto mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
+    SimulationOptions options = sharded({0}, mode);
+    options.checked = true;
+    Simulation simulation(*engine, nodes, options);
+    const std::string message = uwjit_test::same_failure_everywhere([&] { simulation.step(1); });
+    // Every rank fails on its first box (the cells that read no halo, [1, n - 1)); the lowest,
+    // rank 0, names itself.
+    MPI_CHECK(message == "kernel: node \"ignores\", step 0, rank 0"
+                         ": kernel wrote \"u\" at (0), outside its update box ([1, " +
+                             std::to_string(simulation.shard("ignores").extent[0] - 1) +
+                             ") on axis 0)");
+  }
+}
+
+MPI_TEST_CASE("checked mode: a read beyond the halo on one rank is the same kernel error on every "
+              "rank") {
+  auto engine = make_engine(job_sandbox());
+  for (const auto mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
+    SimulationOptions options = sharded({0}, mode);
+    options.checked = true;
+    Simulation simulation(*engine, {std::make_shared<OverreachingNode>()}, options);
+    const std::string message = uwjit_test::same_failure_everywhere([&] { simulation.step(2); });
+    if (comm()->size() == 1) {
+      MPI_CHECK(message == "(no error)"); // one shard: it starts the domain
+      continue;
+    }
+    // The lowest failing rank's message, on every rank.
+    MPI_CHECK(message == "kernel: node \"bad\", step 0, rank 1: kernel read \"u\" at (-2), outside "
+                         "its layout (halo 1 on axis 0)");
+    MPI_CHECK(simulation.steps_taken() == 0);
+    // The job goes on: the ranks still agree in the next collective.
+    MPI_CHECK(comm()->all_gather("alive").size() == static_cast<std::size_t>(comm()->size()));
+  }
+}
+
+MPI_TEST_CASE("checked mode: sharded heat and pipe-flow give the unchecked state bit for bit, sync "
+              "and overlap") {
+  auto engine = make_engine(job_sandbox());
+  for (const auto mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
+    for (const auto& nodes : {builtin("heat", {13, 6, 5}), builtin("pipe-flow", {12, 8, 8})}) {
+      const auto& node = nodes.front();
+      SimulationOptions options = sharded({0}, mode);
+      Simulation plain(*engine, nodes, options);
+      options.checked = true;
+      Simulation careful(*engine, nodes, options);
+      MPI_CHECK(careful.kernels()[0].info.key != plain.kernels()[0].info.key);
+      plain.step(4);
+      careful.step(4);
+      for (const auto& f : node->layout().fields) {
+        MPI_CHECK(
+            careful.field(node->name(), f.name).interior_equals(plain.field(node->name(), f.name)));
+      }
+    }
+  }
+}

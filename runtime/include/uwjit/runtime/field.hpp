@@ -96,6 +96,11 @@ public:
   /// Allocates nothing. Throws Error(usage) if boundary has the wrong length.
   void fill_halos(std::span<const Boundary> boundary);
 
+  /// Fills every halo cell with a value no computation should produce, so that reading a halo
+  /// nobody filled shows: a quiet NaN for f32 and f64, the lowest value for signed integers, 255
+  /// for u8. The interior is left alone. Allocates nothing. (Checked mode's poison.)
+  void poison_halos() noexcept;
+
   /// Copies the interior, row-major without halos, to `out` (interior_count() * element size
   /// bytes) or from `in`. Allocates nothing.
   void copy_interior_to(std::span<std::byte> out) const;
