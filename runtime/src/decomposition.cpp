@@ -1,5 +1,7 @@
 #include "decomposition.hpp"
 
+#include "face_fill.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
@@ -242,7 +244,7 @@ int Decomposition::neighbour(std::size_t i, int step, bool wrap, int rank) const
 std::vector<AxisPlan> Decomposition::plans(const Layout& layout, For what, int rank) const {
   std::vector<AxisPlan> out(layout.domain.size());
   for (std::size_t d = 0; d < out.size(); ++d) {
-    out[d].boundary = layout.boundary[d];
+    out[d].boundary = what == For::state ? layout.boundary[d] : static_padding(layout.boundary[d]);
   }
   for (std::size_t i = 0; i < axes.size(); ++i) {
     auto& plan = out[static_cast<std::size_t>(axes[i])];

@@ -1,5 +1,7 @@
 #include "kernel_binding.hpp"
 
+#include "face_fill.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
@@ -58,7 +60,8 @@ StaticPadder serial_padder(const Layout& layout) {
   return [&layout](Field& field, const std::vector<int>& domain_axes) {
     std::vector<Boundary> boundaries;
     for (const int d : domain_axes) {
-      boundaries.push_back(d >= 0 ? layout.boundary[static_cast<std::size_t>(d)] : Boundary::edge);
+      boundaries.push_back(d >= 0 ? static_padding(layout.boundary[static_cast<std::size_t>(d)])
+                                  : Boundary::edge);
     }
     field.fill_halos(boundaries);
   };

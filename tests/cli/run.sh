@@ -41,7 +41,14 @@ expect_code 2 "--set with a bad value"
 expect_err 'param "nx": expected an integer, got "big"' "--set names the param and type"
 run "$uwjit" run heat --set boundary=sticky
 expect_code 2 "a bad choice"
-expect_err 'param "boundary" = "sticky" \(accepted: insulating, periodic\)' "a bad choice lists the choices"
+expect_err 'param "boundary" = "sticky" \(accepted: insulating, periodic, fixed\)' "a bad choice lists the choices"
+# heat between a hot and a cold wall (dirichlet faces): the linear steady profile, checked.
+run "$uwjit" run heat --size 6x3x3 --steps 900 --set boundary=fixed --set u_low=2 --set u_high=-1 --set courant=0.16
+expect_code 0 "run heat between fixed walls"
+expect_out '^  pass  steady linear profile ' "fixed walls reach the linear profile"
+run "$uwjit" run heat --set boundary=fixed --set u_low=nan
+expect_code 2 "a wall value that is not a number"
+expect_err 'param "u_low"' "the bad wall value is named"
 run "$uwjit" run pipe-flow --set radius=50
 expect_code 2 "a pipe wider than its lattice"
 expect_err 'param "radius" = 50 is out of range' "the radius range is explained"
