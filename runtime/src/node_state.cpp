@@ -26,6 +26,7 @@ void NodeState::wire() {
   args.state_out = out_ptrs.data();
   args.statics = binding.statics.data();
   args.extents = binding.extents.data();
+  args.params = binding.params.data();
   args.integrals = nullptr; // the executor gives each call a table of its own
   args.dt = layout.dt;
   for (std::size_t d = 0; d < layout.domain.size(); ++d) {

@@ -1,4 +1,4 @@
-/* uwjit kernel ABI: the one struct a compiled kernel receives. Version 2.
+/* uwjit kernel ABI: the one struct a compiled kernel receives. Version 3.
  *
  * This file is both a public header (hosts fill the struct) and the first text of every kernel's
  * source, so any change to it changes every cache key. It is plain C, free of #include.
@@ -16,6 +16,7 @@
  * | state_out      | state buffers the step writes                                            |
  * | statics        | static arrays, bound as external buffers (never compiled in)             |
  * | extents        | the extents not compiled in, in the order of the extents slot table      |
+ * | params         | the run-time parameters (doubles), in the order of the params slot table |
  * | dt, step       | the time step and the index of the step being taken                      |
  * | shard_offset   | per axis: global index of this shard's first interior cell (0 serially)  |
  * | shard_extent   | per axis: this shard's interior extent                                   |
@@ -29,12 +30,12 @@
  * honours the box (KernelWriter::update_box()): such a kernel updates exactly the cells of the
  * box and sums its integrals over them only, and a runtime may call it several times per step
  * on boxes that tile the interior (the interior while halos are in flight, then the boundary).
- * Version 2 added update_begin and update_end.
+ * Version 2 added update_begin and update_end; version 3 added n_params and params.
  */
 #ifndef UWJIT_KERNEL_ABI_H
 #define UWJIT_KERNEL_ABI_H
 
-#define UWJIT_KERNEL_ABI_VERSION 2
+#define UWJIT_KERNEL_ABI_VERSION 3
 #define UWJIT_MAX_AXES 3
 #define UWJIT_KERNEL_OK 0
 
@@ -52,10 +53,12 @@ typedef struct uwjit_kernel_args {
   int n_statics;
   int n_extents;
   int n_integrals;
+  int n_params;
   const void* const* state_in;
   void* const* state_out;
   const void* const* statics;
   const uw_i64* extents;
+  const double* params;
   double dt;
   uw_i64 step;
   uw_i64 shard_offset[UWJIT_MAX_AXES];
