@@ -64,6 +64,7 @@ std::string make_canonical(std::string_view body, const SlotTables& slots) {
   append_table(text, "statics", slots.statics);
   append_table(text, "extents", slots.extents);
   append_table(text, "integrals", slots.integrals);
+  append_table(text, "params", slots.params);
   text += '\n';
   text += "#line 1 \"";
   text += k_buffer_name;
@@ -81,7 +82,7 @@ KernelSource::KernelSource(std::string origin, std::string body,
     : m_origin(std::move(origin)), m_body(std::move(body)), m_fixed_entry(std::move(fixed_entry)),
       m_slots(std::move(slots)), m_canonical(make_canonical(m_body, m_slots)) {
   for (const auto* table : {&m_slots.state_in, &m_slots.state_out, &m_slots.statics,
-                            &m_slots.extents, &m_slots.integrals}) {
+                            &m_slots.extents, &m_slots.integrals, &m_slots.params}) {
     for (const auto& name : *table) {
       if (!is_identifier(name)) {
         throw Error(ErrorKind::usage,
@@ -160,6 +161,31 @@ KernelSource KernelSource::generated(std::string origin, std::string body, SlotT
                                          origin, k_entry_placeholder));
   }
   return KernelSource(std::move(origin), std::move(body), std::nullopt, std::move(slots));
+}
+
+KernelSource KernelSource::generated(std::string origin, std::string body, SlotTables slots,
+                                     LineMap lines) {
+  KernelSource source = generated(std::move(origin), std::move(body), std::move(slots));
+  source.m_lines = std::move(lines);
+  return source;
+}
+
+const LineSpan* LineMap::find(int line) const noexcept {
+  for (const LineSpan& span : spans) {
+    if (line >= span.first && line < span.first + span.count) {
+      return &span;
+    }
+  }
+  return nullptr;
+}
+
+int KernelSource::body_first_line() const noexcept {
+  // The body follows the canonical text's last line marker; what precedes it ends in '\n'.
+  const std::size_t prefix =
+      m_canonical.size() - m_body.size() - (!m_body.empty() && m_body.back() != '\n' ? 1 : 0);
+  return 1 + static_cast<int>(std::count(m_canonical.begin(),
+                                         m_canonical.begin() + static_cast<std::ptrdiff_t>(prefix),
+                                         '\n'));
 }
 
 KernelSource KernelSource::from_text(std::string body, std::string entry, SlotTables slots) {

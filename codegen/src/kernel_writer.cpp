@@ -52,6 +52,17 @@ std::string listed(const std::vector<std::string>& names) {
   return names.empty() ? "none" : join(names);
 }
 
+// Records that `part`, about to be appended to `text`, is `section`'s lines from its first.
+void add_span(LineMap& lines, const std::string& text, const std::string& part,
+              std::string section) {
+  if (part.empty()) {
+    return;
+  }
+  const auto first = 1 + static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  const auto count = static_cast<int>(std::count(part.begin(), part.end(), '\n'));
+  lines.spans.push_back({first, count, std::move(section), 1});
+}
+
 bool contains(const std::vector<std::string>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
@@ -142,8 +153,9 @@ void KernelWriter::declare_buffer(BufferRole role, std::string name, std::string
   if (!is_supported(dtype)) {
     fail(format("buffer \"{}\": unsupported dtype (accepted: f32, f64, i8, u8, i32, i64)", name));
   }
-  if (axes.empty()) {
-    fail(format("buffer \"{}\" needs at least one axis", name));
+  if (axes.empty() && role != BufferRole::statics) {
+    fail(format("buffer \"{}\" needs at least one axis (only a static array may be a scalar)",
+                name));
   }
   for (const Axis& axis : axes) {
     (void)extent_of(axis.extent);
@@ -263,6 +275,12 @@ void KernelWriter::static_array(std::string key) {
     return;
   }
   fail(format("static array \"{}\" was not provided (no such array in the static data)", key));
+}
+
+void KernelWriter::param(std::string name, double value) {
+  claim(name, "param");
+  const int slot = static_cast<int>(m_params.size());
+  m_params.push_back({std::move(name), value, slot});
 }
 
 void KernelWriter::update_box() {
@@ -419,6 +437,11 @@ std::string KernelWriter::buffer_text(const BufferDecl& b) const {
                      d + 1, literal(std::int64_t{2} * b.axes[d + 1].halo));
     }
   }
+  if (rank == 0) {
+    text += format("  auto {} = [=]() -> {} {\n    return {}_data[0];\n  };\n", a, type, a);
+    text += format("  (void){};\n", a);
+    return text;
+  }
   if (m_checked && writable) {
     // Where a write outside the box goes instead.
     text +=
@@ -500,6 +523,8 @@ KernelSource KernelWriter::finish() const {
             "  inline operator double() const { return value; }\n"
             "};\n";
   }
+  LineMap lines;
+  add_span(lines, text, m_helpers, "kernel helpers");
   text += m_helpers;
   if (namespace_block) {
     text += "} // namespace\n";
@@ -578,11 +603,17 @@ KernelSource KernelWriter::finish() const {
   if (!separate.empty()) {
     text += "#if __has_builtin(__builtin_assume_separate_storage)\n" + separate + "#endif\n";
   }
+  for (const ParamDecl& p : m_params) {
+    text += format("  const double {} = args->params[{}];\n  (void){};\n", p.name, p.slot, p.name);
+    slots.params.push_back(p.name);
+  }
   for (const auto& name : m_integrals) {
     text += format("  uwjit_sum {}{0.0};\n", name);
     slots.integrals.push_back(name);
   }
-  text += "  {\n" + m_body + "  }\n";
+  text += "  {\n";
+  add_span(lines, text, m_body, "kernel");
+  text += m_body + "  }\n";
   if (m_checked) {
     text += "  if (uwjit_check[0] != UWJIT_CHECK_NONE) {\n"
             "    return UWJIT_KERNEL_CHECK_FAILED;\n"
@@ -592,7 +623,7 @@ KernelSource KernelWriter::finish() const {
     text += format("  args->integrals[{}] = {}.value;\n", i, m_integrals[i]);
   }
   text += "  return UWJIT_KERNEL_OK;\n}\n";
-  return KernelSource::generated(m_origin, std::move(text), std::move(slots));
+  return KernelSource::generated(m_origin, std::move(text), std::move(slots), std::move(lines));
 }
 
 } // namespace uwjit::codegen

@@ -149,7 +149,8 @@ struct Received {
 // The payload rank 0 broadcasts: per needed kernel, in request order, either
 //   u64 0, u64 tier, f64 frontend_ms, f64 optimise_ms, f64 codegen_ms, str object
 // or the error every rank must raise:
-//   u64 1, u64 kind, str message.
+//   u64 1, u64 kind, str message, u64 n, then n compile diagnostics:
+//   str severity, str section, u64 line, u64 column, str message.
 void write_outcome(ByteWriter& writer, const Loaded& got) {
   writer.u64(0);
   writer.u64(static_cast<std::uint64_t>(got.info->tier));
@@ -159,10 +160,19 @@ void write_outcome(ByteWriter& writer, const Loaded& got) {
   writer.str(std::string_view(got.object->data(), got.object->size()));
 }
 
-void write_failure(ByteWriter& writer, ErrorKind kind, std::string_view message) {
+void write_failure(ByteWriter& writer, ErrorKind kind, std::string_view message,
+                   const std::vector<CompileDiagnostic>& diagnostics = {}) {
   writer.u64(1);
   writer.u64(static_cast<std::uint64_t>(kind));
   writer.str(message);
+  writer.u64(diagnostics.size());
+  for (const CompileDiagnostic& d : diagnostics) {
+    writer.str(d.severity);
+    writer.str(d.section);
+    writer.u64(static_cast<std::uint64_t>(d.line));
+    writer.u64(static_cast<std::uint64_t>(d.column));
+    writer.str(d.message);
+  }
 }
 
 // Every rank reads the same outcomes: the first error is raised everywhere alike.
@@ -178,8 +188,17 @@ std::vector<std::optional<Received>> read_outcomes(std::string_view payload,
     if (reader.u64() != 0) {
       const auto kind = static_cast<ErrorKind>(reader.u64());
       std::string message = reader.str();
+      std::vector<CompileDiagnostic> diagnostics;
+      for (std::uint64_t n = reader.u64(); n > 0; --n) {
+        CompileDiagnostic& d = diagnostics.emplace_back();
+        d.severity = reader.str();
+        d.section = reader.str();
+        d.line = static_cast<int>(reader.u64());
+        d.column = static_cast<int>(reader.u64());
+        d.message = reader.str();
+      }
       if (!failure) {
-        failure.emplace(kind, message);
+        failure.emplace(kind, message, std::move(diagnostics));
       }
       continue;
     }
@@ -284,7 +303,7 @@ std::string Engine::Impl::fetch_needed(std::span<const codegen::KernelSource> so
     try {
       write_outcome(writer, fetched[i].emplace(pending[i].get()));
     } catch (const Error& error) {
-      write_failure(writer, error.kind(), error.what());
+      write_failure(writer, error.kind(), error.what(), error.diagnostics());
     } catch (const std::exception& error) {
       write_failure(writer, ErrorKind::internal, error.what());
     }

@@ -68,6 +68,57 @@ struct DiagnosticSink {
   }
 };
 
+// Prints through the text printer and keeps each diagnostic's place (as #line presents it) and
+// message, so that the engine can map lines to the texts a node wrote.
+class RecordingConsumer : public clang::DiagnosticConsumer {
+public:
+  explicit RecordingConsumer(clang::DiagnosticConsumer& printer) : m_printer(printer) {}
+  void BeginSourceFile(const clang::LangOptions& options,
+                       const clang::Preprocessor* preprocessor) override {
+    m_printer.BeginSourceFile(options, preprocessor);
+  }
+  void EndSourceFile() override { m_printer.EndSourceFile(); }
+  void finish() override { m_printer.finish(); }
+  void HandleDiagnostic(clang::DiagnosticsEngine::Level level,
+                        const clang::Diagnostic& info) override {
+    clang::DiagnosticConsumer::HandleDiagnostic(level, info);
+    m_printer.HandleDiagnostic(level, info);
+    CompileDiagnostic d;
+    switch (level) {
+    case clang::DiagnosticsEngine::Note:
+      d.severity = "note";
+      break;
+    case clang::DiagnosticsEngine::Warning:
+      d.severity = "warning";
+      break;
+    case clang::DiagnosticsEngine::Fatal:
+      d.severity = "fatal error";
+      break;
+    case clang::DiagnosticsEngine::Ignored:
+      return;
+    default:
+      d.severity = "error";
+      break;
+    }
+    llvm::SmallString<128> message;
+    info.FormatDiagnostic(message);
+    d.message = message.str().str();
+    if (info.getLocation().isValid() && info.hasSourceManager()) {
+      const clang::PresumedLoc place = info.getSourceManager().getPresumedLoc(info.getLocation());
+      if (place.isValid()) {
+        d.section = place.getFilename();
+        d.line = static_cast<int>(place.getLine());
+        d.column = static_cast<int>(place.getColumn());
+      }
+    }
+    diagnostics.push_back(std::move(d));
+  }
+  std::vector<CompileDiagnostic> diagnostics;
+
+private:
+  clang::DiagnosticConsumer& m_printer;
+};
+
 // A kernel whose object needs constructors would run with zeroed globals: the JIT never runs
 // static initialisers of added objects. Refuse it at compile time, with a reason.
 void reject_static_initialisers(const llvm::Module& module) {
@@ -247,15 +298,15 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing,
           .release());
   clang::CompilerInstance instance;
   instance.setInvocation(invocation);
-  instance.createDiagnostics(&sink.printer, false);
+  RecordingConsumer recorder(sink.printer);
+  instance.createDiagnostics(&recorder, false);
   clang::EmitLLVMOnlyAction action(context.get());
   const bool parsed = instance.ExecuteAction(action);
-  if (!parsed || instance.getDiagnostics().hasErrorOccurred()) {
-    throw Error(ErrorKind::compile, "kernel does not compile:\n" + sink.flush());
-  }
-  std::unique_ptr<llvm::Module> module = action.takeModule();
+  std::unique_ptr<llvm::Module> module =
+      parsed && !instance.getDiagnostics().hasErrorOccurred() ? action.takeModule() : nullptr;
   if (!module) {
-    throw Error(ErrorKind::compile, "kernel does not compile:\n" + sink.flush());
+    throw Error(ErrorKind::compile, "kernel does not compile:\n" + sink.flush(),
+                std::move(recorder.diagnostics));
   }
   result.warnings = sink.flush();
   result.timings.frontend_ms = ms_since(start);

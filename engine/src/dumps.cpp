@@ -91,6 +91,22 @@ void Dumps::compiled(const codegen::KernelSource& source, const cache::Key& key,
   write_dump(stem.string() + ".s", object.assembly, m_logger);
 }
 
+std::optional<std::filesystem::path> Dumps::failed(const codegen::KernelSource& source,
+                                                   const cache::Key& key) const {
+  if (!m_dump_dir) {
+    return std::nullopt;
+  }
+  std::filesystem::path path = *m_dump_dir / (dump_stem(source.origin(), key) + ".cpp");
+  try {
+    posix::write_file_atomically(path, source.canonical(),
+                                 {.mode = 0644, .durability = posix::Durability::buffered});
+  } catch (const Error& e) {
+    m_logger.warn("cannot write {}: {}", path.string(), e.what());
+    return std::nullopt;
+  }
+  return path;
+}
+
 void Dumps::loaded_from_disk(const codegen::KernelSource& source, const cache::Key& key,
                              std::span<const char> object) const {
   if (!m_dump_dir) {

@@ -45,6 +45,12 @@ public:
   /// A kernel compiled now: its canonical source, optimised IR and assembly, as ORIGIN-KEY.*.
   void compiled(const codegen::KernelSource& source, const cache::Key& key,
                 const CompiledObject& object) const;
+  /// A kernel that did not compile: its canonical source as ORIGIN-KEY.cpp. Returns the file's
+  /// path, or nullopt without a dump directory or when it could not be written (warned).
+  [[nodiscard]] std::optional<std::filesystem::path> failed(const codegen::KernelSource& source,
+                                                            const cache::Key& key) const;
+  /// Whether a dump directory is in use.
+  [[nodiscard]] bool enabled() const noexcept { return m_dump_dir.has_value(); }
   /// A kernel loaded from the disk cache: its canonical source and the object's disassembly.
   void loaded_from_disk(const codegen::KernelSource& source, const cache::Key& key,
                         std::span<const char> object) const;

@@ -34,7 +34,8 @@ Kernel::Kernel(uwjit_kernel_fn function, std::shared_ptr<const void> code,
                                      static_cast<int>(info->slots.state_out.size()),
                                      static_cast<int>(info->slots.statics.size()),
                                      static_cast<int>(info->slots.extents.size()),
-                                     static_cast<int>(info->slots.integrals.size())},
+                                     static_cast<int>(info->slots.integrals.size()),
+                                     static_cast<int>(info->slots.params.size())},
       m_code(std::move(code)), m_info(std::move(info)) {}
 
 } // namespace uwjit::engine

@@ -41,6 +41,67 @@ std::string options_text(const codegen::KernelOptions& options) {
   }
   return text;
 }
+
+// Line `line` (from 1) of `text`, without its line break; "" past the end.
+std::string_view line_of(std::string_view text, int line) {
+  std::size_t begin = 0;
+  for (int l = 1; l < line; ++l) {
+    begin = text.find('\n', begin);
+    if (begin == std::string_view::npos) {
+      return {};
+    }
+    ++begin;
+  }
+  const std::size_t end = text.find('\n', begin);
+  return text.substr(begin, end == std::string_view::npos ? text.size() - begin : end - begin);
+}
+
+// The compile error of a kernel a node wrote, in the node's terms: each diagnostic names the
+// node and counts lines in the text the node wrote (body() or helpers()), with that line quoted;
+// then where the failing source was dumped. Hand-written kernels keep their own lines.
+Error describe_compile_failure(const codegen::KernelSource& source, const Error& error,
+                               const std::optional<std::filesystem::path>& dump) {
+  const auto& map = source.line_map();
+  std::string where;
+  if (dump) {
+    where = format("the failing source is {}", dump->string());
+    if (!map.empty()) {
+      where += format(" (its line {} is the generated kernel's line 1)", source.body_first_line());
+    }
+  } else {
+    where = "set UWJIT_DUMP_DIR to a directory to keep the failing source";
+  }
+  if (map.empty()) {
+    return Error(ErrorKind::compile, std::string(error.what()) + where, error.diagnostics());
+  }
+  std::vector<CompileDiagnostic> mapped = error.diagnostics();
+  std::string message;
+  for (CompileDiagnostic& d : mapped) {
+    const int generated_line = d.line;
+    const bool in_body = d.section == codegen::k_buffer_name;
+    if (in_body) {
+      if (const codegen::LineSpan* span = map.find(d.line)) {
+        d.section = span->section;
+        d.line = d.line - span->first + span->source_first;
+      } else {
+        d.section = "generated";
+      }
+    }
+    std::string place = d.line > 0 ? format("{} line {}, column {}", d.section, d.line, d.column)
+                                   : std::string("kernel");
+    if (in_body && d.section == "generated") {
+      place += format(" (written by the KernelWriter, not by the node; line {} of the "
+                      "failing source)",
+                      source.body_first_line() - 1 + generated_line);
+    }
+    message += format("node \"{}\": {}: {}: {}\n", source.origin(), place, d.severity, d.message);
+    if (in_body) {
+      message += format("    {}\n", line_of(source.body(), generated_line));
+    }
+  }
+  message += format("node \"{}\": the kernel does not compile; {}", source.origin(), where);
+  return Error(ErrorKind::compile, message, std::move(mapped));
+}
 } // namespace
 
 namespace detail {
@@ -61,11 +122,8 @@ Flavour::Flavour(const CompileOptions& options) : compiler(options) {
 }
 
 std::vector<cache::SlotTable> slot_tables(const codegen::SlotTables& slots) {
-  return {{"state_in", slots.state_in},
-          {"state_out", slots.state_out},
-          {"statics", slots.statics},
-          {"extents", slots.extents},
-          {"integrals", slots.integrals}};
+  return {{"state_in", slots.state_in}, {"state_out", slots.state_out}, {"statics", slots.statics},
+          {"extents", slots.extents},   {"integrals", slots.integrals}, {"params", slots.params}};
 }
 
 std::shared_ptr<KernelInfo> new_info(const codegen::KernelSource& source, const cache::Key& key,
@@ -147,7 +205,16 @@ CompiledObject Engine::Impl::compile(const codegen::KernelSource& source, const 
                                      KernelInfo& info) {
   const Flavour& f = flavour(source);
   const auto text = source.instantiate(info.entry, detail::module_name(key));
-  auto object = f.compiler.compile(text, dumps.listing(), detail::debug_file_name(key));
+  auto object = [&] {
+    try {
+      return f.compiler.compile(text, dumps.listing(), detail::debug_file_name(key));
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::compile || error.diagnostics().empty()) {
+        throw;
+      }
+      throw describe_compile_failure(source, error, dumps.failed(source, key));
+    }
+  }();
   stats.add(cache::Stat::compiles);
   // Before anything is published or loaded: an entry the object does not define is the
   // request's error, not a damaged cache entry.

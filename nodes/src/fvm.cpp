@@ -158,8 +158,9 @@ void FvmNode::emit_update(codegen::KernelWriter& w) const {
   w.integral("heat");
   w.integral("boundary_flux");
   w.integral("residual");
-  w.body(format(R"(    constexpr double kappa = {};
-    const double dt = args->dt;
+  // A run-time param: a sweep over kappa is one kernel.
+  w.param("kappa", m_kappa);
+  w.body(R"(    const double dt = args->dt;
     for (uw_i64 c = 0; c < n_cells; ++c) {
       T_out(c) = T(c);
     }
@@ -187,8 +188,7 @@ void FvmNode::emit_update(codegen::KernelWriter& w) const {
       const double rate = (T_out(c) - T(c)) / dt;
       residual += cell_volume(c) * rate * rate;
     }
-)",
-                literal(m_kappa)));
+)");
 }
 
 double FvmNode::error(const runtime::Snapshot& simulation) const {

@@ -218,10 +218,11 @@ void PipeFlowNode::emit_update(codegen::KernelWriter& w) const {
   w.integral("momentum");
   w.update_box();
 
-  const double omega = 1.0 / m_tau;
+  // The relaxation rate and the body force are run-time params: a sweep over tau, the Reynolds
+  // number or the force is one kernel (they cost no speed: the loop is bound by memory).
+  w.param("omega", 1.0 / m_tau);
+  w.param("fx", m_force);
   std::string body;
-  body += format("    constexpr double omega = {};\n", literal(omega));
-  body += format("    constexpr double fx = {};\n", literal(m_force));
   // Branch-free, so that the k loop vectorises: every node is streamed and collided, and a
   // solid node keeps its populations through a select (its populations never change, so the
   // values computed for it, discarded, stay finite).

@@ -14,13 +14,26 @@ using codegen::BufferDecl;
 using codegen::BufferRole;
 using codegen::KernelWriter;
 
-// `hash` is the static_data_hash the kernel text names: that of the node's whole static data,
-// also when `bound` holds a rank's slabs, so that every rank emits the same text.
+std::vector<FollowsDomain> static_follows(const KernelWriter& writer) {
+  std::vector<FollowsDomain> follows;
+  for (const BufferDecl& buffer : writer.buffers()) {
+    if (buffer.role != BufferRole::statics) {
+      continue;
+    }
+    for (std::size_t a = 0; a < buffer.axes.size(); ++a) {
+      const auto& extent = writer.extents()[static_cast<std::size_t>(buffer.axes[a].extent.id)];
+      if (extent.domain_axis >= 0 && extent.mode == codegen::ExtentMode::runtime) {
+        follows.push_back({buffer.name, static_cast<int>(a), extent.domain_axis});
+      }
+    }
+  }
+  return follows;
+}
+
 Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
-             const std::string& hash, bool checked) {
+             const StaticData& whole, bool checked) {
   KernelWriter writer(node.name());
   writer.checked(checked);
-  writer.comment("static_data_hash " + hash);
   for (std::size_t d = 0; d < layout.domain.size(); ++d) {
     (void)writer.domain_extent(static_cast<int>(d), layout.axis_names[d], layout.domain[d],
                                layout.modes[d]);
@@ -44,6 +57,9 @@ Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
   }
   writer.restrict_outputs(field_names, layout.integrals);
   node.emit_update(writer);
+  // Known only now that the kernel has declared the axes of its static arrays; a static array
+  // that follows a run-time domain extent keeps that extent out of the key.
+  writer.comment("static_data_hash " + static_data_hash(whole, static_follows(writer)));
   for (const auto& name : layout.integrals) {
     if (std::find(writer.integrals().begin(), writer.integrals().end(), name) ==
         writer.integrals().end()) {
@@ -143,6 +159,9 @@ Binding bind_kernel(const Node& node, const Layout& layout, const KernelWriter& 
     if (e.mode == codegen::ExtentMode::runtime) {
       b.extents.push_back(e.value);
     }
+  }
+  for (const auto& p : writer.params()) {
+    b.params.push_back(p.value);
   }
   for (const auto& name : layout.integrals) {
     const auto& declared = writer.integrals();

@@ -26,11 +26,15 @@ struct Emitted {
 };
 
 /// Emits node `node`'s kernel over `layout` with the static arrays of `bound` provided.
-/// `hash` is the static_data_hash the kernel text names: that of the node's whole static data,
-/// also when `bound` holds a rank's slabs, so that every rank emits the same text.
+/// The kernel text names the static_data_hash of `whole`, the node's whole static data (also
+/// when `bound` holds a rank's slabs, so that every rank emits the same text), with the axes
+/// the kernel declares over run-time domain extents recorded as following them.
 /// `checked`: the kernel is written in checked mode (KernelWriter::checked).
 Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
-             const std::string& hash, bool checked);
+             const StaticData& whole, bool checked);
+
+/// The axes of static arrays that `writer`'s kernel declares over run-time domain extents.
+[[nodiscard]] std::vector<FollowsDomain> static_follows(const codegen::KernelWriter& writer);
 
 // How one node's kernel is bound: buffer slots to fields, static pointers, run-time extents and
 // integral slots. Built completely before it replaces a previous binding.
@@ -43,6 +47,7 @@ struct Binding {
   std::vector<StaticArray> held;              // keeps the bound arrays alive
   std::vector<std::unique_ptr<Field>> padded; // halo-padded copies of static arrays
   std::vector<uw_i64> extents;                // run-time extents, slot order
+  std::vector<double> params;                 // run-time parameters, slot order
   std::vector<std::size_t> integral_slot;     // declared integral -> kernel slot
   std::vector<double> kernel_integrals;       // kernel slot order: one step's sums
 };

@@ -29,6 +29,7 @@ void NodeState::wire() {
   args.state_out = out_ptrs.data();
   args.statics = binding.statics.data();
   args.extents = binding.extents.data();
+  args.params = binding.params.data();
   args.integrals = nullptr; // the executor gives each call a table of its own
   args.check = checked ? check_record.data() : nullptr;
   args.dt = layout.dt;

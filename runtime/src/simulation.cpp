@@ -90,7 +90,7 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
           s.layout.modes[static_cast<std::size_t>(d)] = codegen::ExtentMode::runtime;
         }
       }
-      emitted[n].emplace(emit(*s.node, s.layout, s.bound, static_data_hash(whole), checked));
+      emitted[n].emplace(emit(*s.node, s.layout, s.bound, whole, checked));
     }
   });
   if (decomposition && options.share_on_node) {
@@ -386,10 +386,11 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
   std::string key = array.key();
   StaticData bound = s.bound;
   bound.replace(std::move(array));
-  const bool same_kernel = static_data_hash(bound) == static_data_hash(s.bound);
+  const auto follows = static_follows(*s.writer);
+  const bool same_kernel = static_data_hash(bound, follows) == static_data_hash(s.bound, follows);
   std::optional<Emitted> emitted;
   if (!same_kernel) {
-    emitted.emplace(emit(*s.node, s.layout, bound, static_data_hash(bound), m_impl->checked));
+    emitted.emplace(emit(*s.node, s.layout, bound, bound, m_impl->checked));
   }
   const codegen::KernelWriter& writer = same_kernel ? *s.writer : emitted->writer;
   Binding binding = bind_kernel(*s.node, s.layout, writer, bound, serial_padder(s.layout));

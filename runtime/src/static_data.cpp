@@ -83,8 +83,9 @@ void StaticArray::validate() {
     reject(m_key, format("unsupported dtype {} (accepted: f32, f64, i8, u8, i32, i64)",
                          static_cast<int>(m_dtype)));
   }
-  if (m_shape.empty() || m_shape.size() > k_max_axes) {
-    reject(m_key, format("shape {} must have 1 to {} axes", shape_text(m_shape), k_max_axes));
+  if (m_shape.size() > k_max_axes) {
+    reject(m_key,
+           format("shape {} must have 0 (a scalar) to {} axes", shape_text(m_shape), k_max_axes));
   }
   for (std::size_t axis = 0; axis < m_shape.size(); ++axis) {
     if (m_shape[axis] < 1) {
@@ -280,6 +281,10 @@ void append_value(std::string& out, const Value& value) {
 } // namespace
 
 std::string static_data_hash(const StaticData& data) {
+  return static_data_hash(data, {});
+}
+
+std::string static_data_hash(const StaticData& data, const std::vector<FollowsDomain>& follows) {
   if (data.empty()) {
     return "0";
   }
@@ -295,7 +300,13 @@ std::string static_data_hash(const StaticData& data) {
       text += ':';
       for (int axis = 0; axis < array->ndim(); ++axis) {
         text += axis == 0 ? "" : ",";
-        text += std::to_string(array->shape()[static_cast<std::size_t>(axis)]);
+        const auto follow = std::find_if(follows.begin(), follows.end(), [&](const auto& f) {
+          return f.key == key && f.axis == axis;
+        });
+        // 'd' never starts an extent's digits: the two cannot be confused.
+        text += follow != follows.end()
+                    ? "d" + std::to_string(follow->domain_axis)
+                    : std::to_string(array->shape()[static_cast<std::size_t>(axis)]);
       }
       text += ' ';
       text += to_string(array->replication());

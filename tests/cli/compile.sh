@@ -194,6 +194,9 @@ d = json.loads(sys.argv[1])
 assert d["tiers"]["7"] == "disk", d
 assert d["keys"]["7"] == sys.argv[2], (d, sys.argv[2])
 ' "$out" "$warmed" && ok || fail "a host finds the kernel the CLI compiled with its slot names, under the same key"
+run "$uwjit" compile "$sandbox/host7.cpp" --state-in x --state-out y --extents n --params gain --json
+with_params=$(python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["key"])' <<<"$out")
+[ -n "$with_params" ] && [ "$with_params" != "$warmed" ] && ok || fail "--params names run-time param slots, part of the key"
 run "$uwjit" compile "$sandbox/host7.cpp" --state-in 'x,1y'
 expect_code 2 "a bad slot name"
 expect_err 'slot name "1y" is not a C identifier' "a bad slot name is named"

@@ -118,6 +118,27 @@ TEST_CASE("a syntax error names kernel.cpp with the line and column of the body"
                                       "k"));
   CHECK(message.find("kernel.cpp:2:12: error: expected ';'") != std::string::npos);
   CHECK(message.find("  int x = 1") != std::string::npos); // the offending line is shown
+  CHECK(message.find("set UWJIT_DUMP_DIR") != std::string::npos);
+}
+
+TEST_CASE("a hand-written kernel's diagnostics keep its own lines and columns") {
+  Engine engine(memory_only());
+  try {
+    (void)engine.kernel(KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args* a) {\n"
+                                                "  int x = 1\n"
+                                                "  return x;\n"
+                                                "}\n",
+                                                "k"));
+    FAIL("compiled");
+  } catch (const uwjit::Error& error) {
+    REQUIRE_FALSE(error.diagnostics().empty());
+    const auto& d = error.diagnostics()[0];
+    CHECK(d.severity == "error");
+    CHECK(d.section == "kernel.cpp");
+    CHECK(d.line == 2);
+    CHECK(d.column == 12);
+    CHECK(d.message == "expected ';' at end of declaration");
+  }
 }
 
 TEST_CASE("a failed compile leaves nothing behind and the engine goes on") {

@@ -642,3 +642,197 @@ TEST_CASE("the checkpoint format is pinned by a golden file, and the golden file
   CHECK(old.field("c", "n").at<std::int64_t>(1, 2) == 7 + 3 + 2 + 2);
   CHECK(old.rebound_statics("c").empty());
 }
+
+namespace {
+
+// u(i) = u(i) * gain() + rate * k(i): a run-time param `rate`, a scalar static array `gain` and
+// a static array `k` declared over the domain axis (which follows its extent when that is
+// run-time). `body` replaces the body, for the compile-error tests.
+class AuthorNode final : public Node {
+public:
+  AuthorNode(std::string name, double rate, std::int64_t n = 8,
+             ExtentMode mode = ExtentMode::compiled, std::string body = {})
+      : Node("author", std::move(name), Params{{"rate", rate}, {"n", n}}), m_rate(rate), m_n(n),
+        m_mode(mode), m_body(std::move(body)) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = m_n, .extent = m_mode, .name = "n"}},
+            .fields = {{"u", Dtype::f64}},
+            .integrals = {}};
+  }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t i = 0; i < m_n; ++i) {
+      state["u"].at<double>(i) = 1.0;
+    }
+  }
+  void emit_update(KernelWriter& w) const override {
+    w.state_out("u");
+    w.param("rate", m_rate);
+    w.static_array("gain");
+    w.static_array("k", Dtype::f64, {{w.domain(0)}});
+    w.helpers("inline double twice(double a) {\n  return 2.0 * a;\n}\n");
+    w.body(m_body.empty() ? "    for (uw_i64 i = 0; i < n; ++i) {\n"
+                            "      u_out(i) = u(i) * gain() + rate * k(i);\n"
+                            "    }\n"
+                          : m_body);
+  }
+
+protected:
+  StaticData build_static_data() const override {
+    StaticData data;
+    data.add(StaticArray::scalar("gain", 2.0));
+    std::vector<double> k(static_cast<std::size_t>(m_n));
+    std::iota(k.begin(), k.end(), 0.0);
+    data.add(StaticArray::from_vector("k", std::move(k), {m_n}));
+    return data;
+  }
+
+private:
+  double m_rate;
+  std::int64_t m_n;
+  ExtentMode m_mode;
+  std::string m_body;
+};
+
+int compiles(const Simulation& sim) {
+  int n = 0;
+  for (const auto& report : sim.kernels()) {
+    n += report.info.tier == Tier::compiled ? 1 : 0;
+  }
+  return n;
+}
+
+// The Error(compile) a node's kernel raises when a Simulation is made.
+uwjit::Error compile_error(Engine& engine, std::shared_ptr<const Node> node) {
+  try {
+    Simulation sim(engine, one(std::move(node)));
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::compile);
+    return error;
+  }
+  FAIL("the kernel compiled");
+  return uwjit::Error(uwjit::ErrorKind::internal, "unreachable");
+}
+
+} // namespace
+
+TEST_CASE("a sweep over a run-time param compiles once and each run sees its own value") {
+  const uwjit_test::TempDir cache("uwjit-params");
+  int compiled = 0;
+  std::string key;
+  for (const double rate : {0.5, 1.0, 1.5, 2.0, -3.25}) {
+    Engine engine({.disk_cache = uwjit::engine::DiskCache::environment, .cache_dir = cache.path()});
+    Simulation sim(engine, one(std::make_shared<AuthorNode>("a", rate)));
+    compiled += compiles(sim);
+    key = key.empty() ? sim.kernels()[0].info.key : key;
+    CHECK(sim.kernels()[0].info.key == key);
+    CHECK(sim.kernels()[0].info.slots.params == std::vector<std::string>{"rate"});
+    CHECK(sim.kernels()[0].source->body().find(std::to_string(rate)) == std::string::npos);
+    sim.step();
+    const auto u = values(sim, "a");
+    for (std::size_t i = 0; i < u.size(); ++i) {
+      CHECK(u[i] == 2.0 + rate * static_cast<double>(i));
+    }
+  }
+  CHECK(compiled == 1); // the others are disk hits: the manifest's params table matched
+  // In one engine, a new node with another value is a memory hit.
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation first(engine, one(std::make_shared<AuthorNode>("a", 1.0)));
+  Simulation second(engine, one(std::make_shared<AuthorNode>("b", 4.0)));
+  CHECK(compiles(first) == 1);
+  CHECK(second.kernels()[0].info.tier == Tier::memory);
+}
+
+TEST_CASE("a scalar static array is read by the kernel, and rebinding it compiles nothing") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, one(std::make_shared<AuthorNode>("a", 0.0)));
+  sim.step();
+  CHECK(values(sim, "a") == std::vector<double>(8, 2.0));
+  const auto rebound = sim.rebind_static("a", StaticArray::scalar("gain", 3.0));
+  CHECK_FALSE(rebound.new_kernel);
+  sim.step();
+  CHECK(values(sim, "a") == std::vector<double>(8, 6.0));
+  // Another dtype is another kernel, as for any array.
+  const auto narrow = sim.rebind_static("a", StaticArray::scalar("gain", 0.5f));
+  CHECK(narrow.new_kernel);
+  sim.step();
+  CHECK(values(sim, "a") == std::vector<double>(8, 3.0));
+}
+
+TEST_CASE("with run-time extents, static arrays that follow the domain keep one kernel for all "
+          "sizes") {
+  const uwjit_test::TempDir cache("uwjit-follow");
+  int compiled = 0;
+  for (const std::int64_t n : {6, 8, 11, 16}) {
+    Engine engine({.disk_cache = uwjit::engine::DiskCache::environment, .cache_dir = cache.path()});
+    Simulation sim(engine, one(std::make_shared<AuthorNode>("a", 1.0, n, ExtentMode::runtime)));
+    compiled += compiles(sim);
+    const auto& body = sim.kernels()[0].source->body();
+    CHECK(body.find("(" + std::to_string(n) + ")") == std::string::npos);
+    sim.step();
+    const auto u = values(sim, "a");
+    REQUIRE(u.size() == static_cast<std::size_t>(n));
+    CHECK(u.back() == 2.0 + static_cast<double>(n - 1));
+  }
+  CHECK(compiled == 1);
+  // Compiled in, each size is its own kernel.
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation six(engine, one(std::make_shared<AuthorNode>("a", 1.0, 6)));
+  Simulation eight(engine, one(std::make_shared<AuthorNode>("a", 1.0, 8)));
+  CHECK(compiles(six) + compiles(eight) == 2);
+  // The rules stay: an array that does not match the domain is refused.
+  Simulation sim(engine, one(std::make_shared<AuthorNode>("a", 1.0, 8, ExtentMode::runtime)));
+  CHECK(contains(usage_error([&] {
+                   (void)sim.rebind_static(
+                       "a", StaticArray::from_vector("k", std::vector<double>(9), {9}));
+                 }),
+                 "\"k\""));
+}
+
+TEST_CASE("a compile error names the node and counts lines in the text the node wrote") {
+  const uwjit_test::TempDir dumps("uwjit-dumps");
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off, .dump_dir = dumps.path()});
+  const std::string body = "    for (uw_i64 i = 0; i < n; ++i) {\n"
+                           "      u_out(i) = u(i);\n"
+                           "    }\n"
+                           "    u_out(0) = q;\n";
+  const uwjit::Error error = compile_error(
+      engine, std::make_shared<AuthorNode>("advect", 1.0, 8, ExtentMode::compiled, body));
+  const std::string message = error.what();
+  CAPTURE(message);
+  CHECK(contains(message,
+                 "node \"advect\": kernel line 4, column 16: error: use of undeclared identifier "
+                 "'q'\n        u_out(0) = q;\n"));
+  REQUIRE(error.diagnostics().size() == 1);
+  const auto& d = error.diagnostics()[0];
+  CHECK(d.section == "kernel");
+  CHECK(d.line == 4);
+  CHECK(d.column == 16);
+  CHECK(d.message == "use of undeclared identifier 'q'");
+  // The failing source is in the dump directory, and the message says where.
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dumps.path())) {
+    files.push_back(entry.path());
+  }
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].filename().string().rfind("advect-", 0) == 0);
+  CHECK(contains(message, "the failing source is " + files[0].string()));
+  CHECK(contains(uwjit_test::read_text(files[0]), "    u_out(0) = q;\n"));
+
+  // A mistake in helpers() counts lines in the helpers.
+  struct Typo final : public Node {
+    Typo() : Node("typo", "t", Params{}) {}
+    uwjit::runtime::NodeLayout layout() const override {
+      return {.axes = {{.cells = 4, .name = "n"}}, .fields = {{"u", Dtype::f64}}};
+    }
+    void initial_state(uwjit::runtime::State&) const override {}
+    void emit_update(KernelWriter& w) const override {
+      w.state_out("u");
+      w.helpers("// scale\ninline double f(double a) { return a * scale; }\n");
+      w.body("    for (uw_i64 i = 0; i < n; ++i) {\n      u_out(i) = f(u(i));\n    }\n");
+    }
+  };
+  const uwjit::Error in_helpers = compile_error(engine, std::make_shared<Typo>());
+  CAPTURE(in_helpers.what());
+  CHECK(contains(in_helpers.what(), "node \"t\": kernel helpers line 2, column 40: error: use of "
+                                    "undeclared identifier 'scale'"));
+}

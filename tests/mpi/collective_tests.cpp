@@ -147,6 +147,16 @@ MPI_TEST_CASE("a compile error on the compiling rank raises the same error on ev
                             uwjit::ErrorKind::compile);
   MPI_CHECK(message.find("kernel.cpp:4:") != std::string::npos);
   MPI_CHECK(job_total(engine, Stat::compiles) == 0);
+  // Every rank gets the diagnostics too, not only the message.
+  try {
+    (void)engine.kernel(scale(1.0, "  int broken = ;\n"), *comm());
+    MPI_CHECK(false);
+  } catch (const uwjit::Error& error) {
+    MPI_CHECK(error.diagnostics().size() == 1);
+    MPI_CHECK(!error.diagnostics().empty() && error.diagnostics()[0].line == 4 &&
+              error.diagnostics()[0].section == "kernel.cpp" &&
+              error.diagnostics()[0].severity == "error");
+  }
   // The job goes on: the next request works.
   MPI_CHECK(call(engine.kernel(scale(8.0), *comm()), 1.0) == 8.0);
 }

@@ -217,3 +217,83 @@ TEST_CASE("checked mode is other text; off, the text is what it always was") {
   CHECK(text.find("if (__builtin_expect(i2 < 0LL || i2 >= k_n2, 0))") != std::string::npos);
   CHECK(text.find("return UWJIT_KERNEL_CHECK_FAILED;") != std::string::npos);
 }
+
+TEST_CASE("a run-time param is read from args->params and its value never appears in the text") {
+  auto with_kappa = [](double kappa) {
+    KernelWriter w = heat_like(ExtentMode::compiled, 8);
+    w.param("kappa", kappa);
+    w.param("gain", 2.0);
+    return w;
+  };
+  const KernelWriter w = with_kappa(0.123456789);
+  REQUIRE(w.params().size() == 2);
+  CHECK(w.params()[0].name == "kappa");
+  CHECK(w.params()[0].value == 0.123456789);
+  CHECK(w.params()[1].slot == 1);
+  const auto source = w.finish();
+  CHECK(source.slots().params == std::vector<std::string>{"kappa", "gain"});
+  CHECK(contains(source.body(), "const double kappa = args->params[0];"));
+  CHECK(contains(source.body(), "const double gain = args->params[1];"));
+  CHECK_FALSE(contains(source.body(), "123456789"));
+  CHECK(contains(source.canonical(), "params=[kappa,gain]"));
+  // Another value is the same kernel.
+  CHECK(with_kappa(7.5).finish().canonical() == source.canonical());
+  // A param's name is claimed like any other.
+  KernelWriter clash = heat_like(ExtentMode::compiled, 8);
+  CHECK(contains(usage_error([&] { clash.param("u", 1.0); }), "param \"u\" clashes"));
+  CHECK(contains(usage_error([&] { clash.param("args", 1.0); }), "reserved"));
+}
+
+TEST_CASE("a static array of no axes is read as a scalar through key()") {
+  KernelWriter w("gain");
+  const auto x = w.domain_extent(0, "nx", 4, ExtentMode::compiled);
+  w.state_in("u", Dtype::f64, {{x}});
+  w.provide_static("g", Dtype::f32, {});
+  w.state_out("u");
+  w.static_array("g"); // from its provided (empty) shape
+  w.body("    u_out(0) = u(0) * g();\n");
+  const auto source = w.finish();
+  CHECK(source.slots().statics == std::vector<std::string>{"g"});
+  CHECK(contains(source.body(), "auto g = [=]() -> uw_f32 {\n    return g_data[0];"));
+  // State buffers still need an axis.
+  KernelWriter bad("bad");
+  CHECK(contains(usage_error([&] { bad.state_in("u", Dtype::f64, {}); }),
+                 "only a static array may be a scalar"));
+}
+
+TEST_CASE("the line map takes each line of body() and helpers() back to the node's own text") {
+  KernelWriter w = heat_like(ExtentMode::compiled, 8);
+  w.helpers("inline double twice(double a) {\n  return 2 * a;\n}\n");
+  const auto source = w.finish();
+  const auto& map = source.line_map();
+  REQUIRE(map.spans.size() == 2);
+  const std::string& text = source.body();
+  auto line_of = [&](int line) {
+    std::size_t at = 0;
+    for (int l = 1; l < line; ++l) {
+      at = text.find('\n', at) + 1;
+    }
+    return text.substr(at, text.find('\n', at) - at);
+  };
+  for (const auto& span : map.spans) {
+    CAPTURE(span.section);
+    CHECK(span.source_first == 1);
+    CHECK(map.find(span.first) == &span);
+  }
+  CHECK(map.spans[0].section == "kernel helpers");
+  CHECK(map.spans[0].count == 3);
+  CHECK(line_of(map.spans[0].first + 1) == "  return 2 * a;");
+  CHECK(map.spans[1].section == "kernel");
+  CHECK(map.spans[1].count == 2);
+  CHECK(line_of(map.spans[1].first + 1) == "    u_out(0, 0, 0) = u(-1, 0, 0);");
+  CHECK(map.find(1) == nullptr); // the writer's own first line
+  // The canonical text, and so the key, does not carry the map.
+  CHECK(source.canonical().find("kernel helpers") == std::string::npos);
+  // The body starts where body_first_line() says.
+  const std::string& canonical = source.canonical();
+  std::size_t at = 0;
+  for (int l = 1; l < source.body_first_line(); ++l) {
+    at = canonical.find('\n', at) + 1;
+  }
+  CHECK(canonical.substr(at, text.find('\n') + 1) == text.substr(0, text.find('\n') + 1));
+}

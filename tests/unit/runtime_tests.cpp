@@ -74,6 +74,15 @@ TEST_CASE("a static array of every dtype, replicated or sharded on any axis, is 
   }
 }
 
+TEST_CASE("a static array of no axes is a scalar of one element") {
+  const auto gain = StaticArray::scalar("gain", 2.5);
+  CHECK(gain.ndim() == 0);
+  CHECK(gain.element_count() == 1);
+  CHECK(gain.size_bytes() == sizeof(double));
+  CHECK(gain.values<double>()[0] == 2.5);
+  CHECK(gain.replication() == Replication::replicate);
+}
+
 TEST_CASE("the StaticArray validation matrix: each rule is an error naming the key and the rule") {
   struct Case {
     const char* what;
@@ -97,10 +106,11 @@ TEST_CASE("the StaticArray validation matrix: each rule is an error naming the k
        "static array \"w\": shape (4, 0) has extent 0 on axis 1: zero-size"},
       {"negative axis", [] { StaticArray("w", bytes(8), Dtype::f64, {-3}); },
        "static array \"w\": shape (-3) has extent -3 on axis 0"},
-      {"no axes", [] { StaticArray("w", bytes(8), Dtype::f64, {}); },
-       "static array \"w\": shape () must have 1 to 8 axes"},
+      {"a scalar sharded",
+       [] { StaticArray("w", bytes(8), Dtype::f64, {}, Replication::shard, 0); },
+       "static array \"w\": shard_axis 0 is out of range [0, 0)"},
       {"too many axes", [] { StaticArray("w", bytes(8), Dtype::f64, {1, 1, 1, 1, 1, 1, 1, 1, 1}); },
-       "must have 1 to 8 axes"},
+       "must have 0 (a scalar) to 8 axes"},
       {"unsupported dtype", [] { StaticArray("w", bytes(8), static_cast<Dtype>(9), {8}); },
        "static array \"w\": unsupported dtype 9 (accepted: f32, f64, i8, u8, i32, i64)"},
       {"null data", [] { StaticArray("w", nullptr, Dtype::f64, {8}); },
@@ -230,6 +240,26 @@ TEST_CASE("static_data_hash is the same in another process") {
   const std::string second = run(UWJIT_HASH_HELPER);
   CHECK(first == here + "\n");
   CHECK(second == first);
+}
+
+TEST_CASE("static_data_hash leaves out the extents that follow a run-time domain axis, only") {
+  using uwjit::runtime::FollowsDomain;
+  using uwjit::runtime::static_data_hash;
+  auto data = [](std::int64_t nx, std::int64_t ny) {
+    StaticData d;
+    d.add(StaticArray::from_vector("k", std::vector<double>(static_cast<std::size_t>(nx * ny)),
+                                   {nx, ny}));
+    return d;
+  };
+  const std::vector<FollowsDomain> follows_x = {{"k", 0, 0}};
+  // The followed axis may change; the other may not.
+  CHECK(static_data_hash(data(8, 4), follows_x) == static_data_hash(data(16, 4), follows_x));
+  CHECK(static_data_hash(data(8, 4), follows_x) != static_data_hash(data(8, 5), follows_x));
+  // Following is itself part of the hash: a kernel that follows is not one that compiles in.
+  CHECK(static_data_hash(data(8, 4), follows_x) != static_data_hash(data(8, 4)));
+  CHECK(static_data_hash(data(8, 4), follows_x) !=
+        static_data_hash(data(8, 4), {{"k", 0, 1}})); // another domain axis
+  CHECK(static_data_hash(data(8, 4), {}) == static_data_hash(data(8, 4)));
 }
 
 TEST_CASE("static_data_hash ignores contents and order, and sees every declared property") {

@@ -38,6 +38,7 @@ ArgSpec compile_spec() {
       .option("--statics", "A,B,...", "the names of the static-array slots")
       .option("--extents", "A,B,...", "the names of the run-time extents")
       .option("--integrals", "A,B,...", "the names of the domain integrals")
+      .option("--params", "A,B,...", "the names of the run-time params (args->params)")
       .flag("--json", "print the report as JSON, also when the kernel does not compile")
       .positional("FILE", "the kernel source (C++20; the uwjit kernel ABI header is prepended)")
       .epilog("The slot names and the compile options are part of the cache key: give the ones "
@@ -162,7 +163,8 @@ int compile_command(const std::vector<std::string>& argv) {
                                     .state_out = slot_list(args.get("--state-out")),
                                     .statics = slot_list(args.get("--statics")),
                                     .extents = slot_list(args.get("--extents")),
-                                    .integrals = slot_list(args.get("--integrals"))};
+                                    .integrals = slot_list(args.get("--integrals")),
+                                    .params = slot_list(args.get("--params"))};
     const std::string body = read_file(path);
     const auto source = body.find(codegen::k_entry_placeholder) != std::string::npos
                             ? codegen::KernelSource::generated("source", body, slots)

@@ -11,8 +11,8 @@
 namespace uwjit::cache {
 
 /// One table of slot names in ABI order, e.g. {"state_in", {"u", "v"}}. A request's tables are
-/// named state_in, state_out, statics, extents, integrals, in that order (the engine converts
-/// codegen::SlotTables); an entry whose tables differ from the request's is refused.
+/// named state_in, state_out, statics, extents, integrals, params, in that order (the engine
+/// converts codegen::SlotTables); an entry whose tables differ from the request's is refused.
 struct SlotTable {
   std::string name;
   std::vector<std::string> slots;

@@ -17,6 +17,7 @@
  * | state_out      | state buffers the step writes                                            |
  * | statics        | static arrays, bound as external buffers (never compiled in)             |
  * | extents        | the extents not compiled in, in the order of the extents slot table      |
+ * | params         | the run-time parameters (doubles), in the order of the params slot table |
  * | dt, step       | the time step and the index of the step being taken                      |
  * | shard_offset   | per axis: global index of this shard's first interior cell (0 serially)  |
  * | shard_extent   | per axis: this shard's interior extent                                   |
@@ -50,7 +51,7 @@
  * | 6     | the buffer's rank (index count)                                                  |
  * | 7..   | the indices, at most UWJIT_CHECK_MAX_INDICES of them                              |
  *
- * Version 3 added check.
+ * Version 3 added n_params, params and check.
  */
 #ifndef UWJIT_KERNEL_ABI_H
 #define UWJIT_KERNEL_ABI_H
@@ -79,10 +80,12 @@ typedef struct uwjit_kernel_args {
   int n_statics;
   int n_extents;
   int n_integrals;
+  int n_params;
   const void* const* state_in;
   void* const* state_out;
   const void* const* statics;
   const uw_i64* extents;
+  const double* params;
   double dt;
   uw_i64 step;
   uw_i64 shard_offset[UWJIT_MAX_AXES];

@@ -16,8 +16,31 @@ struct SlotTables {
   std::vector<std::string> statics;
   std::vector<std::string> extents;
   std::vector<std::string> integrals;
+  std::vector<std::string> params; ///< run-time parameters (args->params), never in the text
 
   friend bool operator==(const SlotTables&, const SlotTables&) = default;
+};
+
+/// Where a run of the body's lines came from: lines [first, first + count) of the body (counted
+/// from 1, as diagnostics count them in kernel.cpp) are lines [source_first, ...) of `section`,
+/// a text the node wrote ("kernel" for KernelWriter::body(), "kernel helpers" for helpers()).
+struct LineSpan {
+  int first = 1;
+  int count = 0;
+  std::string section;
+  int source_first = 1;
+  friend bool operator==(const LineSpan&, const LineSpan&) = default;
+};
+
+/// How the body's lines map to the texts a node wrote. Carried beside the canonical text, never
+/// in it: it changes no key. Empty for kernels written by hand (their lines are their own).
+struct LineMap {
+  std::vector<LineSpan> spans;
+
+  /// The span holding body line `line`, or nullptr (a line the writer generated).
+  [[nodiscard]] const LineSpan* find(int line) const noexcept;
+  [[nodiscard]] bool empty() const noexcept { return spans.empty(); }
+  friend bool operator==(const LineMap&, const LineMap&) = default;
 };
 
 /// The placeholders codegen writes instead of generated names. The key is computed over text that
@@ -74,6 +97,11 @@ public:
   /// it. Throws Error(usage) if the body lacks the entry placeholder.
   static KernelSource generated(std::string origin, std::string body, SlotTables slots);
 
+  /// As above, with the map from the body's lines to the texts the node wrote (diagnostics
+  /// then count lines in those texts). The map is not part of the canonical text or the key.
+  static KernelSource generated(std::string origin, std::string body, SlotTables slots,
+                                LineMap lines);
+
   /// A hand-written kernel whose entry has the fixed name `entry` (origin "source").
   /// Throws Error(usage) if `entry` is not a C identifier.
   static KernelSource from_text(std::string body, std::string entry, SlotTables slots = {});
@@ -98,6 +126,10 @@ public:
   [[nodiscard]] const std::string& origin() const noexcept { return m_origin; }
   [[nodiscard]] const std::string& body() const noexcept { return m_body; }
   [[nodiscard]] const SlotTables& slots() const noexcept { return m_slots; }
+  /// The map from body lines to the node's own texts (empty for hand-written kernels).
+  [[nodiscard]] const LineMap& line_map() const noexcept { return m_lines; }
+  /// The line of canonical() (counted from 1) that holds the body's first line.
+  [[nodiscard]] int body_first_line() const noexcept;
 
 private:
   KernelSource(std::string origin, std::string body, std::optional<std::string> fixed_entry,
@@ -106,6 +138,7 @@ private:
   std::string m_body;
   std::optional<std::string> m_fixed_entry;
   SlotTables m_slots;
+  LineMap m_lines;
   std::string m_canonical;
   KernelOptions m_options;
 };

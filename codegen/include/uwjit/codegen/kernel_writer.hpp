@@ -58,6 +58,13 @@ struct BufferDecl {
   int slot; ///< index into the role's pointer table
 };
 
+/// A run-time parameter as declared: its local's name, the value the caller will pass, its slot.
+struct ParamDecl {
+  std::string name; ///< the local `const double` in kernel text
+  double value;     ///< what the runtime passes in args->params (never written into the text)
+  int slot;         ///< index into args->params
+};
+
 /// Writes one generated kernel: extents, buffers, integrals, then the node's text.
 ///
 /// For each buffer the kernel text gets, inside the entry function:
@@ -66,6 +73,7 @@ struct BufferDecl {
 ///     outputs (`u_out(i, j, k) = ...`);
 ///   - `NAME_data` (the pointer), `NAME_n<d>` (interior extent of axis d) and `NAME_s<d>` (its
 ///     stride in elements), for code that walks the memory itself.
+/// A static array of no axes (a scalar, shape ()) is read as `NAME()`.
 /// Buffers are row-major (the last axis is contiguous), each axis padded by its halo on both
 /// sides. Accessor names: a state input is named after its field, a state output is the field
 /// name followed by "_out", a static array is named after its key. Each extent named `nx` is a
@@ -141,6 +149,15 @@ public:
   /// provided.
   void static_array(std::string key);
 
+  /// Declares a run-time parameter: the kernel text gets a local `const double name` read from
+  /// args->params when the kernel runs, and `value` is what the runtime passes there. The value
+  /// is never written into the text, so kernels that differ only in it are one kernel, one key:
+  /// sweeping it compiles nothing. A value written into the text instead (with literal()) is a
+  /// constant the compiler may fold, at the price of one kernel per value: declare as run-time
+  /// the coefficients a user sweeps, keep compiled what shapes the code (counts, switches).
+  /// Throws Error(usage) if `name` is not a free C identifier.
+  void param(std::string name, double value);
+
   /// Declares that the kernel updates exactly the cells of the box args->update_begin ..
   /// update_end (and sums its integrals over those cells only), through the locals `nx_begin`
   /// and `nx_end` this gives each domain extent `nx`, e.g. `for (uw_i64 i = nx_begin; i <
@@ -184,14 +201,17 @@ public:
   /// Appends text to the body of the entry, after the accessors.
   void body(std::string_view text);
 
-  /// The kernel: its text and its slot tables (state_in, state_out, statics, run-time extents,
-  /// integrals, each in declaration order). Throws Error(usage) if no body was written.
+  /// The kernel: its text, its slot tables (state_in, state_out, statics, run-time extents,
+  /// integrals, params, each in declaration order) and the map from its lines to those of the
+  /// texts given to body() and helpers(), so that a compile error names the node's own line.
+  /// Throws Error(usage) if no body was written.
   [[nodiscard]] KernelSource finish() const;
 
   [[nodiscard]] const std::string& origin() const noexcept { return m_origin; }
   [[nodiscard]] const std::vector<ExtentDecl>& extents() const noexcept { return m_extents; }
   [[nodiscard]] const std::vector<BufferDecl>& buffers() const noexcept { return m_buffers; }
   [[nodiscard]] const std::vector<std::string>& integrals() const noexcept { return m_integrals; }
+  [[nodiscard]] const std::vector<ParamDecl>& params() const noexcept { return m_params; }
   /// The declared buffer of `role` named `name`, or nullptr.
   [[nodiscard]] const BufferDecl* find(BufferRole role, std::string_view name) const;
   /// The interior shape of a declared buffer: the values of its axes' extents.
@@ -216,6 +236,7 @@ private:
   std::vector<ExtentDecl> m_extents;
   std::vector<BufferDecl> m_buffers;
   std::vector<std::string> m_integrals;
+  std::vector<ParamDecl> m_params;
   std::vector<Provided> m_provided;
   std::optional<std::vector<std::string>> m_allowed_state;
   std::vector<std::string> m_allowed_integrals;

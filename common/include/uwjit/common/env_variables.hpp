@@ -65,6 +65,7 @@ inline constexpr Variable dump_dir{
     Salt::no,
     "writes each kernel's canonical source (`.cpp`), optimised IR (`.ll`, when compiled) and "
     "assembly (`.s`) there, named `ORIGIN-KEY`; neither the key nor the cached object changes. "
+    "A kernel that does not compile leaves its source there too, and the error names the file. "
     "With `UWJIT_DEBUG`, the debug sources go there too; a directory that cannot be made costs "
     "the dumps only"};
 

@@ -78,7 +78,8 @@ public:
   Compiler& operator=(const Compiler&) = delete;
 
   /// Compiles `source` (C++20, compiled as the buffer kernel.cpp). Throws Error(compile) with the
-  /// diagnostics (`kernel.cpp:LINE:COL: error: ...` and the offending line) if it does not
+  /// diagnostics (`kernel.cpp:LINE:COL: error: ...` and the offending line; Error::diagnostics()
+  /// holds them with lines as the text's line markers present them) if it does not
   /// compile, or if the object would need static initialisers (they never run in the JIT).
   /// With debug info, a non-empty `debug_file` replaces kernel.cpp as the body's file name in
   /// the debug info only (e.g. "uwjit_KEY.cpp"), so that a debugger tells kernels apart;

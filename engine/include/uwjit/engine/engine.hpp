@@ -64,10 +64,12 @@ public:
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// The kernel for `source`. Throws Error(compile) with diagnostics, or naming the functions the
-  /// kernel defines when its entry is not one of them (checked before anything is published,
-  /// also on memory and disk hits); Error(jit) if the object cannot be loaded. A failed request
-  /// leaves nothing behind and may be retried.
+  /// The kernel for `source`. Throws Error(compile) with diagnostics (Error::diagnostics(); for
+  /// a source with a line map, each names the node and counts lines in the text the node wrote;
+  /// the failing source goes to the dump directory, if any, and the message names the file), or
+  /// naming the functions the kernel defines when its entry is not one of them (checked before
+  /// anything is published, also on memory and disk hits); Error(jit) if the object cannot be
+  /// loaded. A failed request leaves nothing behind and may be retried.
   [[nodiscard]] Kernel kernel(const codegen::KernelSource& source);
 
   /// The kernels for `sources`, in order; distinct cold kernels compile in parallel threads.

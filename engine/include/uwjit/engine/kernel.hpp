@@ -70,6 +70,7 @@ public:
     args.n_statics = m_counts[2];
     args.n_extents = m_counts[3];
     args.n_integrals = m_counts[4];
+    args.n_params = m_counts[5];
     return m_function(&args);
   }
 
@@ -83,7 +84,7 @@ private:
          std::shared_ptr<const KernelInfo> info);
 
   uwjit_kernel_fn m_function;
-  int m_counts[5];
+  int m_counts[6];
   std::shared_ptr<const void> m_code;
   std::shared_ptr<const KernelInfo> m_info;
 };

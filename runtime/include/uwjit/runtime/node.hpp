@@ -105,17 +105,19 @@ public:
 
   /// Writes the kernel of one step. The writer arrives with the domain extents declared (named
   /// and compiled in or not as layout() says), every state field declared as a state input over
-  /// its halo-padded layout, every static array of the bound static data provided, the
-  /// static_data_hash in a comment, and the outputs restricted to the state fields and the
-  /// layout's integrals. The node declares its outputs (writer.state_out(field),
-  /// writer.integral(name)), the static arrays it reads, and the body. The kernel must write
-  /// every interior cell of each state field it outputs; fields it does not output keep their
-  /// values. A kernel that declares writer.update_box() must instead write exactly the cells of
-  /// the box it is given (nx_begin..nx_end per axis) and sum its integrals over them: a sharded
-  /// runtime in ExchangeMode::overlap then calls it on several boxes per step. It reads shard
-  /// information from args->shard_offset/shard_extent/global_extent and must not depend on their
-  /// values being serial ones (a sharded runtime will pass others). Take static shapes from
-  /// writer.provided_shape(key), not from static_data(): a Simulation may rebind other arrays.
+  /// its halo-padded layout, every static array of the bound static data provided, and the
+  /// outputs restricted to the state fields and the layout's integrals (the runtime adds the
+  /// static_data_hash in a comment afterwards, with the static axes declared over run-time
+  /// domain extents recorded as following the domain, not by their values). The node declares its
+  /// outputs (writer.state_out(field), writer.integral(name)), the static arrays it reads, and the
+  /// body. The kernel must write every interior cell of each state field it outputs; fields it does
+  /// not output keep their values. A kernel that declares writer.update_box() must instead write
+  /// exactly the cells of the box it is given (nx_begin..nx_end per axis) and sum its integrals
+  /// over them: a sharded runtime in ExchangeMode::overlap then calls it on several boxes per step.
+  /// It reads shard information from args->shard_offset/shard_extent/global_extent and must not
+  /// depend on their values being serial ones (a sharded runtime will pass others). Take static
+  /// shapes from writer.provided_shape(key), not from static_data(): a Simulation may rebind other
+  /// arrays.
   virtual void emit_update(codegen::KernelWriter& writer) const = 0;
 
   /// The static data, built once by build_static_data() and kept; returned by reference.

@@ -48,8 +48,9 @@ public:
   /// Validates everything at construction; throws Error(usage) naming the key and the rule:
   ///   - the key is a C identifier (kernels read the array through an accessor of that name);
   ///   - data is not null; dtype is one of f32, f64, i8, u8, i32, i64;
-  ///   - the shape has 1 to 8 axes, each at least 1 (no zero-size arrays), and its element count
-  ///     fits in 63 bits of bytes;
+  ///   - the shape has 0 to 8 axes, each at least 1 (no zero-size arrays), and its element count
+  ///     fits in 63 bits of bytes; a shape of 0 axes, (), is a scalar of one element, which a
+  ///     kernel reads as `key()` (rebinding another value of the same dtype compiles nothing);
   ///   - replicate forbids a shard_axis; shard needs one in [0, ndim).
   StaticArray(std::string key, std::shared_ptr<const void> data, Dtype dtype,
               std::vector<std::int64_t> shape, Replication replication = Replication::replicate,
@@ -67,6 +68,11 @@ public:
     std::shared_ptr<const void> data(owned, owned->data());
     return StaticArray(std::move(key), std::move(data), codegen::dtype_of<T>, std::move(shape),
                        replication, shard_axis);
+  }
+
+  /// A scalar (shape ()) holding `value`; always replicated.
+  template <class T> [[nodiscard]] static StaticArray scalar(std::string key, T value) {
+    return from_vector(std::move(key), std::vector<T>{value}, {});
   }
 
   /// An array whose contents are computed on demand: `fill` receives zeroed storage of the
@@ -180,5 +186,20 @@ private:
 /// a new array of the same shape rebinds without recompiling; a shape, dtype or sharding change
 /// recompiles. Scalars contribute their exact value. Thread-safe.
 [[nodiscard]] std::string static_data_hash(const StaticData& data);
+
+/// An axis of a static array that a kernel declares over a run-time domain extent: the array
+/// takes that extent when the kernel runs, like the domain.
+struct FollowsDomain {
+  std::string key;     ///< the static array
+  int axis = 0;        ///< its axis
+  int domain_axis = 0; ///< the domain axis whose run-time extent it follows
+  friend bool operator==(const FollowsDomain&, const FollowsDomain&) = default;
+};
+
+/// static_data_hash(data), with each axis in `follows` recorded as "follows domain axis d"
+/// instead of its extent: changing the domain's run-time extent (and so those arrays' extents)
+/// keeps the hash, and the kernel, the same. Every other extent stays in the hash.
+[[nodiscard]] std::string static_data_hash(const StaticData& data,
+                                           const std::vector<FollowsDomain>& follows);
 
 } // namespace uwjit::runtime
