@@ -171,7 +171,8 @@ public:
   Simulation(Simulation&&) noexcept;
   Simulation& operator=(Simulation&&) noexcept;
 
-  /// One report per node, in node order: the kernel each node uses now.
+  /// One report per kernel, in node order and, within a node, stage order (one per node when
+  /// every node has one stage): the kernels the nodes use now.
   [[nodiscard]] const std::vector<KernelReport>& kernels() const noexcept;
 
   /// Takes `count` steps; each steps every node, in order. Throws Error(kernel) naming the node
