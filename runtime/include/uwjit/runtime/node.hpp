@@ -85,8 +85,8 @@ private:
 };
 
 /// A simulation node. A subclass declares its state, its static data and how one step updates
-/// the state (emit_update, the text of one kernel, or of one kernel per stage); the runtime
-/// allocates the state, fills the halos, binds the buffers and calls the kernel.
+/// the state (emit_update, the text of one kernel, or emit_stage, one kernel per stage); the
+/// runtime allocates the state, fills the halos, binds the buffers and calls the kernels.
 ///
 /// The static data is built once, by build_static_data(), on the first call of static_data(),
 /// and kept by this base class: static_data() returns it by reference and cannot be overridden,
@@ -124,17 +124,18 @@ public:
 
   /// Writes the kernel of one step. The writer arrives with the domain extents declared (named
   /// and compiled in or not as layout() says), every state field declared as a state input over
-  /// its halo-padded layout, every static array of the bound static data provided, the
-  /// static_data_hash in a comment, and the outputs restricted to the state fields and the
-  /// layout's integrals. The node declares its outputs (writer.state_out(field),
-  /// writer.integral(name)), the static arrays it reads, and the body. The kernel must write
-  /// every interior cell of each state field it outputs; fields it does not output keep their
-  /// values. A kernel that declares writer.update_box() must instead write exactly the cells of
-  /// the box it is given (nx_begin..nx_end per axis) and sum its integrals over them: a sharded
-  /// runtime in ExchangeMode::overlap then calls it on several boxes per step. It reads shard
-  /// information from args->shard_offset/shard_extent/global_extent and must not depend on their
-  /// values being serial ones (a sharded runtime will pass others). Take static shapes from
-  /// writer.provided_shape(key), not from static_data(): a Simulation may rebind other arrays.
+  /// its halo-padded layout (then every input of layout().inputs, under its `as` name), every
+  /// static array of the bound static data provided, the static_data_hash in a comment, and the
+  /// outputs restricted to the state fields and the layout's integrals. The node declares its
+  /// outputs (writer.state_out(field), writer.integral(name)), the static arrays it reads, and the
+  /// body. The kernel must write every interior cell of each state field it outputs; fields it does
+  /// not output keep their values. A kernel that declares writer.update_box() must instead write
+  /// exactly the cells of the box it is given (nx_begin..nx_end per axis) and sum its integrals
+  /// over them: a sharded runtime in ExchangeMode::overlap then calls it on several boxes per step.
+  /// It reads shard information from args->shard_offset/shard_extent/global_extent and must not
+  /// depend on their values being serial ones (a sharded runtime will pass others). Take static
+  /// shapes from writer.provided_shape(key), not from static_data(): a Simulation may rebind other
+  /// arrays.
   ///
   /// The default throws Error(usage): a node overrides this or, for several stages,
   /// emit_stage.

@@ -177,7 +177,10 @@ public:
 
   /// Takes `count` steps; each steps every node, in order. Throws Error(kernel) naming the node
   /// and step if a kernel returns a non-zero status: that node keeps the state it had before
-  /// the step (nodes before it in order have taken it), and steps_taken() does not advance.
+  /// the step (nodes before it in order have taken it; a node of several stages keeps what the
+  /// stages before the failing one wrote), and steps_taken() does not advance. Each node takes
+  /// its stages in order; a coupled input is read as it is when the reading stage runs (see
+  /// NodeInput).
   /// Sharded: collective; fills halos from the neighbouring ranks and sums the integrals over
   /// the ranks. A kernel that fails on some ranks only raises the same Error(kernel) on every
   /// rank (the message of the lowest failing rank, which it names), in the same step: the ranks
