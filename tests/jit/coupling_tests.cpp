@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 using uwjit::codegen::Dtype;
 using uwjit::codegen::KernelWriter;
@@ -62,7 +63,8 @@ private:
   int m_shift;
 };
 
-// Two stages on one cell: stage 0 sets p = u + 1, stage 1 sets u = 2 p and sums it. `fault`:
+// Two stages on one cell: stage 0 sets p = u + 1, stage 1 sets u = scale p (a static array,
+// 2) and sums it. `fault`:
 // "both" sums in both stages, "no stage" does not override emit_stage, "status" fails stage 1.
 class TwoStage final : public Node {
 public:
@@ -92,13 +94,26 @@ public:
     }
     w.state_out("u");
     w.integral("sum");
+    w.static_array("scale");
     w.body(m_fault == "status" ? "    return 5;\n"
-                               : "    u_out(0) = 2.0 * p(0);\n    sum += u_out(0);\n");
+                               : "    u_out(0) = scale(0) * p(0);\n    sum += u_out(0);\n");
   }
   // The single-kernel form: what the default emit_stage calls for stage 0.
   void emit_update(KernelWriter& w) const override {
     w.state_out("p");
     w.body("    p_out(0) = 0.0;\n");
+  }
+
+protected:
+  uwjit::runtime::StaticData build_static_data() const override {
+    uwjit::runtime::StaticData data;
+    data.add(scale(2.0));
+    return data;
+  }
+
+public:
+  static uwjit::runtime::StaticArray scale(double value) {
+    return uwjit::runtime::StaticArray::from_vector("scale", std::vector<double>{value}, {1});
   }
 
 private:
@@ -141,6 +156,19 @@ TEST_CASE("each stage is a kernel of its own and reads what the stage before it 
   CHECK(at(sim, "rk", "p") == 5.0);
   CHECK(at(sim, "rk", "u") == 10.0);
   CHECK(sim.integrals("rk")[0] == 10.0);
+}
+
+TEST_CASE("rebinding a static array of a node of stages compiles nothing and every stage follows") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, {std::make_shared<TwoStage>()});
+  sim.step();
+  const auto rebound = sim.rebind_static("rk", TwoStage::scale(3.0));
+  CHECK_FALSE(rebound.new_kernel);
+  REQUIRE(sim.kernels().size() == 2);
+  CHECK(sim.kernels()[1].stage == 1);
+  sim.step();
+  CHECK(at(sim, "rk", "p") == 5.0);
+  CHECK(at(sim, "rk", "u") == 15.0);
 }
 
 TEST_CASE("an integral is computed by exactly one stage, and several stages need emit_stage") {
