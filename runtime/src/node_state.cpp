@@ -5,6 +5,17 @@
 
 namespace uwjit::runtime::detail {
 
+bool NodeState::refills(std::size_t stage, std::size_t i) const {
+  if (!has_halo[i]) {
+    return false;
+  }
+  if (stage == 0) {
+    return true;
+  }
+  const auto& wrote = stages[stage - 1].binding.out_field;
+  return std::find(wrote.begin(), wrote.end(), i) != wrote.end();
+}
+
 void NodeState::wire() {
   for (StageKernel& stage : stages) {
     const Binding& binding = stage.binding;

@@ -26,6 +26,10 @@ struct StageKernel {
   std::vector<const void*> in_ptrs;
   std::vector<void*> out_ptrs;
   uwjit_kernel_args args{};
+  // Sharded: the exchanger of the state halos this stage fills (see NodeState::refills), made
+  // on the first step, and its fields, refreshed per step.
+  std::optional<HaloExchanger> exchanger;
+  std::vector<Field*> halo_fields;
   [[nodiscard]] bool updates_box() const { return writer && writer->updates_box(); }
 };
 
@@ -38,8 +42,6 @@ struct NodeState {
   // run a restored checkpoint came from): what a checkpoint records.
   std::set<std::string> rebound;
   std::vector<AxisPlan> plans;                 // per domain axis, for the state's halos
-  std::optional<HaloExchanger> exchanger;      // sharded: made on the first step
-  std::vector<Field*> halo_fields;             // the exchanger's fields, refreshed per step
   std::vector<StageKernel> stages;             // one per stage, in order
   std::vector<std::unique_ptr<Field>> current; // per state field
   std::vector<std::unique_ptr<Field>> next;    // per state field, null unless the kernel writes it
@@ -54,6 +56,11 @@ struct NodeState {
   // that do not read them (the same axis on every rank), or -1 to call the kernel once per step.
   int overlap_axis = -2;       // -2: not yet chosen
   std::vector<double> reduced; // sharded: the step's integrals and failure count, all-reduced
+
+  // Whether stage `stage` fills the halos of state field `i` before it runs: stage 0 those of
+  // every field with a halo, a later stage those of the fields the stage before it wrote (the
+  // others' are still right).
+  [[nodiscard]] bool refills(std::size_t stage, std::size_t i) const;
 
   // Points each stage's ABI struct at its binding's tables (allocating the output buffers a
   // new binding writes); called whenever a binding changes.

@@ -73,8 +73,8 @@ struct Simulation::Impl {
   int call_kernel(NodeState& s, std::size_t stage);
   [[nodiscard]] Error kernel_failed(const NodeState& s, std::size_t stage, int status) const;
   void finish_stage(NodeState& s, std::size_t stage, int status);
-  void prepare_exchange(NodeState& s);
-  void exchange_halos(NodeState& s);
+  bool prepare_exchange(NodeState& s, std::size_t stage);
+  void exchange_halos(NodeState& s, std::size_t stage);
   void fill_inputs(NodeState& s);
 
   std::vector<std::optional<engine::Kernel>> kernels_; // per kernel, as request_all orders them

@@ -18,24 +18,25 @@ namespace {
 using Clock = std::chrono::steady_clock;
 } // namespace
 
-// One step of node `s`: its stages in order. Before each, the state halos are filled (stage 0:
-// every field's; later stages, serially: those of the fields the stage before wrote; sharded:
-// every field's, in one exchange) and so are those of the coupled inputs.
+// One step of node `s`: its stages in order. Before each, the state halos that may be stale are
+// filled (NodeState::refills), and so are those of the coupled inputs.
 void Simulation::Impl::step_node(NodeState& s) {
   for (std::size_t stage = 0; stage < s.stages.size(); ++stage) {
     fill_inputs(s);
-    const int axis = s.stages[stage].updates_box() ? overlap_axis(s) : -1;
-    if (axis >= 0) {
-      step_overlapped(s, stage, static_cast<std::size_t>(axis));
-      continue;
-    }
     if (decomposition) {
-      exchange_halos(s);
+      // Every rank fills the same fields: the choice depends on the kernels only.
+      const bool exchanges = prepare_exchange(s, stage);
+      const int axis = exchanges && s.stages[stage].updates_box() ? overlap_axis(s) : -1;
+      if (axis >= 0) {
+        step_overlapped(s, stage, static_cast<std::size_t>(axis));
+        continue;
+      }
+      if (exchanges) {
+        exchange_halos(s, stage);
+      }
     } else {
-      const auto& wrote = s.stages[stage == 0 ? 0 : stage - 1].binding.out_field;
       for (std::size_t i = 0; i < s.current.size(); ++i) {
-        if (s.has_halo[i] &&
-            (stage == 0 || std::find(wrote.begin(), wrote.end(), i) != wrote.end())) {
+        if (s.refills(stage, i)) {
           s.current[i]->fill_halos(s.boundaries[i]);
         }
       }
@@ -112,13 +113,13 @@ int Simulation::Impl::overlap_axis(NodeState& s) {
 // of three partial sums.
 void Simulation::Impl::step_overlapped(NodeState& s, std::size_t stage, std::size_t axis) {
   const auto start = Clock::now();
-  prepare_exchange(s);
+  StageKernel& k = s.stages[stage];
   const std::size_t from_end = s.plans.size() - 1 - axis;
-  s.exchanger->start_fill(s.halo_fields, exchange_mode, from_end);
+  k.exchanger->start_fill(k.halo_fields, exchange_mode, from_end);
   double exchanging = std::chrono::duration<double>(Clock::now() - start).count();
   bind_state(s, stage);
-  uwjit_kernel_args& args = s.stages[stage].args;
-  auto& sums = s.stages[stage].binding.kernel_integrals;
+  uwjit_kernel_args& args = k.args;
+  auto& sums = k.binding.kernel_integrals;
   const std::int64_t h = s.layout.halo[axis];
   const std::int64_t n = s.shard.extent[axis];
   // The stage's integrals replace the last ones only if every call succeeds.
@@ -128,7 +129,7 @@ void Simulation::Impl::step_overlapped(NodeState& s, std::size_t stage, std::siz
   const int interior = call_kernel(s, stage);
   const auto waiting = Clock::now();
   // Even after a failed call: no transfer may outlive the step.
-  s.exchanger->finish_fill(s.halo_fields);
+  k.exchanger->finish_fill(k.halo_fields);
   exchanging += std::chrono::duration<double>(Clock::now() - waiting).count();
   exchange.seconds += exchanging;
   ++exchange.exchanges;
@@ -226,35 +227,38 @@ void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status)
   }
 }
 
-// The exchanger and its buffers are made on the first step, from the state's actual layout,
-// and reused; its field list points at the current buffers.
-void Simulation::Impl::prepare_exchange(NodeState& s) {
-  if (!s.exchanger) {
+// A stage's exchanger and its buffers are made on the first step, from the state's actual
+// layout, and reused; its field list points at the current buffers. Returns whether the stage
+// fills any halo.
+bool Simulation::Impl::prepare_exchange(NodeState& s, std::size_t stage) {
+  StageKernel& k = s.stages[stage];
+  if (!k.exchanger) {
     std::vector<std::vector<detail::AxisPlan>> plans;
     for (std::size_t i = 0; i < s.current.size(); ++i) {
-      if (s.has_halo[i]) {
+      if (s.refills(stage, i)) {
         std::vector<detail::AxisPlan> field_plans(s.layout.fields[i].components.size());
         field_plans.insert(field_plans.end(), s.plans.begin(), s.plans.end());
         plans.push_back(std::move(field_plans));
-        s.halo_fields.push_back(nullptr);
+        k.halo_fields.push_back(nullptr);
       }
     }
-    s.exchanger.emplace(*decomposition->comm, std::move(plans));
+    k.exchanger.emplace(*decomposition->comm, std::move(plans));
   }
   std::size_t at = 0;
   for (std::size_t i = 0; i < s.current.size(); ++i) {
-    if (s.has_halo[i]) {
-      s.halo_fields[at++] = s.current[i].get();
+    if (s.refills(stage, i)) {
+      k.halo_fields[at++] = s.current[i].get();
     }
   }
+  return !k.halo_fields.empty();
 }
 
-// Fills the state halos of node `s` from the neighbouring ranks (and locally on axes that are
-// not split).
-void Simulation::Impl::exchange_halos(NodeState& s) {
+// Fills the stage's state halos of node `s` from the neighbouring ranks (and locally on axes
+// that are not split).
+void Simulation::Impl::exchange_halos(NodeState& s, std::size_t stage) {
   const auto start = Clock::now();
-  prepare_exchange(s);
-  s.exchanger->fill(s.halo_fields, exchange_mode);
+  StageKernel& k = s.stages[stage];
+  k.exchanger->fill(k.halo_fields, exchange_mode);
   exchange.seconds += std::chrono::duration<double>(Clock::now() - start).count();
   ++exchange.exchanges;
 }

@@ -94,7 +94,7 @@ struct ExchangeStats {
   /// Time spent exchanging (seconds): packing, transfers, waiting, unpacking; not the kernel
   /// calls that overlap mode makes while transfers are in flight.
   double seconds = 0;
-  /// Node steps whose halos were exchanged.
+  /// Node steps whose halos were exchanged (a node of several stages: stages).
   std::int64_t exchanges = 0;
   /// Of those, node steps in which the kernel updated the interior while halo transfers were in
   /// flight (overlap mode only).
