@@ -338,6 +338,43 @@ std::string KernelWriter::extent_text(const ExtentDecl& extent) const {
   return extent.name.empty() ? literal(extent.value) : extent.name;
 }
 
+// Checked mode: the tests that open an accessor, one per axis, each recording the first bad index
+// (see kernel_abi.h) and returning before the access.
+std::string KernelWriter::checks_text(const BufferDecl& b) const {
+  const std::string& a = b.accessor;
+  const bool writable = b.role == BufferRole::state_out;
+  const std::size_t rank = b.axes.size();
+  const int role = b.role == BufferRole::state_in ? 0 : (writable ? 1 : 2);
+  std::string text = "    const uw_i64 uwjit_at[] = {";
+  for (std::size_t d = 0; d < rank; ++d) {
+    text += format("{}i{}", d == 0 ? "" : ", ", d);
+  }
+  text += "};\n";
+  for (std::size_t d = 0; d < rank; ++d) {
+    const ExtentDecl& e = extent_of(b.axes[d].extent);
+    std::string low;
+    std::string high;
+    if (writable && e.domain_axis >= 0) {
+      low = format("uwjit_begin{}", e.domain_axis);
+      high = format("uwjit_end{}", e.domain_axis);
+    } else if (writable || b.axes[d].halo == 0) {
+      low = "0LL";
+      high = format("{}_n{}", a, d);
+    } else {
+      const std::string halo = literal(std::int64_t{b.axes[d].halo});
+      low = "-" + halo;
+      high = format("{}_n{} + {}", a, d, halo);
+    }
+    text += format("    if (__builtin_expect(i{} < {} || i{} >= {}, 0)) {\n", d, low, d, high);
+    text += format("      uwjit_record(uwjit_check, {}, {}, {}, {}, {}, {}, {}, uwjit_at);\n",
+                   writable ? "UWJIT_CHECK_WRITE" : "UWJIT_CHECK_READ", role, b.slot, d, low, high,
+                   rank);
+    text += writable ? format("      return *uwjit_sink{};\n", b.slot) : "      return 0;\n";
+    text += "    }\n";
+  }
+  return text;
+}
+
 std::string KernelWriter::buffer_text(const BufferDecl& b) const {
   const std::string& a = b.accessor;
   const std::string type(c_type(b.dtype));
@@ -382,11 +419,21 @@ std::string KernelWriter::buffer_text(const BufferDecl& b) const {
                      d + 1, literal(std::int64_t{2} * b.axes[d + 1].halo));
     }
   }
+  if (m_checked && writable) {
+    // Where a write outside the box goes instead.
+    text +=
+        format("  {} uwjit_sink_value{} = 0;\n  {}* const uwjit_sink{} = &uwjit_sink_value{};\n",
+               type, b.slot, type, b.slot, b.slot);
+  }
   text += format("  auto {} = [=](", a);
   for (std::size_t d = 0; d < rank; ++d) {
     text += format("{}uw_i64 i{}", d == 0 ? "" : ", ", d);
   }
-  text += format(") -> {}{} {\n    return {}_data[", type, writable ? "&" : "", a);
+  text += format(") -> {}{} {\n", type, writable ? "&" : "");
+  if (m_checked) {
+    text += checks_text(b);
+  }
+  text += format("    return {}_data[", a);
   for (std::size_t d = 0; d < rank; ++d) {
     const int halo = b.axes[d].halo;
     const std::string index =
@@ -407,11 +454,35 @@ KernelSource KernelWriter::finish() const {
   if (m_update_box) {
     text += "// updates the box args->update_begin .. update_end\n";
   }
+  if (m_checked) {
+    text += "// checked: every accessor index is tested against its buffer's layout\n";
+  }
   for (const auto& line : m_comments) {
     text += "// " + line + "\n";
   }
-  if (!m_integrals.empty() || !m_helpers.empty()) {
+  const bool namespace_block = !m_integrals.empty() || !m_helpers.empty() || m_checked;
+  if (namespace_block) {
     text += "namespace {\n";
+  }
+  if (m_checked) {
+    // Out of line and cold: the accessors' common path stays a compare and a load.
+    text += "__attribute__((noinline, cold)) void uwjit_record(uw_i64* check, uw_i64 kind, "
+            "uw_i64 role, uw_i64 slot, uw_i64 axis, uw_i64 low, uw_i64 high, uw_i64 rank, "
+            "const uw_i64* at) {\n"
+            "  if (check[0] != UWJIT_CHECK_NONE) {\n"
+            "    return;\n"
+            "  }\n"
+            "  check[0] = kind;\n"
+            "  check[1] = role;\n"
+            "  check[2] = slot;\n"
+            "  check[3] = axis;\n"
+            "  check[4] = low;\n"
+            "  check[5] = high;\n"
+            "  check[6] = rank;\n"
+            "  for (uw_i64 k = 0; k < rank && k < UWJIT_CHECK_MAX_INDICES; ++k) {\n"
+            "    check[7 + k] = at[k];\n"
+            "  }\n"
+            "}\n";
   }
   if (!m_integrals.empty()) {
     // An integral may be summed in any order, so that the loops that sum it still vectorise
@@ -430,11 +501,25 @@ KernelSource KernelWriter::finish() const {
             "};\n";
   }
   text += m_helpers;
-  if (!m_integrals.empty() || !m_helpers.empty()) {
+  if (namespace_block) {
     text += "} // namespace\n";
   }
   text += format("extern \"C\" int {}(const uwjit_kernel_args* args) {\n", k_entry_placeholder);
   text += "  (void)args;\n";
+  if (m_checked) {
+    // The record of the first bad access: the caller's, or one of the kernel's own.
+    text += "  uw_i64 uwjit_own_check[UWJIT_CHECK_RECORD_SIZE] = {};\n"
+            "  uw_i64* const uwjit_check = args->check != nullptr ? args->check : "
+            "uwjit_own_check;\n"
+            "  for (int k = 0; k < UWJIT_CHECK_RECORD_SIZE; ++k) {\n"
+            "    uwjit_check[k] = 0;\n"
+            "  }\n";
+    for (int d = 0; d < UWJIT_MAX_AXES; ++d) {
+      text += format("  const uw_i64 uwjit_begin{} = args->update_begin[{}];\n", d, d);
+      text += format("  const uw_i64 uwjit_end{} = args->update_end[{}];\n", d, d);
+      text += format("  (void)uwjit_begin{};\n  (void)uwjit_end{};\n", d, d);
+    }
+  }
   SlotTables slots;
   for (const ExtentDecl& e : m_extents) {
     if (e.name.empty()) {
@@ -498,6 +583,11 @@ KernelSource KernelWriter::finish() const {
     slots.integrals.push_back(name);
   }
   text += "  {\n" + m_body + "  }\n";
+  if (m_checked) {
+    text += "  if (uwjit_check[0] != UWJIT_CHECK_NONE) {\n"
+            "    return UWJIT_KERNEL_CHECK_FAILED;\n"
+            "  }\n";
+  }
   for (std::size_t i = 0; i < m_integrals.size(); ++i) {
     text += format("  args->integrals[{}] = {}.value;\n", i, m_integrals[i]);
   }

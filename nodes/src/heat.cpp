@@ -25,9 +25,14 @@ std::span<const ParamDoc> HeatNode::param_docs() noexcept {
       {"nz", "grid cells along z", "cells", "[3, 16384]"},
       {"kappa", "background conductivity (diffusivity)", "cells^2 per unit time", "(0, 1e12]"},
       {"contrast", "conductivity of the central sphere / kappa (1: uniform)", "", "(0, 1e12]"},
-      {"boundary", "the walls: zero-gradient (insulating) or periodic", "", "insulating, periodic"},
-      {"mode", "cosine mode of the initial state along x", "",
-       "[1, nx - 1] insulating, [1, (nx - 1) / 2] periodic"},
+      {"boundary",
+       "the x walls: zero-gradient (insulating), periodic, or fixed u (dirichlet; y and z "
+       "insulating)",
+       "", "insulating, periodic, fixed"},
+      {"u_low", "u on the wall x = 0 (boundary = fixed)", "u", "[-1e12, 1e12]"},
+      {"u_high", "u on the wall x = nx (boundary = fixed)", "u", "[-1e12, 1e12]"},
+      {"mode", "mode of the initial state along x (cosine; sine over the linear profile if fixed)",
+       "", "[1, nx - 1] insulating or fixed, [1, (nx - 1) / 2] periodic"},
       {"amplitude", "amplitude of that mode around u = 1", "u", "[-1e12, 1e12]"},
       {"courant", "dt = courant / (kappa max(1, contrast)); stable below 1/6", "", "(0, 1/6]"},
       {"extents", "grid extents compiled into the kernel, or passed at run time", "",
@@ -41,7 +46,8 @@ Params HeatNode::defaults() {
                 {"nz", 32},        {"kappa", 1.0},
                 {"contrast", 1.0}, {"boundary", "insulating"},
                 {"mode", 1},       {"amplitude", 0.5},
-                {"courant", 0.1},  {"extents", "compiled"}};
+                {"courant", 0.1},  {"extents", "compiled"},
+                {"u_low", 1.0},    {"u_high", 0.0}};
 }
 
 HeatNode::HeatNode(std::string name, Params params)
@@ -52,8 +58,15 @@ HeatNode::HeatNode(std::string name, Params params)
   m_n[2] = detail::int_param(k_type, p, "nz", 3, 1 << 14);
   m_kappa = detail::double_param(k_type, p, "kappa", 0, 1e12, true);
   m_contrast = detail::double_param(k_type, p, "contrast", 0, 1e12, true);
-  m_periodic =
-      detail::choice_param(k_type, p, "boundary", {"insulating", "periodic"}) == "periodic";
+  const std::string boundary =
+      detail::choice_param(k_type, p, "boundary", {"insulating", "periodic", "fixed"});
+  m_periodic = boundary == "periodic";
+  m_fixed = boundary == "fixed";
+  // Read only for fixed walls: a checkpoint written before they existed has no u_low.
+  if (m_fixed) {
+    m_u_low = detail::double_param(k_type, p, "u_low", -1e12, 1e12, false);
+    m_u_high = detail::double_param(k_type, p, "u_high", -1e12, 1e12, false);
+  }
   m_mode = detail::int_param(k_type, p, "mode", 1, m_periodic ? (m_n[0] - 1) / 2 : m_n[0] - 1);
   m_amplitude = detail::double_param(k_type, p, "amplitude", -1e12, 1e12, false);
   m_courant = detail::double_param(k_type, p, "courant", 0, 1.0 / 6.0, true);
@@ -70,7 +83,12 @@ std::int64_t HeatNode::default_steps() const {
 
 runtime::NodeLayout HeatNode::layout() const {
   const auto boundary = m_periodic ? runtime::Boundary::periodic : runtime::Boundary::edge;
-  return {.axes = runtime::NodeLayout::grid({m_n[0], m_n[1], m_n[2]}, 1, boundary, m_extents),
+  auto axes = runtime::NodeLayout::grid({m_n[0], m_n[1], m_n[2]}, 1, boundary, m_extents);
+  if (m_fixed) {
+    axes[0].boundary = {.low = runtime::BoundaryFace::dirichlet(m_u_low),
+                        .high = runtime::BoundaryFace::dirichlet(m_u_high)};
+  }
+  return {.axes = std::move(axes),
           .fields = {{"u", runtime::Dtype::f64}},
           .integrals = {"heat"},
           .dt = m_courant / (m_kappa * std::max(1.0, m_contrast))};
@@ -79,6 +97,14 @@ runtime::NodeLayout HeatNode::layout() const {
 double HeatNode::wavenumber() const {
   return (m_periodic ? 2.0 : 1.0) * std::numbers::pi * static_cast<double>(m_mode) /
          static_cast<double>(m_n[0]);
+}
+
+double HeatNode::profile(double x) const {
+  return m_fixed ? m_u_low + (m_u_high - m_u_low) * x / static_cast<double>(m_n[0]) : 1.0;
+}
+
+double HeatNode::mode_shape(double x) const {
+  return m_fixed ? std::sin(wavenumber() * x) : std::cos(wavenumber() * x);
 }
 
 double HeatNode::discrete_eigenvalue() const {
@@ -110,9 +136,9 @@ runtime::StaticData HeatNode::build_static_data() const {
 
 void HeatNode::initial_state(runtime::State& state) const {
   runtime::Field& u = state["u"];
-  const double k = wavenumber();
   for (std::int64_t i = 0; i < m_n[0]; ++i) {
-    const double value = 1.0 + m_amplitude * std::cos(k * (static_cast<double>(i) + 0.5));
+    const double x = static_cast<double>(i) + 0.5;
+    const double value = profile(x) + m_amplitude * mode_shape(x);
     for (std::int64_t j = 0; j < m_n[1]; ++j) {
       for (std::int64_t kk = 0; kk < m_n[2]; ++kk) {
         u.at<double>(i, j, kk) = value;
@@ -154,31 +180,36 @@ void HeatNode::emit_update(codegen::KernelWriter& w) const {
 Verdict HeatNode::check(const runtime::Snapshot& simulation, const Trace& trace) const {
   Verdict verdict;
   const runtime::Field& u = simulation.field(name(), "u");
-  // Totals summed accurately, so that the drift measured is the scheme's, not the sum's.
-  detail::Sum initial_sum;
-  const double k = wavenumber();
-  for (std::int64_t i = 0; i < m_n[0]; ++i) {
-    const double value = 1.0 + m_amplitude * std::cos(k * (static_cast<double>(i) + 0.5));
-    for (std::int64_t j = 0; j < m_n[1] * m_n[2]; ++j) {
-      initial_sum.add(value);
-    }
-  }
-  const double initial = initial_sum.value();
-  detail::Sum final_sum;
-  u.for_each_interior([&](std::span<const std::int64_t> index) { final_sum.add(u.value(index)); });
-  // Round-off only: a step rounds each cell's flux sum and update.
   const double steps = static_cast<double>(simulation.steps_taken());
-  verdict.add("heat conservation", "|H(t) - H(0)| / |H(0)|, H summed exactly",
-              std::abs(final_sum.value() - initial) / std::abs(initial),
-              std::max(1e-12, steps * 4 * 0x1.0p-52));
-  const auto series = trace.series("heat");
-  if (!series.empty()) {
-    double drift = 0;
-    for (const double heat : series) {
-      drift = std::max(drift, std::abs(heat - initial) / std::abs(initial));
+  if (m_fixed) {
+    verdict.notes.push_back("heat conservation: not checked, the fixed walls let heat in and out");
+  } else {
+    // Totals summed accurately, so that the drift measured is the scheme's, not the sum's.
+    detail::Sum initial_sum;
+    for (std::int64_t i = 0; i < m_n[0]; ++i) {
+      const double x = static_cast<double>(i) + 0.5;
+      const double value = profile(x) + m_amplitude * mode_shape(x);
+      for (std::int64_t j = 0; j < m_n[1] * m_n[2]; ++j) {
+        initial_sum.add(value);
+      }
     }
-    verdict.add("heat integral", "max |H_kernel(t) - H(0)| / |H(0)| (bound: cells x 2^-52)", drift,
-                detail::summation_bound(u.interior_count()));
+    const double initial = initial_sum.value();
+    detail::Sum final_sum;
+    u.for_each_interior(
+        [&](std::span<const std::int64_t> index) { final_sum.add(u.value(index)); });
+    // Round-off only: a step rounds each cell's flux sum and update.
+    verdict.add("heat conservation", "|H(t) - H(0)| / |H(0)|, H summed exactly",
+                std::abs(final_sum.value() - initial) / std::abs(initial),
+                std::max(1e-12, steps * 4 * 0x1.0p-52));
+    const auto series = trace.series("heat");
+    if (!series.empty()) {
+      double drift = 0;
+      for (const double heat : series) {
+        drift = std::max(drift, std::abs(heat - initial) / std::abs(initial));
+      }
+      verdict.add("heat integral", "max |H_kernel(t) - H(0)| / |H(0)| (bound: cells x 2^-52)",
+                  drift, detail::summation_bound(u.interior_count()));
+    }
   }
 
   const std::int64_t t = simulation.steps_taken();
@@ -186,26 +217,54 @@ Verdict HeatNode::check(const runtime::Snapshot& simulation, const Trace& trace)
     verdict.notes.push_back("mode decay: not checked, the conductivity is not uniform");
     return verdict;
   }
+  const double growth = 1.0 - dt() * m_kappa * discrete_eigenvalue();
+  const double discrete = m_amplitude * std::pow(growth, static_cast<double>(t));
+  if (m_fixed) {
+    // The exact discrete solution is the linear profile through the wall values (the dirichlet
+    // halo 2 v - u makes it exact at the cell centres) plus the sine mode, decayed by growth^t.
+    // Each step rounds each cell's update by a few ulps of the largest |u|, and the scheme is a
+    // contraction in the max norm (courant <= 1/6), so the round-off stays below t such ulps.
+    const double scale = std::max({std::abs(m_u_low), std::abs(m_u_high), std::abs(m_amplitude)});
+    double deviation = 0;
+    double remaining = 0; // the mode's largest deviation at a cell centre
+    for (std::int64_t i = 0; i < m_n[0]; ++i) {
+      remaining =
+          std::max(remaining, std::abs(discrete * mode_shape(static_cast<double>(i) + 0.5)));
+    }
+    u.for_each_interior([&](std::span<const std::int64_t> index) {
+      deviation = std::max(deviation,
+                           std::abs(u.value(index) - profile(static_cast<double>(index[0]) + 0.5)));
+    });
+    verdict.add("steady linear profile",
+                "max |u - (u_low + (u_high - u_low) x / nx)| (bound: the mode's max |A0 (1 - "
+                "dt kappa lambda)^t sin(k x)| + t x 8 ulp)",
+                deviation, remaining + std::max(1.0, steps) * 8 * 0x1.0p-52 * scale);
+  }
   if (t == 0 || m_amplitude == 0.0) {
     verdict.notes.push_back("mode decay: not checked, no steps taken or no amplitude");
     return verdict;
   }
-  // Project u onto the mode: A = sum((u - mean) phi) / sum(phi^2).
+  if (std::abs(discrete) < 1e-6 * std::abs(m_amplitude)) {
+    verdict.notes.push_back("mode decay: not checked, the mode has decayed below 1e-6 of A0");
+    return verdict;
+  }
+  // Project u onto the mode: A = sum((u - base) phi) / sum(phi^2), the base the mean (insulating,
+  // periodic) or the linear profile (fixed).
   double mean = 0;
   u.for_each_interior([&](std::span<const std::int64_t> index) { mean += u.value(index); });
   mean /= static_cast<double>(u.interior_count());
   double projection = 0;
   double norm = 0;
   u.for_each_interior([&](std::span<const std::int64_t> index) {
-    const double phi = std::cos(k * (static_cast<double>(index[0]) + 0.5));
-    projection += (u.value(index) - mean) * phi;
+    const double x = static_cast<double>(index[0]) + 0.5;
+    const double phi = mode_shape(x);
+    projection += (u.value(index) - (m_fixed ? profile(x) : mean)) * phi;
     norm += phi * phi;
   });
   const double amplitude = projection / norm;
-  const double growth = 1.0 - dt() * m_kappa * discrete_eigenvalue();
-  const double discrete = m_amplitude * std::pow(growth, static_cast<double>(t));
   verdict.add("mode amplitude (discrete)", "|A(t) - A0 (1 - dt kappa lambda)^t| / |A0 ...|",
               std::abs(amplitude - discrete) / std::abs(discrete), 1e-9);
+  const double k = wavenumber();
   const double rate = -std::log(amplitude / m_amplitude) / (static_cast<double>(t) * dt());
   const double analytic = m_kappa * k * k;
   verdict.add("mode decay rate (continuum)", "|rate / (kappa k^2) - 1|",
@@ -247,7 +306,6 @@ Figures HeatNode::figures(const runtime::Snapshot& simulation) const {
     measured.x.push_back(static_cast<double>(i) + 0.5);
     measured.y.push_back(sum / static_cast<double>(m_n[1] * m_n[2]));
   }
-  const double k = wavenumber();
   const auto t = static_cast<double>(simulation.steps_taken());
   const double growth = 1.0 - dt() * m_kappa * discrete_eigenvalue();
   Curve initial{"initial state", {}, {}, false};
@@ -256,9 +314,9 @@ Figures HeatNode::figures(const runtime::Snapshot& simulation) const {
   for (int s = 0; s <= k_samples; ++s) {
     const double x = static_cast<double>(m_n[0]) * s / k_samples;
     initial.x.push_back(x);
-    initial.y.push_back(1.0 + m_amplitude * std::cos(k * x));
+    initial.y.push_back(profile(x) + m_amplitude * mode_shape(x));
     exact.x.push_back(x);
-    exact.y.push_back(1.0 + m_amplitude * std::pow(growth, t) * std::cos(k * x));
+    exact.y.push_back(profile(x) + m_amplitude * std::pow(growth, t) * mode_shape(x));
   }
   chart.curves.push_back(std::move(initial));
   if (m_contrast == 1.0) {

@@ -61,6 +61,9 @@ int CpuExecutor::call(const engine::Kernel& kernel, const uwjit_kernel_args& arg
     m_slab_args.resize(slabs);
     m_slab_status.resize(slabs);
   }
+  if (args.check != nullptr && m_slab_checks.size() < slabs * UWJIT_CHECK_RECORD_SIZE) {
+    m_slab_checks.resize(slabs * UWJIT_CHECK_RECORD_SIZE);
+  }
   if (m_slab_integrals.size() < slabs * slots) {
     m_slab_integrals.resize(slabs * slots);
   }
@@ -68,6 +71,9 @@ int CpuExecutor::call(const engine::Kernel& kernel, const uwjit_kernel_args& arg
     uwjit_kernel_args& slab = m_slab_args[s];
     slab = args;
     slab.integrals = m_slab_integrals.data() + s * slots;
+    if (args.check != nullptr) {
+      slab.check = m_slab_checks.data() + s * UWJIT_CHECK_RECORD_SIZE;
+    }
     if (splits) {
       slab.update_begin[plan.axis] = plan.bound(static_cast<std::int64_t>(s));
       slab.update_end[plan.axis] = plan.bound(static_cast<std::int64_t>(s) + 1);
@@ -81,6 +87,10 @@ int CpuExecutor::call(const engine::Kernel& kernel, const uwjit_kernel_args& arg
   }
   for (std::size_t s = 0; s < slabs; ++s) {
     if (m_slab_status[s] != UWJIT_KERNEL_OK) {
+      if (args.check != nullptr) {
+        std::copy_n(m_slab_checks.data() + s * UWJIT_CHECK_RECORD_SIZE, UWJIT_CHECK_RECORD_SIZE,
+                    args.check);
+      }
       return m_slab_status[s];
     }
   }

@@ -58,8 +58,9 @@ public:
   /// threads; otherwise once, on this thread. On success, adds each integral slot's sum over the
   /// slabs, taken in slab order, to `sums` (kernel slot order; sums.size() == args.n_integrals
   /// of the kernel) and returns UWJIT_KERNEL_OK; else returns the status of the first failing
-  /// slab (in slab order) and leaves `sums` alone. `args` itself is not changed. Allocates only
-  /// when a call needs more slab storage than any call before it.
+  /// slab (in slab order) and leaves `sums` alone; a checked call (args.check set) gives each
+  /// slab a record of its own and copies the failing slab's to args.check. `args` itself is not
+  /// changed. Allocates only when a call needs more slab storage than any call before it.
   [[nodiscard]] int call(const engine::Kernel& kernel, const uwjit_kernel_args& args,
                          std::size_t axes, bool splits, std::span<double> sums);
 
@@ -68,6 +69,7 @@ private:
   std::vector<uwjit_kernel_args> m_slab_args;
   std::vector<double> m_slab_integrals; // slab-major: slab s's slots at s * slots
   std::vector<int> m_slab_status;
+  std::vector<uw_i64> m_slab_checks; // checked kernels: slab s's record at s * record size
 };
 
 } // namespace uwjit::runtime::detail

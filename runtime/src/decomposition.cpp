@@ -1,5 +1,7 @@
 #include "decomposition.hpp"
 
+#include "face_fill.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
@@ -174,6 +176,36 @@ void Decomposition::check(const Node& node, const Layout& layout, const StaticDa
   }
 }
 
+void Decomposition::check_shard_axes(const Node& node, const Layout& layout,
+                                     const StaticData& data) {
+  const std::size_t dims = layout.domain.size();
+  for (const auto& [key, entry] : data.entries()) {
+    const auto* array = std::get_if<StaticArray>(&entry);
+    if (array == nullptr || array->replication() != Replication::shard) {
+      continue;
+    }
+    const int axis = *array->shard_axis();
+    const int d = domain_axis_of(*array, dims);
+    const std::int64_t lead = array->ndim() - static_cast<std::int64_t>(dims);
+    if (d < 0) {
+      node_error(node, format("static array \"{}\" {} is sharded along its axis {}, which is not a "
+                              "domain axis (an array's trailing axes are the domain: its axes {} "
+                              "to {})",
+                              key, shape_text(array->shape()), axis,
+                              std::max<std::int64_t>(lead, 0), array->ndim() - 1));
+    }
+    const std::int64_t cells = array->shape()[static_cast<std::size_t>(axis)];
+    const std::int64_t domain = layout.domain[static_cast<std::size_t>(d)];
+    if (cells != domain) {
+      node_error(node, format("static array \"{}\" {} is sharded along its axis {} of {} cells, "
+                              "but that axis stands for domain axis {} ({}) of {} cells (an "
+                              "array's trailing axes are the domain)",
+                              key, shape_text(array->shape()), axis, cells, d,
+                              layout.axis_names[static_cast<std::size_t>(d)], domain));
+    }
+  }
+}
+
 int Decomposition::domain_axis_of(const StaticArray& array, std::size_t dims) {
   const int d = *array.shard_axis() - (array.ndim() - static_cast<int>(dims));
   return d >= 0 && d < static_cast<int>(dims) ? d : -1;
@@ -212,7 +244,7 @@ int Decomposition::neighbour(std::size_t i, int step, bool wrap, int rank) const
 std::vector<AxisPlan> Decomposition::plans(const Layout& layout, For what, int rank) const {
   std::vector<AxisPlan> out(layout.domain.size());
   for (std::size_t d = 0; d < out.size(); ++d) {
-    out[d].boundary = layout.boundary[d];
+    out[d].boundary = what == For::state ? layout.boundary[d] : static_padding(layout.boundary[d]);
   }
   for (std::size_t i = 0; i < axes.size(); ++i) {
     auto& plan = out[static_cast<std::size_t>(axes[i])];

@@ -45,6 +45,11 @@ struct Decomposition {
   // node and the options).
   void check(const Node& node, const Layout& layout, const StaticData& data) const;
 
+  // Checked mode, serially too: every shard-mode array of `data` is sharded along one of its
+  // trailing (domain) axes, with the domain's extent there, as a sharded run will slice it.
+  // Error(usage) naming the node, the key and what differs.
+  static void check_shard_axes(const Node& node, const Layout& layout, const StaticData& data);
+
   // The domain axis a shard-mode array's shard_axis stands for (its trailing axes are the
   // domain), or -1.
   static int domain_axis_of(const StaticArray& array, std::size_t dims);

@@ -1,17 +1,137 @@
 #include <uwjit/runtime/field.hpp>
 
+#include "face_fill.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <new>
 
 namespace uwjit::runtime {
 
-std::string_view to_string(Boundary boundary) noexcept {
-  return boundary == Boundary::periodic ? "periodic" : "edge";
+std::string to_string(BoundaryFace face) {
+  switch (face.kind) {
+  case BoundaryFace::Kind::periodic:
+    return "periodic";
+  case BoundaryFace::Kind::edge:
+    return "edge";
+  case BoundaryFace::Kind::dirichlet:
+    return format("dirichlet {}", face.value);
+  case BoundaryFace::Kind::neumann:
+    return format("neumann {}", face.value);
+  }
+  return "?";
 }
+
+std::string to_string(const Boundary& boundary) {
+  if (boundary.low == boundary.high) {
+    return to_string(boundary.low);
+  }
+  return to_string(boundary.low) + " / " + to_string(boundary.high);
+}
+
+namespace detail {
+
+std::string boundary_problem(const Boundary& boundary, std::int64_t cells, int halo) {
+  const bool low = boundary.low.kind == BoundaryFace::Kind::periodic;
+  const bool high = boundary.high.kind == BoundaryFace::Kind::periodic;
+  if (low != high) {
+    return format("periodic on the {} face only (periodic needs both faces)", low ? "low" : "high");
+  }
+  for (const auto& [face, which] : {std::pair{boundary.low, "low"}, {boundary.high, "high"}}) {
+    if (face.computed() && !std::isfinite(face.value)) {
+      return format("the {} face's {} value is {} (need a finite number)", which,
+                    face.kind == BoundaryFace::Kind::dirichlet ? "dirichlet" : "neumann",
+                    face.value);
+    }
+    if ((face.computed() || low) && halo > cells) {
+      return format("a {} halo of {} is wider than the extent {}", to_string(face), halo, cells);
+    }
+  }
+  return {};
+}
+
+Boundary static_padding(const Boundary& boundary) noexcept {
+  const auto pad = [](BoundaryFace face) { return face.computed() ? BoundaryFace::edge() : face; };
+  return {pad(boundary.low), pad(boundary.high)};
+}
+
+bool takes_computed_faces(Dtype dtype) noexcept {
+  return dtype == Dtype::f32 || dtype == Dtype::f64;
+}
+
+namespace {
+
+// dst[e] = a - src[e] (dirichlet) or src[e] + a (neumann), in the field's type.
+template <class T>
+void compute_layer(std::byte* dst, const std::byte* src, std::int64_t count,
+                   const BoundaryFace& face, std::int64_t distance) {
+  auto* out = reinterpret_cast<T*>(dst);
+  const auto* in = reinterpret_cast<const T*>(src);
+  if (face.kind == BoundaryFace::Kind::dirichlet) {
+    const auto twice = static_cast<T>(2.0 * face.value);
+    for (std::int64_t e = 0; e < count; ++e) {
+      out[e] = twice - in[e];
+    }
+  } else {
+    const auto step = static_cast<T>(face.value * static_cast<double>(2 * distance - 1));
+    for (std::int64_t e = 0; e < count; ++e) {
+      out[e] = in[e] + step;
+    }
+  }
+}
+
+} // namespace
+
+void fill_face(Field& field, std::size_t axis, Side side, const BoundaryFace& face) {
+  const std::int64_t h = field.halo()[axis];
+  if (h == 0) {
+    return;
+  }
+  const std::int64_t n = field.shape()[axis];
+  // The padded array as [outer][n + 2h][inner]: each halo layer is `inner` contiguous elements.
+  const std::int64_t inner = field.strides()[axis];
+  const std::int64_t outer = field.padded_count() / (inner * (n + 2 * h));
+  const std::size_t element = codegen::size_of(field.dtype());
+  const std::size_t layer = static_cast<std::size_t>(inner) * element;
+  auto* base = static_cast<std::byte*>(field.data());
+  const bool low = side == Side::low;
+  for (std::int64_t o = 0; o < outer; ++o) {
+    std::byte* slab = base + static_cast<std::size_t>(o * (n + 2 * h) * inner) * element;
+    auto at = [&](std::int64_t padded_index) {
+      return slab + static_cast<std::size_t>(padded_index * inner) * element;
+    };
+    for (std::int64_t k = 1; k <= h; ++k) {
+      const std::int64_t halo_cell = low ? h - k : h + n - 1 + k; // padded indices
+      switch (face.kind) {
+      case BoundaryFace::Kind::periodic:
+        std::memcpy(at(halo_cell), at(low ? halo_cell + n : halo_cell - n), layer);
+        break;
+      case BoundaryFace::Kind::edge:
+        std::memcpy(at(halo_cell), at(low ? h : h + n - 1), layer);
+        break;
+      case BoundaryFace::Kind::dirichlet:
+      case BoundaryFace::Kind::neumann: {
+        const std::int64_t mirror = low ? h + k - 1 : h + n - k;
+        if (field.dtype() == Dtype::f32) {
+          compute_layer<float>(at(halo_cell), at(mirror), inner, face, k);
+        } else {
+          UWJIT_ASSERT(field.dtype() == Dtype::f64,
+                       "fill_face: a computed face on an integer field");
+          compute_layer<double>(at(halo_cell), at(mirror), inner, face, k);
+        }
+        break;
+      }
+      }
+    }
+  }
+}
+
+} // namespace detail
 
 namespace {
 constexpr std::size_t k_alignment = 64;
@@ -54,6 +174,62 @@ Field::Field(std::string name, Dtype dtype, std::vector<std::int64_t> shape, std
       ::operator new[](std::max<std::size_t>(m_bytes, 1), std::align_val_t{k_alignment}));
   std::memset(raw, 0, m_bytes);
   m_storage.reset(raw);
+}
+
+void Field::poison_halos() noexcept {
+  const std::size_t size = codegen::size_of(m_dtype);
+  std::array<std::byte, 8> poison{};
+  auto set = [&](auto value) { std::memcpy(poison.data(), &value, sizeof(value)); };
+  switch (m_dtype) {
+  case Dtype::f32:
+    set(std::numeric_limits<float>::quiet_NaN());
+    break;
+  case Dtype::f64:
+    set(std::numeric_limits<double>::quiet_NaN());
+    break;
+  case Dtype::i8:
+    set(std::numeric_limits<std::int8_t>::lowest());
+    break;
+  case Dtype::u8:
+    set(std::numeric_limits<std::uint8_t>::max());
+    break;
+  case Dtype::i32:
+    set(std::numeric_limits<std::int32_t>::lowest());
+    break;
+  case Dtype::i64:
+    set(std::numeric_limits<std::int64_t>::lowest());
+    break;
+  }
+  auto* bytes = static_cast<std::byte*>(data());
+  auto fill = [&](std::int64_t from, std::int64_t count) {
+    for (std::int64_t e = from; e < from + count; ++e) {
+      std::memcpy(bytes + static_cast<std::size_t>(e) * size, poison.data(), size);
+    }
+  };
+  // Row by row along the last axis: a row in the halo of a leading axis is all halo; any other
+  // row has halo cells at its two ends only.
+  const std::size_t last = m_shape.size() - 1;
+  const std::int64_t row = m_shape[last] + 2 * m_halo[last];
+  const std::int64_t h = m_halo[last];
+  std::array<std::int64_t, k_max_rank> index{};
+  for (std::int64_t start = 0; start < m_padded; start += row) {
+    bool in_halo = false;
+    for (std::size_t d = 0; d < last; ++d) {
+      in_halo = in_halo || index[d] < m_halo[d] || index[d] >= m_halo[d] + m_shape[d];
+    }
+    if (in_halo) {
+      fill(start, row);
+    } else if (h > 0) {
+      fill(start, h);
+      fill(start + row - h, h);
+    }
+    for (std::size_t d = last; d-- > 0;) {
+      if (++index[d] < m_shape[d] + 2 * m_halo[d]) {
+        break;
+      }
+      index[d] = 0;
+    }
+  }
 }
 
 void Field::check_access(Dtype dtype, std::size_t indices) const {
@@ -168,36 +344,22 @@ void Field::fill_halos(std::span<const Boundary> boundary) {
     throw Error(ErrorKind::usage, format("field \"{}\": {} boundaries for {} axes", m_name,
                                          boundary.size(), m_shape.size()));
   }
-  const std::size_t element = codegen::size_of(m_dtype);
-  auto* base = static_cast<std::byte*>(data());
   for (std::size_t d = 0; d < m_shape.size(); ++d) {
-    const std::int64_t h = m_halo[d];
-    if (h == 0) {
-      continue;
+    if (const auto problem = detail::boundary_problem(boundary[d], m_shape[d], m_halo[d]);
+        !problem.empty()) {
+      throw Error(ErrorKind::usage, format("field \"{}\": axis {}: {}", m_name, d, problem));
     }
-    const std::int64_t n = m_shape[d];
-    const bool periodic = boundary[d] == Boundary::periodic;
-    if (periodic && h > n) {
-      throw Error(ErrorKind::usage, format("field \"{}\": a periodic halo of {} on axis {} is "
-                                           "wider than its extent {}",
-                                           m_name, h, d, n));
+    if (m_halo[d] > 0 && (boundary[d].low.computed() || boundary[d].high.computed()) &&
+        !detail::takes_computed_faces(m_dtype)) {
+      throw Error(
+          ErrorKind::usage,
+          format("field \"{}\": axis {}: a {} boundary needs a floating-point field, not {}",
+                 m_name, d, to_string(boundary[d]), codegen::to_string(m_dtype)));
     }
-    // The padded array as [outer][n + 2h][inner]: each halo layer is `inner` contiguous elements.
-    const std::int64_t inner = m_strides[d];
-    const std::int64_t outer = m_padded / (inner * (n + 2 * h));
-    const std::size_t layer = static_cast<std::size_t>(inner) * element;
-    for (std::int64_t o = 0; o < outer; ++o) {
-      std::byte* slab = base + static_cast<std::size_t>(o * (n + 2 * h) * inner) * element;
-      auto at = [&](std::int64_t padded_index) {
-        return slab + static_cast<std::size_t>(padded_index * inner) * element;
-      };
-      for (std::int64_t g = 1; g <= h; ++g) {
-        const std::int64_t low = h - g;          // interior-relative -g
-        const std::int64_t high = h + n - 1 + g; // interior-relative n-1+g
-        std::memcpy(at(low), at(periodic ? low + n : h), layer);
-        std::memcpy(at(high), at(periodic ? high - n : h + n - 1), layer);
-      }
-    }
+  }
+  for (std::size_t d = 0; d < m_shape.size(); ++d) {
+    detail::fill_face(*this, d, detail::Side::low, boundary[d].low);
+    detail::fill_face(*this, d, detail::Side::high, boundary[d].high);
   }
 }
 

@@ -1,5 +1,7 @@
 #include "halo_exchange.hpp"
 
+#include "face_fill.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
@@ -45,26 +47,6 @@ void unpack(Field& field, const Layers& l, std::int64_t first, std::span<const s
   for (std::int64_t o = 0; o < l.outer; ++o) {
     std::memcpy(l.at(field, o, first), in.data() + static_cast<std::size_t>(o) * l.chunk(),
                 l.chunk());
-  }
-}
-
-enum class Side { low, high };
-
-// Fills one side's halo from this field's own interior, as Field::fill_halos does.
-void fill_local(Field& field, const Layers& l, Side side, Boundary boundary) {
-  const bool periodic = boundary == Boundary::periodic;
-  const std::size_t layer = static_cast<std::size_t>(l.inner) * l.element;
-  for (std::int64_t o = 0; o < l.outer; ++o) {
-    for (std::int64_t g = 1; g <= l.h; ++g) {
-      if (side == Side::low) {
-        const std::int64_t low = l.h - g;
-        std::memcpy(l.at(field, o, low), l.at(field, o, periodic ? low + l.n : l.h), layer);
-      } else {
-        const std::int64_t high = l.h + l.n - 1 + g;
-        std::memcpy(l.at(field, o, high), l.at(field, o, periodic ? high - l.n : l.h + l.n - 1),
-                    layer);
-      }
-    }
   }
 }
 
@@ -179,15 +161,15 @@ void HaloExchanger::receive(Field& field, std::size_t f, std::size_t axis) {
   }
 }
 
-// The global boundary of an edge axis repeats the outermost cell (numpy's pad "edge").
-void HaloExchanger::fill_global_edges(Field& field, std::size_t f, std::size_t axis) {
+// A side without a neighbour is the global boundary of a non-periodic axis: filled by its face,
+// as a serial run fills it.
+void HaloExchanger::fill_global_faces(Field& field, std::size_t f, std::size_t axis, Faces which) {
   const AxisPlan& plan = m_plans[f][axis];
-  const Layers l(field, axis);
-  if (plan.low < 0) {
-    fill_local(field, l, Side::low, Boundary::edge);
+  if (plan.low < 0 && (which == Faces::all || plan.boundary.low.computed())) {
+    fill_face(field, axis, Side::low, plan.boundary.low);
   }
-  if (plan.high < 0) {
-    fill_local(field, l, Side::high, Boundary::edge);
+  if (plan.high < 0 && (which == Faces::all || plan.boundary.high.computed())) {
+    fill_face(field, axis, Side::high, plan.boundary.high);
   }
 }
 
@@ -228,15 +210,14 @@ void HaloExchanger::fill_except(std::span<Field* const> fields, ExchangeMode mod
       }
       const AxisPlan& plan = m_plans[f][axis];
       if (!plan.exchange) {
-        const Layers l(field, axis);
-        fill_local(field, l, Side::low, plan.boundary);
-        fill_local(field, l, Side::high, plan.boundary);
+        fill_face(field, axis, Side::low, plan.boundary.low);
+        fill_face(field, axis, Side::high, plan.boundary.high);
         continue;
       }
       if (mode == ExchangeMode::sync) {
         exchange_sync(field, f, axis);
       }
-      fill_global_edges(field, f, axis);
+      fill_global_faces(field, f, axis, Faces::all);
     }
   }
 }
@@ -266,7 +247,25 @@ void HaloExchanger::finish_fill(std::span<Field* const> fields) {
     const std::size_t axis = static_cast<std::size_t>(fields[f]->rank()) - 1 - m_deferred;
     if (exchanges(fields, f, axis)) {
       receive(*fields[f], f, axis);
-      fill_global_edges(*fields[f], f, axis);
+      fill_global_faces(*fields[f], f, axis, Faces::all);
+    }
+    // The axes after the deferred one were filled before it, so their corners with it hold its
+    // rule applied to theirs. For copies (exchange, edge, periodic) the order does not matter;
+    // dirichlet and neumann faces do not commute (in value or in rounding), so the computed
+    // faces of the later axes are filled again: the corners then hold what fill() (axis order)
+    // gives, bit for bit. Their cells off the corners come out the same as before.
+    for (std::size_t later = axis + 1; later < static_cast<std::size_t>(fields[f]->rank());
+         ++later) {
+      if (fields[f]->halo()[later] == 0) {
+        continue;
+      }
+      const AxisPlan& plan = m_plans[f][later];
+      if (plan.exchange) {
+        fill_global_faces(*fields[f], f, later, Faces::computed);
+      } else if (plan.boundary.low.computed() || plan.boundary.high.computed()) {
+        fill_face(*fields[f], later, Side::low, plan.boundary.low);
+        fill_face(*fields[f], later, Side::high, plan.boundary.high);
+      }
     }
   }
   m_deferred = k_none;

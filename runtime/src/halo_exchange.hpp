@@ -16,7 +16,7 @@ namespace uwjit::runtime::detail {
 /// How the halo of one field axis is filled. `exchange` false: locally, from the field's own
 /// interior, with `boundary` (as Field::fill_halos does). `exchange` true: each side from the rank
 /// `low` / `high` (which may be this rank: a periodic axis over one rank), or, where that is -1
-/// (the global boundary of an edge axis), by repeating the outermost interior cell.
+/// (the global boundary of a non-periodic axis), by that side's face of `boundary`.
 struct AxisPlan {
   bool exchange = false;
   Boundary boundary = Boundary::edge;
@@ -62,7 +62,8 @@ private:
   void post(Field& field, std::size_t f, std::size_t axis);
   void wait_pending();
   void receive(Field& field, std::size_t f, std::size_t axis);
-  void fill_global_edges(Field& field, std::size_t f, std::size_t axis);
+  enum class Faces { all, computed };
+  void fill_global_faces(Field& field, std::size_t f, std::size_t axis, Faces which);
 
   comm::Comm* m_comm;
   std::vector<std::vector<AxisPlan>> m_plans;  // per field, per field axis

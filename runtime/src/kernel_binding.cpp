@@ -1,5 +1,7 @@
 #include "kernel_binding.hpp"
 
+#include "face_fill.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
@@ -16,8 +18,9 @@ namespace {
 
 // One stage's kernel.
 Emitted emit_stage(const Node& node, const Layout& layout, const StaticData& bound,
-                   const std::string& hash, int stage) {
+                   const std::string& hash, bool checked, int stage) {
   KernelWriter writer(node.name());
+  writer.checked(checked);
   writer.comment("static_data_hash " + hash);
   if (layout.stages > 1) {
     // Also keeps two stages of the same text apart in the reports.
@@ -59,10 +62,10 @@ Emitted emit_stage(const Node& node, const Layout& layout, const StaticData& bou
 } // namespace
 
 std::vector<Emitted> emit(const Node& node, const Layout& layout, const StaticData& bound,
-                          const std::string& hash) {
+                          const std::string& hash, bool checked) {
   std::vector<Emitted> stages;
   for (int stage = 0; stage < layout.stages; ++stage) {
-    stages.push_back(emit_stage(node, layout, bound, hash, stage));
+    stages.push_back(emit_stage(node, layout, bound, hash, checked, stage));
   }
   for (const auto& name : layout.integrals) {
     int computed = 0;
@@ -88,7 +91,8 @@ StaticPadder serial_padder(const Layout& layout) {
   return [&layout](Field& field, const std::vector<int>& domain_axes) {
     std::vector<Boundary> boundaries;
     for (const int d : domain_axes) {
-      boundaries.push_back(d >= 0 ? layout.boundary[static_cast<std::size_t>(d)] : Boundary::edge);
+      boundaries.push_back(d >= 0 ? static_padding(layout.boundary[static_cast<std::size_t>(d)])
+                                  : Boundary::edge);
     }
     field.fill_halos(boundaries);
   };

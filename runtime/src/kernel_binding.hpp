@@ -29,9 +29,10 @@ struct Emitted {
 /// static arrays of `bound` provided; Error(usage) naming the node unless each declared integral
 /// is computed by exactly one stage. `hash` is the static_data_hash the kernel text names: that
 /// of the node's whole static data, also when `bound` holds a rank's slabs, so that every rank
-/// emits the same text.
+/// emits the same text. `checked`: the kernels are written in checked mode
+/// (KernelWriter::checked).
 std::vector<Emitted> emit(const Node& node, const Layout& layout, const StaticData& bound,
-                          const std::string& hash);
+                          const std::string& hash, bool checked);
 
 // How one node's kernel is bound: buffer slots to fields, static pointers, run-time extents and
 // integral slots. Built completely before it replaces a previous binding.

@@ -1,5 +1,7 @@
 #include "node_layout.hpp"
 
+#include "face_fill.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
@@ -28,15 +30,16 @@ Layout read_layout(const Node& node) {
     if (axis.halo < 0) {
       node_error(node, format("halo width {} on axis {} is negative", axis.halo, d));
     }
-    if (axis.boundary == Boundary::periodic && axis.halo > axis.cells) {
-      node_error(node, format("a periodic halo of {} on axis {} is wider than the extent {}",
-                              axis.halo, d, axis.cells));
+    const std::string name = axis.name.empty() ? k_default_names[d] : axis.name;
+    if (const auto problem = boundary_problem(axis.boundary, axis.cells, axis.halo);
+        !problem.empty()) {
+      node_error(node, format("axis {} ({}): {}", d, name, problem));
     }
     layout.domain.push_back(axis.cells);
     layout.halo.push_back(axis.halo);
     layout.boundary.push_back(axis.boundary);
     layout.modes.push_back(axis.extent);
-    layout.axis_names.push_back(axis.name.empty() ? k_default_names[d] : axis.name);
+    layout.axis_names.push_back(name);
   }
   layout.fields = declared.fields;
   if (layout.fields.empty()) {
@@ -53,6 +56,20 @@ Layout read_layout(const Node& node) {
     for (const std::int64_t c : f.components) {
       if (c < 1) {
         node_error(node, format("state field \"{}\" has a component extent {}", f.name, c));
+      }
+    }
+  }
+  for (std::size_t d = 0; d < axes; ++d) {
+    const Boundary& boundary = layout.boundary[d];
+    if (layout.halo[d] == 0 || !(boundary.low.computed() || boundary.high.computed())) {
+      continue;
+    }
+    for (const auto& f : layout.fields) {
+      if (!takes_computed_faces(f.dtype)) {
+        node_error(node, format("axis {} ({}): a {} boundary needs floating-point state fields, "
+                                "but \"{}\" is {}",
+                                d, layout.axis_names[d], to_string(boundary), f.name,
+                                codegen::to_string(f.dtype)));
       }
     }
   }

@@ -27,6 +27,9 @@ void NodeState::wire() {
       if (written && next[i] == nullptr) {
         const StateField& f = layout.fields[i];
         next[i] = std::make_unique<Field>(f.name, f.dtype, layout.shape(f), layout.halos(f));
+        if (checked) {
+          next[i]->poison_halos();
+        }
         const std::size_t bytes =
             static_cast<std::size_t>(current[i]->interior_count()) * codegen::size_of(f.dtype);
         std::vector<std::byte> interior(bytes);
@@ -41,6 +44,7 @@ void NodeState::wire() {
     args.statics = binding.statics.data();
     args.extents = binding.extents.data();
     args.integrals = nullptr; // the executor gives each call a table of its own
+    args.check = checked ? check_record.data() : nullptr;
     args.dt = layout.dt;
     for (std::size_t d = 0; d < layout.domain.size(); ++d) {
       args.shard_offset[d] = shard.offset[d];

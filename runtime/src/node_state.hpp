@@ -11,6 +11,7 @@
 #include <uwjit/runtime/field.hpp>
 #include <uwjit/runtime/simulation.hpp>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <set>
@@ -48,6 +49,8 @@ struct NodeState {
   std::vector<std::vector<Boundary>> boundaries; // per state field, per axis
   std::vector<bool> has_halo;                    // per state field
   std::vector<double> integrals;                 // declared order
+  bool checked = false; // checked mode: every stage's args.check points at check_record
+  std::array<uw_i64, UWJIT_CHECK_RECORD_SIZE> check_record{};
   // Coupled inputs (layout.inputs order): the owners' current fields, refreshed per stage, and,
   // sharded, the exchanger that fills their halos (made on the first step).
   std::vector<Field*> input_fields;

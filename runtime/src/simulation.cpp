@@ -5,6 +5,7 @@
 #include "simulation_impl.hpp"
 
 #include <uwjit/cache/key.hpp>
+#include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
@@ -24,7 +25,8 @@ std::string_view to_string(ExchangeMode mode) noexcept {
 
 Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node>> list,
                        const SimulationOptions& options, Init init)
-    : engine(&e), nodes(std::move(list)), exchange_mode(options.exchange) {
+    : engine(&e), nodes(std::move(list)), exchange_mode(options.exchange),
+      checked(options.checked || env::get_bool(env::vars::checked)) {
   if (options.threads < 0) {
     throw Error(
         ErrorKind::usage,
@@ -60,6 +62,10 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
       s.shard = serial_shard(s.layout);
       const StaticData& whole = s.node->static_data();
       s.bound = whole;
+      s.checked = checked;
+      if (checked) {
+        Decomposition::check_shard_axes(*s.node, s.layout, whole);
+      }
       if (decomposition) {
         // Every check reads only the node and the options, so every rank raises the same error
         // here, before the first collective.
@@ -88,7 +94,8 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
     resolve_inputs();
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       NodeState& s = states[n];
-      emitted[n] = emit(*s.node, s.layout, s.bound, static_data_hash(s.node->static_data()));
+      emitted[n] =
+          emit(*s.node, s.layout, s.bound, static_data_hash(s.node->static_data()), checked);
     }
   });
   if (decomposition && options.share_on_node) {
@@ -262,6 +269,9 @@ void Simulation::Impl::allocate_state(NodeState& s, Init init) {
     s.boundaries.push_back(layout.boundaries(f));
     const auto halos = layout.halos(f);
     s.has_halo.push_back(std::any_of(halos.begin(), halos.end(), [](int h) { return h > 0; }));
+    if (s.checked) {
+      s.current.back()->poison_halos();
+    }
     fields.push_back(s.current.back().get());
   }
   if (init == Init::compute && !sharded) {
@@ -337,6 +347,10 @@ NodeShared Simulation::node_shared() const {
 
 int Simulation::threads() const noexcept {
   return m_impl->executor->threads();
+}
+
+bool Simulation::checked() const noexcept {
+  return m_impl->checked;
 }
 
 ExchangeStats Simulation::exchange_stats() const noexcept {
@@ -436,7 +450,7 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
   const bool same_kernel = static_data_hash(bound) == static_data_hash(s.bound);
   std::vector<Emitted> emitted;
   if (!same_kernel) {
-    emitted = emit(*s.node, s.layout, bound, static_data_hash(bound));
+    emitted = emit(*s.node, s.layout, bound, static_data_hash(bound), m_impl->checked);
   }
   std::vector<Binding> bindings;
   for (std::size_t k = 0; k < s.stages.size(); ++k) {

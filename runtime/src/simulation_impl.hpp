@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct Simulation::Impl {
   std::int64_t steps = 0;
   std::optional<Decomposition> decomposition; // sharded only
   ExchangeMode exchange_mode = ExchangeMode::sync;
+  bool checked = false; // SimulationOptions::checked or UWJIT_CHECK
   ExchangeStats exchange;
   NodeShared node_shared;
   std::optional<detail::CpuExecutor> executor; // made in the constructor, once its size is known
@@ -71,6 +73,8 @@ struct Simulation::Impl {
   void step_overlapped(NodeState& s, std::size_t stage, std::size_t axis);
   static void bind_state(NodeState& s, std::size_t stage);
   int call_kernel(NodeState& s, std::size_t stage);
+  int call_split(NodeState& s, std::size_t stage);
+  [[nodiscard]] std::string violation(const NodeState& s, std::size_t stage) const;
   [[nodiscard]] Error kernel_failed(const NodeState& s, std::size_t stage, int status) const;
   void finish_stage(NodeState& s, std::size_t stage, int status);
   bool prepare_exchange(NodeState& s, std::size_t stage);

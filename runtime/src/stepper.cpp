@@ -7,6 +7,7 @@
 #include <uwjit/common/format.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <exception>
 
@@ -44,8 +45,50 @@ void Simulation::Impl::step_node(NodeState& s) {
     bind_state(s, stage);
     auto& sums = s.stages[stage].binding.kernel_integrals;
     std::fill(sums.begin(), sums.end(), 0.0);
-    finish_stage(s, stage, call_kernel(s, stage));
+    finish_stage(s, stage,
+                 checked && s.stages[stage].updates_box() ? call_split(s, stage)
+                                                          : call_kernel(s, stage));
   }
+}
+
+// Checked mode: a kernel that honours its box is called on boxes that tile the interior, as
+// overlap mode would call it (the cells that read no halo of the last wide enough axis, then its
+// two boundary slabs; else two halves of an axis), so that a kernel that ignores its box writes
+// outside it and fails the write check, serially too.
+int Simulation::Impl::call_split(NodeState& s, std::size_t stage) {
+  uwjit_kernel_args& args = s.stages[stage].args;
+  std::array<std::pair<std::int64_t, std::int64_t>, 3> boxes{};
+  std::size_t count = 0;
+  std::size_t axis = 0;
+  for (std::size_t d = s.layout.domain.size(); d-- > 0 && count == 0;) {
+    const std::int64_t n = s.shard.extent[d];
+    const std::int64_t h = std::max<std::int64_t>(s.layout.halo[d], 1);
+    if (n > 2 * h) {
+      axis = d;
+      boxes = {{{h, n - h}, {0, h}, {n - h, n}}};
+      count = 3;
+    }
+  }
+  for (std::size_t d = s.layout.domain.size(); d-- > 0 && count == 0;) {
+    const std::int64_t n = s.shard.extent[d];
+    if (n >= 2) {
+      axis = d;
+      boxes = {{{0, n / 2}, {n / 2, n}, {}}};
+      count = 2;
+    }
+  }
+  if (count == 0) {
+    return call_kernel(s, stage); // a single cell
+  }
+  int status = UWJIT_KERNEL_OK;
+  for (std::size_t b = 0; b < count && status == UWJIT_KERNEL_OK; ++b) {
+    args.update_begin[axis] = boxes[b].first;
+    args.update_end[axis] = boxes[b].second;
+    status = call_kernel(s, stage);
+  }
+  args.update_begin[axis] = 0;
+  args.update_end[axis] = s.shard.extent[axis];
+  return status;
 }
 
 // Points node `s`'s inputs at their owners' current fields and fills their halos: serially
@@ -150,7 +193,8 @@ void Simulation::Impl::step_overlapped(NodeState& s, std::size_t stage, std::siz
   finish_stage(s, stage, status);
 }
 
-// Points the stage's state tables at the current and next buffers and the inputs.
+// Points the stage's state tables at the current and next buffers and the inputs. Checked
+// mode poisons the halos of the buffers the kernel writes: they hold older halos otherwise.
 void Simulation::Impl::bind_state(NodeState& s, std::size_t stage) {
   StageKernel& k = s.stages[stage];
   const std::size_t fields = s.current.size();
@@ -159,7 +203,11 @@ void Simulation::Impl::bind_state(NodeState& s, std::size_t stage) {
     k.in_ptrs[slot] = i < fields ? s.current[i]->data() : s.input_fields[i - fields]->data();
   }
   for (std::size_t slot = 0; slot < k.binding.out_field.size(); ++slot) {
-    k.out_ptrs[slot] = s.next[k.binding.out_field[slot]]->data();
+    Field& out = *s.next[k.binding.out_field[slot]];
+    if (s.checked && s.has_halo[k.binding.out_field[slot]]) {
+      out.poison_halos();
+    }
+    k.out_ptrs[slot] = out.data();
   }
 }
 
@@ -173,7 +221,53 @@ int Simulation::Impl::call_kernel(NodeState& s, std::size_t stage) {
                         k.binding.kernel_integrals);
 }
 
+// Checked mode: the first bad access the stage's kernel recorded, in words, or "" if none.
+std::string Simulation::Impl::violation(const NodeState& s, std::size_t stage) const {
+  const auto& r = s.check_record;
+  const auto& writer = s.stages[stage].writer;
+  if (!s.checked || !writer || r[0] == UWJIT_CHECK_NONE) {
+    return "";
+  }
+  const auto role = r[1] == 0   ? codegen::BufferRole::state_in
+                    : r[1] == 1 ? codegen::BufferRole::state_out
+                                : codegen::BufferRole::statics;
+  const codegen::BufferDecl* buffer = nullptr;
+  for (const auto& b : writer->buffers()) {
+    if (b.role == role && b.slot == r[2]) {
+      buffer = &b;
+    }
+  }
+  if (buffer == nullptr || r[3] < 0 || r[3] >= static_cast<std::int64_t>(buffer->axes.size())) {
+    return format("kernel recorded a bad access to {} slot {}", codegen::to_string(role), r[2]);
+  }
+  std::string at;
+  const std::int64_t rank = std::min<std::int64_t>(r[6], UWJIT_CHECK_MAX_INDICES);
+  for (std::int64_t k = 0; k < rank; ++k) {
+    at += (k == 0 ? "" : ", ") + std::to_string(r[static_cast<std::size_t>(7 + k)]);
+  }
+  at += r[6] > rank ? ", ..." : "";
+  const std::string what = role == codegen::BufferRole::statics
+                               ? "static array \"" + buffer->name + "\""
+                               : "\"" + buffer->name + "\"";
+  const auto axis = static_cast<std::size_t>(r[3]);
+  if (r[0] == UWJIT_CHECK_WRITE) {
+    const bool domain =
+        writer->extents()[static_cast<std::size_t>(buffer->axes[axis].extent.id)].domain_axis >= 0;
+    return format("kernel wrote {} at ({}), outside its {} ([{}, {}) on axis {})", what, at,
+                  domain ? "update box" : "layout", r[4], r[5], axis);
+  }
+  return format("kernel read {} at ({}), outside its layout (halo {} on axis {})", what, at,
+                buffer->axes[axis].halo, axis);
+}
+
 Error Simulation::Impl::kernel_failed(const NodeState& s, std::size_t stage, int status) const {
+  const std::string bad = violation(s, stage);
+  if (!bad.empty()) {
+    return Error(ErrorKind::kernel,
+                 format("node \"{}\", step {}{}{}: {}", s.node->name(), steps,
+                        decomposition ? format(", rank {}", decomposition->comm->rank()) : "",
+                        s.stages.size() > 1 ? format(", stage {}", stage) : "", bad));
+  }
   return Error(ErrorKind::kernel,
                format("node \"{}\": kernel{} returned status {} at step {}{}", s.node->name(),
                       s.stages.size() > 1 ? format(" of stage {}", stage) : "", status, steps,

@@ -41,7 +41,14 @@ expect_code 2 "--set with a bad value"
 expect_err 'param "nx": expected an integer, got "big"' "--set names the param and type"
 run "$uwjit" run heat --set boundary=sticky
 expect_code 2 "a bad choice"
-expect_err 'param "boundary" = "sticky" \(accepted: insulating, periodic\)' "a bad choice lists the choices"
+expect_err 'param "boundary" = "sticky" \(accepted: insulating, periodic, fixed\)' "a bad choice lists the choices"
+# heat between a hot and a cold wall (dirichlet faces): the linear steady profile, checked.
+run "$uwjit" run heat --size 6x3x3 --steps 900 --set boundary=fixed --set u_low=2 --set u_high=-1 --set courant=0.16
+expect_code 0 "run heat between fixed walls"
+expect_out '^  pass  steady linear profile ' "fixed walls reach the linear profile"
+run "$uwjit" run heat --set boundary=fixed --set u_low=nan
+expect_code 2 "a wall value that is not a number"
+expect_err 'param "u_low"' "the bad wall value is named"
 run "$uwjit" run pipe-flow --set radius=50
 expect_code 2 "a pipe wider than its lattice"
 expect_err 'param "radius" = 50 is out of range' "the radius range is explained"
@@ -376,6 +383,22 @@ run "$uwjit" run heat --size 48 --steps 10 --threads 3 --output "$sandbox/t3" --
 expect_code 0 "--threads 3"
 [ "$(json 'd["threads"]' <<<"$out")" = 3 ] && ok || fail "--threads 3 runs on three threads"
 cmp -s "$sandbox/t1/heat.vti" "$sandbox/t3/heat.vti" && ok || fail "--threads 3 writes what --threads 1 writes"
+
+# Checked mode: another kernel (its own key), the same physics verdict; UWJIT_CHECK=1 alike.
+run "$uwjit" run heat --size 48 --steps 10 --threads 1 --output "$sandbox/c1" --json --checked
+expect_code 0 "--checked"
+[ "$(json 'd["checked"]' <<<"$out")" = True ] && ok || fail "--json says the run was checked"
+[ "$(json 'd["check"]["passed"]' <<<"$out")" = True ] && ok || fail "a checked heat run passes its check"
+checked_key=$(json 'd["kernels"][0]["key"]' <<<"$out")
+run "$uwjit" run heat --size 48 --steps 10 --threads 1 --output "$sandbox/c0" --json
+[ "$(json 'd["checked"]' <<<"$out")" = False ] && ok || fail "--json says an unchecked run was not checked"
+[ "$checked_key" != "$(json 'd["kernels"][0]["key"]' <<<"$out")" ] && ok || fail "a checked kernel has its own key"
+UWJIT_CHECK=1 run "$uwjit" run heat --size 48 --steps 10 --output "$sandbox/c2" --json
+[ "$(json 'd["kernels"][0]["key"]' <<<"$out")" = "$checked_key" ] && ok || fail "UWJIT_CHECK=1 runs the checked kernel"
+run "$uwjit" run heat --size 8 --steps 1 --checked --output "$sandbox/c3"
+expect_out 'checked mode$' "the text report says checked mode"
+run "$uwjit" run heat --print-kernel --checked
+expect_out '^// checked: every accessor index is tested' "--print-kernel --checked prints the checked kernel"
 for bad in 0 -2 two 1e3; do
   run "$uwjit" run heat --size 8 --steps 1 --threads "$bad"
   expect_code 2 "--threads $bad"

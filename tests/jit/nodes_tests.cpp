@@ -10,10 +10,12 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <numbers>
 #include <tuple>
 #include <unistd.h>
 
@@ -84,6 +86,33 @@ TEST_CASE("heat: insulating walls conserve heat and a Fourier mode decays at the
   CHECK(measurement(verdict, "heat conservation").value <= 1e-12);
   CHECK(measurement(verdict, "mode amplitude (discrete)").value <= 1e-9);
   CHECK(measurement(verdict, "mode decay rate (continuum)").value <= 0.01);
+}
+
+TEST_CASE("heat: between fixed walls u converges to the linear profile through the wall values") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  const Params params =
+      with(uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{6, 3, 3}),
+           {{"boundary", "fixed"}, {"u_low", 2.0}, {"u_high", -1.0}, {"courant", 0.16}});
+  // u0 = profile + A sin(k (x + 1/2)), k = pi / 6: the scheme's own mode, which decays by
+  // g = 1 - dt kappa 4 sin^2(k / 2) per step; the rest is round-off, a few ulps per step.
+  const double k = std::numbers::pi / 6;
+  const double g = 1 - 0.16 * 4 * std::sin(k / 2) * std::sin(k / 2);
+  for (const std::int64_t steps : {20, 900}) {
+    auto r = run(engine, "heat", params, steps);
+    const Verdict verdict = r.node->check(r.simulation.gathered(), r.trace);
+    require_pass(verdict);
+    const auto& u = r.simulation.field("heat", "u");
+    const double left = 0.5 * std::pow(g, static_cast<double>(steps)); // A0 = 0.5
+    u.for_each_interior([&](std::span<const std::int64_t> i) {
+      const double x = static_cast<double>(i[0]) + 0.5;
+      const double profile = 2.0 - 3.0 * x / 6;
+      CHECK(std::abs(u.value(i) - profile - left * std::sin(k * x)) <=
+            static_cast<double>(steps) * 8 * 0x1.0p-52 * 2);
+    });
+    if (steps == 900) {
+      CHECK(left < 1e-15); // converged: u is the linear profile to round-off
+    }
+  }
 }
 
 TEST_CASE("heat: a periodic mode decays at its own rate") {

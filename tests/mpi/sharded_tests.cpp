@@ -19,6 +19,7 @@
 
 using uwjit::engine::Engine;
 using uwjit::runtime::Boundary;
+using uwjit::runtime::BoundaryFace;
 using uwjit::runtime::ExchangeMode;
 using uwjit::runtime::Params;
 using uwjit::runtime::Simulation;
@@ -185,15 +186,78 @@ private:
   Boundary m_boundary;
 };
 
+// What the probe's u (i + 1 at cell i) holds at cell i + step, halos as BoundaryFace says.
 double expected_neighbour(std::int64_t i, std::int64_t step, std::int64_t nx, Boundary boundary) {
-  std::int64_t j = i + step;
-  if (boundary == Boundary::periodic) {
-    j = (j % nx + nx) % nx;
-  } else {
-    j = std::clamp<std::int64_t>(j, 0, nx - 1);
+  const std::int64_t j = i + step;
+  if (j >= 0 && j < nx) {
+    return static_cast<double>(j + 1);
   }
-  return static_cast<double>(j + 1);
+  const BoundaryFace face = j < 0 ? boundary.low : boundary.high;
+  const std::int64_t distance = j < 0 ? -j : j - nx + 1;
+  const double mirror = static_cast<double>(j < 0 ? distance - 1 : nx - distance) + 1;
+  switch (face.kind) {
+  case BoundaryFace::Kind::periodic:
+    return static_cast<double>((j % nx + nx) % nx + 1);
+  case BoundaryFace::Kind::edge:
+    return static_cast<double>(std::clamp<std::int64_t>(j, 0, nx - 1) + 1);
+  case BoundaryFace::Kind::dirichlet:
+    return 2 * face.value - mirror;
+  case BoundaryFace::Kind::neumann:
+    return mirror + face.value * static_cast<double>(2 * distance - 1);
+  }
+  return 0;
 }
+
+// A 2-D smoothing over the (2 halo + 1)^2 cells around each cell, diagonals included, weighted
+// unevenly, so that every halo cell a kernel can read, corners too, shows in the state.
+class BlurNode final : public uwjit::runtime::Node {
+public:
+  BlurNode(int halo, Boundary x, Boundary y)
+      : Node("blur", "blur", Params{}), m_halo(halo), m_x(x), m_y(y) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = 13, .halo = m_halo, .boundary = m_x},
+                     {.cells = 11, .halo = m_halo, .boundary = m_y}},
+            .fields = {{"u"}},
+            .integrals = {"total"}};
+  }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t i = 0; i < 13; ++i) {
+      for (std::int64_t j = 0; j < 11; ++j) {
+        state["u"].at<double>(i, j) = std::sin(0.7 * static_cast<double>(i)) +
+                                      std::cos(1.3 * static_cast<double>(j)) +
+                                      0.01 * static_cast<double>(i * j);
+      }
+    }
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.integral("total");
+    w.update_box();
+    const std::string h = std::to_string(m_halo);
+    w.body("    for (uw_i64 i = nx_begin; i < nx_end; ++i) {\n"
+           "      for (uw_i64 j = ny_begin; j < ny_end; ++j) {\n"
+           "        double s = 0;\n"
+           "        for (int a = -" +
+           h + "; a <= " + h +
+           "; ++a) {\n"
+           "          for (int b = -" +
+           h + "; b <= " + h +
+           "; ++b) {\n"
+           "            s += u(i + a, j + b) * (1.0 + 0.01 * (3 * a + b));\n"
+           "          }\n"
+           "        }\n"
+           "        u_out(i, j) = s / ((2 * " +
+           h + " + 1) * (2 * " + h +
+           " + 1));\n"
+           "        total += u_out(i, j);\n"
+           "      }\n"
+           "    }\n");
+  }
+
+private:
+  int m_halo;
+  Boundary m_x, m_y;
+};
 
 } // namespace
 
@@ -251,10 +315,14 @@ MPI_TEST_CASE("overlap equals the serial run bit for bit") {
   equals_serial(builtin("pipe-flow", {13, 10, 10}), {0, 1}, 8, ExchangeMode::overlap);
 }
 
-MPI_TEST_CASE("halo width 2: edge repeats the boundary cell, periodic wraps, at any rank count") {
+MPI_TEST_CASE("halo width 2: edge repeats the boundary cell, periodic wraps, dirichlet reflects, "
+              "neumann adds the gradient, at the global faces at any rank count") {
   const auto cache = job_sandbox();
   auto engine = make_engine(cache);
-  for (const Boundary boundary : {Boundary::edge, Boundary::periodic}) {
+  for (const Boundary boundary :
+       {Boundary::edge, Boundary::periodic,
+        Boundary{.low = BoundaryFace::dirichlet(0.5), .high = BoundaryFace::neumann(-2)},
+        Boundary{.low = BoundaryFace::neumann(0.25), .high = BoundaryFace::dirichlet(20)}}) {
     for (const ExchangeMode mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
       constexpr std::int64_t nx = 13;
       Simulation simulation(*engine, {std::make_shared<ProbeNode>(nx, 2, boundary)},
@@ -276,6 +344,45 @@ MPI_TEST_CASE("halo width 2: edge repeats the boundary cell, periodic wraps, at 
       MPI_CHECK(simulation.exchange_stats().overlapped == 0);
     }
   }
+}
+
+MPI_TEST_CASE("heat between fixed walls, sharded, equals the serial run bit for bit, sync and "
+              "overlap") {
+  const auto walls =
+      builtin("heat", {13, 8, 8}, {{"boundary", "fixed"}, {"u_low", "2"}, {"u_high", "-0.5"}});
+  equals_serial(walls, {0}, 12);
+  equals_serial(walls, {0}, 12, ExchangeMode::overlap);
+  equals_serial(builtin("heat", {9, 13, 6}, {{"boundary", "fixed"}}), {0, 1}, 8,
+                ExchangeMode::overlap);
+}
+
+MPI_TEST_CASE("dirichlet and neumann faces on two axes, corners read, sharded equals serial bit "
+              "for bit in sync and overlap") {
+  const Boundary x{.low = BoundaryFace::dirichlet(1), .high = BoundaryFace::neumann(0.5)};
+  const Boundary y{.low = BoundaryFace::neumann(-0.25), .high = BoundaryFace::dirichlet(-2)};
+  for (const int halo : {1, 2}) {
+    const NodeList blur = {std::make_shared<BlurNode>(halo, x, y)};
+    for (const ExchangeMode mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
+      equals_serial(blur, {0}, 6, mode);
+      equals_serial(blur, {1}, 6, mode);
+      equals_serial(blur, {0, 1}, 6, mode);
+    }
+  }
+  // x periodic under y's computed faces.
+  equals_serial({std::make_shared<BlurNode>(1, Boundary::periodic, y)}, {0, 1}, 6,
+                ExchangeMode::overlap);
+}
+
+MPI_TEST_CASE("periodic on one face only is the same error on every rank, naming node and axis") {
+  auto engine = make_engine(job_sandbox());
+  const auto message = same_error_everywhere([&] {
+    Simulation s(
+        *engine,
+        {std::make_shared<ProbeNode>(
+            13, 1, Boundary{.low = BoundaryFace::periodic(), .high = BoundaryFace::edge()})},
+        sharded({0}));
+  });
+  MPI_CHECK(contains(message, "node \"probe\": axis 0 (nx): periodic on the low face only"));
 }
 
 MPI_TEST_CASE("a cold sharded job compiles each kernel once in total") {
@@ -515,4 +622,114 @@ MPI_TEST_CASE("a node's own code failing on one rank is the same error on every 
                           sharded({0}));
   });
   MPI_CHECK(initial == "usage: initial_state fails here");
+}
+
+namespace {
+
+// A 1-D node whose kernel reads two cells to its left, beyond its halo of one, only on ranks
+// whose shard does not start the domain.
+class OverreachingNode final : public uwjit::runtime::Node {
+public:
+  OverreachingNode() : Node("overreaching", "bad", Params{}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = 16, .halo = 1}}, .fields = {{"u"}}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+           "      u_out(i) = u(i) + (nx_offset > 0 && i == 0 ? u(i - 2) : 0.0);\n"
+           "    }\n");
+  }
+};
+
+// A 1-D node that declares update_box() and updates the whole interior anyway: sharded in
+// overlap mode it is called three times per step and sums its mass three times.
+class BoxIgnoringNode final : public uwjit::runtime::Node {
+public:
+  BoxIgnoringNode() : Node("box-ignoring", "ignores", Params{}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = 24, .halo = 1}}, .fields = {{"u"}}, .integrals = {"mass"}};
+  }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t i = 0; i < 24; ++i) {
+      state["u"].at<double>(i) = 1.0;
+    }
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.integral("mass");
+    w.update_box();
+    w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+           "      u_out(i) = u(i);\n"
+           "      mass += u(i);\n"
+           "    }\n");
+  }
+};
+
+} // namespace
+
+MPI_TEST_CASE("checked mode: an update box declared and ignored is caught in sync and overlap; "
+              "unchecked, overlap sums it three times") {
+  auto engine = make_engine(job_sandbox());
+  const NodeList nodes{std::make_shared<BoxIgnoringNode>()};
+  if (comm()->size() > 1) {
+    Simulation plain(*engine, nodes, sharded({0}, ExchangeMode::overlap));
+    plain.step(1);
+    MPI_CHECK(plain.integrals("ignores")[0] == 3 * 24.0); // the silent mistake
+  }
+  for (const auto mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
+    SimulationOptions options = sharded({0}, mode);
+    options.checked = true;
+    Simulation simulation(*engine, nodes, options);
+    const std::string message = uwjit_test::same_failure_everywhere([&] { simulation.step(1); });
+    // Every rank fails on its first box (the cells that read no halo, [1, n - 1)); the lowest,
+    // rank 0, names itself.
+    MPI_CHECK(message == "kernel: node \"ignores\", step 0, rank 0"
+                         ": kernel wrote \"u\" at (0), outside its update box ([1, " +
+                             std::to_string(simulation.shard("ignores").extent[0] - 1) +
+                             ") on axis 0)");
+  }
+}
+
+MPI_TEST_CASE("checked mode: a read beyond the halo on one rank is the same kernel error on every "
+              "rank") {
+  auto engine = make_engine(job_sandbox());
+  for (const auto mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
+    SimulationOptions options = sharded({0}, mode);
+    options.checked = true;
+    Simulation simulation(*engine, {std::make_shared<OverreachingNode>()}, options);
+    const std::string message = uwjit_test::same_failure_everywhere([&] { simulation.step(2); });
+    if (comm()->size() == 1) {
+      MPI_CHECK(message == "(no error)"); // one shard: it starts the domain
+      continue;
+    }
+    // The lowest failing rank's message, on every rank.
+    MPI_CHECK(message == "kernel: node \"bad\", step 0, rank 1: kernel read \"u\" at (-2), outside "
+                         "its layout (halo 1 on axis 0)");
+    MPI_CHECK(simulation.steps_taken() == 0);
+    // The job goes on: the ranks still agree in the next collective.
+    MPI_CHECK(comm()->all_gather("alive").size() == static_cast<std::size_t>(comm()->size()));
+  }
+}
+
+MPI_TEST_CASE("checked mode: sharded heat and pipe-flow give the unchecked state bit for bit, sync "
+              "and overlap") {
+  auto engine = make_engine(job_sandbox());
+  for (const auto mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
+    for (const auto& nodes : {builtin("heat", {13, 6, 5}), builtin("pipe-flow", {12, 8, 8})}) {
+      const auto& node = nodes.front();
+      SimulationOptions options = sharded({0}, mode);
+      Simulation plain(*engine, nodes, options);
+      options.checked = true;
+      Simulation careful(*engine, nodes, options);
+      MPI_CHECK(careful.kernels()[0].info.key != plain.kernels()[0].info.key);
+      plain.step(4);
+      careful.step(4);
+      for (const auto& f : node->layout().fields) {
+        MPI_CHECK(
+            careful.field(node->name(), f.name).interior_equals(plain.field(node->name(), f.name)));
+      }
+    }
+  }
 }

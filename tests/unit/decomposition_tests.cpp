@@ -3,8 +3,11 @@
 #include "decomposition.hpp"
 #include "node_layout.hpp"
 
+#include <uwjit/common/error.hpp>
+
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <numeric>
 #include <vector>
 
@@ -99,4 +102,69 @@ TEST_CASE("neighbours wrap on a periodic axis, stop at an edge, and static data 
   // One rank along the axis: filled locally, no exchange.
   const Decomposition alone{nullptr, {0}, {1}};
   CHECK_FALSE(alone.plans(periodic, Decomposition::For::state, 0)[0].exchange);
+}
+
+TEST_CASE("a computed face is the state's: static data pads it as edge, sharded or not") {
+  using uwjit::runtime::BoundaryFace;
+  const Boundary walls{.low = BoundaryFace::dirichlet(1), .high = BoundaryFace::neumann(0.5)};
+  const Layout layout = layout_of({16, 8}, 1, walls);
+  const Decomposition d{nullptr, {0}, {4}};
+  for (int r = 0; r < 4; ++r) {
+    const auto state = d.plans(layout, Decomposition::For::state, r);
+    CHECK(state[0].boundary == walls);
+    CHECK(state[0].low == (r == 0 ? -1 : r - 1)); // the global faces are filled by their rule
+    CHECK(state[1].boundary == walls);
+    for (const auto& plan : d.plans(layout, Decomposition::For::statics, r)) {
+      CHECK(plan.boundary == Boundary::edge);
+    }
+  }
+}
+
+namespace {
+
+// A node whose only purpose is its layout.
+class LayoutNode final : public uwjit::runtime::Node {
+public:
+  LayoutNode(Boundary boundary, uwjit::runtime::Dtype dtype)
+      : Node("layout", "walls", {}), m_boundary(boundary), m_dtype(dtype) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    auto axes = uwjit::runtime::NodeLayout::grid({8, 6}, 1);
+    axes[1].boundary = m_boundary;
+    return {.axes = axes, .fields = {{"u", uwjit::runtime::Dtype::f64}, {"m", m_dtype}}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  void emit_update(uwjit::codegen::KernelWriter&) const override {}
+
+private:
+  Boundary m_boundary;
+  uwjit::runtime::Dtype m_dtype;
+};
+
+std::string layout_error(Boundary boundary,
+                         uwjit::runtime::Dtype dtype = uwjit::runtime::Dtype::f32) {
+  try {
+    (void)uwjit::runtime::detail::read_layout(LayoutNode(boundary, dtype));
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::usage);
+    return error.what();
+  }
+  return "(no error)";
+}
+
+} // namespace
+
+TEST_CASE("a layout with periodic on one face, a value that is not finite, or a computed face "
+          "on an integer field is a usage error naming the node and the axis") {
+  using uwjit::runtime::BoundaryFace;
+  CHECK(layout_error({.low = BoundaryFace::edge(), .high = BoundaryFace::periodic()}) ==
+        "node \"walls\": axis 1 (ny): periodic on the high face only (periodic needs both faces)");
+  CHECK(layout_error(
+            {.low = BoundaryFace::dirichlet(std::nan("")), .high = BoundaryFace::dirichlet(0)}) ==
+        "node \"walls\": axis 1 (ny): the low face's dirichlet value is nan (need a finite "
+        "number)");
+  CHECK(layout_error(Boundary::both(BoundaryFace::neumann(1)), uwjit::runtime::Dtype::i32) ==
+        "node \"walls\": axis 1 (ny): a neumann 1 boundary needs floating-point state fields, but "
+        "\"m\" is i32");
+  CHECK(layout_error({.low = BoundaryFace::dirichlet(2), .high = BoundaryFace::neumann(-1)}) ==
+        "(no error)");
 }

@@ -195,3 +195,25 @@ TEST_CASE("a node reads a provided array's dtype as it reads its shape") {
   CHECK_FALSE(w.provided_dtype("other").has_value());
   CHECK_FALSE(w.provided_shape("other").has_value());
 }
+
+TEST_CASE("checked mode is other text; off, the text is what it always was") {
+  const std::string plain = heat_like(ExtentMode::compiled).finish().body();
+  KernelWriter off = heat_like(ExtentMode::compiled);
+  off.checked(false);
+  CHECK_FALSE(off.is_checked());
+  CHECK(off.finish().body() == plain);
+  CHECK(plain.find("uwjit_check") == std::string::npos);
+  KernelWriter on = heat_like(ExtentMode::compiled);
+  on.checked(true);
+  CHECK(on.is_checked());
+  const std::string text = on.finish().body();
+  CHECK(text != plain);
+  CHECK(text.find("// checked: every accessor index is tested against its buffer's layout\n") !=
+        std::string::npos);
+  // Reads are tested against the halo-padded layout, writes against the update box.
+  CHECK(text.find("if (__builtin_expect(i0 < -1LL || i0 >= u_n0 + 1LL, 0))") != std::string::npos);
+  CHECK(text.find("if (__builtin_expect(i0 < uwjit_begin0 || i0 >= uwjit_end0, 0))") !=
+        std::string::npos);
+  CHECK(text.find("if (__builtin_expect(i2 < 0LL || i2 >= k_n2, 0))") != std::string::npos);
+  CHECK(text.find("return UWJIT_KERNEL_CHECK_FAILED;") != std::string::npos);
+}

@@ -330,6 +330,92 @@ TEST_CASE("halos are filled periodically or from the edge, corners included") {
                  "2 boundaries for 3 axes"));
 }
 
+using uwjit::runtime::Boundary;
+using uwjit::runtime::BoundaryFace;
+
+TEST_CASE("a dirichlet face's halo is the reflection 2 v - mirror, a neumann face's the mirror "
+          "plus the outward gradient times the distance, per face") {
+  // u_i = i^2 + 1 (not linear, so a wrong mirror shows); halo 2 on an extent of 4.
+  const auto filled = [](Boundary boundary) {
+    uwjit::runtime::Field field("u", Dtype::f64, {4}, {2});
+    for (std::int64_t i = 0; i < 4; ++i) {
+      field.at<double>(i) = static_cast<double>(i * i + 1);
+    }
+    const Boundary boundaries[] = {boundary};
+    field.fill_halos(boundaries);
+    return std::array<double, 4>{field.at<double>(-1), field.at<double>(-2), field.at<double>(4),
+                                 field.at<double>(5)};
+  };
+  // u = 1 2 5 10 inside.
+  const auto a =
+      filled({.low = BoundaryFace::dirichlet(1.5), .high = BoundaryFace::neumann(-0.25)});
+  CHECK(a[0] == 3.0 - 1.0);   // -1 mirrors 0
+  CHECK(a[1] == 3.0 - 2.0);   // -2 mirrors 1
+  CHECK(a[2] == 10.0 - 0.25); // 4 mirrors 3, one cell apart
+  CHECK(a[3] == 5.0 - 0.75);  // 5 mirrors 2, three cells apart
+  const auto b = filled({.low = BoundaryFace::neumann(0.5), .high = BoundaryFace::dirichlet(-2)});
+  CHECK(b[0] == 1.0 + 0.5);
+  CHECK(b[1] == 2.0 + 1.5);
+  CHECK(b[2] == -4.0 - 10.0);
+  CHECK(b[3] == -4.0 - 5.0);
+  const auto c = filled({.low = BoundaryFace::edge(), .high = BoundaryFace::neumann(0)});
+  CHECK(c[0] == 1.0);
+  CHECK(c[1] == 1.0);
+  CHECK(c[2] == 10.0); // neumann 0 mirrors: 10, then 5 (edge would repeat 10)
+  CHECK(c[3] == 5.0);
+  const auto d = filled(Boundary::periodic);
+  CHECK(d == std::array<double, 4>{10.0, 5.0, 1.0, 2.0});
+}
+
+TEST_CASE("dirichlet and neumann fill each component alike, in f32 too, and corners take the "
+          "later axis's rule over the earlier's") {
+  // Two components (a leading axis without a halo) over a 3 x 2 domain, halo 1.
+  uwjit::runtime::Field field("f", Dtype::f32, {2, 3, 2}, {0, 1, 1});
+  field.for_each_interior([&](std::span<const std::int64_t> i) {
+    field.at<float>(i[0], i[1], i[2]) = static_cast<float>(100 * i[0] + 10 * i[1] + i[2]);
+  });
+  const Boundary boundaries[] = {
+      Boundary::edge,
+      {.low = BoundaryFace::dirichlet(0.5), .high = BoundaryFace::neumann(2)},
+      Boundary::both(BoundaryFace::dirichlet(-1))};
+  field.fill_halos(boundaries);
+  for (const std::int64_t c : {0, 1}) {
+    const auto u = [&](std::int64_t i, std::int64_t j) { return field.at<float>(c, i, j); };
+    const float base = static_cast<float>(100 * c);
+    CHECK(u(-1, 1) == 1.0F - (base + 1));      // dirichlet 0.5 on the low x face
+    CHECK(u(3, 0) == base + 20 + 2);           // neumann 2 on the high x face
+    CHECK(u(0, -1) == -2.0F - base);           // dirichlet -1 on the low y face
+    CHECK(u(2, 2) == -2.0F - (base + 21));     // and on the high one
+    CHECK(u(-1, -1) == -2.0F - (1.0F - base)); // y's rule over x's halo
+    CHECK(u(3, 2) == -2.0F - (base + 21 + 2));
+  }
+}
+
+TEST_CASE("a boundary the halo cannot hold is a usage error naming the field and axis") {
+  uwjit::runtime::Field field("u", Dtype::f64, {3, 4}, {1, 2});
+  const auto fails = [&](Boundary boundary) {
+    const Boundary boundaries[] = {Boundary::edge, boundary};
+    return usage_error([&] { field.fill_halos(boundaries); });
+  };
+  CHECK(contains(fails({.low = BoundaryFace::periodic(), .high = BoundaryFace::edge()}),
+                 "field \"u\": axis 1: periodic on the low face only"));
+  CHECK(contains(fails({.low = BoundaryFace::edge(), .high = BoundaryFace::dirichlet(NAN)}),
+                 "field \"u\": axis 1: the high face's dirichlet value is nan"));
+  CHECK(contains(fails(Boundary::both(BoundaryFace::neumann(INFINITY))),
+                 "the low face's neumann value is inf"));
+  uwjit::runtime::Field narrow("v", Dtype::f64, {1}, {2});
+  const Boundary mirror[] = {Boundary::both(BoundaryFace::neumann(0))};
+  CHECK(contains(usage_error([&] { narrow.fill_halos(mirror); }),
+                 "field \"v\": axis 0: a neumann 0 halo of 2 is wider than the extent 1"));
+  uwjit::runtime::Field mask("mask", Dtype::u8, {4}, {1});
+  const Boundary fixed[] = {Boundary::both(BoundaryFace::dirichlet(1))};
+  CHECK(contains(usage_error([&] { mask.fill_halos(fixed); }),
+                 "field \"mask\": axis 0: a dirichlet 1 boundary needs a floating-point field"));
+  CHECK(to_string(Boundary{.low = BoundaryFace::dirichlet(1.5), .high = BoundaryFace::edge()}) ==
+        "dirichlet 1.5 / edge");
+  CHECK(to_string(Boundary::periodic) == "periodic");
+}
+
 TEST_CASE("a field's interior copies out and back without its halos") {
   uwjit::runtime::Field a("f", Dtype::i32, {3, 5}, {1, 2});
   uwjit::runtime::Field b("f", Dtype::i32, {3, 5}, {0, 0});

@@ -68,6 +68,9 @@ ArgSpec run_spec() {
       .option("--threads", "N",
               "threads per process (default: the cores it may use, shared among the ranks of "
               "its node)")
+      .flag("--checked",
+            "checked mode for node authors: bounds-checked accessors, poisoned halos, update "
+            "boxes split (as UWJIT_CHECK=1)")
       .flag("--json", "print the report as JSON on stdout")
       .flag("--print-kernel", "print the node's generated kernel source and stop")
       .positional("NODE", "heat, pipe-flow, fvm or mlp")
@@ -338,6 +341,7 @@ int run_command(const std::vector<std::string>& argv) {
     }
     options.exchange =
         exchange == "sync" ? runtime::ExchangeMode::sync : runtime::ExchangeMode::overlap;
+    options.checked = args.has("--checked");
     if (const auto threads = args.get("--threads")) {
       options.threads = parse_threads(*threads);
     }

@@ -56,6 +56,7 @@ void print_json(const RunReport& r, std::ostream& out) {
   // The same on every rank: the ranks agree on whether and where to overlap.
   report["overlapped_steps"] = r.exchange_stats.overlapped;
   report["threads"] = r.simulation->threads();
+  report["checked"] = r.simulation->checked();
   report["kernels"] = nlohmann::json::array();
   for (const auto& k : r.simulation->kernels()) {
     report["kernels"].push_back({{"node", k.node},
@@ -128,7 +129,8 @@ void print_text(const RunReport& r, std::ostream& out) {
       << r.node->updates_per_step() << " cell updates per step); " << r.compiles << " compile"
       << (r.compiles == 1 ? "" : "s") << (r.ranks > 1 ? " for the job" : "") << "; "
       << r.simulation->threads() << " thread" << (r.simulation->threads() == 1 ? "" : "s")
-      << (r.ranks > 1 ? " per rank" : "") << "\n"
+      << (r.ranks > 1 ? " per rank" : "") << (r.simulation->checked() ? "; checked mode" : "")
+      << "\n"
       << "  simulated time " << general(time) << " (step " << r.simulation->steps_taken() << ", dt "
       << general(r.dt) << ")\n";
   if (!r.shard.empty()) {

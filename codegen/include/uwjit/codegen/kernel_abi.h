@@ -1,10 +1,11 @@
-/* uwjit kernel ABI: the one struct a compiled kernel receives. Version 2.
+/* uwjit kernel ABI: the one struct a compiled kernel receives. Version 3.
  *
  * This file is both a public header (hosts fill the struct) and the first text of every kernel's
  * source, so any change to it changes every cache key. It is plain C, free of #include.
  *
  * A kernel is one entry:  extern "C" int ENTRY(const uwjit_kernel_args* args);
- * returning UWJIT_KERNEL_OK (0) or a non-zero status of the kernel's own. Kernels hold only
+ * returning UWJIT_KERNEL_OK (0) or a non-zero status of the kernel's own (UWJIT_KERNEL_CHECK_FAILED
+ * is reserved for checked kernels, below). Kernels hold only
  * constant-initialised, trivially destructible globals: static initialisers of JIT-loaded objects
  * never run, so uwjit refuses objects that need them.
  *
@@ -23,6 +24,8 @@
  * | update_begin   | per axis: the first local interior index this call updates (see below)   |
  * | update_end     | per axis: one past the last index this call updates                      |
  * | integrals      | per integral slot: this shard's partial sum, written by the kernel       |
+ * | check          | checked kernels only: UWJIT_CHECK_RECORD_SIZE entries, the first bad     |
+ * |                | access (below); may be null, and unchecked kernels never read it        |
  *
  * Per-axis arrays hold the domain axes first; entries past the last domain axis are 0. The
  * update box is the whole local interior, [0, shard_extent), unless the kernel declared that it
@@ -30,13 +33,37 @@
  * box and sums its integrals over them only, and a runtime may call it several times per step
  * on boxes that tile the interior (the interior while halos are in flight, then the boundary).
  * Version 2 added update_begin and update_end.
+ *
+ * A checked kernel (KernelWriter::checked(true)) tests every accessor index against the buffer's
+ * layout (reads: -halo .. n+halo-1; writes to a state output: the update box on domain axes,
+ * 0 .. n-1 on others). An access outside is never made (a read gives 0, a write goes to a dummy);
+ * the first one is recorded in `check`, which the kernel zeroes on entry, and the kernel returns
+ * UWJIT_KERNEL_CHECK_FAILED. The record, as uw_i64 entries:
+ *
+ * | entry | meaning                                                                          |
+ * |-------|----------------------------------------------------------------------------------|
+ * | 0     | UWJIT_CHECK_NONE, UWJIT_CHECK_READ or UWJIT_CHECK_WRITE                          |
+ * | 1     | the buffer's role: 0 state_in, 1 state_out, 2 statics                           |
+ * | 2     | the buffer's slot in its role's table                                            |
+ * | 3     | the first axis whose index is out of range                                       |
+ * | 4, 5  | the range allowed on that axis: [low, high)                                      |
+ * | 6     | the buffer's rank (index count)                                                  |
+ * | 7..   | the indices, at most UWJIT_CHECK_MAX_INDICES of them                              |
+ *
+ * Version 3 added check.
  */
 #ifndef UWJIT_KERNEL_ABI_H
 #define UWJIT_KERNEL_ABI_H
 
-#define UWJIT_KERNEL_ABI_VERSION 2
+#define UWJIT_KERNEL_ABI_VERSION 3
 #define UWJIT_MAX_AXES 3
 #define UWJIT_KERNEL_OK 0
+#define UWJIT_KERNEL_CHECK_FAILED 0x7FFF0C4E
+#define UWJIT_CHECK_NONE 0
+#define UWJIT_CHECK_READ 1
+#define UWJIT_CHECK_WRITE 2
+#define UWJIT_CHECK_MAX_INDICES 9
+#define UWJIT_CHECK_RECORD_SIZE 16
 
 typedef double uw_f64;
 typedef float uw_f32;
@@ -64,6 +91,7 @@ typedef struct uwjit_kernel_args {
   uw_i64 update_begin[UWJIT_MAX_AXES];
   uw_i64 update_end[UWJIT_MAX_AXES];
   double* integrals;
+  uw_i64* check;
 } uwjit_kernel_args;
 
 #ifdef __cplusplus

@@ -153,6 +153,20 @@ public:
   /// Whether update_box() was declared.
   [[nodiscard]] bool updates_box() const noexcept { return m_update_box; }
 
+  /// Checked mode (off by default; a runtime sets it before the node writes): every accessor
+  /// tests its indices against the buffer's declared layout. A read of a state input or static
+  /// array must lie within -halo .. n+halo-1 on each axis; an access to a state output within
+  /// the update box (args->update_begin .. update_end, the whole interior for a kernel without
+  /// update_box()) on domain axes and 0 .. n-1 on others. An access outside is never made (a
+  /// read gives 0, a write goes to a dummy); the first is recorded in args->check (see
+  /// kernel_abi.h) and the kernel returns UWJIT_KERNEL_CHECK_FAILED after its text has run. The
+  /// text, and so the key, differs from the unchecked kernel's, which this leaves unchanged.
+  /// Code that walks `NAME_data` itself is not checked.
+  void checked(bool on) noexcept { m_checked = on; }
+
+  /// Whether checked mode is on.
+  [[nodiscard]] bool is_checked() const noexcept { return m_checked; }
+
   /// Declares a domain integral `name`: a local sum the kernel text adds to.
   /// Throws Error(usage) if restrict_outputs is in force and `name` is not among its integrals.
   void integral(std::string name);
@@ -196,6 +210,7 @@ private:
   [[nodiscard]] const ExtentDecl& extent_of(Extent extent) const;
   [[nodiscard]] std::string extent_text(const ExtentDecl& extent) const;
   [[nodiscard]] std::string buffer_text(const BufferDecl& buffer) const;
+  [[nodiscard]] std::string checks_text(const BufferDecl& buffer) const;
 
   std::string m_origin;
   std::vector<ExtentDecl> m_extents;
@@ -210,6 +225,7 @@ private:
   std::string m_body;
   int m_runtime_extents = 0;
   bool m_update_box = false;
+  bool m_checked = false;
   int m_domain[3] = {-1, -1, -1};
 };
 

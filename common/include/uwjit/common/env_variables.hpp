@@ -113,10 +113,20 @@ inline constexpr Variable log_level{
     "key, origin and the digests of source and salt, at `debug` each request also logs the "
     "salt's text"};
 
+inline constexpr Variable checked{
+    "UWJIT_CHECK",
+    Kind::boolean,
+    k_boolean_accepted,
+    "0",
+    Salt::no,
+    "on: every `Simulation` runs in checked mode, as with `SimulationOptions::checked` (see "
+    "[Checked mode](#checked-mode)): accessors bounds-checked, halos poisoned; checked kernels "
+    "are other text, so other keys"};
+
 /// Every row, in the README's order.
-inline constexpr std::array<const Variable*, 11> k_all{
+inline constexpr std::array<const Variable*, 12> k_all{
     &cache, &cache_dir, &xdg_cache_home,     &cache_max_size, &lock_timeout, &dump_dir,
-    &debug, &perf,      &cache_trust_shared, &jitdump_dir,    &log_level};
+    &debug, &perf,      &cache_trust_shared, &jitdump_dir,    &log_level,    &checked};
 
 /// Checks every row as the library reads it (env::check), in the table's order: throws the
 /// Error(usage) of the first bad one. Thread-safe as env::get() is.

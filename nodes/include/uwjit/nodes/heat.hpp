@@ -10,14 +10,18 @@ namespace uwjit::nodes {
 /// background of kappa. Face conductivities are harmonic means, so the scheme is conservative.
 ///
 /// Params: nx, ny, nz (>= 3); kappa (> 0); contrast (> 0, 1 = uniform); boundary ("insulating":
-/// zero-gradient walls, or "periodic"); mode (>= 1) and amplitude: u0 = 1 + amplitude ·
-/// cos(k (x + 1/2)) along x, with k = π·mode/nx (insulating) or 2π·mode/nx (periodic), an
-/// eigenmode of the discrete operator when kappa is uniform; courant (dt = courant / max kappa,
-/// stable below 1/6); extents ("compiled" or "runtime").
+/// zero-gradient walls, "periodic", or "fixed": u = u_low on the wall x = 0 and u_high on the
+/// wall x = nx, as dirichlet faces, y and z insulating); mode (>= 1) and amplitude: u0 = 1 +
+/// amplitude · cos(k (x + 1/2)) along x, with k = π·mode/nx (insulating) or 2π·mode/nx
+/// (periodic), or, fixed, u0 = the linear profile u_low + (u_high - u_low) x / nx + amplitude ·
+/// sin(k (x + 1/2)), k = π·mode/nx: an eigenmode of the discrete operator when kappa is uniform;
+/// courant (dt = courant / max kappa, stable below 1/6); extents ("compiled" or "runtime").
 ///
 /// Integral: heat (the sum of u). Check: the total heat is conserved to round-off (insulating or
 /// periodic walls); with uniform conductivity, the mode's amplitude follows the discrete
-/// solution (1 - dt·kappa·λ)^t to 1e-9 and decays at the continuum rate kappa·k² to 1 %.
+/// solution (1 - dt·kappa·λ)^t to 1e-9 and decays at the continuum rate kappa·k² to 1 % (while
+/// it is above 1e-6 of its start); fixed walls: u stays within |A0 (1 - dt·kappa·λ)^t| plus
+/// t × 8 ulps of the linear steady profile, the analytic solution at the cell centres.
 class HeatNode final : public BuiltinNode {
 public:
   /// Throws Error(usage) naming a missing or out-of-range param.
@@ -46,10 +50,14 @@ protected:
 private:
   [[nodiscard]] double wavenumber() const;
   [[nodiscard]] double discrete_eigenvalue() const;
+  [[nodiscard]] double profile(double x) const;    // the steady state: 1, or linear if fixed
+  [[nodiscard]] double mode_shape(double x) const; // cos(k x), or sin(k x) if fixed
   std::int64_t m_n[3];
   double m_kappa, m_contrast, m_amplitude, m_courant;
   std::int64_t m_mode;
   bool m_periodic;
+  bool m_fixed;
+  double m_u_low = 0.0, m_u_high = 0.0;
   codegen::ExtentMode m_extents;
 };
 

@@ -15,12 +15,75 @@ namespace uwjit::runtime {
 
 using codegen::Dtype;
 
-/// How a halo is filled along one axis: from the opposite side of the domain (periodic), or by
-/// repeating the outermost interior cell (edge: a zero-gradient, insulating wall).
-enum class Boundary { periodic, edge };
+/// What the halo beyond one face (the low or the high end) of a domain axis holds, on a
+/// cell-centred grid: cell i has its centre at i + 1/2, the low face at 0, the high face at n.
+/// Below, "the halo cell at distance k" (k = 1..halo) is cell -k beyond the low face and n-1+k
+/// beyond the high face; "its mirror" is the interior cell at the same distance on the other
+/// side of the face: k-1 at the low face, n-k at the high one.
+///
+/// | kind      | the halo cell at distance k holds          | so that                            |
+/// |-----------|--------------------------------------------|------------------------------------|
+/// | periodic  | the cell n cells away (the opposite end)    | the domain wraps (both faces)      |
+/// | edge      | the outermost interior cell (0 or n-1)      | numpy's pad(mode="edge")           |
+/// | dirichlet | 2 value - mirror                            | the face value (the mean of the    |
+/// |           |                                             | two cells beside it) is `value`    |
+/// | neumann   | mirror + value (2k - 1)                     | the gradient along the outward     |
+/// |           |                                             | normal is `value` per cell         |
+///
+/// Dirichlet is the antisymmetric reflection about the face value, not the value itself: with it
+/// a linear profile through the face values is exact, so a diffusion scheme's steady state is
+/// the analytic one at the cell centres (a halo holding `value` would put the face half a cell
+/// away). Neumann's `value` is du/dn in field units per cell, n the outward normal (at the low
+/// face -x, so `value` > 0 there means u rises towards the wall); 2k - 1 is the distance between
+/// the centres of a halo cell and its mirror; neumann 0 is a mirror (with a halo of 1, the same
+/// as edge). Both are computed in the field's floating-point type (f32 or f64; integer fields
+/// take only periodic and edge), per element: a field with component axes (e.g. D3Q19
+/// populations) gets the same rule for each component. Dirichlet and neumann need a halo no
+/// wider than the extent, as periodic does.
+struct BoundaryFace {
+  enum class Kind { periodic, edge, dirichlet, neumann };
+  Kind kind = Kind::edge;
+  double value = 0.0; ///< dirichlet: the face value; neumann: the outward gradient per cell
 
-/// "periodic" or "edge".
-[[nodiscard]] std::string_view to_string(Boundary boundary) noexcept;
+  [[nodiscard]] static constexpr BoundaryFace periodic() noexcept { return {Kind::periodic}; }
+  [[nodiscard]] static constexpr BoundaryFace edge() noexcept { return {Kind::edge}; }
+  [[nodiscard]] static constexpr BoundaryFace dirichlet(double value) noexcept {
+    return {Kind::dirichlet, value};
+  }
+  [[nodiscard]] static constexpr BoundaryFace neumann(double gradient) noexcept {
+    return {Kind::neumann, gradient};
+  }
+  /// Dirichlet or neumann: the halo is computed from the interior, not copied.
+  [[nodiscard]] constexpr bool computed() const noexcept {
+    return kind == Kind::dirichlet || kind == Kind::neumann;
+  }
+  friend constexpr bool operator==(const BoundaryFace&, const BoundaryFace&) = default;
+};
+
+/// How the halos of one domain axis are filled: one BoundaryFace per end. One value per axis, so
+/// that what was written `Boundary::edge` or `Boundary::periodic` (both faces alike) still
+/// reads so, and a face of its own is `{.low = BoundaryFace::dirichlet(1), .high =
+/// BoundaryFace::neumann(0)}`. Periodic must be on both faces or neither (a layout that says
+/// otherwise is an Error(usage) naming the node and the axis).
+struct Boundary {
+  BoundaryFace low = BoundaryFace::edge();
+  BoundaryFace high = BoundaryFace::edge();
+
+  static const Boundary periodic; ///< both faces wrap
+  static const Boundary edge;     ///< both faces repeat the outermost cell (zero-gradient)
+
+  /// Both faces alike.
+  [[nodiscard]] static constexpr Boundary both(BoundaryFace face) noexcept { return {face, face}; }
+  friend constexpr bool operator==(const Boundary&, const Boundary&) = default;
+};
+
+inline constexpr Boundary Boundary::periodic = {BoundaryFace::periodic(), BoundaryFace::periodic()};
+inline constexpr Boundary Boundary::edge = {};
+
+/// "periodic", "edge", "dirichlet 1.5", "neumann -2".
+[[nodiscard]] std::string to_string(BoundaryFace face);
+/// One face's text if both are alike, else "LOW / HIGH" (e.g. "dirichlet 1 / edge").
+[[nodiscard]] std::string to_string(const Boundary& boundary);
 
 /// An owned array of `shape` (interior extents, one per axis) with `halo[d]` extra cells on both
 /// sides of axis d; row-major over the padded extents, the last axis contiguous, 64-byte aligned,
@@ -91,10 +154,18 @@ public:
     }
   }
 
-  /// Fills every halo from the interior, axis by axis (so corners are right), with
-  /// `boundary[d]` for axis d (ignored where the halo is 0). Periodic needs halo <= extent.
-  /// Allocates nothing. Throws Error(usage) if boundary has the wrong length.
+  /// Fills every halo from the interior, axis by axis in axis order (so corners are right: a
+  /// corner gets the later axis's rule applied to the earlier axis's halo), with `boundary[d]`
+  /// for axis d (ignored where the halo is 0), as BoundaryFace documents. Allocates nothing.
+  /// Throws Error(usage) naming the field and axis if boundary has the wrong length, periodic is
+  /// on one face only, a dirichlet or neumann value is not finite or meets an integer dtype, or
+  /// a periodic, dirichlet or neumann halo is wider than the extent.
   void fill_halos(std::span<const Boundary> boundary);
+
+  /// Fills every halo cell with a value no computation should produce, so that reading a halo
+  /// nobody filled shows: a quiet NaN for f32 and f64, the lowest value for signed integers, 255
+  /// for u8. The interior is left alone. Allocates nothing. (Checked mode's poison.)
+  void poison_halos() noexcept;
 
   /// Copies the interior, row-major without halos, to `out` (interior_count() * element size
   /// bytes) or from `in`. Allocates nothing.

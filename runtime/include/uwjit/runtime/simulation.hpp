@@ -71,6 +71,21 @@ struct SimulationOptions {
   /// its own copy and a warning says why; results are the same either way.
   bool share_on_node = true;
   std::size_t share_min_bytes = std::size_t{1} << 20;
+  /// Checked mode, for people who write nodes (also on when UWJIT_CHECK is on): each kernel is
+  /// emitted with KernelWriter::checked(true), so a read beyond a buffer's declared halo or a
+  /// write to a state output outside the update box fails the step with Error(kernel) naming
+  /// the node, the step, the field or static key and the index (e.g. `node "advect", step 3:
+  /// kernel read "u" at (-1, 4), outside its layout (halo 0 on axis 0)`); the access itself is
+  /// never made. Halos the runtime does not fill are poisoned (NaN for f32/f64, the lowest value
+  /// for signed integers, 255 for u8): those of new state buffers and, before every kernel call,
+  /// of the buffers the kernel writes (so Simulation::field() shows poisoned halos after a
+  /// step). A kernel that declares update_box() is called on several boxes that tile the
+  /// interior (as overlap mode would), serially too, so one that ignores its box fails the write
+  /// check; a shard-mode static array whose shard axis does not follow the domain is
+  /// Error(usage) serially too. Checked kernels are other text, so other keys; the state is the
+  /// same bit for bit as unchecked (integrals, summed in another order, to the last bits). The
+  /// same on every rank (a collective key check refuses ranks that differ).
+  bool checked = false;
 };
 
 /// What SimulationOptions::share_on_node did on this rank.
@@ -161,7 +176,9 @@ public:
   /// state fields, the kernel's bindings; Error(usage) naming the node and what is wrong),
   /// and, sharded, the decomposition (valid distinct shard axes, a grid whose product is the
   /// rank count, a non-zero halo on every sharded axis, no more ranks than cells and no shard
-  /// narrower than the halo, every shard-mode static array's shard axis a sharded axis): the
+  /// narrower than the halo, every shard-mode static array's shard axis a sharded axis; in
+  /// checked mode, serially too, every shard-mode static array's shard axis a domain axis of the
+  /// domain's extent): the
   /// same Error(usage) on every rank, raised before any collective,
   /// allocates and initialises the state, and requests the kernels (Error(compile) or
   /// Error(jit) from the engine).
@@ -198,6 +215,9 @@ public:
 
   /// The threads that run each step's kernels on this rank (see SimulationOptions::threads).
   [[nodiscard]] int threads() const noexcept;
+
+  /// Whether the simulation runs in checked mode (SimulationOptions::checked or UWJIT_CHECK).
+  [[nodiscard]] bool checked() const noexcept;
 
   /// This rank's state halo exchanges since construction: time, count, overlapped steps.
   [[nodiscard]] ExchangeStats exchange_stats() const noexcept;

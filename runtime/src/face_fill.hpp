@@ -1,0 +1,34 @@
+// Filling one face's halo of a Field from its own interior, as BoundaryFace documents: the one
+// implementation behind Field::fill_halos and the global boundary of a sharded halo exchange, so
+// that a sharded run fills its global faces bit for bit as a serial one does.
+#pragma once
+
+#include <uwjit/runtime/field.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace uwjit::runtime::detail {
+
+enum class Side { low, high };
+
+/// Fills the `side` halo of `axis` by `face` (periodic: from the opposite end of this field).
+/// Unchecked: the caller has checked the boundary (boundary_problem) and the dtype
+/// (computed_dtype_problem). Allocates nothing.
+void fill_face(Field& field, std::size_t axis, Side side, const BoundaryFace& face);
+
+/// What is wrong with `boundary` on an axis of `cells` cells and a halo of `halo`, or "" if
+/// nothing: periodic on one face only, a dirichlet or neumann value that is not finite, or a
+/// periodic, dirichlet or neumann halo wider than the cells.
+[[nodiscard]] std::string boundary_problem(const Boundary& boundary, std::int64_t cells, int halo);
+
+/// How the halos of a static array are filled on an axis whose state has `boundary`: dirichlet
+/// and neumann describe the state, not the static data (a conductivity beyond a hot wall is not
+/// 2 value - kappa), so their faces become edge; periodic and edge stay.
+[[nodiscard]] Boundary static_padding(const Boundary& boundary) noexcept;
+
+/// Whether a field of `dtype` can take a dirichlet or neumann face (f32, f64).
+[[nodiscard]] bool takes_computed_faces(Dtype dtype) noexcept;
+
+} // namespace uwjit::runtime::detail
