@@ -64,8 +64,8 @@ private:
 };
 
 // Two stages on one cell: stage 0 sets p = u + 1, stage 1 sets u = scale p (a static array,
-// 2) and sums it. `fault`:
-// "both" sums in both stages, "no stage" does not override emit_stage, "status" fails stage 1.
+// 2) and sums it. `fault`: "both" sums in both stages, "no stage" does not override emit_stage,
+// "status" fails stage 1, "beyond" reads beyond p's layout in stage 1.
 class TwoStage final : public Node {
 public:
   explicit TwoStage(std::string fault = "")
@@ -95,6 +95,10 @@ public:
     w.state_out("u");
     w.integral("sum");
     w.static_array("scale");
+    if (m_fault == "beyond") {
+      w.body("    u_out(0) = p(1);\n");
+      return;
+    }
     w.body(m_fault == "status" ? "    return 5;\n"
                                : "    u_out(0) = scale(0) * p(0);\n    sum += u_out(0);\n");
   }
@@ -191,6 +195,19 @@ TEST_CASE("a failing stage stops the step with an error naming the node and the 
     CHECK(contains(error.what(), "node \"rk\": kernel of stage 1 returned status 5 at step 0"));
   }
   CHECK(sim.steps_taken() == 0);
+}
+
+TEST_CASE("checked mode names the stage whose kernel reads beyond its layout") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, {std::make_shared<TwoStage>("beyond")}, {.checked = true});
+  try {
+    sim.step();
+    FAIL("no error");
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::kernel);
+    CHECK(contains(error.what(), "node \"rk\", step 0, stage 1: kernel read \"p\" at (1), "
+                                 "outside its layout (halo 0 on axis 0)"));
+  }
 }
 
 TEST_CASE("a node reads an earlier node's field after its step and a later node's before it") {
