@@ -168,11 +168,12 @@ Work kernel_work(const engine::Engine& engine, const runtime::Simulation& simula
 }
 
 Stepper make_stepper(engine::Engine& engine, const std::string& type,
-                     const std::vector<std::int64_t>& sizes, int threads) {
+                     const std::vector<std::int64_t>& sizes, int threads, bool checked = false) {
   Stepper s;
   s.node = nodes::make(type, type, nodes::sized_params(type, sizes));
   runtime::SimulationOptions options;
   options.threads = threads;
+  options.checked = checked;
   s.threads = threads;
   s.simulation = std::make_unique<runtime::Simulation>(
       engine, std::vector<std::shared_ptr<const runtime::Node>>{s.node}, options);
@@ -225,6 +226,8 @@ void threads_section(const Options& options, Report& report) {
       steppers.back().push_back(make_stepper(engine, type, size, t));
     }
   }
+  // Heat in checked mode (bounds-checked accessors), on 1 thread beside the unchecked one.
+  Stepper checked_heat = make_stepper(engine, "heat", options.thread_heat_size, 1, true);
   // What each node computes per update, from the IR of the kernel it runs.
   const Work heat_work = kernel_work(engine, *steppers[0][0].simulation);
   const Work pipe_work = kernel_work(engine, *steppers[1][0].simulation);
@@ -282,6 +285,11 @@ void threads_section(const Options& options, Report& report) {
       series.add(format("{}_copy_speedup", one.node->type()),
                  series.values(key(two, "copy_gb_s")).back() /
                      series.values(key(one, "copy_gb_s")).back());
+      if (n == 0) {
+        const double checked_ms = checked_heat.step_ms(reps);
+        series.add("heat_checked_mlups", checked_heat.updates / checked_ms / 1e3);
+        series.add("heat_checked_slowdown", checked_ms / series.values(key(one, "step_ms")).back());
+      }
     }
   }
 
@@ -403,6 +411,20 @@ void threads_section(const Options& options, Report& report) {
                 .note = format("the copy's speed-up in the same rounds: {}×",
                                number_text(median(one.node->type() + "_copy_speedup")))});
   }
+  report.add({.section = "threads",
+              .figure = format("{}: checked mode (SimulationOptions::checked), 1 thread",
+                               checked_heat.label),
+              .unit = "MLUPS",
+              .value = series.summary("heat_checked_mlups"),
+              .command = command,
+              .note = "bounds-checked accessors, poisoned halos, the update box split in three"});
+  report.add({.section = "threads",
+              .figure = format("{}: checked mode's slowdown, 1 thread", checked_heat.label),
+              .unit = "×",
+              .value = series.summary("heat_checked_slowdown"),
+              .command = command,
+              .note = "step time checked over unchecked, from the same round: the checks keep "
+                      "the loops from vectorising"});
   if (!mpi) {
     return;
   }
