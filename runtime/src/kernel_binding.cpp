@@ -30,25 +30,38 @@ std::vector<FollowsDomain> static_follows(const KernelWriter& writer) {
   return follows;
 }
 
-Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
-             const StaticData& whole, bool checked) {
+namespace {
+
+// One stage's kernel.
+Emitted emit_stage(const Node& node, const Layout& layout, const StaticData& bound,
+                   const StaticData& whole, bool checked, int stage) {
   KernelWriter writer(node.name());
   writer.checked(checked);
+  if (layout.stages > 1) {
+    // Also keeps two stages of the same text apart in the reports.
+    writer.comment(format("stage {} of {}", stage, layout.stages));
+  }
   for (std::size_t d = 0; d < layout.domain.size(); ++d) {
     (void)writer.domain_extent(static_cast<int>(d), layout.axis_names[d], layout.domain[d],
                                layout.modes[d]);
   }
-  std::vector<std::string> field_names;
-  for (const auto& f : layout.fields) {
+  auto declare = [&](const StateField& f, const std::vector<int>& halo) {
     std::vector<codegen::Axis> axes;
     for (const std::int64_t c : f.components) {
       axes.push_back({writer.constant(c), 0});
     }
     for (std::size_t d = 0; d < layout.domain.size(); ++d) {
-      axes.push_back({writer.domain(static_cast<int>(d)), layout.halo[d]});
+      axes.push_back({writer.domain(static_cast<int>(d)), halo[d]});
     }
     writer.state_in(f.name, f.dtype, std::move(axes));
+  };
+  std::vector<std::string> field_names;
+  for (const auto& f : layout.fields) {
+    declare(f, layout.halo);
     field_names.push_back(f.name);
+  }
+  for (const auto& input : layout.inputs) {
+    declare(input.field, input.halo);
   }
   for (const auto& [key, entry] : bound.entries()) {
     if (const auto* array = std::get_if<StaticArray>(&entry)) {
@@ -56,20 +69,40 @@ Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
     }
   }
   writer.restrict_outputs(field_names, layout.integrals);
-  node.emit_update(writer);
+  node.emit_stage(writer, stage);
   // Known only now that the kernel has declared the axes of its static arrays; a static array
   // that follows a run-time domain extent keeps that extent out of the key.
   writer.comment("static_data_hash " + static_data_hash(whole, static_follows(writer)));
+  auto source = writer.finish().with_options(node.kernel_options());
+  return Emitted{std::move(writer), std::move(source)};
+}
+
+} // namespace
+
+std::vector<Emitted> emit(const Node& node, const Layout& layout, const StaticData& bound,
+                          const StaticData& whole, bool checked) {
+  std::vector<Emitted> stages;
+  for (int stage = 0; stage < layout.stages; ++stage) {
+    stages.push_back(emit_stage(node, layout, bound, whole, checked, stage));
+  }
   for (const auto& name : layout.integrals) {
-    if (std::find(writer.integrals().begin(), writer.integrals().end(), name) ==
-        writer.integrals().end()) {
+    int computed = 0;
+    for (const auto& e : stages) {
+      const auto& declared = e.writer.integrals();
+      computed += static_cast<int>(std::count(declared.begin(), declared.end(), name));
+    }
+    if (computed == 0) {
       node_error(node, format("declares domain integral \"{}\" but its kernel does not compute it "
                               "(writer.integral(\"{}\"))",
                               name, name));
     }
+    if (computed > 1) {
+      node_error(node, format("domain integral \"{}\" is computed by {} stages (each integral "
+                              "by exactly one)",
+                              name, computed));
+    }
   }
-  auto source = writer.finish().with_options(node.kernel_options());
-  return Emitted{std::move(writer), std::move(source)};
+  return stages;
 }
 
 StaticPadder serial_padder(const Layout& layout) {
@@ -104,6 +137,26 @@ Binding bind_kernel(const Node& node, const Layout& layout, const KernelWriter& 
                                 codegen::to_string(f.dtype), shape_text(layout.shape(f))));
       }
       return i;
+    }
+    for (std::size_t k = 0; k < layout.inputs.size(); ++k) {
+      const StateField& f = layout.inputs[k].field;
+      if (f.name != buffer.name || buffer.role != BufferRole::state_in) {
+        continue;
+      }
+      std::vector<std::int64_t> shape = f.components;
+      shape.insert(shape.end(), layout.domain.begin(), layout.domain.end());
+      std::vector<int> halos(f.components.size(), 0);
+      halos.insert(halos.end(), layout.inputs[k].halo.begin(), layout.inputs[k].halo.end());
+      std::vector<int> declared;
+      for (const auto& axis : buffer.axes) {
+        declared.push_back(axis.halo);
+      }
+      if (buffer.dtype != f.dtype || writer.interior_shape(buffer) != shape || declared != halos) {
+        node_error(node, format("its kernel declares input \"{}\" with another layout than the "
+                                "field it reads ({} {} with halos per axis)",
+                                buffer.name, codegen::to_string(f.dtype), shape_text(shape)));
+      }
+      return layout.fields.size() + k;
     }
     node_error(node, format("its kernel declares {} \"{}\", which is not a state field",
                             codegen::to_string(buffer.role), buffer.name));
@@ -165,8 +218,9 @@ Binding bind_kernel(const Node& node, const Layout& layout, const KernelWriter& 
   }
   for (const auto& name : layout.integrals) {
     const auto& declared = writer.integrals();
-    b.integral_slot.push_back(static_cast<std::size_t>(
-        std::find(declared.begin(), declared.end(), name) - declared.begin()));
+    const auto at = std::find(declared.begin(), declared.end(), name);
+    b.integral_slot.push_back(
+        at == declared.end() ? k_no_slot : static_cast<std::size_t>(at - declared.begin()));
   }
   b.kernel_integrals.assign(writer.integrals().size(), 0.0);
   return b;

@@ -25,13 +25,14 @@ struct Emitted {
   codegen::KernelSource source;
 };
 
-/// Emits node `node`'s kernel over `layout` with the static arrays of `bound` provided.
-/// The kernel text names the static_data_hash of `whole`, the node's whole static data (also
-/// when `bound` holds a rank's slabs, so that every rank emits the same text), with the axes
-/// the kernel declares over run-time domain extents recorded as following them.
-/// `checked`: the kernel is written in checked mode (KernelWriter::checked).
-Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
-             const StaticData& whole, bool checked);
+/// Emits node `node`'s kernels, one per stage, over `layout` (its inputs resolved) with the
+/// static arrays of `bound` provided; Error(usage) naming the node unless each declared integral
+/// is computed by exactly one stage. The kernel text names the static_data_hash of `whole`, the
+/// node's whole static data (also when `bound` holds a rank's slabs, so that every rank emits the
+/// same text), with the axes the kernel declares over run-time domain extents recorded as
+/// following them. `checked`: the kernels are written in checked mode (KernelWriter::checked).
+std::vector<Emitted> emit(const Node& node, const Layout& layout, const StaticData& bound,
+                          const StaticData& whole, bool checked);
 
 /// The axes of static arrays that `writer`'s kernel declares over run-time domain extents.
 [[nodiscard]] std::vector<FollowsDomain> static_follows(const codegen::KernelWriter& writer);
@@ -41,16 +42,20 @@ Emitted emit(const Node& node, const Layout& layout, const StaticData& bound,
 struct Binding {
   std::optional<engine::Kernel> kernel;
   KernelReport report;
-  std::vector<std::size_t> in_field;          // state_in slot -> field index
+  std::vector<std::size_t> in_field;          // state_in slot -> field index; from the field
+                                              // count on: layout.inputs index + field count
   std::vector<std::size_t> out_field;         // state_out slot -> field index
   std::vector<const void*> statics;           // statics slot -> pointer
   std::vector<StaticArray> held;              // keeps the bound arrays alive
   std::vector<std::unique_ptr<Field>> padded; // halo-padded copies of static arrays
   std::vector<uw_i64> extents;                // run-time extents, slot order
   std::vector<double> params;                 // run-time parameters, slot order
-  std::vector<std::size_t> integral_slot;     // declared integral -> kernel slot
+  std::vector<std::size_t> integral_slot;     // declared integral -> kernel slot (k_no_slot:
+                                              // another stage computes it)
   std::vector<double> kernel_integrals;       // kernel slot order: one step's sums
 };
+
+inline constexpr std::size_t k_no_slot = static_cast<std::size_t>(-1);
 
 // Fills the halos of a padded static array; domain_axes[a] is the domain axis of its axis a
 // (-1 for other axes).

@@ -61,6 +61,21 @@ double Node::dt() const {
   return m_params.contains("dt") ? m_params.get_double("dt") : 1.0;
 }
 
+void Node::emit_update(codegen::KernelWriter& /*writer*/) const {
+  throw Error(ErrorKind::usage, format("node \"{}\": emits no kernel (override emit_update, or "
+                                       "emit_stage for a node with several stages)",
+                                       m_name));
+}
+
+void Node::emit_stage(codegen::KernelWriter& writer, int stage) const {
+  if (stage != 0) {
+    throw Error(
+        ErrorKind::usage,
+        format("node \"{}\": declares several stages but does not override emit_stage", m_name));
+  }
+  emit_update(writer);
+}
+
 codegen::KernelOptions Node::kernel_options() const {
   return {};
 }

@@ -84,6 +84,29 @@ Layout read_layout(const Node& node) {
     }
   }
   layout.dt = node.dt();
+  if (declared.stages < 1) {
+    node_error(node, format("declares {} stages (need >= 1)", declared.stages));
+  }
+  layout.stages = declared.stages;
+  for (NodeInput input : declared.inputs) {
+    if (input.node.empty() || input.field.empty()) {
+      node_error(node, "declares an input without a node or field name");
+    }
+    if (input.as.empty()) {
+      input.as = input.field;
+    }
+    if (names.count(input.as) != 0 || integral_names.count(input.as) != 0) {
+      node_error(node, format("input \"{}\" (field \"{}\" of node \"{}\") has the name of one "
+                              "of its own state fields or integrals (name it with `as`)",
+                              input.as, input.field, input.node));
+    }
+    for (const auto& other : layout.declared_inputs) {
+      if (other.as == input.as) {
+        node_error(node, format("input \"{}\" is declared twice", input.as));
+      }
+    }
+    layout.declared_inputs.push_back(std::move(input));
+  }
   return layout;
 }
 

@@ -17,6 +17,14 @@ namespace uwjit::runtime::detail {
 /// Throws Error(usage) with `message` after the node's name: `node "NAME": MESSAGE`.
 [[noreturn]] void node_error(const Node& node, std::string_view message);
 
+// A coupled input resolved against its owner (Simulation::Impl does it, knowing every node).
+struct Input {
+  StateField field;      // named as the reader's kernel names it; the owner's dtype, components
+  std::vector<int> halo; // the owner's halo per domain axis
+  std::size_t owner = 0; // the owner's index in the simulation
+  std::size_t owner_field = 0;
+};
+
 // What a node declares about its layout, read once and checked.
 struct Layout {
   std::vector<std::int64_t> domain;
@@ -27,6 +35,9 @@ struct Layout {
   std::vector<StateField> fields;
   std::vector<std::string> integrals;
   double dt = 1.0;
+  int stages = 1;
+  std::vector<NodeInput> declared_inputs; // as declared, `as` filled in
+  std::vector<Input> inputs;              // resolved: empty until the simulation resolves them
 
   [[nodiscard]] std::vector<std::int64_t> shape(const StateField& f) const {
     std::vector<std::int64_t> out = f.components;

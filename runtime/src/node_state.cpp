@@ -5,40 +5,55 @@
 
 namespace uwjit::runtime::detail {
 
-void NodeState::wire() {
-  in_ptrs.assign(binding.in_field.size(), nullptr);
-  out_ptrs.assign(binding.out_field.size(), nullptr);
-  for (std::size_t i = 0; i < layout.fields.size(); ++i) {
-    const bool written =
-        std::find(binding.out_field.begin(), binding.out_field.end(), i) != binding.out_field.end();
-    if (written && next[i] == nullptr) {
-      const StateField& f = layout.fields[i];
-      next[i] = std::make_unique<Field>(f.name, f.dtype, layout.shape(f), layout.halos(f));
-      if (checked) {
-        next[i]->poison_halos();
-      }
-      const std::size_t bytes =
-          static_cast<std::size_t>(current[i]->interior_count()) * codegen::size_of(f.dtype);
-      std::vector<std::byte> interior(bytes);
-      current[i]->copy_interior_to(interior);
-      next[i]->copy_interior_from(interior);
-    }
+bool NodeState::refills(std::size_t stage, std::size_t i) const {
+  if (!has_halo[i]) {
+    return false;
   }
-  args = {};
-  args.state_in = in_ptrs.data();
-  args.state_out = out_ptrs.data();
-  args.statics = binding.statics.data();
-  args.extents = binding.extents.data();
-  args.params = binding.params.data();
-  args.integrals = nullptr; // the executor gives each call a table of its own
-  args.check = checked ? check_record.data() : nullptr;
-  args.dt = layout.dt;
-  for (std::size_t d = 0; d < layout.domain.size(); ++d) {
-    args.shard_offset[d] = shard.offset[d];
-    args.shard_extent[d] = shard.extent[d];
-    args.global_extent[d] = shard.global[d];
-    args.update_begin[d] = 0;
-    args.update_end[d] = shard.extent[d];
+  if (stage == 0) {
+    return true;
+  }
+  const auto& wrote = stages[stage - 1].binding.out_field;
+  return std::find(wrote.begin(), wrote.end(), i) != wrote.end();
+}
+
+void NodeState::wire() {
+  for (StageKernel& stage : stages) {
+    const Binding& binding = stage.binding;
+    stage.in_ptrs.assign(binding.in_field.size(), nullptr);
+    stage.out_ptrs.assign(binding.out_field.size(), nullptr);
+    for (std::size_t i = 0; i < layout.fields.size(); ++i) {
+      const bool written = std::find(binding.out_field.begin(), binding.out_field.end(), i) !=
+                           binding.out_field.end();
+      if (written && next[i] == nullptr) {
+        const StateField& f = layout.fields[i];
+        next[i] = std::make_unique<Field>(f.name, f.dtype, layout.shape(f), layout.halos(f));
+        if (checked) {
+          next[i]->poison_halos();
+        }
+        const std::size_t bytes =
+            static_cast<std::size_t>(current[i]->interior_count()) * codegen::size_of(f.dtype);
+        std::vector<std::byte> interior(bytes);
+        current[i]->copy_interior_to(interior);
+        next[i]->copy_interior_from(interior);
+      }
+    }
+    uwjit_kernel_args& args = stage.args;
+    args = {};
+    args.state_in = stage.in_ptrs.data();
+    args.state_out = stage.out_ptrs.data();
+    args.statics = binding.statics.data();
+    args.extents = binding.extents.data();
+    args.params = binding.params.data();
+    args.integrals = nullptr; // the executor gives each call a table of its own
+    args.check = checked ? check_record.data() : nullptr;
+    args.dt = layout.dt;
+    for (std::size_t d = 0; d < layout.domain.size(); ++d) {
+      args.shard_offset[d] = shard.offset[d];
+      args.shard_extent[d] = shard.extent[d];
+      args.global_extent[d] = shard.global[d];
+      args.update_begin[d] = 0;
+      args.update_end[d] = shard.extent[d];
+    }
   }
 }
 

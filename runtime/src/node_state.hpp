@@ -20,6 +20,20 @@
 
 namespace uwjit::runtime::detail {
 
+// One stage's kernel: its declarations, binding, state tables and arguments.
+struct StageKernel {
+  std::optional<codegen::KernelWriter> writer;
+  Binding binding;
+  std::vector<const void*> in_ptrs;
+  std::vector<void*> out_ptrs;
+  uwjit_kernel_args args{};
+  // Sharded: the exchanger of the state halos this stage fills (see NodeState::refills), made
+  // on the first step, and its fields, refreshed per step.
+  std::optional<HaloExchanger> exchanger;
+  std::vector<Field*> halo_fields;
+  [[nodiscard]] bool updates_box() const { return writer && writer->updates_box(); }
+};
+
 struct NodeState {
   std::shared_ptr<const Node> node;
   Layout layout; // sharded: this rank's extents; shard.global holds the whole domain's
@@ -29,27 +43,30 @@ struct NodeState {
   // run a restored checkpoint came from): what a checkpoint records.
   std::set<std::string> rebound;
   std::vector<AxisPlan> plans;                 // per domain axis, for the state's halos
-  std::optional<HaloExchanger> exchanger;      // sharded: made on the first step
-  std::vector<Field*> halo_fields;             // the exchanger's fields, refreshed per step
-  std::optional<codegen::KernelWriter> writer; // the current kernel's declarations
-  Binding binding;
+  std::vector<StageKernel> stages;             // one per stage, in order
   std::vector<std::unique_ptr<Field>> current; // per state field
   std::vector<std::unique_ptr<Field>> next;    // per state field, null unless the kernel writes it
   std::vector<std::vector<Boundary>> boundaries; // per state field, per axis
   std::vector<bool> has_halo;                    // per state field
-  std::vector<const void*> in_ptrs;
-  std::vector<void*> out_ptrs;
-  std::vector<double> integrals; // declared order
-  uwjit_kernel_args args{};
-  bool checked = false; // checked mode: args.check points at check_record
+  std::vector<double> integrals;                 // declared order
+  bool checked = false; // checked mode: every stage's args.check points at check_record
   std::array<uw_i64, UWJIT_CHECK_RECORD_SIZE> check_record{};
+  // Coupled inputs (layout.inputs order): the owners' current fields, refreshed per stage, and,
+  // sharded, the exchanger that fills their halos (made on the first step).
+  std::vector<Field*> input_fields;
+  std::optional<HaloExchanger> input_exchanger;
   // Overlap mode: the domain axis whose halos are exchanged while the kernel updates the cells
   // that do not read them (the same axis on every rank), or -1 to call the kernel once per step.
   int overlap_axis = -2;       // -2: not yet chosen
   std::vector<double> reduced; // sharded: the step's integrals and failure count, all-reduced
 
-  // Points the ABI struct at the binding's tables (allocating the output buffers a new
-  // binding writes); called whenever the binding changes.
+  // Whether stage `stage` fills the halos of state field `i` before it runs: stage 0 those of
+  // every field with a halo, a later stage those of the fields the stage before it wrote (the
+  // others' are still right).
+  [[nodiscard]] bool refills(std::size_t stage, std::size_t i) const;
+
+  // Points each stage's ABI struct at its binding's tables (allocating the output buffers a
+  // new binding writes); called whenever a binding changes.
   void wire();
 };
 

@@ -51,7 +51,7 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
     }
   }
   states.resize(nodes.size());
-  std::vector<std::optional<Emitted>> emitted(nodes.size());
+  std::vector<std::vector<Emitted>> emitted(nodes.size());
   // A node's own code (emit_update, its static data) may fail on some ranks only: the ranks
   // agree before the first collective that needs every rank.
   collectively(options, [&] {
@@ -90,13 +90,23 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
           s.layout.modes[static_cast<std::size_t>(d)] = codegen::ExtentMode::runtime;
         }
       }
-      emitted[n].emplace(emit(*s.node, s.layout, s.bound, whole, checked));
+    }
+    resolve_inputs();
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      NodeState& s = states[n];
+      emitted[n] =
+          emit(*s.node, s.layout, s.bound, s.node->static_data(), checked);
     }
   });
   if (decomposition && options.share_on_node) {
     share_replicate_arrays(*options.comm, options.share_min_bytes);
   }
-  request_all(emitted, options);
+  std::vector<Emitted> flat;
+  for (auto& stages : emitted) {
+    std::move(stages.begin(), stages.end(), std::back_inserter(flat));
+  }
+  request_all(flat, options);
+  std::size_t next_kernel = 0;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     NodeState& s = states[n];
     StaticPadder pad = serial_padder(s.layout);
@@ -114,11 +124,15 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
         exchanger.fill(fields, ExchangeMode::sync);
       };
     }
-    Binding binding = bind_kernel(*s.node, s.layout, emitted[n]->writer, s.bound, pad);
-    binding.kernel = std::move(kernels_[n]);
-    binding.report = reports[n];
-    s.binding = std::move(binding);
-    s.writer.emplace(std::move(emitted[n]->writer));
+    for (int stage = 0; stage < s.layout.stages; ++stage, ++next_kernel) {
+      Emitted& e = flat[next_kernel];
+      Binding binding = bind_kernel(*s.node, s.layout, e.writer, s.bound, pad);
+      binding.kernel = std::move(kernels_[next_kernel]);
+      binding.report = reports[next_kernel];
+      s.stages.emplace_back();
+      s.stages.back().binding = std::move(binding);
+      s.stages.back().writer.emplace(std::move(e.writer));
+    }
   }
   // initial_state is the node's own code too.
   collectively(options, [&] {
@@ -128,6 +142,7 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
   });
   for (auto& s : states) {
     s.integrals.assign(s.layout.integrals.size(), 0.0);
+    s.input_fields.assign(s.layout.inputs.size(), nullptr);
     s.wire();
   }
 }
@@ -146,13 +161,53 @@ void Simulation::Impl::share_replicate_arrays(comm::Comm& comm, std::size_t min_
   node_shared = detail::share_on_node(candidates, comm);
 }
 
-void Simulation::Impl::request_all(std::vector<std::optional<Emitted>>& emitted,
+void Simulation::Impl::resolve_inputs() {
+  for (auto& s : states) {
+    s.layout.inputs.clear();
+    for (const NodeInput& declared : s.layout.declared_inputs) {
+      const auto reader = [&] {
+        return format("node \"{}\" reads field \"{}\" of node \"{}\"", s.node->name(),
+                      declared.field, declared.node);
+      };
+      std::size_t owner = 0;
+      while (owner < states.size() && states[owner].node->name() != declared.node) {
+        ++owner;
+      }
+      if (owner == states.size()) {
+        throw Error(ErrorKind::usage, reader() + ", but the simulation has no such node");
+      }
+      const NodeState& o = states[owner];
+      if (&o == &s) {
+        throw Error(ErrorKind::usage, reader() + ": a node reads its own fields as state");
+      }
+      std::size_t field = 0;
+      while (field < o.layout.fields.size() && o.layout.fields[field].name != declared.field) {
+        ++field;
+      }
+      if (field == o.layout.fields.size()) {
+        throw Error(ErrorKind::usage,
+                    reader() + format(", but \"{}\" has no such state field", declared.node));
+      }
+      if (o.shard.global != s.shard.global) {
+        throw Error(ErrorKind::usage,
+                    reader() + format(": the domains differ ({} cells and {}; a coupled input "
+                                      "needs the same domain and decomposition)",
+                                      shape_text(s.shard.global), shape_text(o.shard.global)));
+      }
+      StateField f = o.layout.fields[field];
+      f.name = declared.as;
+      s.layout.inputs.push_back({std::move(f), o.layout.halo, owner, field});
+    }
+  }
+}
+
+void Simulation::Impl::request_all(std::vector<Emitted>& emitted,
                                    const SimulationOptions& options) {
   if (options.comm != nullptr) {
     // Collective: the ranks agree on the keys, one rank compiles, every rank loads.
     std::vector<codegen::KernelSource> sources;
     for (const auto& e : emitted) {
-      sources.push_back(e->source);
+      sources.push_back(e.source);
     }
     auto loaded = engine->kernels(sources, *options.comm);
     kernels_.clear();
@@ -166,7 +221,7 @@ void Simulation::Impl::request_all(std::vector<std::optional<Emitted>>& emitted,
   std::vector<std::size_t> firsts;
   std::map<std::string, std::size_t> first_of;
   for (std::size_t n = 0; n < emitted.size(); ++n) {
-    keys.push_back(engine->key_of(emitted[n]->source).hex());
+    keys.push_back(engine->key_of(emitted[n].source).hex());
     if (first_of.emplace(keys.back(), n).second) {
       firsts.push_back(n);
     }
@@ -178,25 +233,29 @@ void Simulation::Impl::request_all(std::vector<std::optional<Emitted>>& emitted,
   detail::ThreadPool compilers(std::min(threads, static_cast<int>(firsts.size())));
   auto compile = [&](std::size_t i) {
     const std::size_t n = firsts[i];
-    kernels_[n].emplace(engine->kernel(emitted[n]->source));
+    kernels_[n].emplace(engine->kernel(emitted[n].source));
   };
   compilers.run(firsts.size(), compile);
   for (std::size_t n = 0; n < emitted.size(); ++n) {
     if (!kernels_[n]) {
-      kernels_[n].emplace(engine->kernel(emitted[n]->source));
+      kernels_[n].emplace(engine->kernel(emitted[n].source));
     }
   }
   report_all(emitted);
 }
 
-void Simulation::Impl::report_all(std::vector<std::optional<Emitted>>& emitted) {
+void Simulation::Impl::report_all(std::vector<Emitted>& emitted) {
   reports.clear();
-  for (std::size_t n = 0; n < emitted.size(); ++n) {
-    const auto& info = kernels_[n]->info();
-    reports.push_back({nodes[n]->name(), info,
-                       std::make_shared<const codegen::KernelSource>(emitted[n]->source)});
-    logger().info("node {}: kernel {} from {} in {} ms", nodes[n]->name(), info.key,
-                  engine::to_string(info.tier), info.request_ms);
+  std::size_t k = 0;
+  for (const auto& s : states) {
+    for (int stage = 0; stage < s.layout.stages; ++stage, ++k) {
+      const auto& info = kernels_[k]->info();
+      reports.push_back({s.node->name(), info,
+                         std::make_shared<const codegen::KernelSource>(emitted[k].source), stage});
+      logger().info("node {}: kernel {}{} from {} in {} ms", s.node->name(), info.key,
+                    s.layout.stages > 1 ? format(" (stage {})", stage) : "",
+                    engine::to_string(info.tier), info.request_ms);
+    }
   }
 }
 
@@ -301,10 +360,12 @@ ExchangeStats Simulation::exchange_stats() const noexcept {
 Snapshot Simulation::gathered() const {
   std::vector<Snapshot::NodeData> nodes;
   for (const NodeState& s : m_impl->states) {
-    Snapshot::NodeData data{
-        s.node,           {},
-        s.integrals,      {},
-        s.binding.report, std::vector<std::string>(s.rebound.begin(), s.rebound.end())};
+    Snapshot::NodeData data{s.node,
+                            {},
+                            s.integrals,
+                            {},
+                            s.stages[0].binding.report,
+                            std::vector<std::string>(s.rebound.begin(), s.rebound.end())};
     // Serially the data bound now; sharded, the node's own whole arrays (a rank holds slabs).
     data.bound = m_impl->decomposition ? s.node->static_data() : s.bound;
     const Layout whole = read_layout(*s.node);
@@ -386,38 +447,55 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
   std::string key = array.key();
   StaticData bound = s.bound;
   bound.replace(std::move(array));
-  const auto follows = static_follows(*s.writer);
-  const bool same_kernel = static_data_hash(bound, follows) == static_data_hash(s.bound, follows);
-  std::optional<Emitted> emitted;
-  if (!same_kernel) {
-    emitted.emplace(emit(*s.node, s.layout, bound, bound, m_impl->checked));
+  // The same kernels if every stage's hash (with its domain-following axes) is unchanged.
+  bool same_kernel = true;
+  for (const auto& stage : s.stages) {
+    const auto follows = static_follows(*stage.writer);
+    same_kernel = same_kernel &&
+                  static_data_hash(bound, follows) == static_data_hash(s.bound, follows);
   }
-  const codegen::KernelWriter& writer = same_kernel ? *s.writer : emitted->writer;
-  Binding binding = bind_kernel(*s.node, s.layout, writer, bound, serial_padder(s.layout));
-  if (same_kernel) {
-    binding.kernel = s.binding.kernel;
-    binding.report = s.binding.report;
-  } else {
-    binding.kernel.emplace(m_impl->engine->kernel(emitted->source));
-    binding.report = {s.node->name(), binding.kernel->info(),
-                      std::make_shared<const codegen::KernelSource>(emitted->source)};
-    logger().info("node {}: rebound, kernel {} from {}", s.node->name(), binding.report.info.key,
-                  engine::to_string(binding.report.info.tier));
+  std::vector<Emitted> emitted;
+  if (!same_kernel) {
+    emitted = emit(*s.node, s.layout, bound, bound, m_impl->checked);
+  }
+  std::vector<Binding> bindings;
+  for (std::size_t k = 0; k < s.stages.size(); ++k) {
+    const codegen::KernelWriter& writer = same_kernel ? *s.stages[k].writer : emitted[k].writer;
+    Binding binding = bind_kernel(*s.node, s.layout, writer, bound, serial_padder(s.layout));
+    if (same_kernel) {
+      binding.kernel = s.stages[k].binding.kernel;
+      binding.report = s.stages[k].binding.report;
+    } else {
+      binding.kernel.emplace(m_impl->engine->kernel(emitted[k].source));
+      binding.report = {s.node->name(), binding.kernel->info(),
+                        std::make_shared<const codegen::KernelSource>(emitted[k].source),
+                        static_cast<int>(k)};
+      logger().info("node {}: rebound, kernel {} from {}", s.node->name(), binding.report.info.key,
+                    engine::to_string(binding.report.info.tier));
+    }
+    bindings.push_back(std::move(binding));
   }
   // Everything that can fail has; commit.
   s.rebound.insert(std::move(key));
   s.bound = std::move(bound);
-  s.binding = std::move(binding);
-  if (emitted) {
-    s.writer.emplace(std::move(emitted->writer));
-  }
-  s.wire();
-  for (std::size_t n = 0; n < m_impl->states.size(); ++n) {
-    if (&m_impl->states[n] == &s) {
-      m_impl->reports[n] = s.binding.report;
+  for (std::size_t k = 0; k < s.stages.size(); ++k) {
+    s.stages[k].binding = std::move(bindings[k]);
+    if (!same_kernel) {
+      s.stages[k].writer.emplace(std::move(emitted[k].writer));
     }
   }
-  return Rebound{!same_kernel, s.binding.report};
+  s.wire();
+  auto report = m_impl->reports.begin();
+  for (const auto& other : m_impl->states) {
+    if (&other == &s) {
+      for (const auto& stage : s.stages) {
+        *report++ = stage.binding.report;
+      }
+      break;
+    }
+    report += static_cast<std::ptrdiff_t>(other.stages.size());
+  }
+  return Rebound{!same_kernel, s.stages[0].binding.report};
 }
 
 } // namespace uwjit::runtime

@@ -58,26 +58,30 @@ struct Simulation::Impl {
 
   // One copy per node of the large computed replicate arrays, before anything reads them.
   void share_replicate_arrays(comm::Comm& comm, std::size_t min_bytes);
-  // Requests every kernel; distinct keys in parallel, repeats afterwards (memory hits).
-  void request_all(std::vector<std::optional<Emitted>>& emitted, const SimulationOptions& options);
-  void report_all(std::vector<std::optional<Emitted>>& emitted);
+  // Requests every kernel (every stage of every node, flattened in that order); distinct keys in
+  // parallel, repeats afterwards (memory hits).
+  void request_all(std::vector<Emitted>& emitted, const SimulationOptions& options);
+  void report_all(std::vector<Emitted>& emitted);
+  // Resolves every node's declared inputs against the other nodes; Error(usage) naming both.
+  void resolve_inputs();
   static void allocate_state(NodeState& s, Init init);
   NodeState& state_of(std::string_view name);
 
   // The step loop (stepper.cpp).
   void step_node(NodeState& s);
   int overlap_axis(NodeState& s);
-  void step_overlapped(NodeState& s, std::size_t axis);
-  static void bind_state(NodeState& s);
-  int call_kernel(NodeState& s);
-  int call_split(NodeState& s);
-  [[nodiscard]] std::string violation(const NodeState& s) const;
-  [[nodiscard]] Error kernel_failed(const NodeState& s, int status) const;
-  void finish_step(NodeState& s, int status);
-  void prepare_exchange(NodeState& s);
-  void exchange_halos(NodeState& s);
+  void step_overlapped(NodeState& s, std::size_t stage, std::size_t axis);
+  static void bind_state(NodeState& s, std::size_t stage);
+  int call_kernel(NodeState& s, std::size_t stage);
+  int call_split(NodeState& s, std::size_t stage);
+  [[nodiscard]] std::string violation(const NodeState& s, std::size_t stage) const;
+  [[nodiscard]] Error kernel_failed(const NodeState& s, std::size_t stage, int status) const;
+  void finish_stage(NodeState& s, std::size_t stage, int status);
+  bool prepare_exchange(NodeState& s, std::size_t stage);
+  void exchange_halos(NodeState& s, std::size_t stage);
+  void fill_inputs(NodeState& s);
 
-  std::vector<std::optional<engine::Kernel>> kernels_;
+  std::vector<std::optional<engine::Kernel>> kernels_; // per kernel, as request_all orders them
 };
 
 } // namespace uwjit::runtime

@@ -19,31 +19,44 @@ namespace {
 using Clock = std::chrono::steady_clock;
 } // namespace
 
+// One step of node `s`: its stages in order. Before each, the state halos that may be stale are
+// filled (NodeState::refills), and so are those of the coupled inputs.
 void Simulation::Impl::step_node(NodeState& s) {
-  const int axis = overlap_axis(s);
-  if (axis >= 0) {
-    step_overlapped(s, static_cast<std::size_t>(axis));
-    return;
-  }
-  if (decomposition) {
-    exchange_halos(s);
-  } else {
-    for (std::size_t i = 0; i < s.current.size(); ++i) {
-      if (s.has_halo[i]) {
-        s.current[i]->fill_halos(s.boundaries[i]);
+  for (std::size_t stage = 0; stage < s.stages.size(); ++stage) {
+    fill_inputs(s);
+    if (decomposition) {
+      // Every rank fills the same fields: the choice depends on the kernels only.
+      const bool exchanges = prepare_exchange(s, stage);
+      const int axis = exchanges && s.stages[stage].updates_box() ? overlap_axis(s) : -1;
+      if (axis >= 0) {
+        step_overlapped(s, stage, static_cast<std::size_t>(axis));
+        continue;
+      }
+      if (exchanges) {
+        exchange_halos(s, stage);
+      }
+    } else {
+      for (std::size_t i = 0; i < s.current.size(); ++i) {
+        if (s.refills(stage, i)) {
+          s.current[i]->fill_halos(s.boundaries[i]);
+        }
       }
     }
+    bind_state(s, stage);
+    auto& sums = s.stages[stage].binding.kernel_integrals;
+    std::fill(sums.begin(), sums.end(), 0.0);
+    finish_stage(s, stage,
+                 checked && s.stages[stage].updates_box() ? call_split(s, stage)
+                                                          : call_kernel(s, stage));
   }
-  bind_state(s);
-  std::fill(s.binding.kernel_integrals.begin(), s.binding.kernel_integrals.end(), 0.0);
-  finish_step(s, checked && s.writer && s.writer->updates_box() ? call_split(s) : call_kernel(s));
 }
 
 // Checked mode: a kernel that honours its box is called on boxes that tile the interior, as
 // overlap mode would call it (the cells that read no halo of the last wide enough axis, then its
 // two boundary slabs; else two halves of an axis), so that a kernel that ignores its box writes
 // outside it and fails the write check, serially too.
-int Simulation::Impl::call_split(NodeState& s) {
+int Simulation::Impl::call_split(NodeState& s, std::size_t stage) {
+  uwjit_kernel_args& args = s.stages[stage].args;
   std::array<std::pair<std::int64_t, std::int64_t>, 3> boxes{};
   std::size_t count = 0;
   std::size_t axis = 0;
@@ -65,27 +78,61 @@ int Simulation::Impl::call_split(NodeState& s) {
     }
   }
   if (count == 0) {
-    return call_kernel(s); // a single cell
+    return call_kernel(s, stage); // a single cell
   }
   int status = UWJIT_KERNEL_OK;
   for (std::size_t b = 0; b < count && status == UWJIT_KERNEL_OK; ++b) {
-    s.args.update_begin[axis] = boxes[b].first;
-    s.args.update_end[axis] = boxes[b].second;
-    status = call_kernel(s);
+    args.update_begin[axis] = boxes[b].first;
+    args.update_end[axis] = boxes[b].second;
+    status = call_kernel(s, stage);
   }
-  s.args.update_begin[axis] = 0;
-  s.args.update_end[axis] = s.shard.extent[axis];
+  args.update_begin[axis] = 0;
+  args.update_end[axis] = s.shard.extent[axis];
   return status;
 }
 
-// The axis to overlap for node `s` this step, or -1. Overlapping needs a kernel that updates
-// the box it is given, and an exchanged axis whose narrowest shard has cells that read no halo
-// of it. The choice depends only on what every rank knows alike (the global extents and the
-// grid), so that all ranks defer the same axis: the last one that qualifies (any order of the
-// axes gives the same halos, corners included).
+// Points node `s`'s inputs at their owners' current fields and fills their halos: serially
+// from the owner's interior with the owner's boundaries, sharded by an exchange with the
+// neighbouring ranks over the owner's plans (the same on every rank, which steps the nodes in
+// the same order). The owner refills its own halos before it reads them, so filling them here
+// changes nothing it computes.
+void Simulation::Impl::fill_inputs(NodeState& s) {
+  if (s.layout.inputs.empty()) {
+    return;
+  }
+  for (std::size_t k = 0; k < s.layout.inputs.size(); ++k) {
+    const Input& input = s.layout.inputs[k];
+    s.input_fields[k] = states[input.owner].current[input.owner_field].get();
+  }
+  if (!decomposition) {
+    for (std::size_t k = 0; k < s.layout.inputs.size(); ++k) {
+      const Input& input = s.layout.inputs[k];
+      s.input_fields[k]->fill_halos(states[input.owner].boundaries[input.owner_field]);
+    }
+    return;
+  }
+  const auto start = Clock::now();
+  if (!s.input_exchanger) {
+    std::vector<std::vector<detail::AxisPlan>> plans;
+    for (const Input& input : s.layout.inputs) {
+      std::vector<detail::AxisPlan> field_plans(input.field.components.size());
+      const auto& owner = states[input.owner].plans;
+      field_plans.insert(field_plans.end(), owner.begin(), owner.end());
+      plans.push_back(std::move(field_plans));
+    }
+    s.input_exchanger.emplace(*decomposition->comm, std::move(plans));
+  }
+  s.input_exchanger->fill(s.input_fields, exchange_mode);
+  exchange.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The axis to overlap for node `s`, or -1, for a stage whose kernel updates the box it is given.
+// Overlapping needs an exchanged axis whose narrowest shard has cells that read no halo of it.
+// The choice depends only on what every rank knows alike (the global extents and the grid), so
+// that all ranks defer the same axis: the last one that qualifies (any order of the axes gives
+// the same halos, corners included).
 int Simulation::Impl::overlap_axis(NodeState& s) {
-  if (!decomposition || exchange_mode != ExchangeMode::overlap || !s.writer ||
-      !s.writer->updates_box()) {
+  if (!decomposition || exchange_mode != ExchangeMode::overlap) {
     return -1;
   }
   if (s.overlap_axis == -2) {
@@ -103,81 +150,89 @@ int Simulation::Impl::overlap_axis(NodeState& s) {
   return s.overlap_axis;
 }
 
-// One step that updates the cells that read no halo of `axis` while that axis's transfers are
+// One stage that updates the cells that read no halo of `axis` while that axis's transfers are
 // in flight, then the two boundary slabs. Every cell is computed by the same code from the
 // same inputs as in one call, so the state is the same bit for bit; the integrals are the sums
 // of three partial sums.
-void Simulation::Impl::step_overlapped(NodeState& s, std::size_t axis) {
+void Simulation::Impl::step_overlapped(NodeState& s, std::size_t stage, std::size_t axis) {
   const auto start = Clock::now();
-  prepare_exchange(s);
+  StageKernel& k = s.stages[stage];
   const std::size_t from_end = s.plans.size() - 1 - axis;
-  s.exchanger->start_fill(s.halo_fields, exchange_mode, from_end);
+  k.exchanger->start_fill(k.halo_fields, exchange_mode, from_end);
   double exchanging = std::chrono::duration<double>(Clock::now() - start).count();
-  bind_state(s);
+  bind_state(s, stage);
+  uwjit_kernel_args& args = k.args;
+  auto& sums = k.binding.kernel_integrals;
   const std::int64_t h = s.layout.halo[axis];
   const std::int64_t n = s.shard.extent[axis];
-  // The step's integrals replace the last ones only if every call succeeds.
-  std::fill(s.binding.kernel_integrals.begin(), s.binding.kernel_integrals.end(), 0.0);
-  s.args.update_begin[axis] = h;
-  s.args.update_end[axis] = n - h;
-  const int interior = call_kernel(s);
+  // The stage's integrals replace the last ones only if every call succeeds.
+  std::fill(sums.begin(), sums.end(), 0.0);
+  args.update_begin[axis] = h;
+  args.update_end[axis] = n - h;
+  const int interior = call_kernel(s, stage);
   const auto waiting = Clock::now();
   // Even after a failed call: no transfer may outlive the step.
-  s.exchanger->finish_fill(s.halo_fields);
+  k.exchanger->finish_fill(k.halo_fields);
   exchanging += std::chrono::duration<double>(Clock::now() - waiting).count();
   exchange.seconds += exchanging;
   ++exchange.exchanges;
   ++exchange.overlapped;
   int status = interior;
   if (status == UWJIT_KERNEL_OK) {
-    s.args.update_begin[axis] = 0;
-    s.args.update_end[axis] = h;
-    status = call_kernel(s);
+    args.update_begin[axis] = 0;
+    args.update_end[axis] = h;
+    status = call_kernel(s, stage);
   }
   if (status == UWJIT_KERNEL_OK) {
-    s.args.update_begin[axis] = n - h;
-    s.args.update_end[axis] = n;
-    status = call_kernel(s);
+    args.update_begin[axis] = n - h;
+    args.update_end[axis] = n;
+    status = call_kernel(s, stage);
   }
-  s.args.update_begin[axis] = 0;
-  s.args.update_end[axis] = n;
-  finish_step(s, status);
+  args.update_begin[axis] = 0;
+  args.update_end[axis] = n;
+  finish_stage(s, stage, status);
 }
 
-// Points the kernel's state tables at the current and next buffers. Checked mode poisons the
-// halos of the buffers the kernel writes: they hold the halos of an older step otherwise.
-void Simulation::Impl::bind_state(NodeState& s) {
-  for (std::size_t slot = 0; slot < s.binding.in_field.size(); ++slot) {
-    s.in_ptrs[slot] = s.current[s.binding.in_field[slot]]->data();
+// Points the stage's state tables at the current and next buffers and the inputs. Checked
+// mode poisons the halos of the buffers the kernel writes: they hold older halos otherwise.
+void Simulation::Impl::bind_state(NodeState& s, std::size_t stage) {
+  StageKernel& k = s.stages[stage];
+  const std::size_t fields = s.current.size();
+  for (std::size_t slot = 0; slot < k.binding.in_field.size(); ++slot) {
+    const std::size_t i = k.binding.in_field[slot];
+    k.in_ptrs[slot] = i < fields ? s.current[i]->data() : s.input_fields[i - fields]->data();
   }
-  for (std::size_t slot = 0; slot < s.binding.out_field.size(); ++slot) {
-    Field& out = *s.next[s.binding.out_field[slot]];
-    if (s.checked && s.has_halo[s.binding.out_field[slot]]) {
+  for (std::size_t slot = 0; slot < k.binding.out_field.size(); ++slot) {
+    Field& out = *s.next[k.binding.out_field[slot]];
+    if (s.checked && s.has_halo[k.binding.out_field[slot]]) {
       out.poison_halos();
     }
-    s.out_ptrs[slot] = out.data();
+    k.out_ptrs[slot] = out.data();
   }
 }
 
-// Calls the kernel on the box in s.args, through the executor's threads, and, if it succeeds,
-// adds its integrals to s.binding.kernel_integrals (kernel slot order); returns its status.
-int Simulation::Impl::call_kernel(NodeState& s) {
-  s.args.step = steps;
-  return executor->call(*s.binding.kernel, s.args, s.layout.domain.size(),
-                        s.writer && s.writer->updates_box(), s.binding.kernel_integrals);
+// Calls the stage's kernel on the box in its args, through the executor's threads, and, if it
+// succeeds, adds its integrals to its binding's kernel_integrals (kernel slot order); returns
+// its status.
+int Simulation::Impl::call_kernel(NodeState& s, std::size_t stage) {
+  StageKernel& k = s.stages[stage];
+  k.args.step = steps;
+  return executor->call(*k.binding.kernel, k.args, s.layout.domain.size(), k.updates_box(),
+                        k.binding.kernel_integrals);
 }
 
-// Checked mode: the first bad access the kernel recorded, in words, or "" if none.
-std::string Simulation::Impl::violation(const NodeState& s) const {
+// Checked mode: the first bad access the stage's kernel recorded, in words, or "" if none.
+std::string Simulation::Impl::violation(const NodeState& s, std::size_t stage) const {
   const auto& r = s.check_record;
-  if (!s.checked || !s.writer || r[0] == UWJIT_CHECK_NONE) {
+  const auto& writer = s.stages[stage].writer;
+  if (!s.checked || !writer || r[0] == UWJIT_CHECK_NONE) {
     return "";
   }
   const auto role = r[1] == 0   ? codegen::BufferRole::state_in
                     : r[1] == 1 ? codegen::BufferRole::state_out
                                 : codegen::BufferRole::statics;
   const codegen::BufferDecl* buffer = nullptr;
-  for (const auto& b : s.writer->buffers()) {
+  for (const auto& b : writer->buffers()) {
     if (b.role == role && b.slot == r[2]) {
       buffer = &b;
     }
@@ -197,8 +252,7 @@ std::string Simulation::Impl::violation(const NodeState& s) const {
   const auto axis = static_cast<std::size_t>(r[3]);
   if (r[0] == UWJIT_CHECK_WRITE) {
     const bool domain =
-        s.writer->extents()[static_cast<std::size_t>(buffer->axes[axis].extent.id)].domain_axis >=
-        0;
+        writer->extents()[static_cast<std::size_t>(buffer->axes[axis].extent.id)].domain_axis >= 0;
     return format("kernel wrote {} at ({}), outside its {} ([{}, {}) on axis {})", what, at,
                   domain ? "update box" : "layout", r[4], r[5], axis);
   }
@@ -206,83 +260,99 @@ std::string Simulation::Impl::violation(const NodeState& s) const {
                 buffer->axes[axis].halo, axis);
 }
 
-Error Simulation::Impl::kernel_failed(const NodeState& s, int status) const {
-  const std::string bad = violation(s);
+Error Simulation::Impl::kernel_failed(const NodeState& s, std::size_t stage, int status) const {
+  const std::string bad = violation(s, stage);
   if (!bad.empty()) {
     return Error(ErrorKind::kernel,
-                 format("node \"{}\", step {}{}: {}", s.node->name(), steps,
+                 format("node \"{}\", step {}{}{}: {}", s.node->name(), steps,
                         decomposition ? format(", rank {}", decomposition->comm->rank()) : "",
-                        bad));
+                        s.stages.size() > 1 ? format(", stage {}", stage) : "", bad));
   }
   return Error(ErrorKind::kernel,
-               format("node \"{}\": kernel returned status {} at step {}{}", s.node->name(), status,
-                      steps,
+               format("node \"{}\": kernel{} returned status {} at step {}{}", s.node->name(),
+                      s.stages.size() > 1 ? format(" of stage {}", stage) : "", status, steps,
                       decomposition ? format(" on rank {}", decomposition->comm->rank()) : ""));
 }
 
-// Ends node `s`'s step whose kernel calls returned `status`. Sharded, the ranks add up their
-// integrals and count the failed kernels in one all-reduce, so that a kernel failing on some
-// ranks raises the same Error(kernel) on every rank (the lowest failing rank's) instead of
+// Ends the stage of node `s` whose kernel calls returned `status`. Sharded, the ranks add up
+// their integrals and count the failed kernels in one all-reduce, so that a kernel failing on
+// some ranks raises the same Error(kernel) on every rank (the lowest failing rank's) instead of
 // leaving the others waiting in the next exchange. On a failure the node keeps the state it
-// had; otherwise the new state becomes current and the integrals are the step's.
-void Simulation::Impl::finish_step(NodeState& s, int status) {
+// had before the stage; otherwise the fields the stage wrote become current and the integrals
+// it computes are the stage's.
+void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status) {
+  const Binding& binding = s.stages[stage].binding;
   const std::size_t count = s.integrals.size();
+  auto sum_of = [&](std::size_t i) {
+    const std::size_t slot = binding.integral_slot[i];
+    return slot == k_no_slot ? 0.0 : binding.kernel_integrals[slot];
+  };
   if (decomposition) {
     // integrals, then the number of ranks whose kernel failed (sized on the first step)
     s.reduced.resize(count + 1);
     for (std::size_t i = 0; i < count; ++i) {
-      s.reduced[i] = s.binding.kernel_integrals[s.binding.integral_slot[i]];
+      s.reduced[i] = sum_of(i);
     }
     s.reduced[count] = status == UWJIT_KERNEL_OK ? 0.0 : 1.0;
     decomposition->comm->all_reduce_sum(s.reduced);
     if (s.reduced[count] != 0.0) {
-      comm::agree(*decomposition->comm, status == UWJIT_KERNEL_OK
-                                            ? nullptr
-                                            : std::make_exception_ptr(kernel_failed(s, status)));
-    }
-    std::copy_n(s.reduced.begin(), count, s.integrals.begin());
-  } else {
-    if (status != UWJIT_KERNEL_OK) {
-      throw kernel_failed(s, status);
+      comm::agree(*decomposition->comm,
+                  status == UWJIT_KERNEL_OK
+                      ? nullptr
+                      : std::make_exception_ptr(kernel_failed(s, stage, status)));
     }
     for (std::size_t i = 0; i < count; ++i) {
-      s.integrals[i] = s.binding.kernel_integrals[s.binding.integral_slot[i]];
+      if (binding.integral_slot[i] != k_no_slot) {
+        s.integrals[i] = s.reduced[i];
+      }
+    }
+  } else {
+    if (status != UWJIT_KERNEL_OK) {
+      throw kernel_failed(s, stage, status);
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      if (binding.integral_slot[i] != k_no_slot) {
+        s.integrals[i] = sum_of(i);
+      }
     }
   }
-  for (const std::size_t i : s.binding.out_field) {
+  for (const std::size_t i : binding.out_field) {
     std::swap(s.current[i], s.next[i]);
   }
 }
 
-// The exchanger and its buffers are made on the first step, from the state's actual layout,
-// and reused; its field list points at the current buffers.
-void Simulation::Impl::prepare_exchange(NodeState& s) {
-  if (!s.exchanger) {
+// A stage's exchanger and its buffers are made on the first step, from the state's actual
+// layout, and reused; its field list points at the current buffers. Returns whether the stage
+// fills any halo.
+bool Simulation::Impl::prepare_exchange(NodeState& s, std::size_t stage) {
+  StageKernel& k = s.stages[stage];
+  if (!k.exchanger) {
     std::vector<std::vector<detail::AxisPlan>> plans;
     for (std::size_t i = 0; i < s.current.size(); ++i) {
-      if (s.has_halo[i]) {
+      if (s.refills(stage, i)) {
         std::vector<detail::AxisPlan> field_plans(s.layout.fields[i].components.size());
         field_plans.insert(field_plans.end(), s.plans.begin(), s.plans.end());
         plans.push_back(std::move(field_plans));
-        s.halo_fields.push_back(nullptr);
+        k.halo_fields.push_back(nullptr);
       }
     }
-    s.exchanger.emplace(*decomposition->comm, std::move(plans));
+    k.exchanger.emplace(*decomposition->comm, std::move(plans));
   }
   std::size_t at = 0;
   for (std::size_t i = 0; i < s.current.size(); ++i) {
-    if (s.has_halo[i]) {
-      s.halo_fields[at++] = s.current[i].get();
+    if (s.refills(stage, i)) {
+      k.halo_fields[at++] = s.current[i].get();
     }
   }
+  return !k.halo_fields.empty();
 }
 
-// Fills the state halos of node `s` from the neighbouring ranks (and locally on axes that are
-// not split).
-void Simulation::Impl::exchange_halos(NodeState& s) {
+// Fills the stage's state halos of node `s` from the neighbouring ranks (and locally on axes
+// that are not split).
+void Simulation::Impl::exchange_halos(NodeState& s, std::size_t stage) {
   const auto start = Clock::now();
-  prepare_exchange(s);
-  s.exchanger->fill(s.halo_fields, exchange_mode);
+  StageKernel& k = s.stages[stage];
+  k.exchanger->fill(k.halo_fields, exchange_mode);
   exchange.seconds += std::chrono::duration<double>(Clock::now() - start).count();
   ++exchange.exchanges;
 }

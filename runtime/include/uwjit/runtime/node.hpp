@@ -37,14 +37,33 @@ struct DomainAxis {
   std::string name = {}; ///< the kernel's name for the extent (a C identifier); "": nx, ny, nz
 };
 
+/// A state field of another node that this node's kernels read (coupling). The runtime binds it
+/// as a state input named `as` (default: `field`), over the owner's layout of that field (its
+/// components, then the domain with the owner's halos), with its halos filled as the owner's
+/// boundaries say (sharded: exchanged with the neighbouring ranks like the owner's own state).
+///
+/// Which values a stage reads: the owner's field as it is when that stage runs. A Simulation
+/// steps its nodes in order, each node all its stages, so a node reads a node before it after
+/// that node's step, and a node after it (or itself in a cycle through others) as it was
+/// before this step. The reading node and the owner must have the same domain cells (and so the
+/// same decomposition): Error(usage) naming both otherwise, or if the owner or its field does
+/// not exist, or `as` names one of the reader's own state fields.
+struct NodeInput {
+  std::string node;    ///< the owning node's name
+  std::string field;   ///< the owner's state field
+  std::string as = {}; ///< the kernel's name for it; "": `field`
+};
+
 /// Everything a node declares about its data, in one value: the domain, the state fields, the
-/// domain integrals and the time step.
+/// domain integrals, the time step, the inputs from other nodes and the stages of a step.
 struct NodeLayout {
   std::vector<DomainAxis> axes;       ///< the domain axes, 1 to 3
   std::vector<StateField> fields;     ///< the state fields, in the kernel's table order (>= 1)
   std::vector<std::string> integrals; ///< the domain integrals the kernel computes (partial sums
                                       ///< over the cells it updates; shards are added up)
   std::optional<double> dt = {};      ///< args->dt; unset: the param "dt" if present, else 1.0
+  std::vector<NodeInput> inputs = {}; ///< other nodes' state fields the kernels read
+  int stages = 1; ///< kernels per step (>= 1), emitted by emit_stage(writer, stage)
 
   /// One axis per entry of `cells` (named nx, ny, nz), each with the same halo, boundary and
   /// extent mode: the common case of a grid.
@@ -66,8 +85,8 @@ private:
 };
 
 /// A simulation node. A subclass declares its state, its static data and how one step updates
-/// the state (emit_update, the text of one kernel); the runtime allocates the state, fills the
-/// halos, binds the buffers and calls the kernel.
+/// the state (emit_update, the text of one kernel, or emit_stage, one kernel per stage); the
+/// runtime allocates the state, fills the halos, binds the buffers and calls the kernels.
 ///
 /// The static data is built once, by build_static_data(), on the first call of static_data(),
 /// and kept by this base class: static_data() returns it by reference and cannot be overridden,
@@ -105,10 +124,11 @@ public:
 
   /// Writes the kernel of one step. The writer arrives with the domain extents declared (named
   /// and compiled in or not as layout() says), every state field declared as a state input over
-  /// its halo-padded layout, every static array of the bound static data provided, and the
-  /// outputs restricted to the state fields and the layout's integrals (the runtime adds the
-  /// static_data_hash in a comment afterwards, with the static axes declared over run-time
-  /// domain extents recorded as following the domain, not by their values). The node declares its
+  /// its halo-padded layout (then every input of layout().inputs, under its `as` name), every
+  /// static array of the bound static data provided, and the outputs restricted to the state
+  /// fields and the layout's integrals (the runtime adds the static_data_hash in a comment
+  /// afterwards, with the static axes declared over run-time domain extents recorded as following
+  /// the domain, not by their values). The node declares its
   /// outputs (writer.state_out(field), writer.integral(name)), the static arrays it reads, and the
   /// body. The kernel must write every interior cell of each state field it outputs; fields it does
   /// not output keep their values. A kernel that declares writer.update_box() must instead write
@@ -118,7 +138,22 @@ public:
   /// depend on their values being serial ones (a sharded runtime will pass others). Take static
   /// shapes from writer.provided_shape(key), not from static_data(): a Simulation may rebind other
   /// arrays.
-  virtual void emit_update(codegen::KernelWriter& writer) const = 0;
+  ///
+  /// The default throws Error(usage): a node overrides this or, for several stages,
+  /// emit_stage.
+  virtual void emit_update(codegen::KernelWriter& writer) const;
+
+  /// Writes the kernel of stage `stage` (0 to layout().stages - 1) of a step; each stage is a
+  /// kernel of its own (its own key; all are requested when the Simulation is built). The writer
+  /// arrives as above; a node with several stages also gets a comment naming the stage. The
+  /// runtime calls the stages in order; each reads the current state (with halos filled) and the
+  /// inputs, and the fields it writes become current when it returns, their halos filled again
+  /// before the next stage: so a two-stage scheme keeps its intermediate value in a state field
+  /// of its own (e.g. a predictor field written by stage 0 and read by stage 1). Each declared
+  /// domain integral is computed by exactly one stage (Error(usage) otherwise); its value is that
+  /// stage's sum. A failing stage ends the step: fields written by earlier stages stay written.
+  /// The default calls emit_update(writer) for stage 0 (the single-kernel form).
+  virtual void emit_stage(codegen::KernelWriter& writer, int stage) const;
 
   /// The static data, built once by build_static_data() and kept; returned by reference.
   /// Throws what build_static_data() throws (and tries again on the next call).

@@ -109,7 +109,7 @@ struct ExchangeStats {
   /// Time spent exchanging (seconds): packing, transfers, waiting, unpacking; not the kernel
   /// calls that overlap mode makes while transfers are in flight.
   double seconds = 0;
-  /// Node steps whose halos were exchanged.
+  /// Node steps whose halos were exchanged (a node of several stages: stages).
   std::int64_t exchanges = 0;
   /// Of those, node steps in which the kernel updated the interior while halo transfers were in
   /// flight (overlap mode only).
@@ -188,12 +188,16 @@ public:
   Simulation(Simulation&&) noexcept;
   Simulation& operator=(Simulation&&) noexcept;
 
-  /// One report per node, in node order: the kernel each node uses now.
+  /// One report per kernel, in node order and, within a node, stage order (one per node when
+  /// every node has one stage): the kernels the nodes use now.
   [[nodiscard]] const std::vector<KernelReport>& kernels() const noexcept;
 
   /// Takes `count` steps; each steps every node, in order. Throws Error(kernel) naming the node
   /// and step if a kernel returns a non-zero status: that node keeps the state it had before
-  /// the step (nodes before it in order have taken it), and steps_taken() does not advance.
+  /// the step (nodes before it in order have taken it; a node of several stages keeps what the
+  /// stages before the failing one wrote), and steps_taken() does not advance. Each node takes
+  /// its stages in order; a coupled input is read as it is when the reading stage runs (see
+  /// NodeInput).
   /// Sharded: collective; fills halos from the neighbouring ranks and sums the integrals over
   /// the ranks. A kernel that fails on some ranks only raises the same Error(kernel) on every
   /// rank (the message of the lowest failing rank, which it names), in the same step: the ranks

@@ -22,6 +22,7 @@ struct KernelReport {
   std::string node;
   engine::KernelInfo info;
   std::shared_ptr<const codegen::KernelSource> source;
+  int stage = 0; ///< which stage of the node's step (0 for a node of one stage)
 };
 
 /// The whole state of a simulation at one step, as Simulation::gathered() copies it (under MPI,
