@@ -217,6 +217,14 @@ integral is a local sum the text adds to. Methods raise UsageError naming what i
           },
           py::arg("key"), "The shape of the bound static array `key` (None if there is none).")
       .def(
+          "provided_dtype",
+          [](const KernelWriter& w, std::string_view key) -> py::object {
+            const auto dtype = w.provided_dtype(key);
+            return dtype ? py::object(py::str(std::string(to_string(*dtype))))
+                         : py::object(py::none());
+          },
+          py::arg("key"), "The dtype of the bound static array `key` (None if there is none).")
+      .def(
           "static_array",
           [](KernelWriter& w, std::string key, const py::object& dtype, const py::object& axes) {
             if (dtype.is_none() && axes.is_none()) {

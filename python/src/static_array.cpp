@@ -4,6 +4,8 @@
 
 #include <uwjit/common/error.hpp>
 
+#include <pybind11/stl.h>
+
 #include <string>
 
 namespace uwjit::python {
