@@ -9,6 +9,7 @@
 
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -90,7 +91,8 @@ void bind_table(const PyKernel& kernel, int table, const py::sequence& buffers,
 
 py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::sequence& state_out,
               const py::sequence& statics, const py::sequence& extents, double dt,
-              std::int64_t step, const std::optional<std::vector<std::int64_t>>& domain) {
+              std::int64_t step, const std::optional<std::vector<std::int64_t>>& domain,
+              std::int64_t native_calls = 0, double* native_seconds = nullptr) {
   const auto& slots = kernel.kernel.info().slots;
   const std::string what = "kernel " + kernel.kernel.info().origin;
   if (py::len(extents) != slots.extents.size()) {
@@ -138,7 +140,16 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
   std::vector<double> integrals(slots.integrals.size(), 0.0);
   args.integrals = integrals.data();
   int status = 0;
-  {
+  if (native_calls > 0) {
+    // The benchmark's baseline: the same bound call repeated from C++, timed there.
+    py::gil_scoped_release release;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::int64_t i = 0; i < native_calls && status == 0; ++i) {
+      status = kernel.kernel(args);
+    }
+    *native_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  } else {
     py::gil_scoped_release release;
     status = kernel.kernel(args);
   }
@@ -168,10 +179,32 @@ Source. extents are ints >= 1, one per run-time extent. domain (up to 3 ints) fi
 ABI's shard_extent, global_extent and update box for kernels that read them. The GIL is released
 while the kernel runs. Returns the domain integrals by name; raises KernelError if the kernel
 returns a non-zero status.)doc")
-      .def("__call__", &call, py::kw_only(), py::arg("state_in") = py::tuple(),
-           py::arg("state_out") = py::tuple(), py::arg("statics") = py::tuple(),
-           py::arg("extents") = py::tuple(), py::arg("dt") = 1.0, py::arg("step") = 0,
-           py::arg("domain") = py::none())
+      .def(
+          "__call__",
+          [](const PyKernel& k, const py::sequence& state_in, const py::sequence& state_out,
+             const py::sequence& statics, const py::sequence& extents, double dt, std::int64_t step,
+             const std::optional<std::vector<std::int64_t>>& domain) {
+            return call(k, state_in, state_out, statics, extents, dt, step, domain);
+          },
+          py::kw_only(), py::arg("state_in") = py::tuple(), py::arg("state_out") = py::tuple(),
+          py::arg("statics") = py::tuple(), py::arg("extents") = py::tuple(), py::arg("dt") = 1.0,
+          py::arg("step") = 0, py::arg("domain") = py::none())
+      .def(
+          "_native_call_seconds",
+          [](const PyKernel& k, std::int64_t count, const py::sequence& state_in,
+             const py::sequence& state_out, const py::sequence& statics,
+             const py::sequence& extents) {
+            if (count < 1) {
+              throw py::value_error("_native_call_seconds: count must be >= 1");
+            }
+            double seconds = 0;
+            call(k, state_in, state_out, statics, extents, 1.0, 0, std::nullopt, count, &seconds);
+            return seconds;
+          },
+          py::arg("count"), py::arg("state_in") = py::tuple(), py::arg("state_out") = py::tuple(),
+          py::arg("statics") = py::tuple(), py::arg("extents") = py::tuple(),
+          "For the benchmark (tools/bench/python_bench.py): seconds that `count` calls with these "
+          "arguments take when repeated from C++ (checked and bound once).")
       .def_property_readonly(
           "info", [](const PyKernel& k) { return k.kernel.info(); },
           "What the request did: tier, key, timings (a KernelInfo).")

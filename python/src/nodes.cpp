@@ -8,6 +8,7 @@
 #include <uwjit/codegen/kernel_writer.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/text.hpp>
+#include <uwjit/nodes/builtin.hpp>
 #include <uwjit/nodes/registry.hpp>
 #include <uwjit/runtime/node.hpp>
 
@@ -323,6 +324,20 @@ the node object alive while a Simulation uses it (the Simulation holds a referen
       .def_property_readonly(
           "params", [](const runtime::Node& n) { return from_params(n.params()); },
           "The params (a new dict each time).")
+      .def_property_readonly(
+          "updates_per_step",
+          [](const runtime::Node& n) -> std::int64_t {
+            if (const auto* builtin = dynamic_cast<const nodes::BuiltinNode*>(&n)) {
+              return builtin->updates_per_step();
+            }
+            std::int64_t cells = 1;
+            for (const auto c : n.domain()) {
+              cells *= c;
+            }
+            return cells;
+          },
+          "Cell updates per step, for throughput (MLUPS): the domain's cells, or what a "
+          "built-in node counts (e.g. the fluid sites of a pipe).")
       .def("static_data_hash", &runtime::Node::static_data_hash,
            "static_data_hash of the node's static data (built once, on first use).")
       .def("__repr__", [](const runtime::Node& n) {
