@@ -185,3 +185,12 @@ def test_kernels_compiles_a_list(engine):
     assert engine.key_of(sources[0]) == kernels[0].info.key
     with pytest.raises(TypeError, match="uwjit.Source"):
         engine.kernels(["text"])
+
+
+def test_a_kernel_outlives_its_engine(cache_dir):
+    engine = uwjit.Engine(cache_dir=cache_dir)
+    kernel = axpb(engine)
+    del engine
+    y = np.zeros(3)
+    kernel(state_in=[np.ones(3)], state_out=[y], statics=[np.array([2.0, 0.5])], extents=[3])
+    np.testing.assert_array_equal(y, 2.5)

@@ -67,3 +67,47 @@ def test_a_sharded_simulation_equals_the_serial_one(engine):
     np.testing.assert_array_equal(whole, serial.field("heat", "u"))
     assert sharded.integrals("heat")["heat"] == pytest.approx(serial.integrals("heat")["heat"],
                                                                rel=1e-12)
+
+
+class Relax(uwjit.Node):
+    """u <- u + rate * (target - u); the target is sharded with the domain."""
+
+    def __init__(self, name, nx, ny, rate, target):
+        super().__init__("relax", name, {"nx": nx, "ny": ny, "rate": rate})
+        self.target = target
+
+    def layout(self):
+        p = self.params
+        return uwjit.Layout(uwjit.grid([p["nx"], p["ny"]], halo=1), [uwjit.StateField("u")],
+                            integrals=["total"], dt=p["rate"])
+
+    def build_static_data(self):
+        return {"target": uwjit.StaticArray(self.target, replication="shard", shard_axis=0)}
+
+    def initial_state(self, state):
+        state["u"][...] = 1.0
+
+    def emit_update(self, writer):
+        writer.state_out("u")
+        writer.static_array("target", "f64", [writer.domain(0), writer.domain(1)])
+        writer.integral("total")
+        writer.body("""
+  for (uw_i64 i = 0; i < nx; ++i)
+    for (uw_i64 j = 0; j < ny; ++j) {
+      u_out(i, j) = u(i, j) + args->dt * (target(i, j) - u(i, j));
+      total += u_out(i, j);
+    }
+""")
+
+
+def test_a_python_node_sharded_equals_serial(engine):
+    target = np.arange(11 * 4, dtype=np.float64).reshape(11, 4)
+    sharded = uwjit.Simulation(engine, [Relax("r", 11, 4, 0.5, target)], comm=COMM, threads=1)
+    sharded.step(3)
+    serial = uwjit.Simulation(engine, [Relax("r", 11, 4, 0.5, target)], threads=1)
+    serial.step(3)
+    np.testing.assert_array_equal(sharded.gather("r", "u"), serial.field("r", "u"))
+    assert sharded.integrals("r")["total"] == pytest.approx(serial.integrals("r")["total"],
+                                                            rel=1e-12)
+    with pytest.raises(uwjit.UsageError):
+        sharded.rebind_static("r", "target", uwjit.StaticArray(target * 2, "shard", 0))
