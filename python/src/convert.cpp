@@ -11,9 +11,11 @@ using codegen::Dtype;
 
 std::optional<Dtype> dtype_of(const py::dtype& dtype) {
   // Kind and size, not identity: numpy has several objects for one type (e.g. long vs longlong).
-  const char kind = dtype.kind();
-  const auto size = dtype.itemsize();
-  if (dtype.attr("byteorder").cast<std::string>() == ">") {
+  // Read from the descriptor itself: this runs for every buffer of every kernel call.
+  const auto* descr = py::detail::array_descriptor_proxy(dtype.ptr());
+  const char kind = descr->kind;
+  const int size = descr->elsize;
+  if (descr->byteorder == '>') {
     return std::nullopt;
   }
   if (kind == 'f' && size == 8) {

@@ -31,36 +31,39 @@ void bind_table(const PyKernel& kernel, int table, const py::sequence& buffers,
                 const std::vector<std::string>& slots,
                 const std::vector<std::pair<std::string, std::int64_t>>& extents,
                 std::vector<void*>& pointers) {
-  const std::string what = "kernel " + kernel.kernel.info().origin + ": " + k_table_names[table];
+  // Messages are made only on an error: a call on small arrays costs microseconds.
+  const auto what = [&] {
+    return "kernel " + kernel.kernel.info().origin + ": " + k_table_names[table];
+  };
   if (py::len(buffers) != slots.size()) {
-    throw py::value_error(what + " takes " + std::to_string(slots.size()) + " buffer(s) (" +
+    throw py::value_error(what() + " takes " + std::to_string(slots.size()) + " buffer(s) (" +
                           join(slots) + "), got " + std::to_string(py::len(buffers)));
   }
   const auto& specs = kernel.specs.tables[table];
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const py::handle item = buffers[i];
-    const std::string slot = what + " \"" + slots[i] + "\"";
+    const auto slot = [&] { return what() + " \"" + slots[i] + "\""; };
     if (!py::isinstance<py::array>(item)) {
-      throw py::type_error(slot + ": expected a numpy.ndarray, got " + type_name(item));
+      throw py::type_error(slot() + ": expected a numpy.ndarray, got " + type_name(item));
     }
     const auto array = py::reinterpret_borrow<py::array>(item);
     const auto dtype = dtype_of(array.dtype());
     if (!dtype) {
-      throw py::type_error(slot + ": unsupported dtype " +
+      throw py::type_error(slot() + ": unsupported dtype " +
                            py::str(array.dtype()).cast<std::string>() +
                            " (accepted: float32, float64, int8, uint8, int32, int64)");
     }
     if ((array.flags() & py::array::c_style) == 0) {
-      throw py::value_error(slot + ": the array must be C-contiguous (numpy.ascontiguousarray)");
+      throw py::value_error(slot() + ": the array must be C-contiguous (numpy.ascontiguousarray)");
     }
     if (table == 1 && !array.writeable()) {
-      throw py::value_error(slot + ": the array is read-only, and the kernel writes it");
+      throw py::value_error(slot() + ": the array is read-only, and the kernel writes it");
     }
     if (array.size() == 0) {
-      throw py::value_error(slot + ": the array is empty");
+      throw py::value_error(slot() + ": the array is empty");
     }
     if (i < specs.size() && specs[i].dtype && *specs[i].dtype != *dtype) {
-      throw py::type_error(slot + ": expected dtype " + std::string(to_string(*specs[i].dtype)) +
+      throw py::type_error(slot() + ": expected dtype " + std::string(to_string(*specs[i].dtype)) +
                            ", got " + std::string(to_string(*dtype)));
     }
     if (i < specs.size() && specs[i].shape) {
@@ -74,14 +77,14 @@ void bind_table(const PyKernel& kernel, int table, const py::sequence& buffers,
         const auto found = std::find_if(extents.begin(), extents.end(),
                                         [&](const auto& e) { return e.first == name; });
         if (found == extents.end()) {
-          throw py::value_error(slot + ": its shape names \"" + name +
+          throw py::value_error(slot() + ": its shape names \"" + name +
                                 "\", which is not a run-time extent of the kernel");
         }
         expected.push_back(found->second);
       }
       const std::vector<std::int64_t> got(array.shape(), array.shape() + array.ndim());
       if (got != expected) {
-        throw py::value_error(slot + ": expected shape " + shape_text(expected) + ", got " +
+        throw py::value_error(slot() + ": expected shape " + shape_text(expected) + ", got " +
                               shape_of(array));
       }
     }
@@ -94,9 +97,9 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
               std::int64_t step, const std::optional<std::vector<std::int64_t>>& domain,
               std::int64_t native_calls = 0, double* native_seconds = nullptr) {
   const auto& slots = kernel.kernel.info().slots;
-  const std::string what = "kernel " + kernel.kernel.info().origin;
+  const auto what = [&] { return "kernel " + kernel.kernel.info().origin; };
   if (py::len(extents) != slots.extents.size()) {
-    throw py::value_error(what + ": extents takes " + std::to_string(slots.extents.size()) +
+    throw py::value_error(what() + ": extents takes " + std::to_string(slots.extents.size()) +
                           " value(s) (" + join(slots.extents) + "), got " +
                           std::to_string(py::len(extents)));
   }
@@ -105,12 +108,12 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
   for (std::size_t i = 0; i < slots.extents.size(); ++i) {
     const py::handle item = extents[i];
     if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item)) {
-      throw py::type_error(what + ": extent \"" + slots.extents[i] + "\" must be an int, got " +
+      throw py::type_error(what() + ": extent \"" + slots.extents[i] + "\" must be an int, got " +
                            type_name(item));
     }
     const auto value = item.cast<std::int64_t>();
     if (value < 1) {
-      throw py::value_error(what + ": extent \"" + slots.extents[i] + "\" must be >= 1, got " +
+      throw py::value_error(what() + ": extent \"" + slots.extents[i] + "\" must be >= 1, got " +
                             std::to_string(value));
     }
     named_extents.emplace_back(slots.extents[i], value);
@@ -130,7 +133,7 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
   args.step = step;
   if (domain) {
     if (domain->empty() || domain->size() > UWJIT_MAX_AXES) {
-      throw py::value_error(what + ": domain has 1 to 3 axes, got " +
+      throw py::value_error(what() + ": domain has 1 to 3 axes, got " +
                             std::to_string(domain->size()));
     }
     for (std::size_t d = 0; d < domain->size(); ++d) {
@@ -154,7 +157,7 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
     status = kernel.kernel(args);
   }
   if (status != UWJIT_KERNEL_OK) {
-    throw Error(ErrorKind::kernel, what + " returned status " + std::to_string(status));
+    throw Error(ErrorKind::kernel, what() + " returned status " + std::to_string(status));
   }
   py::dict out;
   for (std::size_t i = 0; i < integrals.size(); ++i) {
