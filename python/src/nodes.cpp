@@ -63,7 +63,13 @@ public:
 
   runtime::NodeLayout layout() const override {
     py::gil_scoped_acquire gil;
-    return method("layout")().cast<runtime::NodeLayout>();
+    const py::object layout = method("layout")();
+    if (!py::isinstance<runtime::NodeLayout>(layout)) {
+      // Not a cast error: pybind11 would report that as the caller's bad arguments.
+      throw py::type_error("node \"" + name() + "\": layout() must return a uwjit.Layout, got " +
+                           py::str(py::type::of(layout).attr("__name__")).cast<std::string>());
+    }
+    return layout.cast<runtime::NodeLayout>();
   }
 
   // The fields' interiors as fresh numpy arrays (so nothing the node keeps can dangle), copied

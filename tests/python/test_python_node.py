@@ -138,3 +138,17 @@ def test_a_node_lacking_a_method_is_a_clear_error(engine):
 
     with pytest.raises(TypeError, match="must define layout"):
         uwjit.Simulation(engine, [Empty("empty", "e")])
+
+
+@pytest.mark.parametrize("method, body, error, words", [
+    ("layout", lambda self: None, TypeError, "layout() must return a uwjit.Layout, got NoneType"),
+    ("initial_state", lambda self, state: state.update(u=np.zeros((4, 4))), ValueError,
+     "in place"),
+    ("build_static_data", lambda self: [1, 2], TypeError, "expected a dict"),
+    ("build_static_data", lambda self: {"w": np.zeros(4)}, TypeError, "uwjit.StaticArray"),
+])
+def test_a_node_that_breaks_its_contract_is_a_clear_error(engine, method, body, error, words):
+    broken = type("Broken", (Relax,), {method: body})
+    with pytest.raises(error) as caught:
+        uwjit.Simulation(engine, [broken("b", 4, 4, 0.1)])
+    assert words in str(caught.value)
