@@ -1,8 +1,6 @@
 """A node written in Python: layout, static data, initial state and kernel text from Python,
 checked against numpy; rebinding; restoring with a factory."""
 
-import threading
-
 import numpy as np
 import pytest
 
@@ -15,7 +13,6 @@ class Relax(uwjit.Node):
     def __init__(self, name, nx, ny, rate, target=None):
         super().__init__("relax", name, {"nx": nx, "ny": ny, "rate": rate})
         self.target = target if target is not None else np.linspace(0, 1, nx * ny).reshape(nx, ny)
-        self.threads_seen = set()
 
     def layout(self):
         p = self.params
@@ -29,7 +26,6 @@ class Relax(uwjit.Node):
         state["u"][...] = 1.0
 
     def emit_update(self, writer):
-        self.threads_seen.add(threading.get_ident())
         writer.state_out("u")
         # The bound array's dtype (a rebind may change it) and the domain's shape (checked).
         writer.static_array("target", writer.provided_dtype("target"),
