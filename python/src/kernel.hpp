@@ -20,6 +20,8 @@ struct SlotSpec {
   std::string name;
   std::optional<codegen::Dtype> dtype;
   std::optional<std::vector<std::variant<std::int64_t, std::string>>> shape;
+  /// The kernel assumes the buffer 64-byte aligned (KernelWriter's state buffers do).
+  bool aligned = false;
 };
 
 /// The buffer tables, in the ABI's order: state_in, state_out, statics.

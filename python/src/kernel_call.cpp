@@ -10,6 +10,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,12 @@ void bind_table(const PyKernel& kernel, int table, const py::sequence& buffers,
         throw py::value_error(slot() + ": expected shape " + shape_text(expected) + ", got " +
                               shape_of(array));
       }
+    }
+    if (i < specs.size() && specs[i].aligned &&
+        reinterpret_cast<std::uintptr_t>(array.data()) % 64 != 0) {
+      throw py::value_error(slot() + ": the kernel (made by a KernelWriter) assumes 64-byte "
+                                     "aligned buffers; make the array with uwjit.empty or "
+                                     "uwjit.zeros");
     }
     pointers.push_back(const_cast<void*>(array.data()));
   }
@@ -178,7 +185,8 @@ Buffers are numpy arrays, passed zero-copy: the kernel reads and writes the call
 Before the call every argument is checked: the count of each table (ValueError), each buffer
 a numpy.ndarray of a supported dtype (TypeError), C-contiguous (ValueError), writable for
 state_out (ValueError), and the dtype (TypeError) and shape (ValueError) declared in the
-Source. extents are ints >= 1, one per run-time extent. domain (up to 3 ints) fills the
+Source; a kernel made by a KernelWriter also needs its state buffers 64-byte aligned
+(ValueError; uwjit.empty and uwjit.zeros make such arrays). extents are ints >= 1, one per run-time extent. domain (up to 3 ints) fills the
 ABI's shard_extent, global_extent and update box for kernels that read them. The GIL is released
 while the kernel runs. Returns the domain integrals by name; raises KernelError if the kernel
 returns a non-zero status.)doc")

@@ -14,6 +14,7 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -138,6 +139,10 @@ PySource finish(const KernelWriter& writer) {
     auto& spec =
         specs.tables[static_cast<int>(buffer.role)].at(static_cast<std::size_t>(buffer.slot));
     spec.dtype = buffer.dtype;
+    // As KernelWriter emits: state buffers and static arrays with halos are assumed aligned.
+    spec.aligned = buffer.role != codegen::BufferRole::statics ||
+                   std::any_of(buffer.axes.begin(), buffer.axes.end(),
+                               [](const codegen::Axis& axis) { return axis.halo > 0; });
     std::vector<std::variant<std::int64_t, std::string>> shape;
     bool known = true;
     for (const auto& axis : buffer.axes) {

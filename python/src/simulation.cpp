@@ -219,6 +219,22 @@ Simulation alive. Raises UsageError naming what is missing.)doc")
           py::arg("node"), py::arg("field"),
           "A COPY of the whole domain of field `field` (gathered from every rank: collective).")
       .def(
+          "shard",
+          [](const PySimulation& self, std::string_view node) {
+            const auto& info = self.get().shard(node);
+            py::dict out;
+            out["grid"] = py::tuple(py::cast(info.grid));
+            out["coords"] = py::tuple(py::cast(info.coords));
+            out["offset"] = py::tuple(py::cast(info.offset));
+            out["extent"] = py::tuple(py::cast(info.extent));
+            out["global"] = py::tuple(py::cast(info.global));
+            return out;
+          },
+          py::arg("node"), R"doc(
+Where this rank's shard of node `node` lies, per domain axis: "grid" (ranks), "coords" (this
+rank's position), "offset" (global index of the first local cell), "extent" (local cells),
+"global" (the whole domain). Serially: the whole domain on a 1-rank grid.)doc")
+      .def(
           "integrals",
           [](const PySimulation& self, std::string_view node) {
             const auto& simulation = self.get();

@@ -194,3 +194,28 @@ def test_a_kernel_outlives_its_engine(cache_dir):
     y = np.zeros(3)
     kernel(state_in=[np.ones(3)], state_out=[y], statics=[np.array([2.0, 0.5])], extents=[3])
     np.testing.assert_array_equal(y, 2.5)
+
+
+def test_a_kernel_written_with_the_kernel_writer_is_checked_against_its_declarations(engine):
+    writer = uwjit.KernelWriter("doubler")
+    n = writer.extent("nx", 6)
+    writer.state_in("x", "f64", [n])
+    writer.state_out("x")
+    writer.integral("total")
+    writer.body("for (uw_i64 i = 0; i < nx; ++i) { x_out(i) = 2 * x(i); total += x_out(i); }")
+    kernel = engine.kernel(writer.finish())
+    x, y = uwjit.empty(6), uwjit.zeros(6)
+    x[...] = np.arange(6.0)
+    assert x.ctypes.data % 64 == 0 and y.ctypes.data % 64 == 0
+    assert kernel(state_in=[x], state_out=[y]) == {"total": 30.0}
+    np.testing.assert_array_equal(y, 2 * x)
+    with pytest.raises(ValueError, match=r"expected shape \(6\), got \(5\)"):
+        kernel(state_in=[uwjit.zeros(5)], state_out=[y])
+    with pytest.raises(TypeError, match="expected dtype f64, got i64"):
+        kernel(state_in=[uwjit.zeros(6, dtype=np.int64)], state_out=[y])
+    # The kernel assumes aligned state buffers: a misaligned one is refused, not a crash.
+    misaligned = uwjit.zeros(7)[1:]
+    with pytest.raises(ValueError, match="64-byte aligned"):
+        kernel(state_in=[misaligned], state_out=[y])
+    with pytest.raises(uwjit.UsageError, match="nx"):
+        writer.extent("nx", 3)

@@ -62,6 +62,10 @@ def test_a_sharded_simulation_equals_the_serial_one(engine):
     local = sharded.field("heat", "u")
     assert local.shape[0] < size[0] and local.shape[1:] == (6, 5)
     assert COMM.allreduce(local.shape[0], op=MPI.SUM) == size[0]
+    shard = sharded.shard("heat")
+    assert shard["extent"] == local.shape and shard["global"] == tuple(size)
+    np.testing.assert_array_equal(whole[shard["offset"][0]:shard["offset"][0] + local.shape[0]],
+                                  local)
     serial = uwjit.Simulation(engine, [uwjit.node("heat", size=size)], threads=1)
     serial.step(5)
     np.testing.assert_array_equal(whole, serial.field("heat", "u"))
