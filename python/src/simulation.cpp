@@ -193,7 +193,9 @@ thread per Simulation.)doc")
       .def_property_readonly("steps_taken",
                              [](const PySimulation& s) { return s.get().steps_taken(); })
       .def_property_readonly("threads", [](const PySimulation& s) { return s.get().threads(); })
-      .def_property_readonly("nodes", [](const PySimulation& s) { return s.nodes; })
+      .def_property_readonly(
+          "nodes", [](const PySimulation& s) { return py::list(s.nodes); },
+          "The nodes, in order (a new list).")
       .def(
           "field",
           [](py::object self_object, std::string_view node, std::string_view field) {
