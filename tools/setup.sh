@@ -35,6 +35,7 @@ packages=(
   clang-format-19
   gdb linux-perf   # the debugger and profiler tests (label debug)
   python3 util-linux
+  pybind11-dev python3-dev python3-numpy python3-mpi4py python3-pytest python3-sympy   # uwjit for Python
 )
 
 invoked_from=$PWD
@@ -99,12 +100,40 @@ step "building uwjit" cmake --build --preset "$preset" --target uwjit_cli
 echo "setup: $bin/uwjit is ready"
 step "building the rest (library tests, benchmarks)" cmake --build --preset "$preset"
 
+# The Python module, importable from the build tree without PYTHONPATH: a uwjit.pth in the user
+# site directory of the interpreter it was built for (that of any python of the same version,
+# e.g. python3 on the PATH, too), else in its site directory.
+python_line=""
+pydir=$root/build/$preset/python
+python=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "build/$preset/CMakeCache.txt" 2>/dev/null || true)
+if [ -n "$python" ] && [ -f "$pydir/uwjit/__init__.py" ]; then
+  pth=$("$python" - "$pydir" <<'PY'
+import os, site, sys
+dirs = ([site.getusersitepackages()] if site.ENABLE_USER_SITE else []) + site.getsitepackages()
+for d in dirs:
+    try:
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "uwjit.pth"), "w") as f:
+            f.write(sys.argv[1] + "\n")
+        print(os.path.join(d, "uwjit.pth"))
+        break
+    except OSError:
+        continue
+PY
+)
+  if [ -n "$pth" ]; then
+    echo "setup: the Python module uwjit is importable by $python (wrote $pth; rm it to undo)"
+    python_line="  $python -c 'import uwjit; print(uwjit.__version__)'   # the Python module"
+  fi
+fi
+
 cat <<EOF
 
 Next steps:
   $shown/uwjit run pipe-flow          # the D3Q19 pipe flow: compiled, checked, written for ParaView
   $shown/uwjit run pipe-flow --plot   # ... and drawn as PNG pictures
   $shown/uwjit --help                 # every command; 'uwjit help run' for one
+$python_line
 
 uwjit on the PATH, for this shell (add the line to ~/.bashrc to keep it):
   export PATH="$bin:\$PATH"

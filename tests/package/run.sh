@@ -36,4 +36,16 @@ if [ -f "$prefix/install/lib/cmake/uwjit/uwjitMpiTargets.cmake" ]; then
   out=$(timeout 120 mpiexec -np 2 "$prefix/build-mpi/mpi_host")
   grep -q '^mpi host: 2 ranks, 3 steps$' <<<"$out"
 fi
+# The Python package (when it was built): installed into the prefix's site-packages, importable
+# from there (its RPATH finds the installed libuwjit), and able to compile a kernel.
+if [ -n "${UWJIT_TEST_PYTHON:-}" ]; then
+  site=$(echo "$prefix"/install/lib/python3*/site-packages)
+  test -f "$site/uwjit/__init__.py"
+  (cd "$prefix" && PYTHONPATH=$site "$UWJIT_TEST_PYTHON" -s -c '
+import sys, uwjit
+assert uwjit.__file__.startswith(sys.argv[1]), uwjit.__file__
+k = uwjit.Engine().kernel("extern \"C\" int k(const uwjit_kernel_args*) { return 0; }", entry="k")
+assert k() == {}
+' "$site")
+fi
 echo "consumer package: 1 passed, 0 failed"

@@ -1,0 +1,56 @@
+// What the engine and the kernel call share: a kernel source with the buffer declarations its
+// caller gave, and a loaded kernel with them.
+#pragma once
+
+#include "bindings.hpp"
+
+#include <uwjit/codegen/kernel_source.hpp>
+#include <uwjit/engine/kernel.hpp>
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace uwjit::python {
+
+/// One buffer slot: its name and, when declared, the dtype and shape a call must pass. A shape
+/// entry is a number or the name of a run-time extent (its value at the call).
+struct SlotSpec {
+  std::string name;
+  std::optional<codegen::Dtype> dtype;
+  std::optional<std::vector<std::variant<std::int64_t, std::string>>> shape;
+  /// The kernel assumes the buffer 64-byte aligned (KernelWriter's state buffers do).
+  bool aligned = false;
+};
+
+/// The buffer tables, in the ABI's order: state_in, state_out, statics.
+struct BufferSpecs {
+  std::vector<SlotSpec> tables[3];
+};
+
+/// uwjit.Source: a kernel's text, entry and slots.
+struct PySource {
+  codegen::KernelSource source;
+  BufferSpecs specs;
+};
+
+/// uwjit.Kernel: a loaded kernel and the declarations its calls are checked against.
+struct PyKernel {
+  engine::Kernel kernel;
+  BufferSpecs specs;
+};
+
+/// The Source of engine.kernel's arguments (see Engine.kernel).
+[[nodiscard]] PySource make_source(const std::string& text, const std::optional<std::string>& entry,
+                                   const py::iterable& state_in, const py::iterable& state_out,
+                                   const py::iterable& statics, const py::iterable& extents,
+                                   const py::iterable& integrals);
+
+/// Specs of a KernelSource made by a KernelWriter: the buffers it declared.
+[[nodiscard]] BufferSpecs specs_of_slots(const codegen::SlotTables& slots);
+
+/// KernelInfo as a Python object (uwjit.KernelInfo).
+[[nodiscard]] py::object kernel_info(const engine::KernelInfo& info);
+
+} // namespace uwjit::python

@@ -1,0 +1,237 @@
+// uwjit.Kernel and its call: numpy arrays bound zero-copy through the ABI's pointer tables,
+// every argument checked before the call (TypeError / ValueError naming the slot), the GIL
+// released while the kernel runs.
+#include "kernel.hpp"
+
+#include <uwjit/codegen/kernel_abi.h>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/text.hpp>
+
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace uwjit::python {
+namespace {
+
+constexpr const char* k_table_names[3] = {"state_in", "state_out", "statics"};
+
+std::string type_name(const py::handle& value) {
+  return py::str(py::type::of(value).attr("__name__")).cast<std::string>();
+}
+
+std::string shape_of(const py::array& array) {
+  return shape_text(std::vector<std::int64_t>(array.shape(), array.shape() + array.ndim()));
+}
+
+// The buffers of one table, checked; their data pointers in `pointers`.
+void bind_table(const PyKernel& kernel, int table, const py::sequence& buffers,
+                const std::vector<std::string>& slots,
+                const std::vector<std::pair<std::string, std::int64_t>>& extents,
+                std::vector<void*>& pointers) {
+  // Messages are made only on an error: a call on small arrays costs microseconds.
+  const auto what = [&] {
+    return "kernel " + kernel.kernel.info().origin + ": " + k_table_names[table];
+  };
+  if (py::len(buffers) != slots.size()) {
+    throw py::value_error(what() + " takes " + std::to_string(slots.size()) + " buffer(s) (" +
+                          join(slots) + "), got " + std::to_string(py::len(buffers)));
+  }
+  const auto& specs = kernel.specs.tables[table];
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const py::handle item = buffers[i];
+    const auto slot = [&] { return what() + " \"" + slots[i] + "\""; };
+    if (!py::isinstance<py::array>(item)) {
+      throw py::type_error(slot() + ": expected a numpy.ndarray, got " + type_name(item));
+    }
+    const auto array = py::reinterpret_borrow<py::array>(item);
+    const auto dtype = dtype_of(array.dtype());
+    if (!dtype) {
+      throw py::type_error(slot() + ": unsupported dtype " +
+                           py::str(array.dtype()).cast<std::string>() +
+                           " (accepted: float32, float64, int8, uint8, int32, int64)");
+    }
+    if ((array.flags() & py::array::c_style) == 0) {
+      throw py::value_error(slot() + ": the array must be C-contiguous (numpy.ascontiguousarray)");
+    }
+    if (table == 1 && !array.writeable()) {
+      throw py::value_error(slot() + ": the array is read-only, and the kernel writes it");
+    }
+    if (array.size() == 0) {
+      throw py::value_error(slot() + ": the array is empty");
+    }
+    if (i < specs.size() && specs[i].dtype && *specs[i].dtype != *dtype) {
+      throw py::type_error(slot() + ": expected dtype " + std::string(to_string(*specs[i].dtype)) +
+                           ", got " + std::string(to_string(*dtype)));
+    }
+    if (i < specs.size() && specs[i].shape) {
+      std::vector<std::int64_t> expected;
+      for (const auto& axis : *specs[i].shape) {
+        if (const auto* n = std::get_if<std::int64_t>(&axis)) {
+          expected.push_back(*n);
+          continue;
+        }
+        const auto& name = std::get<std::string>(axis);
+        const auto found = std::find_if(extents.begin(), extents.end(),
+                                        [&](const auto& e) { return e.first == name; });
+        if (found == extents.end()) {
+          throw py::value_error(slot() + ": its shape names \"" + name +
+                                "\", which is not a run-time extent of the kernel");
+        }
+        expected.push_back(found->second);
+      }
+      const std::vector<std::int64_t> got(array.shape(), array.shape() + array.ndim());
+      if (got != expected) {
+        throw py::value_error(slot() + ": expected shape " + shape_text(expected) + ", got " +
+                              shape_of(array));
+      }
+    }
+    if (i < specs.size() && specs[i].aligned &&
+        reinterpret_cast<std::uintptr_t>(array.data()) % 64 != 0) {
+      throw py::value_error(slot() + ": the kernel (made by a KernelWriter) assumes 64-byte "
+                                     "aligned buffers; make the array with uwjit.empty or "
+                                     "uwjit.zeros");
+    }
+    pointers.push_back(const_cast<void*>(array.data()));
+  }
+}
+
+py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::sequence& state_out,
+              const py::sequence& statics, const py::sequence& extents, double dt,
+              std::int64_t step, const std::optional<std::vector<std::int64_t>>& domain,
+              std::int64_t native_calls = 0, double* native_seconds = nullptr) {
+  const auto& slots = kernel.kernel.info().slots;
+  const auto what = [&] { return "kernel " + kernel.kernel.info().origin; };
+  if (py::len(extents) != slots.extents.size()) {
+    throw py::value_error(what() + ": extents takes " + std::to_string(slots.extents.size()) +
+                          " value(s) (" + join(slots.extents) + "), got " +
+                          std::to_string(py::len(extents)));
+  }
+  std::vector<std::pair<std::string, std::int64_t>> named_extents;
+  std::vector<uw_i64> extent_values;
+  for (std::size_t i = 0; i < slots.extents.size(); ++i) {
+    const py::handle item = extents[i];
+    if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item)) {
+      throw py::type_error(what() + ": extent \"" + slots.extents[i] + "\" must be an int, got " +
+                           type_name(item));
+    }
+    const auto value = item.cast<std::int64_t>();
+    if (value < 1) {
+      throw py::value_error(what() + ": extent \"" + slots.extents[i] + "\" must be >= 1, got " +
+                            std::to_string(value));
+    }
+    named_extents.emplace_back(slots.extents[i], value);
+    extent_values.push_back(value);
+  }
+  std::vector<void*> pointers[3];
+  bind_table(kernel, 0, state_in, slots.state_in, named_extents, pointers[0]);
+  bind_table(kernel, 1, state_out, slots.state_out, named_extents, pointers[1]);
+  bind_table(kernel, 2, statics, slots.statics, named_extents, pointers[2]);
+
+  uwjit_kernel_args args{};
+  args.state_in = pointers[0].data();
+  args.state_out = pointers[1].data();
+  args.statics = pointers[2].data();
+  args.extents = extent_values.data();
+  args.dt = dt;
+  args.step = step;
+  if (domain) {
+    if (domain->empty() || domain->size() > UWJIT_MAX_AXES) {
+      throw py::value_error(what() + ": domain has 1 to 3 axes, got " +
+                            std::to_string(domain->size()));
+    }
+    for (std::size_t d = 0; d < domain->size(); ++d) {
+      args.shard_extent[d] = args.global_extent[d] = args.update_end[d] = (*domain)[d];
+    }
+  }
+  std::vector<double> integrals(slots.integrals.size(), 0.0);
+  args.integrals = integrals.data();
+  int status = 0;
+  if (native_calls > 0) {
+    // The benchmark's baseline: the same bound call repeated from C++, timed there.
+    py::gil_scoped_release release;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::int64_t i = 0; i < native_calls && status == 0; ++i) {
+      status = kernel.kernel(args);
+    }
+    *native_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  } else {
+    py::gil_scoped_release release;
+    status = kernel.kernel(args);
+  }
+  if (status != UWJIT_KERNEL_OK) {
+    throw Error(ErrorKind::kernel, what() + " returned status " + std::to_string(status));
+  }
+  py::dict out;
+  for (std::size_t i = 0; i < integrals.size(); ++i) {
+    out[py::str(slots.integrals[i])] = integrals[i];
+  }
+  return out;
+}
+
+} // namespace
+
+void bind_kernel_call(py::module_& m) {
+  py::class_<PyKernel>(m, "Kernel", R"doc(
+A loaded kernel, made by Engine.kernel. Calling it runs it once:
+
+kernel(state_in=(), state_out=(), statics=(), extents=(), dt=1.0, step=0, domain=None) -> dict
+
+Buffers are numpy arrays, passed zero-copy: the kernel reads and writes the caller's memory.
+Before the call every argument is checked: the count of each table (ValueError), each buffer
+a numpy.ndarray of a supported dtype (TypeError), C-contiguous (ValueError), writable for
+state_out (ValueError), and the dtype (TypeError) and shape (ValueError) declared in the
+Source; a kernel made by a KernelWriter also needs its state buffers 64-byte aligned
+(ValueError; uwjit.empty and uwjit.zeros make such arrays). extents are ints >= 1, one per run-time extent. domain (up to 3 ints) fills the
+ABI's shard_extent, global_extent and update box for kernels that read them. The GIL is released
+while the kernel runs. Returns the domain integrals by name; raises KernelError if the kernel
+returns a non-zero status.)doc")
+      .def(
+          "__call__",
+          [](const PyKernel& k, const py::sequence& state_in, const py::sequence& state_out,
+             const py::sequence& statics, const py::sequence& extents, double dt, std::int64_t step,
+             const std::optional<std::vector<std::int64_t>>& domain) {
+            return call(k, state_in, state_out, statics, extents, dt, step, domain);
+          },
+          py::kw_only(), py::arg("state_in") = py::tuple(), py::arg("state_out") = py::tuple(),
+          py::arg("statics") = py::tuple(), py::arg("extents") = py::tuple(), py::arg("dt") = 1.0,
+          py::arg("step") = 0, py::arg("domain") = py::none())
+      .def(
+          "_native_call_seconds",
+          [](const PyKernel& k, std::int64_t count, const py::sequence& state_in,
+             const py::sequence& state_out, const py::sequence& statics,
+             const py::sequence& extents) {
+            if (count < 1) {
+              throw py::value_error("_native_call_seconds: count must be >= 1");
+            }
+            double seconds = 0;
+            call(k, state_in, state_out, statics, extents, 1.0, 0, std::nullopt, count, &seconds);
+            return seconds;
+          },
+          py::arg("count"), py::arg("state_in") = py::tuple(), py::arg("state_out") = py::tuple(),
+          py::arg("statics") = py::tuple(), py::arg("extents") = py::tuple(),
+          "For the benchmark (tools/bench/python_bench.py): seconds that `count` calls with these "
+          "arguments take when repeated from C++ (checked and bound once).")
+      .def_property_readonly(
+          "info", [](const PyKernel& k) { return k.kernel.info(); },
+          "What the request did: tier, key, timings (a KernelInfo).")
+      .def_property_readonly(
+          "slots",
+          [](const PyKernel& k) {
+            const auto& s = k.kernel.info().slots;
+            py::dict d;
+            d["state_in"] = s.state_in;
+            d["state_out"] = s.state_out;
+            d["statics"] = s.statics;
+            d["extents"] = s.extents;
+            d["integrals"] = s.integrals;
+            return d;
+          },
+          "The slot names of each table, in order.");
+}
+
+} // namespace uwjit::python

@@ -1,0 +1,404 @@
+// Nodes: uwjit.Node (subclassed in Python through a trampoline), its layout types, the
+// KernelWriter a node writes its kernel with, and the built-in nodes by type name.
+//
+// The runtime may call a node from its compile threads while the thread that built the
+// Simulation waits with the GIL released: every call into Python takes the GIL first.
+#include "kernel.hpp"
+
+#include <uwjit/codegen/kernel_writer.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/text.hpp>
+#include <uwjit/nodes/builtin.hpp>
+#include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/node.hpp>
+
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace uwjit::python {
+namespace {
+
+using codegen::ExtentMode;
+using codegen::KernelWriter;
+using runtime::Boundary;
+
+Boundary boundary_arg(const std::string& text) {
+  if (text == "edge") {
+    return Boundary::edge;
+  }
+  if (text == "periodic") {
+    return Boundary::periodic;
+  }
+  throw py::value_error("unknown boundary \"" + text + "\" (accepted: edge, periodic)");
+}
+
+ExtentMode extent_arg(const std::string& text) {
+  if (text == "compiled") {
+    return ExtentMode::compiled;
+  }
+  if (text == "runtime") {
+    return ExtentMode::runtime;
+  }
+  throw py::value_error("unknown extent mode \"" + text + "\" (accepted: compiled, runtime)");
+}
+
+std::vector<codegen::Axis> axes_arg(const py::iterable& axes) {
+  std::vector<codegen::Axis> out;
+  for (const auto item : axes) {
+    if (py::isinstance<codegen::Extent>(item)) {
+      out.push_back({item.cast<codegen::Extent>(), 0});
+    } else {
+      out.push_back(item.cast<codegen::Axis>());
+    }
+  }
+  return out;
+}
+
+/// The bridge from runtime::Node's virtual functions to a Python subclass's methods.
+class PyNode : public runtime::Node {
+public:
+  using runtime::Node::Node;
+
+  runtime::NodeLayout layout() const override {
+    py::gil_scoped_acquire gil;
+    const py::object layout = method("layout")();
+    if (!py::isinstance<runtime::NodeLayout>(layout)) {
+      // Not a cast error: pybind11 would report that as the caller's bad arguments.
+      throw py::type_error("node \"" + name() + "\": layout() must return a uwjit.Layout, got " +
+                           py::str(py::type::of(layout).attr("__name__")).cast<std::string>());
+    }
+    return layout.cast<runtime::NodeLayout>();
+  }
+
+  // The fields' interiors as fresh numpy arrays (so nothing the node keeps can dangle), copied
+  // into the state after the call.
+  void initial_state(runtime::State& state) const override {
+    py::gil_scoped_acquire gil;
+    py::dict arrays;
+    std::vector<py::array> views;
+    for (const runtime::Field* field : state.fields()) {
+      py::array array(numpy_dtype(field->dtype()), field->shape());
+      std::memset(array.mutable_data(), 0, static_cast<std::size_t>(array.nbytes()));
+      arrays[py::str(field->name())] = array;
+      views.push_back(array);
+    }
+    method("initial_state")(arrays);
+    for (std::size_t i = 0; i < views.size(); ++i) {
+      runtime::Field& field = *state.fields()[i];
+      const py::array& array = arrays[py::str(field.name())].cast<py::array>();
+      if (!array.is(views[i])) {
+        throw py::value_error("node \"" + name() +
+                              "\": initial_state must fill the arrays it is "
+                              "given in place (state[\"" +
+                              field.name() + "\"][...] = ...)");
+      }
+      field.copy_interior_from(std::span<const std::byte>(
+          static_cast<const std::byte*>(array.data()), static_cast<std::size_t>(array.nbytes())));
+    }
+  }
+
+  void emit_update(KernelWriter& writer) const override {
+    py::gil_scoped_acquire gil;
+    method("emit_update")(py::cast(&writer, py::return_value_policy::reference));
+  }
+
+protected:
+  runtime::StaticData build_static_data() const override {
+    py::gil_scoped_acquire gil;
+    const py::function override =
+        py::get_override(static_cast<const runtime::Node*>(this), "build_static_data");
+    if (!override) {
+      return {};
+    }
+    return static_data_of(override(), "node \"" + name() + "\" static data");
+  }
+
+private:
+  py::function method(const char* what) const {
+    py::function override = py::get_override(static_cast<const runtime::Node*>(this), what);
+    if (!override) {
+      throw py::type_error("node \"" + name() + "\" (type \"" + type() +
+                           "\"): a uwjit.Node subclass must define " + what +
+                           "(), and the node object must stay alive while it is used");
+    }
+    return override;
+  }
+};
+
+codegen::SlotTables slots_of(const codegen::KernelSource& source) {
+  return source.slots();
+}
+
+PySource finish(const KernelWriter& writer) {
+  auto source = writer.finish();
+  BufferSpecs specs = specs_of_slots(slots_of(source));
+  for (const auto& buffer : writer.buffers()) {
+    auto& spec =
+        specs.tables[static_cast<int>(buffer.role)].at(static_cast<std::size_t>(buffer.slot));
+    spec.dtype = buffer.dtype;
+    // As KernelWriter emits: state buffers and static arrays with halos are assumed aligned.
+    spec.aligned = buffer.role != codegen::BufferRole::statics ||
+                   std::any_of(buffer.axes.begin(), buffer.axes.end(),
+                               [](const codegen::Axis& axis) { return axis.halo > 0; });
+    std::vector<std::variant<std::int64_t, std::string>> shape;
+    bool known = true;
+    for (const auto& axis : buffer.axes) {
+      const auto& extent = writer.extents().at(static_cast<std::size_t>(axis.extent.id));
+      if (extent.mode == ExtentMode::runtime && axis.halo == 0) {
+        shape.emplace_back(extent.name);
+      } else if (extent.mode == ExtentMode::compiled) {
+        shape.emplace_back(extent.value + 2 * std::int64_t{axis.halo});
+      } else {
+        known = false;
+      }
+    }
+    if (known) {
+      spec.shape = std::move(shape);
+    }
+  }
+  return PySource{std::move(source), std::move(specs)};
+}
+
+} // namespace
+
+void bind_nodes(py::module_& m) {
+  py::class_<codegen::Extent>(m, "Extent", "A handle on an extent declared on a KernelWriter.")
+      .def_readonly("id", &codegen::Extent::id);
+  py::class_<codegen::Axis>(m, "Axis", "One axis of a buffer: an Extent and a halo width.")
+      .def(py::init([](codegen::Extent extent, int halo) { return codegen::Axis{extent, halo}; }),
+           py::arg("extent"), py::arg("halo") = 0)
+      .def_readonly("extent", &codegen::Axis::extent)
+      .def_readonly("halo", &codegen::Axis::halo);
+
+  py::class_<KernelWriter>(m, "KernelWriter", R"doc(
+Writes one generated kernel: extents, buffers, integrals, then the node's text. A node's
+emit_update receives one with the domain extents and the state inputs declared. Each buffer
+gets an accessor NAME(i, j, k) in the text (state outputs: NAME_out(...), a reference); each
+integral is a local sum the text adds to. Methods raise UsageError naming what is wrong.)doc")
+      .def(py::init<std::string>(), py::arg("origin"))
+      .def(
+          "extent",
+          [](KernelWriter& w, std::string name, std::int64_t value, const std::string& mode) {
+            return w.extent(std::move(name), value, extent_arg(mode));
+          },
+          py::arg("name"), py::arg("value"), py::arg("mode") = "compiled",
+          "Declares an extent (mode \"compiled\" or \"runtime\").")
+      .def(
+          "domain_extent",
+          [](KernelWriter& w, int axis, std::string name, std::int64_t value,
+             const std::string& mode) {
+            return w.domain_extent(axis, std::move(name), value, extent_arg(mode));
+          },
+          py::arg("axis"), py::arg("name"), py::arg("value"), py::arg("mode") = "compiled")
+      .def("constant", &KernelWriter::constant, py::arg("value"),
+           "An anonymous compiled-in extent, e.g. the 19 directions of a D3Q19 field.")
+      .def("domain", &KernelWriter::domain, py::arg("axis"), "The extent of domain axis `axis`.")
+      .def(
+          "state_in",
+          [](KernelWriter& w, std::string field, const py::handle& dtype,
+             const py::iterable& axes) {
+            w.state_in(std::move(field), dtype_arg(dtype, "state_in"), axes_arg(axes));
+          },
+          py::arg("field"), py::arg("dtype"), py::arg("axes"))
+      .def(
+          "state_out",
+          [](KernelWriter& w, std::string field, const py::object& dtype, const py::object& axes) {
+            if (dtype.is_none() && axes.is_none()) {
+              w.state_out(std::move(field));
+            } else {
+              w.state_out(std::move(field), dtype_arg(dtype, "state_out"), axes_arg(axes));
+            }
+          },
+          py::arg("field"), py::arg("dtype") = py::none(), py::arg("axes") = py::none(),
+          "Declares that the kernel writes `field` (through the accessor FIELD_out(...)).")
+      .def(
+          "provide_static",
+          [](KernelWriter& w, std::string key, const py::handle& dtype,
+             std::vector<std::int64_t> shape) {
+            w.provide_static(std::move(key), dtype_arg(dtype, "provide_static"), std::move(shape));
+          },
+          py::arg("key"), py::arg("dtype"), py::arg("shape"))
+      .def(
+          "provided_shape",
+          [](const KernelWriter& w, std::string_view key) -> py::object {
+            const auto shape = w.provided_shape(key);
+            return shape ? py::object(py::tuple(py::cast(*shape))) : py::object(py::none());
+          },
+          py::arg("key"), "The shape of the bound static array `key` (None if there is none).")
+      .def(
+          "provided_dtype",
+          [](const KernelWriter& w, std::string_view key) -> py::object {
+            const auto dtype = w.provided_dtype(key);
+            return dtype ? py::object(py::str(std::string(to_string(*dtype))))
+                         : py::object(py::none());
+          },
+          py::arg("key"), "The dtype of the bound static array `key` (None if there is none).")
+      .def(
+          "static_array",
+          [](KernelWriter& w, std::string key, const py::object& dtype, const py::object& axes) {
+            if (dtype.is_none() && axes.is_none()) {
+              w.static_array(std::move(key));
+            } else {
+              w.static_array(std::move(key), dtype_arg(dtype, "static_array"), axes_arg(axes));
+            }
+          },
+          py::arg("key"), py::arg("dtype") = py::none(), py::arg("axes") = py::none(),
+          "Declares that the kernel reads static array `key` (by default with its bound dtype and "
+          "shape, each axis compiled in).")
+      .def("update_box", &KernelWriter::update_box)
+      .def("integral", &KernelWriter::integral, py::arg("name"))
+      .def("comment", &KernelWriter::comment, py::arg("line"))
+      .def("helpers", &KernelWriter::helpers, py::arg("text"),
+           "Appends text at namespace scope before the entry.")
+      .def("body", &KernelWriter::body, py::arg("text"),
+           "Appends text to the entry's body, after the accessors.")
+      .def("finish", &finish, "The kernel as a Source (for Engine.kernel).");
+
+  py::class_<runtime::DomainAxis>(m, "DomainAxis", "One domain axis of a node.")
+      .def(py::init([](std::int64_t cells, int halo, const std::string& boundary,
+                       const std::string& extent, std::string name) {
+             return runtime::DomainAxis{cells, halo, boundary_arg(boundary), extent_arg(extent),
+                                        std::move(name)};
+           }),
+           py::arg("cells"), py::arg("halo") = 0, py::arg("boundary") = "edge",
+           py::arg("extent") = "compiled", py::arg("name") = "")
+      .def_readonly("cells", &runtime::DomainAxis::cells)
+      .def_readonly("halo", &runtime::DomainAxis::halo)
+      .def_readonly("name", &runtime::DomainAxis::name);
+  py::class_<runtime::StateField>(m, "StateField",
+                                  "A state field: name, dtype and leading component extents.")
+      .def(py::init(
+               [](std::string name, const py::handle& dtype, std::vector<std::int64_t> components) {
+                 return runtime::StateField{std::move(name), dtype_arg(dtype, "StateField"),
+                                            std::move(components)};
+               }),
+           py::arg("name"), py::arg("dtype") = "f64",
+           py::arg("components") = std::vector<std::int64_t>{})
+      .def_readonly("name", &runtime::StateField::name);
+  py::class_<runtime::NodeLayout>(m, "Layout", R"doc(
+What a node declares about its data: domain axes (1 to 3), state fields (at least one), the
+domain integrals its kernel computes, and the time step (None: the param "dt", else 1.0).)doc")
+      .def(py::init([](std::vector<runtime::DomainAxis> axes,
+                       std::vector<runtime::StateField> fields, std::vector<std::string> integrals,
+                       std::optional<double> dt) {
+             return runtime::NodeLayout{std::move(axes), std::move(fields), std::move(integrals),
+                                        dt};
+           }),
+           py::arg("axes"), py::arg("fields"), py::arg("integrals") = std::vector<std::string>{},
+           py::arg("dt") = py::none())
+      .def_readonly("axes", &runtime::NodeLayout::axes)
+      .def_readonly("fields", &runtime::NodeLayout::fields)
+      .def_readonly("integrals", &runtime::NodeLayout::integrals)
+      .def_readonly("dt", &runtime::NodeLayout::dt);
+  m.def(
+      "grid",
+      [](const std::vector<std::int64_t>& cells, int halo, const std::string& boundary,
+         const std::string& extent) {
+        return runtime::NodeLayout::grid(cells, halo, boundary_arg(boundary), extent_arg(extent));
+      },
+      py::arg("cells"), py::arg("halo") = 0, py::arg("boundary") = "edge",
+      py::arg("extent") = "compiled",
+      "One DomainAxis per entry of `cells` (named nx, ny, nz), each with the same halo, boundary "
+      "and extent mode.");
+
+  py::class_<runtime::Node, PyNode, std::shared_ptr<runtime::Node>>(m, "Node", R"doc(
+A simulation node. Subclass it in Python:
+
+    class Decay(uwjit.Node):
+        def __init__(self, name, n, rate):
+            super().__init__("decay", name, {"n": n, "rate": rate})
+        def layout(self):                      # -> uwjit.Layout
+            return uwjit.Layout(uwjit.grid([self.params["n"]]), [uwjit.StateField("u")],
+                                integrals=["total"])
+        def build_static_data(self):           # optional: key -> StaticArray or scalar
+            return {"w": uwjit.StaticArray(numpy.ones(self.params["n"]))}
+        def initial_state(self, state):        # state: field name -> numpy array (interior)
+            state["u"][...] = 1.0
+        def emit_update(self, writer):         # writer: uwjit.KernelWriter
+            writer.state_out("u"); writer.static_array("w"); writer.integral("total")
+            writer.body("for (uw_i64 i = 0; i < nx; ++i) { ... }")
+
+Node(type, name, params=None): type names the kind of node (what a restore factory is asked
+for), name this instance; params (a dict of int, float, str, tuple) is everything needed to
+rebuild it. The methods may be called from uwjit's compile threads (with the GIL held). Keep
+the node object alive while a Simulation uses it (the Simulation holds a reference).)doc")
+      .def(py::init([](std::string type, std::string name, const py::object& params) {
+             return std::make_shared<PyNode>(std::move(type), std::move(name),
+                                             to_params(params, "Node"));
+           }),
+           py::arg("type"), py::arg("name"), py::arg("params") = py::none())
+      .def_property_readonly("type", &runtime::Node::type)
+      .def_property_readonly("name", &runtime::Node::name)
+      .def_property_readonly(
+          "params", [](const runtime::Node& n) { return from_params(n.params()); },
+          "The params (a new dict each time).")
+      .def_property_readonly(
+          "updates_per_step",
+          [](const runtime::Node& n) -> std::int64_t {
+            if (const auto* builtin = dynamic_cast<const nodes::BuiltinNode*>(&n)) {
+              return builtin->updates_per_step();
+            }
+            std::int64_t cells = 1;
+            for (const auto c : n.domain()) {
+              cells *= c;
+            }
+            return cells;
+          },
+          "Cell updates per step, for throughput (MLUPS): the domain's cells, or what a "
+          "built-in node counts (e.g. the fluid sites of a pipe).")
+      .def("static_data_hash", &runtime::Node::static_data_hash,
+           "static_data_hash of the node's static data (built once, on first use).")
+      .def("__repr__", [](const runtime::Node& n) {
+        return "Node(type=\"" + n.type() + "\", name=\"" + n.name() + "\")";
+      });
+
+  m.def(
+      "node",
+      [](const std::string& type, std::optional<std::string> name,
+         std::optional<std::vector<std::int64_t>> size, const py::kwargs& params) {
+        runtime::Params values =
+            size ? nodes::sized_params(type, *size) : nodes::default_params(type);
+        for (const auto [key, value] : params) {
+          const auto k = key.cast<std::string>();
+          if (!values.contains(k)) {
+            std::vector<std::string> known;
+            for (const auto& [p, _] : values.values()) {
+              known.push_back(p);
+            }
+            throw py::value_error("node \"" + type + "\": unknown param \"" + k +
+                                  "\" (known: " + join(known) + ")");
+          }
+          auto v = to_value(value, "node \"" + type + "\" param \"" + k + "\"");
+          if (values.at(k).is_double() && v.is_int()) {
+            v = runtime::Value(static_cast<double>(v.as_int()));
+          }
+          values.set(k, std::move(v));
+        }
+        auto node = nodes::make(type, name.value_or(type), values);
+        return std::const_pointer_cast<runtime::Node>(
+            std::static_pointer_cast<const runtime::Node>(node));
+      },
+      py::arg("type"), py::arg("name") = py::none(), py::arg("size") = py::none(), R"doc(
+A built-in node by type name ("heat", "pipe-flow", "fvm", "mlp"), named `name` (default: the
+type), with its default params (or those of `size`: one number N or three NX, NY, NZ), each
+keyword argument replacing one. Raises UsageError for an unknown type, size or param value.)doc");
+  m.def(
+      "node_types",
+      [] {
+        py::dict out;
+        for (const auto& kind : nodes::kinds()) {
+          out[py::str(std::string(kind.type))] = std::string(kind.summary);
+        }
+        return out;
+      },
+      "The built-in node types and what each simulates.");
+  m.def(
+      "default_params",
+      [](const std::string& type) { return from_params(nodes::default_params(type)); },
+      py::arg("type"), "The default params of a built-in node type.");
+}
+
+} // namespace uwjit::python

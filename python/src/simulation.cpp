@@ -1,0 +1,357 @@
+// uwjit.Simulation: nodes stepped by the runtime, fields read back as numpy arrays, integrals,
+// rebinding static arrays, checkpoints and VTK output. The GIL is released while the runtime
+// works (construction, step, run, rebind, checkpoint, restore): a Python node's methods take it
+// back when the runtime calls them, from whichever thread.
+#include "kernel.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/nodes/builtin.hpp>
+#include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/simulation.hpp>
+#include <uwjit/runtime/vtk.hpp>
+
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <filesystem>
+#include <memory>
+
+namespace uwjit::python {
+namespace {
+
+struct PySimulation {
+  // Declared in the order they must outlive each other: the simulation is destroyed first.
+  std::shared_ptr<engine::Engine> engine;
+  py::list nodes; // the Python node objects (a Python subclass lives while its object does)
+  std::shared_ptr<comm::Comm> comm;
+  std::unique_ptr<runtime::Simulation> simulation;
+
+  runtime::Simulation& get() const {
+    if (!simulation) {
+      throw py::value_error("the simulation is closed");
+    }
+    return *simulation;
+  }
+};
+
+runtime::SimulationOptions options_of(const std::shared_ptr<comm::Comm>& comm,
+                                      std::optional<std::vector<int>> shard_axes,
+                                      std::optional<int> threads, const std::string& exchange) {
+  runtime::SimulationOptions options;
+  options.comm = comm.get();
+  if (shard_axes) {
+    options.shard_axes = std::move(*shard_axes);
+  }
+  if (threads) {
+    options.threads = *threads;
+  }
+  if (exchange == "sync") {
+    options.exchange = runtime::ExchangeMode::sync;
+  } else if (exchange == "overlap") {
+    options.exchange = runtime::ExchangeMode::overlap;
+  } else {
+    throw py::value_error("Simulation: unknown exchange \"" + exchange +
+                          "\" (accepted: sync, overlap)");
+  }
+  return options;
+}
+
+std::vector<std::shared_ptr<const runtime::Node>> nodes_of(const py::list& nodes) {
+  std::vector<std::shared_ptr<const runtime::Node>> out;
+  for (const auto item : nodes) {
+    if (!py::isinstance<runtime::Node>(item)) {
+      throw py::type_error("Simulation: nodes must be uwjit.Node objects, got " +
+                           py::str(py::type::of(item).attr("__name__")).cast<std::string>());
+    }
+    out.push_back(item.cast<std::shared_ptr<runtime::Node>>());
+  }
+  return out;
+}
+
+// A numpy view of a field's interior inside its halo-padded storage, owned by `owner`.
+py::array interior_view(const runtime::Field& field, const py::handle& owner) {
+  const auto item = static_cast<py::ssize_t>(codegen::size_of(field.dtype()));
+  std::vector<py::ssize_t> strides;
+  for (const auto s : field.strides()) {
+    strides.push_back(s * item);
+  }
+  const std::vector<std::int64_t> origin(field.shape().size(), 0);
+  const auto* data = static_cast<const std::byte*>(field.data()) + field.offset(origin) * item;
+  py::array view(numpy_dtype(field.dtype()), field.shape(), strides, data, owner);
+  view.attr("setflags")(py::arg("write") = false);
+  return view;
+}
+
+py::array interior_copy(const runtime::Field& field) {
+  py::array out(numpy_dtype(field.dtype()), field.shape());
+  field.copy_interior_to(std::span<std::byte>(static_cast<std::byte*>(out.mutable_data()),
+                                              static_cast<std::size_t>(out.nbytes())));
+  return out;
+}
+
+py::dict integrals_of(const runtime::Node& node, std::span<const double> values) {
+  const auto names = node.layout().integrals;
+  py::dict out;
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    out[py::str(names[i])] = values[i];
+  }
+  return out;
+}
+
+std::vector<std::filesystem::path> write_vtk(const runtime::Snapshot& snapshot,
+                                             const std::filesystem::path& directory,
+                                             const std::string& stem) {
+  std::vector<std::filesystem::path> written;
+  for (const auto& node : snapshot.nodes()) {
+    const std::string name = stem.empty() ? node->name() : stem + "_" + node->name();
+    if (const auto* builtin = dynamic_cast<const nodes::BuiltinNode*>(node.get())) {
+      const auto paths = builtin->write_output(snapshot, directory, name);
+      written.insert(written.end(), paths.begin(), paths.end());
+      continue;
+    }
+    const auto layout = node->layout();
+    runtime::ImageGeometry geometry;
+    for (std::size_t d = 0; d < layout.axes.size(); ++d) {
+      geometry.cells[d] = layout.axes[d].cells;
+    }
+    std::vector<runtime::VtkArray> arrays;
+    for (const auto& field : layout.fields) {
+      arrays.push_back(runtime::image_cells(snapshot.field(node->name(), field.name),
+                                            static_cast<int>(layout.axes.size())));
+    }
+    std::filesystem::create_directories(directory);
+    const auto path = directory / (name + ".vti");
+    const std::vector<runtime::VtkFieldValue> data = {
+        {"step", snapshot.steps_taken()}, {"node_type", node->type()}, {"node_name", node->name()}};
+    runtime::write_image_data(path, geometry, arrays, data);
+    written.push_back(path);
+  }
+  return written;
+}
+
+} // namespace
+
+void bind_simulation(py::module_& m) {
+  py::class_<PySimulation>(m, "Simulation", R"doc(
+Nodes stepped together: their kernels are requested from the engine up front (distinct ones
+compiled in parallel), then each step fills the halos and calls every node's kernel.
+
+Simulation(engine, nodes, comm=None, shard_axes=None, threads=None, exchange="sync")
+
+nodes: a list of uwjit.Node (built-in ones from uwjit.node(...), or your subclasses).
+comm: None (serial) or an mpi4py communicator: the domain is split over its ranks along
+shard_axes (default axis 0), and construction, step, run, gather, checkpoint and restore are
+collective (every rank calls them in the same order). threads: threads that run each step's
+kernels (default: the cores this process may use). exchange: "sync" or "overlap" (halo
+transfers overlapped with the interior update). Raises UsageError naming the node and what is
+wrong, CompileError, JitError. The GIL is released while it works. Not thread-safe: use one
+thread per Simulation.)doc")
+      .def(py::init([](std::shared_ptr<engine::Engine> engine, const py::list& nodes,
+                       const py::object& comm, std::optional<std::vector<int>> shard_axes,
+                       std::optional<int> threads, const std::string& exchange) {
+             auto self = std::make_unique<PySimulation>();
+             self->engine = std::move(engine);
+             self->nodes = nodes;
+             self->comm = comm_of(comm);
+             auto options = options_of(self->comm, std::move(shard_axes), threads, exchange);
+             auto cpp_nodes = nodes_of(nodes);
+             py::gil_scoped_release release;
+             self->simulation = std::make_unique<runtime::Simulation>(
+                 *self->engine, std::move(cpp_nodes), options);
+             return self;
+           }),
+           py::arg("engine"), py::arg("nodes"), py::arg("comm") = py::none(),
+           py::arg("shard_axes") = py::none(), py::arg("threads") = py::none(),
+           py::arg("exchange") = "sync")
+      .def(
+          "step",
+          [](PySimulation& self, std::int64_t count) {
+            auto& simulation = self.get();
+            py::gil_scoped_release release;
+            simulation.step(count);
+          },
+          py::arg("count") = 1,
+          "Takes `count` steps. Raises KernelError naming the node and step if a kernel fails.")
+      .def(
+          "run",
+          [](py::object self_object, std::int64_t count, const py::object& callback) {
+            auto& simulation = self_object.cast<PySimulation&>().get();
+            if (callback.is_none()) {
+              py::gil_scoped_release release;
+              simulation.step(count);
+              return;
+            }
+            py::gil_scoped_release release;
+            simulation.run(count, [&](const runtime::Simulation&) {
+              py::gil_scoped_acquire gil;
+              callback(self_object);
+            });
+          },
+          py::arg("count"), py::arg("callback") = py::none(),
+          "Takes `count` steps, calling callback(simulation) after each.")
+      .def_property_readonly("steps_taken",
+                             [](const PySimulation& s) { return s.get().steps_taken(); })
+      .def_property_readonly("threads", [](const PySimulation& s) { return s.get().threads(); })
+      .def_property_readonly(
+          "nodes", [](const PySimulation& s) { return py::list(s.nodes); },
+          "The nodes, in order (a new list).")
+      .def(
+          "field",
+          [](py::object self_object, std::string_view node, std::string_view field) {
+            const auto& self = self_object.cast<const PySimulation&>();
+            return interior_view(self.get().field(node, field), self_object);
+          },
+          py::arg("node"), py::arg("field"), R"doc(
+A read-only numpy VIEW of this rank's interior of state field `field` of node `node` (no copy).
+It goes stale at the next step, run or rebind_static: the runtime steps on two buffers in
+turn, so the view then shows the other buffer's contents, which the next step overwrites.
+Copy it (.copy()) to keep it, or call field() again after each step. The view keeps the
+Simulation alive. Raises UsageError naming what is missing.)doc")
+      .def(
+          "gather",
+          [](const PySimulation& self, std::string_view node, std::string_view field) {
+            std::optional<runtime::Snapshot> snapshot;
+            {
+              py::gil_scoped_release release;
+              snapshot.emplace(self.get().gathered());
+            }
+            return interior_copy(snapshot->field(node, field));
+          },
+          py::arg("node"), py::arg("field"),
+          "A COPY of the whole domain of field `field` (gathered from every rank: collective).")
+      .def(
+          "shard",
+          [](const PySimulation& self, std::string_view node) {
+            const auto& info = self.get().shard(node);
+            py::dict out;
+            out["grid"] = py::tuple(py::cast(info.grid));
+            out["coords"] = py::tuple(py::cast(info.coords));
+            out["offset"] = py::tuple(py::cast(info.offset));
+            out["extent"] = py::tuple(py::cast(info.extent));
+            out["global"] = py::tuple(py::cast(info.global));
+            return out;
+          },
+          py::arg("node"), R"doc(
+Where this rank's shard of node `node` lies, per domain axis: "grid" (ranks), "coords" (this
+rank's position), "offset" (global index of the first local cell), "extent" (local cells),
+"global" (the whole domain). Serially: the whole domain on a 1-rank grid.)doc")
+      .def(
+          "integrals",
+          [](const PySimulation& self, std::string_view node) {
+            const auto& simulation = self.get();
+            return integrals_of(simulation.node(node), simulation.integrals(node));
+          },
+          py::arg("node"),
+          "The domain integrals of the last step by name (zeros before the first; summed over "
+          "ranks).")
+      .def(
+          "kernels",
+          [](const PySimulation& self) {
+            py::dict out;
+            for (const auto& report : self.get().kernels()) {
+              out[py::str(report.node)] = report.info;
+            }
+            return out;
+          },
+          "The KernelInfo of each node's kernel, by node name.")
+      .def(
+          "rebind_static",
+          [](PySimulation& self, std::string_view node, std::string key, const py::object& array) {
+            auto cpp = static_array_of(array, std::move(key));
+            auto& simulation = self.get();
+            std::optional<runtime::Simulation::Rebound> rebound;
+            {
+              py::gil_scoped_release release;
+              rebound.emplace(simulation.rebind_static(node, std::move(cpp)));
+            }
+            py::dict out;
+            out["new_kernel"] = rebound->new_kernel;
+            out["info"] = rebound->report.info;
+            return out;
+          },
+          py::arg("node"), py::arg("key"), py::arg("array"), R"doc(
+Binds `array` (a StaticArray) in place of node `node`'s static array `key`. Same shape, dtype
+and sharding: nothing is compiled (new_kernel False) and the next step reads the new array.
+Otherwise the node emits its kernel again. Returns {"new_kernel": bool, "info": KernelInfo}.
+Serial only. On an error the simulation is unchanged.)doc")
+      .def(
+          "checkpoint",
+          [](const PySimulation& self, const std::filesystem::path& path) {
+            const auto& simulation = self.get();
+            py::gil_scoped_release release;
+            simulation.checkpoint(path);
+          },
+          py::arg("path"),
+          "Writes the state and params to `path`, atomically (collective when sharded).")
+      .def_static(
+          "restore",
+          [](std::shared_ptr<engine::Engine> engine, const std::filesystem::path& path,
+             const py::object& factory, const py::object& comm,
+             std::optional<std::vector<int>> shard_axes, std::optional<int> threads,
+             const std::string& exchange) {
+            auto self = std::make_unique<PySimulation>();
+            self->engine = std::move(engine);
+            self->comm = comm_of(comm);
+            auto options = options_of(self->comm, std::move(shard_axes), threads, exchange);
+            const auto builtin = nodes::factory();
+            py::list made;
+            runtime::NodeFactory both =
+                [&](const std::string& type, const std::string& name,
+                    const runtime::Params& params) -> std::shared_ptr<const runtime::Node> {
+              if (!factory.is_none()) {
+                py::gil_scoped_acquire gil;
+                py::object node = factory(type, name, from_params(params));
+                if (!node.is_none()) {
+                  made.append(node);
+                  return node.cast<std::shared_ptr<runtime::Node>>();
+                }
+              }
+              return builtin(type, name, params);
+            };
+            {
+              py::gil_scoped_release release;
+              self->simulation = std::make_unique<runtime::Simulation>(
+                  runtime::Simulation::restore(*self->engine, path, both, options));
+            }
+            for (const auto& node : self->simulation->nodes()) {
+              bool python_made = false;
+              for (const auto item : made) {
+                if (item.cast<std::shared_ptr<runtime::Node>>().get() == node.get()) {
+                  self->nodes.append(item);
+                  python_made = true;
+                }
+              }
+              if (!python_made) {
+                self->nodes.append(py::cast(std::const_pointer_cast<runtime::Node>(node)));
+              }
+            }
+            return self;
+          },
+          py::arg("engine"), py::arg("path"), py::arg("factory") = py::none(),
+          py::arg("comm") = py::none(), py::arg("shard_axes") = py::none(),
+          py::arg("threads") = py::none(), py::arg("exchange") = "sync", R"doc(
+A simulation rebuilt from a checkpoint: nodes from factory(type, name, params) (a Node, or None
+for a built-in node), state and step count from the file. Stepping it on gives, bit for bit,
+what the uninterrupted simulation gives. Raises IoError for an unreadable or corrupt file.)doc")
+      .def(
+          "write_vtk",
+          [](const PySimulation& self, const std::filesystem::path& directory,
+             const std::string& stem) {
+            std::optional<runtime::Snapshot> snapshot;
+            {
+              py::gil_scoped_release release;
+              snapshot.emplace(self.get().gathered());
+            }
+            if (self.comm && self.comm->rank() != 0) {
+              return std::vector<std::filesystem::path>{};
+            }
+            return write_vtk(*snapshot, directory, stem);
+          },
+          py::arg("directory"), py::arg("stem") = "", R"doc(
+Writes every node's fields to VTK files in `directory` (built-in nodes as `uwjit run` writes
+them; Python nodes as ImageData .vti, one cell array per field) and returns their paths.
+Collective when sharded (rank 0 writes; other ranks get []).)doc");
+}
+
+} // namespace uwjit::python

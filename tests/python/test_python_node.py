@@ -1,0 +1,150 @@
+"""A node written in Python: layout, static data, initial state and kernel text from Python,
+checked against numpy; rebinding; restoring with a factory."""
+
+import numpy as np
+import pytest
+
+import uwjit
+
+
+class Relax(uwjit.Node):
+    """u <- u + rate * (target - u) on a 2-D grid; the target is a static array."""
+
+    def __init__(self, name, nx, ny, rate, target=None):
+        super().__init__("relax", name, {"nx": nx, "ny": ny, "rate": rate})
+        self.target = target if target is not None else np.linspace(0, 1, nx * ny).reshape(nx, ny)
+
+    def layout(self):
+        p = self.params
+        return uwjit.Layout(uwjit.grid([p["nx"], p["ny"]]), [uwjit.StateField("u")],
+                            integrals=["total"], dt=p["rate"])
+
+    def build_static_data(self):
+        return {"target": uwjit.StaticArray(self.target), "label": "relax"}
+
+    def initial_state(self, state):
+        state["u"][...] = 1.0
+
+    def emit_update(self, writer):
+        writer.state_out("u")
+        # The bound array's dtype (a rebind may change it) and the domain's shape (checked).
+        writer.static_array("target", writer.provided_dtype("target"),
+                            [writer.domain(0), writer.domain(1)])
+        writer.integral("total")
+        writer.body("""
+  for (uw_i64 i = 0; i < nx; ++i) {
+    for (uw_i64 j = 0; j < ny; ++j) {
+      u_out(i, j) = u(i, j) + args->dt * (target(i, j) - u(i, j));
+      total += u_out(i, j);
+    }
+  }
+""")
+
+
+def reference(target, rate, steps):
+    u = np.ones_like(target)
+    for _ in range(steps):
+        u = u + rate * (target - u)
+    return u
+
+
+def test_a_python_node_matches_numpy(engine):
+    node = Relax("r", 6, 5, 0.25)
+    sim = uwjit.Simulation(engine, [node], threads=2)
+    sim.step(4)
+    expected = reference(node.target, 0.25, 4)
+    np.testing.assert_allclose(sim.field("r", "u"), expected, rtol=1e-14)
+    assert sim.integrals("r")["total"] == pytest.approx(expected.sum(), rel=1e-12)
+    assert sim.kernels()["r"].origin == "r"
+
+
+def test_rebinding_a_same_shape_array_compiles_nothing_and_changes_the_results(engine):
+    node = Relax("r", 6, 5, 0.5)
+    sim = uwjit.Simulation(engine, [node], threads=1)
+    sim.step()
+    compiles = engine.stats()["compiles"]
+    other = np.full((6, 5), 3.0)
+    rebound = sim.rebind_static("r", "target", uwjit.StaticArray(other))
+    assert rebound["new_kernel"] is False
+    assert engine.stats()["compiles"] == compiles
+    before = sim.field("r", "u").copy()
+    sim.step()
+    np.testing.assert_allclose(sim.field("r", "u"), before + 0.5 * (other - before), rtol=1e-14)
+    # Another dtype: a new kernel, which reads the new array.
+    rebound = sim.rebind_static("r", "target", uwjit.StaticArray(np.zeros((6, 5), np.float32)))
+    assert rebound["new_kernel"] is True and rebound["info"].tier == "compiled"
+    before = sim.field("r", "u").copy()
+    sim.step()
+    np.testing.assert_allclose(sim.field("r", "u"), 0.5 * before, rtol=1e-14)
+
+
+def test_a_wrong_shape_is_refused_and_leaves_the_simulation_unchanged(engine):
+    sim = uwjit.Simulation(engine, [Relax("r", 6, 5, 0.5)], threads=1)
+    with pytest.raises(uwjit.UsageError):
+        sim.rebind_static("r", "target", uwjit.StaticArray(np.zeros((7, 5))))
+    with pytest.raises(uwjit.UsageError):
+        sim.rebind_static("r", "no_such_key", uwjit.StaticArray(np.zeros((6, 5))))
+    sim.step()
+    np.testing.assert_allclose(sim.field("r", "u"), reference(Relax("x", 6, 5, 0.5).target, 0.5, 1))
+
+
+def test_errors_raised_in_a_python_node_reach_the_caller(engine):
+    class Broken(Relax):
+        def emit_update(self, writer):
+            raise RuntimeError("no kernel today")
+
+    with pytest.raises(RuntimeError, match="no kernel today"):
+        uwjit.Simulation(engine, [Broken("b", 4, 4, 0.1)])
+
+    class BadText(Relax):
+        def emit_update(self, writer):
+            writer.state_out("u")
+            writer.integral("total")
+            writer.body("  u_out(0, 0) = nothing;\n")
+
+    with pytest.raises(uwjit.CompileError) as caught:
+        uwjit.Simulation(engine, [BadText("t", 4, 4, 0.1)])
+    assert caught.value.line is not None and caught.value.column is not None
+
+
+def test_a_checkpointed_python_node_is_rebuilt_by_the_factory(engine, tmp_path):
+    node = Relax("r", 4, 3, 0.5)
+    sim = uwjit.Simulation(engine, [node, uwjit.node("heat", size=[4, 4, 4])], threads=1)
+    sim.step(2)
+    path = tmp_path / "mixed.ckpt"
+    sim.checkpoint(path)
+    sim.step(1)
+
+    def factory(type, name, params):
+        if type == "relax":
+            return Relax(name, params["nx"], params["ny"], params["rate"], node.target)
+        return None  # built-in
+
+    restored = uwjit.Simulation.restore(engine, path, factory=factory, threads=1)
+    restored.step(1)
+    np.testing.assert_array_equal(restored.field("r", "u"), sim.field("r", "u"))
+    np.testing.assert_array_equal(restored.field("heat", "u"), sim.field("heat", "u"))
+    paths = restored.write_vtk(tmp_path / "vtk")
+    assert any(p.suffix == ".vti" and p.stem == "r" for p in paths)
+
+
+def test_a_node_lacking_a_method_is_a_clear_error(engine):
+    class Empty(uwjit.Node):
+        pass
+
+    with pytest.raises(TypeError, match="must define layout"):
+        uwjit.Simulation(engine, [Empty("empty", "e")])
+
+
+@pytest.mark.parametrize("method, body, error, words", [
+    ("layout", lambda self: None, TypeError, "layout() must return a uwjit.Layout, got NoneType"),
+    ("initial_state", lambda self, state: state.update(u=np.zeros((4, 4))), ValueError,
+     "in place"),
+    ("build_static_data", lambda self: [1, 2], TypeError, "expected a dict"),
+    ("build_static_data", lambda self: {"w": np.zeros(4)}, TypeError, "uwjit.StaticArray"),
+])
+def test_a_node_that_breaks_its_contract_is_a_clear_error(engine, method, body, error, words):
+    broken = type("Broken", (Relax,), {method: body})
+    with pytest.raises(error) as caught:
+        uwjit.Simulation(engine, [broken("b", 4, 4, 0.1)])
+    assert words in str(caught.value)

@@ -1,0 +1,117 @@
+"""uwjit through mpi4py, run by ctest under mpiexec at np 2 and 3 (uneven shards): collective
+kernel requests (one compile per job, the same error on every rank) and a sharded Simulation
+equal to a serial one. Every rank runs every test in the same order."""
+
+import shutil
+import tempfile
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import uwjit
+
+COMM = MPI.COMM_WORLD
+
+
+@pytest.fixture
+def engine():
+    # One cache directory for the job, made by rank 0.
+    path = tempfile.mkdtemp(prefix="uwjit-py-mpi-") if COMM.rank == 0 else None
+    path = COMM.bcast(path, root=0)
+    yield uwjit.Engine(cache_dir=path)
+    COMM.Barrier()
+    if COMM.rank == 0:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+SOURCE = 'extern "C" int __UWJIT_ENTRY__(const uwjit_kernel_args* args) { return 0; }\n'
+
+
+def total_compiles(engine):
+    return COMM.allreduce(engine.stats()["compiles"], op=MPI.SUM)
+
+
+def test_a_collective_request_compiles_once_per_job(engine):
+    kernels = engine.kernels([uwjit.Source(SOURCE)], comm=COMM)
+    assert kernels[0].info.tier == ("compiled" if COMM.rank == 0 else "received")
+    assert total_compiles(engine) == 1
+    keys = COMM.allgather(kernels[0].info.key)
+    assert len(set(keys)) == 1
+
+
+def test_a_compile_error_is_raised_on_every_rank(engine):
+    bad = uwjit.Source('extern "C" int __UWJIT_ENTRY__(const uwjit_kernel_args*) { return x; }\n')
+    with pytest.raises(uwjit.CompileError) as caught:
+        engine.kernels([bad], comm=COMM)
+    assert caught.value.line == 1
+
+
+def test_sources_that_differ_between_ranks_raise_on_every_rank(engine):
+    text = SOURCE + "// rank %d\n" % (COMM.rank % 2)
+    with pytest.raises(uwjit.CollectiveError):
+        engine.kernels([uwjit.Source(text)], comm=COMM)
+
+
+def test_a_sharded_simulation_equals_the_serial_one(engine):
+    # 3 ranks over 10 cells: uneven shards.
+    size = [10, 6, 5]
+    sharded = uwjit.Simulation(engine, [uwjit.node("heat", size=size)], comm=COMM, threads=1)
+    sharded.step(5)
+    whole = sharded.gather("heat", "u")
+    local = sharded.field("heat", "u")
+    assert local.shape[0] < size[0] and local.shape[1:] == (6, 5)
+    assert COMM.allreduce(local.shape[0], op=MPI.SUM) == size[0]
+    shard = sharded.shard("heat")
+    assert shard["extent"] == local.shape and shard["global"] == tuple(size)
+    np.testing.assert_array_equal(whole[shard["offset"][0]:shard["offset"][0] + local.shape[0]],
+                                  local)
+    serial = uwjit.Simulation(engine, [uwjit.node("heat", size=size)], threads=1)
+    serial.step(5)
+    np.testing.assert_array_equal(whole, serial.field("heat", "u"))
+    assert sharded.integrals("heat")["heat"] == pytest.approx(serial.integrals("heat")["heat"],
+                                                               rel=1e-12)
+
+
+class Relax(uwjit.Node):
+    """u <- u + rate * (target - u); the target is sharded with the domain."""
+
+    def __init__(self, name, nx, ny, rate, target):
+        super().__init__("relax", name, {"nx": nx, "ny": ny, "rate": rate})
+        self.target = target
+
+    def layout(self):
+        p = self.params
+        return uwjit.Layout(uwjit.grid([p["nx"], p["ny"]], halo=1), [uwjit.StateField("u")],
+                            integrals=["total"], dt=p["rate"])
+
+    def build_static_data(self):
+        return {"target": uwjit.StaticArray(self.target, replication="shard", shard_axis=0)}
+
+    def initial_state(self, state):
+        state["u"][...] = 1.0
+
+    def emit_update(self, writer):
+        writer.state_out("u")
+        writer.static_array("target", "f64", [writer.domain(0), writer.domain(1)])
+        writer.integral("total")
+        writer.body("""
+  for (uw_i64 i = 0; i < nx; ++i)
+    for (uw_i64 j = 0; j < ny; ++j) {
+      u_out(i, j) = u(i, j) + args->dt * (target(i, j) - u(i, j));
+      total += u_out(i, j);
+    }
+""")
+
+
+def test_a_python_node_sharded_equals_serial(engine):
+    target = np.arange(11 * 4, dtype=np.float64).reshape(11, 4)
+    sharded = uwjit.Simulation(engine, [Relax("r", 11, 4, 0.5, target)], comm=COMM, threads=1)
+    sharded.step(3)
+    serial = uwjit.Simulation(engine, [Relax("r", 11, 4, 0.5, target)], threads=1)
+    serial.step(3)
+    np.testing.assert_array_equal(sharded.gather("r", "u"), serial.field("r", "u"))
+    assert sharded.integrals("r")["total"] == pytest.approx(serial.integrals("r")["total"],
+                                                            rel=1e-12)
+    with pytest.raises(uwjit.UsageError):
+        sharded.rebind_static("r", "target", uwjit.StaticArray(target * 2, "shard", 0))
