@@ -7,7 +7,6 @@
 #include <uwjit/common/error.hpp>
 
 #include <array>
-#include <charconv>
 #include <string>
 
 namespace uwjit::python {
@@ -30,7 +29,9 @@ constexpr KindClass k_kinds[] = {
     {ErrorKind::io, "IoError", "A file or directory could not be read or written."},
     {ErrorKind::compile, "CompileError",
      "The kernel source did not compile. .diagnostics lists (line, column, severity, message) "
-     "with lines counted in the kernel body; .line and .column are the first error's."},
+     "with lines counted in the text the node wrote (a hand-written kernel: its own lines); "
+     ".line, .column and .section (\"kernel\", \"kernel helpers\", \"kernel.cpp\", ...) are "
+     "the first error's."},
     {ErrorKind::jit, "JitError", "The object could not be linked or its entry not found."},
     {ErrorKind::collective, "CollectiveError",
      "Ranks of an MPI job disagreed (raised on every rank alike)."},
@@ -38,49 +39,12 @@ constexpr KindClass k_kinds[] = {
     {ErrorKind::kernel, "KernelError", "A kernel returned a non-zero status while it ran."},
 };
 
-std::optional<long> number_at(std::string_view text, std::size_t& at) {
-  long value = 0;
-  const auto [end, ec] = std::from_chars(text.data() + at, text.data() + text.size(), value);
-  if (ec != std::errc{} || end == text.data() + at) {
-    return std::nullopt;
-  }
-  at = static_cast<std::size_t>(end - text.data());
-  return value;
-}
-
-// Lines "kernel.cpp:LINE:COL: SEVERITY: MESSAGE" of the compiler's output.
-py::list diagnostics_of(std::string_view message) {
+// The compiler's diagnostics as (line, column, severity, message) tuples; lines count in the
+// text the node wrote (see uwjit::CompileDiagnostic).
+py::list diagnostics_of(const Error& error) {
   py::list out;
-  const std::string prefix = std::string(codegen::k_buffer_name) + ":";
-  std::size_t start = 0;
-  while (start < message.size()) {
-    std::size_t end = message.find('\n', start);
-    if (end == std::string_view::npos) {
-      end = message.size();
-    }
-    const std::string_view line = message.substr(start, end - start);
-    start = end + 1;
-    const std::size_t at_file = line.find(prefix);
-    if (at_file == std::string_view::npos) {
-      continue;
-    }
-    std::size_t at = at_file + prefix.size();
-    const auto row = number_at(line, at);
-    if (!row || at >= line.size() || line[at] != ':') {
-      continue;
-    }
-    ++at;
-    const auto column = number_at(line, at);
-    if (!column || line.substr(at, 2) != ": ") {
-      continue;
-    }
-    at += 2;
-    const std::size_t colon = line.find(": ", at);
-    if (colon == std::string_view::npos) {
-      continue;
-    }
-    out.append(py::make_tuple(*row, *column, std::string(line.substr(at, colon - at)),
-                              std::string(line.substr(colon + 2))));
+  for (const CompileDiagnostic& d : error.diagnostics()) {
+    out.append(py::make_tuple(d.line, d.column, d.severity, d.message));
   }
   return out;
 }
@@ -90,20 +54,21 @@ void raise(const Error& error) {
   py::object instance = py::reinterpret_borrow<py::object>(type)(error.what());
   instance.attr("kind") = std::string(to_string(error.kind()));
   if (error.kind() == ErrorKind::compile) {
-    const py::list diagnostics = diagnostics_of(error.what());
-    instance.attr("diagnostics") = diagnostics;
+    instance.attr("diagnostics") = diagnostics_of(error);
     py::object line = py::none();
     py::object column = py::none();
-    for (const auto item : diagnostics) {
-      const auto entry = item.cast<py::tuple>();
-      if (entry[2].cast<std::string>() == "error") {
-        line = entry[0];
-        column = entry[1];
+    py::object section = py::none();
+    for (const CompileDiagnostic& d : error.diagnostics()) {
+      if (d.severity == "error" || d.severity == "fatal error") {
+        line = py::int_(d.line);
+        column = py::int_(d.column);
+        section = py::str(d.section);
         break;
       }
     }
     instance.attr("line") = line;
     instance.attr("column") = column;
+    instance.attr("section") = section;
   }
   PyErr_SetObject(type, instance.ptr());
 }

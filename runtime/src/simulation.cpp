@@ -94,8 +94,7 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
     resolve_inputs();
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       NodeState& s = states[n];
-      emitted[n] =
-          emit(*s.node, s.layout, s.bound, s.node->static_data(), checked);
+      emitted[n] = emit(*s.node, s.layout, s.bound, s.node->static_data(), checked);
     }
   });
   if (decomposition && options.share_on_node) {
@@ -451,8 +450,8 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
   bool same_kernel = true;
   for (const auto& stage : s.stages) {
     const auto follows = static_follows(*stage.writer);
-    same_kernel = same_kernel &&
-                  static_data_hash(bound, follows) == static_data_hash(s.bound, follows);
+    same_kernel =
+        same_kernel && static_data_hash(bound, follows) == static_data_hash(s.bound, follows);
   }
   std::vector<Emitted> emitted;
   if (!same_kernel) {

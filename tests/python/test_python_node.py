@@ -104,7 +104,11 @@ def test_errors_raised_in_a_python_node_reach_the_caller(engine):
 
     with pytest.raises(uwjit.CompileError) as caught:
         uwjit.Simulation(engine, [BadText("t", 4, 4, 0.1)])
-    assert caught.value.line is not None and caught.value.column is not None
+    # Lines and columns count in the text the node wrote, and the message names the node.
+    error = caught.value
+    assert (error.section, error.line, error.column) == ("kernel", 1, 17)
+    assert error.diagnostics[0][:3] == (1, 17, "error")
+    assert 'node "t": kernel line 1, column 17' in str(error)
 
 
 def test_a_checkpointed_python_node_is_rebuilt_by_the_factory(engine, tmp_path):
