@@ -1,7 +1,6 @@
 // A node of your own: 2-D advection-diffusion of a concentration c by a shear flow, with upwind
 // fluxes, a masked source, and the total mass as a domain integral. The velocity profile and the
 // source mask are static arrays: bound to the kernel as buffers, never compiled into its text.
-#include <uwjit/codegen/number.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/runtime/simulation.hpp>
 
@@ -12,7 +11,6 @@
 
 namespace rt = uwjit::runtime;
 using uwjit::codegen::Dtype;
-using uwjit::codegen::literal;
 
 class Advect final : public rt::Node {
 public:
@@ -45,8 +43,10 @@ public:
     w.static_array("source", Dtype::u8, {{w.domain(0)}, {w.domain(1)}});
     w.integral("mass");
     w.update_box();
-    w.body("    const double D = " + literal(params().get_double("diffusion")) + ";\n" +
-           "    const double S = " + literal(params().get_double("source")) + ";\n" + R"(
+    // Run-time values, passed in args->params: other values are the same kernel.
+    w.param("D", params().get_double("diffusion"));
+    w.param("S", params().get_double("source"));
+    w.body(R"(
     for (uw_i64 i = nx_begin; i < nx_end; ++i) {
       for (uw_i64 j = ny_begin; j < ny_end; ++j) {
         const double u = speed(j);
@@ -113,6 +113,12 @@ int main() {
   std::printf("rebound the source: new kernel %s; mass %.10f, expected %.10f\n",
               rebound.new_kernel ? "yes" : "no", sim.integrals("advect")[0], expected);
   ok = ok && !rebound.new_kernel && std::abs(sim.integrals("advect")[0] / expected - 1) < 1e-12;
+
+  // Another diffusion coefficient: a run-time param, so the same kernel again (from memory).
+  rt::Simulation sweep(engine, {std::make_shared<Advect>(64, 32, 0.2, source)});
+  std::printf("diffusion 0.2: kernel %s (%s)\n", sweep.kernels()[0].info.key.c_str(),
+              uwjit::engine::to_string(sweep.kernels()[0].info.tier));
+  ok = ok && sweep.kernels()[0].info.key == sim.kernels()[0].info.key;
   std::printf("%s\n", ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }
