@@ -2,6 +2,8 @@
 // can make silently is made on purpose by a small node, and checked mode names it; unchecked, the
 // same nodes run as they always did; the built-in nodes give the same state checked or not. These
 // tests really JIT.
+#include "expect.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/nodes/registry.hpp>
@@ -161,9 +163,7 @@ std::string kernel_error(Simulation& sim, std::int64_t steps) {
   return "";
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using uwjit_test::contains;
 
 } // namespace
 

@@ -1,5 +1,7 @@
 // runtime/: nodes of several stages, and nodes that read other nodes' state fields (coupling),
 // with nodes written here against the public API. These tests really JIT.
+#include "expect.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/runtime/simulation.hpp>
@@ -124,19 +126,8 @@ private:
   std::string m_fault;
 };
 
-std::string usage_error(auto&& action) {
-  try {
-    action();
-  } catch (const uwjit::Error& error) {
-    CHECK(error.kind() == uwjit::ErrorKind::usage);
-    return error.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using uwjit_test::contains;
+using uwjit_test::usage_error;
 
 double at(const Simulation& sim, const std::string& node, const std::string& field,
           std::int64_t i = 0) {

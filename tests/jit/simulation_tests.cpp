@@ -1,4 +1,5 @@
 // runtime/: Simulation with nodes written here against the public API. These tests really JIT.
+#include "expect.hpp"
 #include "sandbox.hpp"
 
 #include <uwjit/common/error.hpp>
@@ -181,19 +182,8 @@ StaticArray lut(std::vector<double> v, Replication r = Replication::replicate) {
                                   r == Replication::shard ? std::optional<int>(0) : std::nullopt);
 }
 
-std::string usage_error(auto&& action) {
-  try {
-    action();
-  } catch (const uwjit::Error& error) {
-    CHECK(error.kind() == uwjit::ErrorKind::usage);
-    return error.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using uwjit_test::contains;
+using uwjit_test::usage_error;
 
 } // namespace
 

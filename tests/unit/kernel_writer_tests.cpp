@@ -1,4 +1,6 @@
 // codegen/: KernelWriter and dtypes. The text is checked here; tests/jit runs it.
+#include "expect.hpp"
+
 #include <uwjit/codegen/dtype.hpp>
 #include <uwjit/codegen/kernel_writer.hpp>
 #include <uwjit/common/error.hpp>
@@ -29,19 +31,8 @@ KernelWriter heat_like(ExtentMode mode, std::int64_t n = 12345) {
   return w;
 }
 
-std::string usage_error(auto&& action) {
-  try {
-    action();
-  } catch (const uwjit::Error& error) {
-    CHECK(error.kind() == uwjit::ErrorKind::usage);
-    return error.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using uwjit_test::contains;
+using uwjit_test::usage_error;
 
 } // namespace
 

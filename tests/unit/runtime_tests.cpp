@@ -1,5 +1,6 @@
 // runtime/: StaticArray, StaticData, static_data_hash, params, fields. Nothing here compiles a
 // kernel; tests/jit/nodes_tests.cpp does.
+#include "expect.hpp"
 #include "static_data_sample.hpp"
 
 #include <uwjit/common/error.hpp>
@@ -32,19 +33,8 @@ std::shared_ptr<const void> bytes(std::size_t n) {
   return {owned, owned->data()};
 }
 
-std::string usage_error(auto&& action) {
-  try {
-    action();
-  } catch (const uwjit::Error& error) {
-    CHECK(error.kind() == uwjit::ErrorKind::usage);
-    return error.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using uwjit_test::contains;
+using uwjit_test::usage_error;
 
 std::string run(const std::string& command) {
   std::string out;
