@@ -5,8 +5,9 @@
 namespace uwjit::cache::names {
 
 namespace {
-constexpr std::array<std::pair<std::string_view, FileKind>, 4> k_entry_suffixes{{
+constexpr std::array<std::pair<std::string_view, FileKind>, 5> k_entry_suffixes{{
     {".o", FileKind::object},
+    {".ptx", FileKind::object},
     {".json", FileKind::manifest},
     {".cpp", FileKind::source},
     {".lock", FileKind::lock},
@@ -68,6 +69,12 @@ Ownership ownership_of(int dir_fd) {
 
 std::string object(const Key& key) {
   return key.hex() + ".o";
+}
+std::string object(const Key& key, std::string_view salt_text) {
+  return target_of(salt_text).starts_with("cuda:") ? key.hex() + ".ptx" : object(key);
+}
+std::array<std::string, 4> entry_files(const Key& key) {
+  return {manifest(key), object(key), key.hex() + ".ptx", source(key)};
 }
 std::string manifest(const Key& key) {
   return key.hex() + ".json";

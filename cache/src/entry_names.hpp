@@ -4,6 +4,7 @@
 #include <uwjit/cache/key.hpp>
 #include <uwjit/common/posix_file.hpp>
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,7 +28,7 @@ inline constexpr std::string_view k_cleanup_stamp = "cleanup.stamp";
 inline constexpr std::string_view k_temporary_prefix = posix::k_temporary_prefix;
 
 enum class FileKind {
-  object,       ///< {key}.o
+  object,       ///< {key}.o, or {key}.ptx for a GPU target
   manifest,     ///< {key}.json
   source,       ///< {key}.cpp
   lock,         ///< {key}.lock
@@ -60,6 +61,11 @@ enum class Ownership {
 [[nodiscard]] Ownership ownership_of(int dir_fd);
 
 [[nodiscard]] std::string object(const Key& key);
+/// The object file of an entry whose salt text is `salt_text`: {key}.ptx when the salt names a
+/// cuda target, else {key}.o.
+[[nodiscard]] std::string object(const Key& key, std::string_view salt_text);
+/// Every file of an entry but its lock: manifest first, then both object forms, then source.
+[[nodiscard]] std::array<std::string, 4> entry_files(const Key& key);
 [[nodiscard]] std::string manifest(const Key& key);
 [[nodiscard]] std::string source(const Key& key);
 [[nodiscard]] std::string lock(const Key& key);

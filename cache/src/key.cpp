@@ -81,6 +81,15 @@ std::string Salt::text() const {
   return out;
 }
 
+std::string target_of(const Salt& salt) {
+  return salt.get(k_target_component).value_or("host");
+}
+
+std::string target_of(std::string_view salt_text) {
+  const auto salt = Salt::parse(salt_text);
+  return salt ? target_of(*salt) : std::string("host");
+}
+
 std::vector<SaltDifference> differences(const Salt& left, const Salt& right) {
   std::vector<SaltDifference> out;
   for (const auto& [name, value] : left.components()) {

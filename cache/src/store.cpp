@@ -272,7 +272,7 @@ EntryCheck Store::Impl::check_entry(const Key& key, const Expected& expected) co
   // without reading a huge one.
   const std::uint64_t limit =
       manifest->object_size < UINT64_MAX ? manifest->object_size + 1 : manifest->object_size;
-  auto object_read = posix::read_file_at(fd(), names::object(key), limit, object);
+  auto object_read = posix::read_file_at(fd(), names::object(key, manifest->salt), limit, object);
   if (object_read.error == ENOENT || object_read.error == ELOOP || object_read.error == EINVAL) {
     const std::string what = object_read.error == ENOENT  ? "no object file"
                              : object_read.error == ELOOP ? "the object is a symlink"
@@ -330,7 +330,7 @@ EntryCheck Store::Impl::check_entry(const Key& key, const Expected& expected) co
 
 std::vector<std::string> Store::Impl::remove_entry(const Key& key) const {
   std::vector<std::string> removed;
-  for (const auto& name : {names::manifest(key), names::object(key), names::source(key)}) {
+  for (const auto& name : names::entry_files(key)) {
     if (posix::status_at(fd(), name) && ::unlinkat(fd(), name.c_str(), 0) == 0) {
       removed.push_back(name);
       if (removed.size() == 1 && name == names::manifest(key)) {
@@ -562,7 +562,7 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
     detail::fault_point("publish:begin");
     // Readable by others: a trusted shared cache (UWJIT_CACHE_TRUST_SHARED) serves other users.
     const posix::AtomicFileOptions options{.mode = 0644, .durability = posix::Durability::synced};
-    posix::AtomicFile object_file(fd, names::object(key), options);
+    posix::AtomicFile object_file(fd, names::object(key, m.salt), options);
     // In two halves, so that the fault suite can stop a writer in the middle of a file.
     const auto half = object.size() / 2;
     object_file.write(object.first(half));

@@ -216,7 +216,9 @@ std::optional<std::string> Store::read_source(const Key& key) {
 
 std::optional<std::vector<char>> Store::read_object(const Key& key) {
   std::vector<char> bytes;
-  const auto read = posix::read_file_at(m_impl->fd(), names::object(key), k_source_limit, bytes);
+  const auto manifest = read_manifest(key);
+  const std::string name = manifest ? names::object(key, manifest->salt) : names::object(key);
+  const auto read = posix::read_file_at(m_impl->fd(), name, k_source_limit, bytes);
   return read.error == 0 ? std::optional(std::move(bytes)) : std::nullopt;
 }
 
@@ -238,6 +240,7 @@ std::vector<EntryInfo> Store::list() {
     entries.push_back(EntryInfo{.key = key,
                                 .origin = manifest->origin,
                                 .entry = manifest->entry,
+                                .target = target_of(std::string_view(manifest->salt)),
                                 .object_size = manifest->object_size,
                                 .total_size = group.bytes,
                                 .created_utc = manifest->created_utc,
@@ -259,7 +262,7 @@ VerifyReport Store::verify(Fix fix) {
   // The files of `key` that are still there, for `remaining`.
   auto still_there = [this](const Key& key) {
     std::vector<std::string> names;
-    for (const auto& name : {names::manifest(key), names::object(key), names::source(key)}) {
+    for (const auto& name : names::entry_files(key)) {
       if (const auto status = posix::status_at(m_impl->fd(), name); status && !status->directory) {
         names.push_back(name);
       }

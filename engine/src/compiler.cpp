@@ -6,6 +6,7 @@
 #include <uwjit/common/text.hpp>
 
 #include "llvm.hpp"
+#include "nvptx.hpp"
 #include "timing.hpp"
 
 #include <algorithm>
@@ -138,6 +139,17 @@ void reject_static_initialisers(const llvm::Module& module) {
   }
 }
 
+// "+ptx85" for PTX ISA 8.5: the NVPTX subtarget feature that picks the ISA version.
+std::string ptx_feature() {
+  std::string feature = "+ptx";
+  for (const char c : k_ptx_isa) {
+    if (c != '.') {
+      feature += c;
+    }
+  }
+  return feature;
+}
+
 } // namespace
 
 const TargetInfo& host_target() {
@@ -164,6 +176,9 @@ CompileOptions with_kernel_options(CompileOptions base, const codegen::KernelOpt
 
 struct Compiler::Impl {
   CompileOptions options;
+  Target target;
+  detail::Libdevice libdevice; // cuda targets only
+  std::string libdevice_digest;
   llvm::TargetOptions target_options;
   std::string flags;
   // The driver's work (finding libstdc++ and system include paths) is done once; each compile
@@ -171,18 +186,34 @@ struct Compiler::Impl {
   std::shared_ptr<clang::CompilerInvocation> invocation;
 };
 
-Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
+Compiler::Compiler(CompileOptions options, Target gpu) : m_impl(std::make_unique<Impl>()) {
   if (options.opt_level < 0 || options.opt_level > 3) {
     throw Error(ErrorKind::usage,
                 format("optimisation level {}: expected 0, 1, 2 or 3", options.opt_level));
   }
   const TargetInfo& target = host_target();
-  std::vector<std::string> args = {target.clang_path, "-c", "-x", "c++", "-std=c++20",
-                                   "-O" + std::to_string(options.opt_level), "-fno-math-errno",
-                                   "-fno-exceptions", "-fno-rtti", "-fPIC",
-                                   // LLVM's host detection reports avx10.1-256 without -512 on
-                                   // some CPUs; the frontend's warning about it is noise.
-                                   "-Wno-invalid-feature-combination"};
+  const bool cuda = gpu.is_cuda();
+  // -S for cuda: the driver's NVPTX job list is then cc1 alone (no ptxas step to find).
+  std::vector<std::string> args = {target.clang_path,
+                                   cuda ? "-S" : "-c",
+                                   "-x",
+                                   "c++",
+                                   "-std=c++20",
+                                   "-O" + std::to_string(options.opt_level),
+                                   "-fno-math-errno",
+                                   "-fno-exceptions",
+                                   "-fno-rtti"};
+  if (cuda) {
+    detail::initialise_nvptx_target();
+    args.insert(args.end(), {std::string("--target=") + detail::k_nvptx_triple,
+                             "-march=" + gpu.sm(), "-nogpulib"});
+    m_impl->libdevice = detail::load_libdevice();
+    m_impl->libdevice_digest = m_impl->libdevice.digest;
+  } else {
+    // LLVM's host detection reports avx10.1-256 without -512 on some CPUs; the frontend's
+    // warning about it is noise.
+    args.insert(args.end(), {"-fPIC", "-Wno-invalid-feature-combination"});
+  }
   if (options.debug_info == DebugInfo::yes) {
     // A fixed compilation directory keeps the object identical whatever the working directory.
     args.insert(args.end(), {"-g", "-fdebug-compilation-dir=."});
@@ -222,10 +253,16 @@ Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
     throw Error(ErrorKind::usage, "compiler options rejected: " + sink.flush());
   }
   auto& target_opts = invocation->getTargetOpts();
-  target_opts.Triple = target.triple;
-  target_opts.CPU = target.cpu;
   target_opts.TuneCPU.clear();
-  target_opts.FeaturesAsWritten = target.features;
+  if (cuda) {
+    target_opts.Triple = detail::k_nvptx_triple;
+    target_opts.CPU = gpu.sm();
+    target_opts.FeaturesAsWritten = {ptx_feature()};
+  } else {
+    target_opts.Triple = target.triple;
+    target_opts.CPU = target.cpu;
+    target_opts.FeaturesAsWritten = target.features;
+  }
   invocation->getFrontendOpts().DisableFree = false; // the driver's default leaks the AST
   // ... and its backend's TargetMachine (BuryPointer), about 27 KB per compile.
   invocation->getCodeGenOpts().DisableFree = false;
@@ -263,6 +300,7 @@ Compiler::Compiler(CompileOptions options) : m_impl(std::make_unique<Impl>()) {
   to.ApproxFuncFPMath = lang.ApproxFunc;
   m_impl->invocation = std::move(invocation);
   m_impl->options = std::move(options);
+  m_impl->target = std::move(gpu);
 }
 
 Compiler::~Compiler() = default;
@@ -275,9 +313,21 @@ const std::string& Compiler::flags() const noexcept {
   return m_impl->flags;
 }
 
+const Target& Compiler::target() const noexcept {
+  return m_impl->target;
+}
+
+const std::string& Compiler::libdevice_digest() const noexcept {
+  return m_impl->libdevice_digest;
+}
+
 CompiledObject Compiler::compile(std::string_view source, Listing listing,
                                  std::string_view debug_file) const {
-  const TargetInfo& target = host_target();
+  const TargetInfo& host = host_target();
+  const bool cuda = m_impl->target.is_cuda();
+  const std::string triple = cuda ? std::string(detail::k_nvptx_triple) : host.triple;
+  const std::string cpu = cuda ? m_impl->target.sm() : host.cpu;
+  const std::string features = cuda ? ptx_feature() : join(host.features, ",");
   CompiledObject result;
   auto start = Clock::now();
 
@@ -309,14 +359,18 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing,
                 std::move(recorder.diagnostics));
   }
   result.warnings = sink.flush();
+  if (cuda) {
+    module->setTargetTriple(triple);
+    detail::link_libdevice(*module, m_impl->libdevice, m_impl->target);
+  }
   result.timings.frontend_ms = ms_since(start);
 
   // --- Optimise ----------------------------------------------------------------------------------
   start = Clock::now();
   std::string lookup_error;
-  const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(target.triple, lookup_error);
+  const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(triple, lookup_error);
   if (llvm_target == nullptr) {
-    throw Error(ErrorKind::internal, "no LLVM target for " + target.triple + ": " + lookup_error);
+    throw Error(ErrorKind::internal, "no LLVM target for " + triple + ": " + lookup_error);
   }
   const int level = m_impl->options.opt_level;
   const auto codegen_level = level == 0   ? llvm::CodeGenOptLevel::None
@@ -325,10 +379,10 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing,
                                           : llvm::CodeGenOptLevel::Aggressive;
   llvm::TargetOptions target_options = m_impl->target_options;
   std::unique_ptr<llvm::TargetMachine> machine(llvm_target->createTargetMachine(
-      target.triple, target.cpu, join(target.features, ","), target_options, llvm::Reloc::PIC_,
-      std::nullopt, codegen_level));
+      triple, cpu, features, target_options,
+      cuda ? std::optional<llvm::Reloc::Model>() : llvm::Reloc::PIC_, std::nullopt, codegen_level));
   module->setDataLayout(machine->createDataLayout());
-  module->setTargetTriple(target.triple);
+  module->setTargetTriple(triple);
 
   {
     llvm::LoopAnalysisManager lam;
@@ -356,12 +410,15 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing,
     passes.run(*module, mam);
   }
   reject_static_initialisers(*module);
+  if (cuda) {
+    detail::reject_undefined_calls(*module, m_impl->target);
+  }
   result.timings.optimise_ms = ms_since(start);
   if (listing != Listing::none) {
     llvm::raw_string_ostream ir(result.optimised_ir);
     module->print(ir, nullptr);
   }
-  if (listing == Listing::ir_and_assembly) {
+  if (listing == Listing::ir_and_assembly && !cuda) { // a cuda target's result is assembly
     // Codegen passes may change the module: print the assembly from a copy.
     const std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module);
     llvm::raw_string_ostream text(result.assembly);
@@ -373,18 +430,23 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing,
     }
   }
 
-  // --- Codegen: IR → ELF object -----------------------------------------------------------------
+  // --- Codegen: IR → ELF object (host) or PTX text (cuda) ---------------------------------------
   start = Clock::now();
   llvm::SmallVector<char, 0> object;
   {
     llvm::raw_svector_ostream stream(object);
     llvm::legacy::PassManager passes;
-    if (machine->addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::ObjectFile)) {
-      throw Error(ErrorKind::internal, "the target cannot emit object files: " + target.triple);
+    const auto type =
+        cuda ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
+    if (machine->addPassesToEmitFile(passes, stream, nullptr, type)) {
+      throw Error(ErrorKind::internal, "the target cannot emit its output: " + triple);
     }
     passes.run(*module);
   }
   result.bytes.assign(object.begin(), object.end());
+  if (cuda && listing == Listing::ir_and_assembly) {
+    result.assembly.assign(object.begin(), object.end());
+  }
   result.timings.codegen_ms = ms_since(start);
   return result;
 }

@@ -4,6 +4,8 @@
 
 #include <uwjit/common/env.hpp>
 #include <uwjit/common/env_variables.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
 
 #include <exception>
 #include <future>
@@ -74,6 +76,25 @@ std::optional<std::filesystem::path> Engine::cache_dir() const {
 
 cache::Key Engine::key_of(const codegen::KernelSource& source) const {
   return cache::Key::of(source.canonical(), m_impl->flavour(source).salt);
+}
+
+cache::Key Engine::key_of(const codegen::KernelSource& source, const Target& target) const {
+  return cache::Key::of(source.canonical(), m_impl->flavour(source, target).salt);
+}
+
+const cache::Salt& Engine::salt_of(const codegen::KernelSource& source,
+                                   const Target& target) const {
+  return m_impl->flavour(source, target).salt;
+}
+
+PtxKernel Engine::ptx(const codegen::KernelSource& source, const Target& target) {
+  if (!target.is_cuda()) {
+    throw Error(ErrorKind::usage, format("Engine::ptx: target \"{}\" is not a GPU target "
+                                         "(expected cuda:sm_XX); host kernels come from kernel()",
+                                         target.text()));
+  }
+  auto ptx = m_impl->request_ptx(source, key_of(source, target), target);
+  return PtxKernel{std::move(ptx.text), std::move(ptx.info)};
 }
 
 Kernel Engine::kernel(const codegen::KernelSource& source) {

@@ -55,11 +55,17 @@ struct KernelAccess {
 /// A kernel's compiler and the salt its keys are computed under: the engine's, or those of a
 /// kernel that carries its own options (codegen::KernelOptions).
 struct Flavour {
-  explicit Flavour(const CompileOptions& options);
+  explicit Flavour(const CompileOptions& options, const Target& target = {});
   Compiler compiler;
   cache::Salt salt;
   std::string salt_text;
   std::string salt_digest;
+};
+
+/// A GPU kernel's PTX as the engine keeps it.
+struct Ptx {
+  std::shared_ptr<const std::string> text;
+  std::shared_ptr<const KernelInfo> info;
 };
 
 /// The manifest's slot tables of a kernel's slots.
@@ -83,11 +89,18 @@ struct Engine::Impl {
   std::optional<Loaded> in_memory(const cache::Key& key);
   // The compiler and salt of a kernel: the engine's own unless the kernel carries options.
   const detail::Flavour& flavour(const codegen::KernelSource& source);
+  const detail::Flavour& flavour(const codegen::KernelSource& source, const Target& target);
+  // ptx_request.cpp: the three tiers for a GPU target's PTX, single flight per key.
+  detail::Ptx request_ptx(const codegen::KernelSource& source, const cache::Key& key,
+                          const Target& target);
   Loaded load(const codegen::KernelSource& source, const cache::Key& key,
               std::span<const char> object, std::shared_ptr<KernelInfo> info,
               Clock::time_point start);
   cache::PublishOutcome publish(const codegen::KernelSource& source, const cache::Key& key,
                                 const KernelInfo& info, const CompiledObject& object);
+  cache::PublishOutcome publish(const codegen::KernelSource& source, const cache::Key& key,
+                                const KernelInfo& info, const CompiledObject& object,
+                                const detail::Flavour& f);
 
   // collective_request.cpp: the MPI protocol (key agreement, rank 0 fetches and broadcasts,
   // every rank adopts).
@@ -110,6 +123,7 @@ struct Engine::Impl {
   std::mutex mutex;
   // One slot per key: the first request fills it, later ones share the result (single flight).
   std::map<cache::Key, std::shared_future<Loaded>> loaded;
+  std::map<cache::Key, std::shared_future<detail::Ptx>> ptx_loaded; // GPU targets' PTX, as loaded
 
 private:
   // request.cpp
@@ -122,6 +136,13 @@ private:
                          KernelInfo& info);
   void check_entry(const codegen::KernelSource& source, const std::string& entry,
                    std::span<const char> object);
+  // ptx_request.cpp
+  detail::Ptx build_ptx(const codegen::KernelSource& source, const cache::Key& key,
+                        const Target& target);
+  std::optional<detail::Ptx> try_disk_ptx(const codegen::KernelSource& source,
+                                          const cache::Key& key, const Target& target,
+                                          const std::shared_ptr<KernelInfo>& info,
+                                          Clock::time_point start);
 
   // collective_request.cpp
   std::string fetch_needed(std::span<const codegen::KernelSource> sources,

@@ -2,6 +2,7 @@
 // memory, the verified disk cache, a cold compile published under the key's lock), with one
 // request per key in flight in this process (single flight).
 #include "engine_impl.hpp"
+#include "nvptx.hpp"
 
 #include <uwjit/cache/directory.hpp>
 #include <uwjit/common/error.hpp>
@@ -17,6 +18,7 @@ namespace uwjit::engine {
 
 using detail::Clock;
 using detail::Flavour;
+using detail::k_nvptx_triple;
 using detail::Loaded;
 using detail::ms_since;
 using detail::new_info;
@@ -106,17 +108,25 @@ Error describe_compile_failure(const codegen::KernelSource& source, const Error&
 
 namespace detail {
 
-Flavour::Flavour(const CompileOptions& options) : compiler(options) {
+Flavour::Flavour(const CompileOptions& options, const Target& gpu) : compiler(options, gpu) {
   const TargetInfo& target = host_target();
+  const bool cuda = gpu.is_cuda();
   salt.add("uwjit", k_version)
       .add("format", std::to_string(cache::k_entry_format))
       .add("abi", std::to_string(UWJIT_KERNEL_ABI_VERSION))
       .add("llvm", target.llvm_version)
-      .add("triple", target.triple)
-      .add("cpu", target.cpu)
-      .add("features", join(target.features, ","))
+      .add("triple", cuda ? std::string(k_nvptx_triple) : target.triple)
+      .add("cpu", cuda ? gpu.sm() : target.cpu)
+      .add("features", cuda ? "+ptx" + std::string(k_ptx_isa) : join(target.features, ","))
       .add("opt", std::to_string(compiler.options().opt_level))
       .add("flags", compiler.flags());
+  if (cuda) {
+    // The host's salt has no target component, so that host keys stay what they were; its
+    // triple, CPU and features name the host.
+    salt.add(std::string(cache::k_target_component), gpu.text())
+        .add("ptx", std::string(k_ptx_isa))
+        .add("libdevice", compiler.libdevice_digest().substr(0, 16));
+  }
   salt_text = salt.text();
   salt_digest = digest(salt_text);
 }
@@ -249,8 +259,15 @@ void Engine::Impl::check_entry(const codegen::KernelSource& source, const std::s
 cache::PublishOutcome Engine::Impl::publish(const codegen::KernelSource& source,
                                             const cache::Key& key, const KernelInfo& info,
                                             const CompiledObject& object) {
+  return publish(source, key, info, object, flavour(source));
+}
+
+cache::PublishOutcome Engine::Impl::publish(const codegen::KernelSource& source,
+                                            const cache::Key& key, const KernelInfo& info,
+                                            const CompiledObject& object,
+                                            const detail::Flavour& f) {
   cache::Manifest manifest;
-  manifest.salt = flavour(source).salt_text;
+  manifest.salt = f.salt_text;
   manifest.entry = info.entry;
   manifest.slot_tables = slot_tables(source.slots());
   manifest.compile_ms = object.timings.total_ms();
@@ -415,14 +432,21 @@ std::optional<Loaded> Engine::Impl::in_memory(const cache::Key& key) {
 
 // The compiler and salt of a kernel: the engine's own unless the kernel carries options.
 const Flavour& Engine::Impl::flavour(const codegen::KernelSource& source) {
-  if (source.options().empty()) {
+  return flavour(source, Target::host());
+}
+
+// The compiler and salt of a kernel for `target`: the engine's own for the host unless the
+// kernel carries options.
+const Flavour& Engine::Impl::flavour(const codegen::KernelSource& source, const Target& target) {
+  if (source.options().empty() && target.is_host()) {
     return base;
   }
-  const std::string text = options_text(source.options());
+  const std::string text = target.text() + '\n' + options_text(source.options());
   std::lock_guard lock(flavours_mutex);
   auto& slot = flavours[text];
   if (!slot) {
-    slot = std::make_unique<Flavour>(with_kernel_options(options.compile, source.options()));
+    slot =
+        std::make_unique<Flavour>(with_kernel_options(options.compile, source.options()), target);
   }
   return *slot;
 }

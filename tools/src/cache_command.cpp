@@ -126,6 +126,7 @@ nlohmann::json entry_json(const cache::EntryInfo& entry) {
   return {{"key", entry.key.hex()},
           {"origin", entry.origin},
           {"entry", entry.entry},
+          {"target", entry.target},
           {"object_size", entry.object_size},
           {"total_size", entry.total_size},
           {"created_utc", entry.created_utc},
@@ -154,9 +155,9 @@ int list_command(const std::vector<std::string>& argv) {
     std::cout << list.dump(2) << "\n";
     return 0;
   }
-  Table table({"key", "origin", "object", "compile", "created (UTC)", "last used (UTC)"});
+  Table table({"key", "origin", "target", "object", "compile", "created (UTC)", "last used (UTC)"});
   for (const auto& entry : entries) {
-    table.add({entry.key.hex(), entry.origin, human_size(entry.object_size),
+    table.add({entry.key.hex(), entry.origin, entry.target, human_size(entry.object_size),
                milliseconds(entry.compile_ms), entry.created_utc, utc_text(entry.last_used)});
   }
   std::cout << table.render();
@@ -240,7 +241,7 @@ int inspect_command(const std::vector<std::string>& argv) {
   ArgSpec spec("cache inspect", "Shows one entry's manifest, found by a unique key prefix.");
   spec.flag("--source", "print the stored canonical source (exactly the text that was hashed)")
       .flag("--asm", "disassemble the stored object (after the source, with --source), jump and "
-                     "call targets as addresses with symbol names")
+                     "call targets as addresses with symbol names; a GPU entry's PTX as stored")
       .flag("--json", "print the manifest as JSON")
       .positional("KEY-PREFIX", "the first hex digits of a key");
   const Args args = Args::parse(spec, argv);
@@ -271,6 +272,11 @@ int inspect_command(const std::vector<std::string>& argv) {
     if (!object || object->empty()) {
       throw Error(ErrorKind::io, format("entry {}: its object file cannot be read", key.hex()));
     }
+    const auto manifest = store->read_manifest(key);
+    if (manifest && cache::target_of(std::string_view(manifest->salt)) != "host") {
+      std::cout << std::string_view(object->data(), object->size()); // PTX is text already
+      return 0;
+    }
     std::cout << engine::disassemble(*object);
     return 0;
   }
@@ -285,6 +291,7 @@ int inspect_command(const std::vector<std::string>& argv) {
   std::cout << "key           " << manifest->key << "\n"
             << "origin        " << manifest->origin << "\n"
             << "entry         " << manifest->entry << "\n"
+            << "target        " << cache::target_of(std::string_view(manifest->salt)) << "\n"
             << "object        " << human_size(manifest->object_size) << " (sha256 "
             << manifest->object_sha256 << ")\n"
             << "created       " << manifest->created_utc << " by uwjit " << manifest->uwjit_version

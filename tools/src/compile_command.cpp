@@ -31,6 +31,10 @@ ArgSpec compile_spec() {
       .option("--fp-contract", "off|on|fast",
               "floating-point contraction (fused multiply-add); off rounds as written", "off")
       .flag("--fast-math", "compile with -ffast-math")
+      .option("--target", "host|cuda:sm_XX",
+              "what to compile for: the host CPU, or PTX for an NVIDIA GPU (published to the "
+              "cache, not run)",
+              "host")
       .option("-D", "NAME[=VALUE]", "define a preprocessor macro (repeatable)")
       .option("-I", "DIR", "add an include directory (kernels normally need none)")
       .option("--state-in", "A,B,...", "the names of the state-in slots, in ABI order")
@@ -139,6 +143,9 @@ int compile_command(const std::vector<std::string>& argv) {
   engine::EngineOptions options = engine::EngineOptions::from_environment();
   std::optional<engine::Engine> engine;
   std::optional<engine::Kernel> kernel;
+  std::optional<engine::PtxKernel> ptx;
+  engine::Target target;
+  std::string flags;
   try {
     const Args args = Args::parse(spec, argv);
     if (args.wants_help()) {
@@ -147,6 +154,11 @@ int compile_command(const std::vector<std::string>& argv) {
     }
     path = args.positional().at(0);
     options.compile.opt_level = parse_level(spec, args.value("-O"));
+    try {
+      target = engine::Target::parse(args.value("--target"));
+    } catch (const Error& error) {
+      spec.fail(format("--target: {}", error.what()));
+    }
     if (auto dir = args.get("-I")) {
       options.compile.include_dirs.push_back(*dir);
     }
@@ -170,7 +182,12 @@ int compile_command(const std::vector<std::string>& argv) {
                             ? codegen::KernelSource::generated("source", body, slots)
                             : codegen::KernelSource::from_text(body, args.value("--entry"), slots);
     engine.emplace(options);
-    kernel.emplace(engine->kernel(source));
+    if (target.is_cuda()) {
+      ptx.emplace(engine->ptx(source, target));
+    } else {
+      kernel.emplace(engine->kernel(source));
+    }
+    flags = engine->salt_of(source, target).get("flags").value_or("");
   } catch (const Error& error) {
     const std::string message = path.empty() ? error.what() : name_file(error.what(), path);
     if (!json) {
@@ -190,7 +207,7 @@ int compile_command(const std::vector<std::string>& argv) {
     std::cout << report.dump(2) << "\n";
     return error.kind() == ErrorKind::usage ? 2 : 1;
   }
-  const engine::KernelInfo& info = kernel->info();
+  const engine::KernelInfo& info = ptx ? *ptx->info : kernel->info();
   const std::string warnings = name_file(info.warnings, path);
 
   if (json) {
@@ -198,6 +215,7 @@ int compile_command(const std::vector<std::string>& argv) {
         {"ok", true},
         {"file", path},
         {"entry", info.entry},
+        {"target", target.text()},
         {"key", info.key},
         {"tier", engine::to_string(info.tier)},
         {"publication", engine::to_string(info.publication)},
@@ -205,7 +223,7 @@ int compile_command(const std::vector<std::string>& argv) {
                                           : nlohmann::json(nullptr)},
         {"object_size", info.object_size},
         {"opt_level", options.compile.opt_level},
-        {"flags", engine->compiler().flags()},
+        {"flags", flags},
         {"warnings", warnings},
         {"diagnostics", diagnostics_json(warnings)},
         {"timings_ms",
@@ -223,13 +241,16 @@ int compile_command(const std::vector<std::string>& argv) {
   }
   std::cout << path << ": " << engine::to_string(info.tier) << " (key " << info.key << ")\n"
             << "  served by  " << served_by(info, *engine) << "\n"
-            << "  entry      " << info.entry << "\n"
-            << "  object     " << human_size(info.object_size) << "\n"
+            << (ptx ? "  target     " + target.text() + "\n" : std::string()) << "  entry      "
+            << info.entry << "\n"
+            << (ptx ? "  ptx        " : "  object     ") << human_size(info.object_size) << "\n"
             << "  frontend   " << milliseconds(info.compile.frontend_ms) << "\n"
             << "  optimise   " << milliseconds(info.compile.optimise_ms) << "\n"
-            << "  codegen    " << milliseconds(info.compile.codegen_ms) << "\n"
-            << "  link       " << milliseconds(info.load_ms) << "\n"
-            << "  total      " << milliseconds(info.request_ms) << "\n";
+            << "  codegen    " << milliseconds(info.compile.codegen_ms) << "\n";
+  if (!ptx) {
+    std::cout << "  link       " << milliseconds(info.load_ms) << "\n"; // PTX is not loaded
+  }
+  std::cout << "  total      " << milliseconds(info.request_ms) << "\n";
   if (!warnings.empty()) {
     std::cerr << warnings;
   }

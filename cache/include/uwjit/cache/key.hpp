@@ -13,9 +13,14 @@ namespace uwjit::cache {
 /// The version of the cache entry format (object, manifest, source); part of every salt.
 inline constexpr int k_entry_format = 1;
 
+/// The salt component that names a GPU target ("cuda:sm_90"). Host salts have none: their
+/// triple, cpu and features name the host.
+inline constexpr std::string_view k_target_component = "target";
+
 /// The salt: every named fact, besides the source, that changes the compiled object, written as
 /// "name=value|name=value|..." in a fixed order (uwjit, format, abi, llvm, triple, cpu, features,
-/// opt, flags). Values must not contain '|'.
+/// opt, flags; a GPU target's salt goes on with target, ptx (the PTX ISA version) and libdevice
+/// (the first 16 hex digits of its SHA-256, or "none")). Values must not contain '|'.
 class Salt {
 public:
   Salt() = default;
@@ -36,6 +41,13 @@ public:
 private:
   std::vector<std::pair<std::string, std::string>> m_components;
 };
+
+/// The target a salt compiles for: its `target` component, or "host" when it has none.
+[[nodiscard]] std::string target_of(const Salt& salt);
+
+/// The target named by a salt's text (target_of(Salt::parse(text))); "host" when it names none
+/// or does not parse. Thread-safe.
+[[nodiscard]] std::string target_of(std::string_view salt_text);
 
 /// One component in which two salts differ: in one of them only, or with two values.
 struct SaltDifference {

@@ -36,8 +36,8 @@ struct SlotTable {
 /// | `entry`           | string                      | the kernel's entry symbol in the object |
 /// | `slot_tables`     | array of {"name": string,   | slot names per ABI table, in order      |
 /// |                   | "slots": array of string}   |                                         |
-/// | `object_size`     | integer >= 0                | size of `{key}.o` in bytes              |
-/// | `object_sha256`   | string, 64 lowercase hex    | SHA-256 of `{key}.o`                    |
+/// | `object_size`     | integer >= 0                | size of `{key}.o` (`{key}.ptx`) in bytes |
+/// | `object_sha256`   | string, 64 lowercase hex    | SHA-256 of `{key}.o` (`{key}.ptx`)      |
 /// | `created_utc`     | string, YYYY-MM-DDTHH:MM:SSZ | when the entry was published (UTC)     |
 /// | `compile_ms`      | number >= 0                 | how long the compile took, milliseconds |
 /// | `origin`          | string                      | the emitting node's name, or "source"   |

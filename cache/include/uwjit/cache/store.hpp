@@ -24,6 +24,8 @@ namespace uwjit::cache {
 /// | name                             | what                                                 |
 /// |----------------------------------|------------------------------------------------------|
 /// | `{key}.o`                        | the object (ELF), exactly the manifest's object_size |
+/// | `{key}.ptx`                      | instead of `{key}.o` when the salt's `target` is     |
+/// |                                  | `cuda:sm_XX`: the PTX text, checked the same way     |
 /// | `{key}.cpp`                      | the canonical source exactly as hashed, for people   |
 /// | `{key}.json`                     | the manifest (manifest.hpp); written last: the       |
 /// |                                  | commit point                                         |
@@ -170,7 +172,8 @@ struct EvictReport {
 struct EntryInfo {
   Key key;
   std::string origin;
-  std::string entry; ///< the entry symbol
+  std::string entry;  ///< the entry symbol
+  std::string target; ///< what it was compiled for: "host" or "cuda:sm_XX" (target_of its salt)
   std::uint64_t object_size = 0;
   std::uint64_t total_size = 0; ///< object, manifest and source together
   std::string created_utc;

@@ -103,6 +103,26 @@ inline constexpr Variable jitdump_dir{
     "JITDUMPDIR", Kind::path, "a directory",
     "`$HOME`",    Salt::no,   "where the jitdump of `UWJIT_PERF` goes (LLVM's variable)"};
 
+inline constexpr Variable cuda_path{
+    "UWJIT_CUDA_PATH",
+    Kind::path,
+    "a CUDA installation's directory",
+    "unset",
+    Salt::no,
+    "the CUDA installation where a `cuda:sm_XX` compile finds libdevice "
+    "(`nvvm/libdevice/libdevice.10.bc`); unset: `CUDA_HOME`, else `/usr/local/cuda`. Only the "
+    "first of the three that is set is looked at. Needed only by GPU kernels that call `exp`, "
+    "`log`, `pow`, `tanh` and the like; the digest of the libdevice found (not its path) is "
+    "part of cuda keys' salt"};
+
+inline constexpr Variable cuda_home{
+    "CUDA_HOME",
+    Kind::path,
+    "a CUDA installation's directory",
+    "unset",
+    Salt::no,
+    "the CUDA installation where libdevice is looked for when `UWJIT_CUDA_PATH` is unset"};
+
 inline constexpr Variable log_level{
     "UWJIT_LOG_LEVEL",
     Kind::choice,
@@ -125,9 +145,9 @@ inline constexpr Variable checked{
     "are other text, so other keys"};
 
 /// Every row, in the README's order.
-inline constexpr std::array<const Variable*, 12> k_all{
-    &cache, &cache_dir, &xdg_cache_home,     &cache_max_size, &lock_timeout, &dump_dir,
-    &debug, &perf,      &cache_trust_shared, &jitdump_dir,    &log_level,    &checked};
+inline constexpr std::array<const Variable*, 14> k_all{
+    &cache, &cache_dir, &xdg_cache_home, &cache_max_size, &lock_timeout, &dump_dir,  &debug,
+    &perf,  &cache_trust_shared, &jitdump_dir, &cuda_path, &cuda_home, &log_level, &checked};
 
 /// Checks every row as the library reads it (env::check), in the table's order: throws the
 /// Error(usage) of the first bad one. Thread-safe as env::get() is.

@@ -1,7 +1,9 @@
-// In-process C++ → object compilation with Clang/LLVM 19, for the host CPU.
+// In-process C++ → object compilation with Clang/LLVM 19: an ELF object for the host CPU, or
+// PTX text for an NVIDIA GPU (a cuda:sm_XX Target).
 #pragma once
 
 #include <uwjit/codegen/kernel_source.hpp>
+#include <uwjit/engine/target.hpp>
 
 #include <memory>
 #include <string>
@@ -37,11 +39,12 @@ struct CompileOptions {
 struct CompileTimings {
   double frontend_ms = 0; ///< preprocess, parse, emit IR
   double optimise_ms = 0; ///< the -O pass pipeline (loop and SLP vectorisers on at -O2/-O3)
-  double codegen_ms = 0;  ///< instruction selection to ELF object
+  double codegen_ms = 0;  ///< instruction selection to ELF object (or to PTX text)
   [[nodiscard]] double total_ms() const noexcept { return frontend_ms + optimise_ms + codegen_ms; }
 };
 
-/// A relocatable ELF object and how long it took to make.
+/// What a compile made and how long it took: for the host a relocatable ELF object, for a cuda
+/// target the PTX text (ASCII; what the CUDA driver's cuModuleLoadData takes).
 struct CompiledObject {
   std::vector<char> bytes;
   CompileTimings timings;
@@ -67,12 +70,13 @@ struct TargetInfo {
 /// The host target, computed once per process. Thread-safe.
 [[nodiscard]] const TargetInfo& host_target();
 
-/// Compiles kernel source to object bytes in process. Construction validates the options
-/// (Error(usage)); compile() is const and thread-safe: each call has its own CompilerInstance,
-/// LLVMContext and TargetMachine.
+/// Compiles kernel source to object bytes (host) or PTX text (cuda) in process. Construction
+/// validates the options (Error(usage)) and, for a cuda target, looks for libdevice
+/// (find_libdevice(); Error(io) if found but unreadable); compile() is const and thread-safe:
+/// each call has its own CompilerInstance, LLVMContext and TargetMachine.
 class Compiler {
 public:
-  explicit Compiler(CompileOptions options = {});
+  explicit Compiler(CompileOptions options = {}, Target target = {});
   ~Compiler();
   Compiler(const Compiler&) = delete;
   Compiler& operator=(const Compiler&) = delete;
@@ -84,10 +88,22 @@ public:
   /// With debug info, a non-empty `debug_file` replaces kernel.cpp as the body's file name in
   /// the debug info only (e.g. "uwjit_KEY.cpp"), so that a debugger tells kernels apart;
   /// diagnostics still say kernel.cpp.
+  /// For a cuda target the same frontend runs for nvptx64-nvidia-cuda and the target's sm (PTX
+  /// ISA k_ptx_isa), then the NVPTX backend writes PTX. A GPU kernel's entry is
+  /// `extern "C" __attribute__((nvptx_kernel)) void NAME(...)`. Calls of exp, log, pow, tanh and
+  /// the like are mapped to libdevice and linked in; without libdevice they throw
+  /// Error(compile) naming the functions and the paths looked at. A call of any other function
+  /// the kernel does not define throws Error(compile).
   [[nodiscard]] CompiledObject compile(std::string_view source, Listing listing = Listing::none,
                                        std::string_view debug_file = {}) const;
 
   [[nodiscard]] const CompileOptions& options() const noexcept;
+
+  /// The target this compiler compiles for.
+  [[nodiscard]] const Target& target() const noexcept;
+
+  /// For a cuda target: the SHA-256 of the libdevice found (64 hex), or "none"; "" for the host.
+  [[nodiscard]] const std::string& libdevice_digest() const noexcept;
 
   /// The options as a canonical string for the cache key's salt, e.g.
   /// "-std=c++20 -O3 -fno-math-errno -fno-exceptions -fno-rtti -fPIC ..."; -ffp-contract (when

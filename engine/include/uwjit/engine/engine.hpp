@@ -8,6 +8,7 @@
 #include <uwjit/comm/comm.hpp>
 #include <uwjit/engine/compiler.hpp>
 #include <uwjit/engine/kernel.hpp>
+#include <uwjit/engine/target.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -22,6 +23,13 @@ namespace uwjit::engine {
 enum class DiskCache {
   environment, ///< as UWJIT_CACHE / UWJIT_CACHE_DIR / XDG_CACHE_HOME / HOME say (the default)
   off,         ///< memory only
+};
+
+/// A kernel compiled for a GPU target: PTX text, which uwjit stores and hands over but does not
+/// load (loading it needs the CUDA driver; not in this build).
+struct PtxKernel {
+  std::shared_ptr<const std::string> ptx; ///< the PTX text (".version", ".target sm_XX", ...)
+  std::shared_ptr<const KernelInfo> info; ///< key, entry, tier, timings; load_ms is 0
 };
 
 struct EngineOptions {
@@ -91,8 +99,25 @@ public:
   /// kernels({source}, comm)[0].
   [[nodiscard]] Kernel kernel(const codegen::KernelSource& source, comm::Collectives& comm);
 
+  /// The PTX of `source` compiled for `target` (a cuda target; Error(usage) for the host),
+  /// through the same three tiers as kernel(): this process's memory, the verified disk cache
+  /// (`KEY.ptx` beside the manifest), a compile published under the key's lock. The kernel's
+  /// entry must be a GPU kernel, `extern "C" __attribute__((nvptx_kernel)) void ENTRY(...)`:
+  /// otherwise Error(compile) naming the kernels it defines. Throws Error(compile) as
+  /// Compiler::compile does (libdevice missing, an undefined call). Thread-safe.
+  [[nodiscard]] PtxKernel ptx(const codegen::KernelSource& source, const Target& target);
+
   /// The key `source` has under this engine: under salt_of(source).
   [[nodiscard]] cache::Key key_of(const codegen::KernelSource& source) const;
+
+  /// The key `source` has for `target`: for the host the same as key_of(source); for a cuda
+  /// target one under that target's salt (NVPTX triple, the sm, the PTX ISA, libdevice's
+  /// digest), so never a host key. Thread-safe.
+  [[nodiscard]] cache::Key key_of(const codegen::KernelSource& source, const Target& target) const;
+
+  /// The salt of `source` for `target` (salt_of(source) for the host). Thread-safe.
+  [[nodiscard]] const cache::Salt& salt_of(const codegen::KernelSource& source,
+                                           const Target& target) const;
 
   /// The engine's salt: uwjit version, entry format, kernel ABI, LLVM version, target, CPU,
   /// features, optimisation level and flags (those of EngineOptions::compile).
