@@ -146,8 +146,9 @@ inline constexpr Variable checked{
 
 /// Every row, in the README's order.
 inline constexpr std::array<const Variable*, 14> k_all{
-    &cache, &cache_dir, &xdg_cache_home, &cache_max_size, &lock_timeout, &dump_dir,  &debug,
-    &perf,  &cache_trust_shared, &jitdump_dir, &cuda_path, &cuda_home, &log_level, &checked};
+    &cache,     &cache_dir, &xdg_cache_home,     &cache_max_size, &lock_timeout, &dump_dir,
+    &debug,     &perf,      &cache_trust_shared, &jitdump_dir,    &cuda_path,    &cuda_home,
+    &log_level, &checked};
 
 /// Checks every row as the library reads it (env::check), in the table's order: throws the
 /// Error(usage) of the first bad one. Thread-safe as env::get() is.
