@@ -9,6 +9,7 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -100,8 +101,8 @@ void bind_table(const PyKernel& kernel, int table, const py::sequence& buffers,
 }
 
 py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::sequence& state_out,
-              const py::sequence& statics, const py::sequence& extents, double dt,
-              std::int64_t step, const std::optional<std::vector<std::int64_t>>& domain,
+              const py::sequence& statics, const py::sequence& extents, const py::handle& params,
+              double dt, std::int64_t step, const std::optional<std::vector<std::int64_t>>& domain,
               std::int64_t native_calls = 0, double* native_seconds = nullptr) {
   const auto& slots = kernel.kernel.info().slots;
   const auto what = [&] { return "kernel " + kernel.kernel.info().origin; };
@@ -126,6 +127,24 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
     named_extents.emplace_back(slots.extents[i], value);
     extent_values.push_back(value);
   }
+  // Run-time params by name, in the order of the params slot table.
+  std::vector<double> param_values;
+  const py::dict given = params.is_none() ? py::dict() : params.cast<py::dict>();
+  for (const auto& name : slots.params) {
+    if (!given.contains(name)) {
+      throw py::value_error(what() + ": params lacks \"" + name + "\" (the kernel reads " +
+                            join(slots.params) + ")");
+    }
+    param_values.push_back(given[py::str(name)].cast<double>());
+  }
+  for (const auto [key, value] : given) {
+    const auto name = py::str(key).cast<std::string>();
+    if (std::find(slots.params.begin(), slots.params.end(), name) == slots.params.end()) {
+      throw py::value_error(what() + ": unknown param \"" + name + "\" (the kernel reads " +
+                            (slots.params.empty() ? std::string("none") : join(slots.params)) +
+                            ")");
+    }
+  }
   std::vector<void*> pointers[3];
   bind_table(kernel, 0, state_in, slots.state_in, named_extents, pointers[0]);
   bind_table(kernel, 1, state_out, slots.state_out, named_extents, pointers[1]);
@@ -136,6 +155,7 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
   args.state_out = pointers[1].data();
   args.statics = pointers[2].data();
   args.extents = extent_values.data();
+  args.params = param_values.data();
   args.dt = dt;
   args.step = step;
   if (domain) {
@@ -179,7 +199,8 @@ void bind_kernel_call(py::module_& m) {
   py::class_<PyKernel>(m, "Kernel", R"doc(
 A loaded kernel, made by Engine.kernel. Calling it runs it once:
 
-kernel(state_in=(), state_out=(), statics=(), extents=(), dt=1.0, step=0, domain=None) -> dict
+kernel(state_in=(), state_out=(), statics=(), extents=(), dt=1.0, step=0, domain=None,
+       params=None) -> dict
 
 Buffers are numpy arrays, passed zero-copy: the kernel reads and writes the caller's memory.
 Before the call every argument is checked: the count of each table (ValueError), each buffer
@@ -187,19 +208,21 @@ a numpy.ndarray of a supported dtype (TypeError), C-contiguous (ValueError), wri
 state_out (ValueError), and the dtype (TypeError) and shape (ValueError) declared in the
 Source; a kernel made by a KernelWriter also needs its state buffers 64-byte aligned
 (ValueError; uwjit.empty and uwjit.zeros make such arrays). extents are ints >= 1, one per run-time extent. domain (up to 3 ints) fills the
-ABI's shard_extent, global_extent and update box for kernels that read them. The GIL is released
+ABI's shard_extent, global_extent and update box for kernels that read them. params is a dict
+giving each run-time param of the kernel (KernelWriter.param) its value (ValueError for a
+missing or unknown name). The GIL is released
 while the kernel runs. Returns the domain integrals by name; raises KernelError if the kernel
 returns a non-zero status.)doc")
       .def(
           "__call__",
           [](const PyKernel& k, const py::sequence& state_in, const py::sequence& state_out,
              const py::sequence& statics, const py::sequence& extents, double dt, std::int64_t step,
-             const std::optional<std::vector<std::int64_t>>& domain) {
-            return call(k, state_in, state_out, statics, extents, dt, step, domain);
+             const std::optional<std::vector<std::int64_t>>& domain, const py::object& params) {
+            return call(k, state_in, state_out, statics, extents, params, dt, step, domain);
           },
           py::kw_only(), py::arg("state_in") = py::tuple(), py::arg("state_out") = py::tuple(),
           py::arg("statics") = py::tuple(), py::arg("extents") = py::tuple(), py::arg("dt") = 1.0,
-          py::arg("step") = 0, py::arg("domain") = py::none())
+          py::arg("step") = 0, py::arg("domain") = py::none(), py::arg("params") = py::none())
       .def(
           "_native_call_seconds",
           [](const PyKernel& k, std::int64_t count, const py::sequence& state_in,
@@ -209,7 +232,8 @@ returns a non-zero status.)doc")
               throw py::value_error("_native_call_seconds: count must be >= 1");
             }
             double seconds = 0;
-            call(k, state_in, state_out, statics, extents, 1.0, 0, std::nullopt, count, &seconds);
+            call(k, state_in, state_out, statics, extents, py::none(), 1.0, 0, std::nullopt, count,
+                 &seconds);
             return seconds;
           },
           py::arg("count"), py::arg("state_in") = py::tuple(), py::arg("state_out") = py::tuple(),
@@ -229,6 +253,7 @@ returns a non-zero status.)doc")
             d["statics"] = s.statics;
             d["extents"] = s.extents;
             d["integrals"] = s.integrals;
+            d["params"] = s.params;
             return d;
           },
           "The slot names of each table, in order.");

@@ -12,6 +12,7 @@
 #include <uwjit/nodes/registry.hpp>
 #include <uwjit/runtime/node.hpp>
 
+#include <pybind11/operators.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
@@ -25,14 +26,58 @@ using codegen::ExtentMode;
 using codegen::KernelWriter;
 using runtime::Boundary;
 
-Boundary boundary_arg(const std::string& text) {
-  if (text == "edge") {
-    return Boundary::edge;
+using runtime::BoundaryFace;
+
+// A boundary argument: "edge" or "periodic", a BoundaryFace (both faces alike) or a Boundary.
+Boundary boundary_arg(const py::handle& value) {
+  if (py::isinstance<Boundary>(value)) {
+    return value.cast<Boundary>();
   }
-  if (text == "periodic") {
-    return Boundary::periodic;
+  if (py::isinstance<BoundaryFace>(value)) {
+    return Boundary::both(value.cast<BoundaryFace>());
   }
-  throw py::value_error("unknown boundary \"" + text + "\" (accepted: edge, periodic)");
+  if (py::isinstance<py::str>(value)) {
+    const auto text = value.cast<std::string>();
+    if (text == "edge") {
+      return Boundary::edge;
+    }
+    if (text == "periodic") {
+      return Boundary::periodic;
+    }
+    throw py::value_error("unknown boundary \"" + text +
+                          "\" (accepted: edge, periodic, a BoundaryFace or a Boundary)");
+  }
+  throw py::type_error("boundary: expected \"edge\", \"periodic\", a uwjit.BoundaryFace or a "
+                       "uwjit.Boundary, got " +
+                       py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+}
+
+std::string face_repr(const BoundaryFace& face) {
+  switch (face.kind) {
+  case BoundaryFace::Kind::periodic:
+    return "BoundaryFace.periodic()";
+  case BoundaryFace::Kind::edge:
+    return "BoundaryFace.edge()";
+  case BoundaryFace::Kind::dirichlet:
+    return "BoundaryFace.dirichlet(" + py::repr(py::float_(face.value)).cast<std::string>() + ")";
+  case BoundaryFace::Kind::neumann:
+    return "BoundaryFace.neumann(" + py::repr(py::float_(face.value)).cast<std::string>() + ")";
+  }
+  return "BoundaryFace()";
+}
+
+std::string_view kind_name(BoundaryFace::Kind kind) {
+  switch (kind) {
+  case BoundaryFace::Kind::periodic:
+    return "periodic";
+  case BoundaryFace::Kind::edge:
+    return "edge";
+  case BoundaryFace::Kind::dirichlet:
+    return "dirichlet";
+  case BoundaryFace::Kind::neumann:
+    return "neumann";
+  }
+  return "edge";
 }
 
 ExtentMode extent_arg(const std::string& text) {
@@ -103,6 +148,21 @@ public:
   void emit_update(KernelWriter& writer) const override {
     py::gil_scoped_acquire gil;
     method("emit_update")(py::cast(&writer, py::return_value_policy::reference));
+  }
+
+  // A subclass that defines emit_stage gets every stage; one that does not gets the C++
+  // default (emit_update for stage 0).
+  void emit_stage(KernelWriter& writer, int stage) const override {
+    {
+      py::gil_scoped_acquire gil;
+      const py::function override =
+          py::get_override(static_cast<const runtime::Node*>(this), "emit_stage");
+      if (override) {
+        override(py::cast(&writer, py::return_value_policy::reference), stage);
+        return;
+      }
+    }
+    runtime::Node::emit_stage(writer, stage);
   }
 
 protected:
@@ -248,6 +308,15 @@ integral is a local sum the text adds to. Methods raise UsageError naming what i
           py::arg("key"), py::arg("dtype") = py::none(), py::arg("axes") = py::none(),
           "Declares that the kernel reads static array `key` (by default with its bound dtype and "
           "shape, each axis compiled in).")
+      .def("param", &KernelWriter::param, py::arg("name"), py::arg("value"), R"doc(
+Declares a run-time parameter: the kernel text gets a local `const double name` read when the
+kernel runs, and `value` is what the runtime passes. The value is never written into the text, so
+kernels that differ only in it are one kernel (one key): sweeping it compiles nothing. Write a
+value into the text instead where it shapes the code (counts, switches). A Kernel called directly
+takes it as params={name: value}. Raises UsageError if `name` is not a free C identifier.)doc")
+      .def_property_readonly(
+          "checked", &KernelWriter::is_checked,
+          "Whether the kernel is written in checked mode (the Simulation's checked option).")
       .def("update_box", &KernelWriter::update_box)
       .def("integral", &KernelWriter::integral, py::arg("name"))
       .def("comment", &KernelWriter::comment, py::arg("line"))
@@ -257,8 +326,64 @@ integral is a local sum the text adds to. Methods raise UsageError naming what i
            "Appends text to the entry's body, after the accessors.")
       .def("finish", &finish, "The kernel as a Source (for Engine.kernel).");
 
-  py::class_<runtime::DomainAxis>(m, "DomainAxis", "One domain axis of a node.")
-      .def(py::init([](std::int64_t cells, int halo, const std::string& boundary,
+  py::class_<BoundaryFace>(m, "BoundaryFace", R"doc(
+What the halo beyond one face (the low or the high end) of a domain axis holds; made by
+BoundaryFace.periodic(), .edge(), .dirichlet(value) or .neumann(gradient). The rules are the
+C++ BoundaryFace's (README, "Boundaries"): edge repeats the outermost cell, dirichlet holds
+2 value - mirror (the face value, the mean of the two cells beside it, is `value`), neumann
+mirror + gradient (2k - 1) at distance k (`gradient` per cell along the outward normal).
+Dirichlet and neumann take floating-point fields only. Equal faces compare equal.)doc")
+      .def_static("periodic", &BoundaryFace::periodic, "The face wraps (both faces must).")
+      .def_static("edge", &BoundaryFace::edge, "The halo repeats the outermost interior cell.")
+      .def_static("dirichlet", &BoundaryFace::dirichlet, py::arg("value"),
+                  "The face value is `value` (the halo is its antisymmetric reflection).")
+      .def_static("neumann", &BoundaryFace::neumann, py::arg("gradient"),
+                  "The gradient along the outward normal is `gradient` per cell.")
+      .def_property_readonly(
+          "kind", [](const BoundaryFace& f) { return std::string(kind_name(f.kind)); },
+          "\"periodic\", \"edge\", \"dirichlet\" or \"neumann\".")
+      .def_readonly("value", &BoundaryFace::value,
+                    "Dirichlet: the face value; neumann: the gradient; else 0.")
+      .def(py::self == py::self)
+      .def("__hash__",
+           [](const BoundaryFace& f) {
+             return py::hash(py::make_tuple(static_cast<int>(f.kind), f.value));
+           })
+      .def("__str__", [](const BoundaryFace& f) { return runtime::to_string(f); })
+      .def("__repr__", &face_repr);
+  py::class_<Boundary>(m, "Boundary", R"doc(
+How the halos of one domain axis are filled: a BoundaryFace per end.
+
+Boundary(low=BoundaryFace.edge(), high=BoundaryFace.edge()); Boundary.both(face);
+Boundary.periodic(); Boundary.edge(). Wherever a boundary is taken (DomainAxis, grid) the
+strings "edge" and "periodic" and a single BoundaryFace (both ends alike) are accepted too.
+Periodic must be on both faces or neither, and a periodic, dirichlet or neumann halo must not be
+wider than the axis: a Simulation raises UsageError naming the node and axis otherwise.)doc")
+      .def(py::init([](BoundaryFace low, BoundaryFace high) { return Boundary{low, high}; }),
+           py::arg("low") = BoundaryFace::edge(), py::arg("high") = BoundaryFace::edge())
+      .def_static("both", &Boundary::both, py::arg("face"), "Both faces alike.")
+      .def_static(
+          "periodic", [] { return Boundary::periodic; }, "Both faces wrap.")
+      .def_static(
+          "edge", [] { return Boundary::edge; }, "Both faces repeat the outermost cell.")
+      .def_readonly("low", &Boundary::low)
+      .def_readonly("high", &Boundary::high)
+      .def(py::self == py::self)
+      .def("__hash__",
+           [](const Boundary& b) {
+             return py::hash(py::make_tuple(static_cast<int>(b.low.kind), b.low.value,
+                                            static_cast<int>(b.high.kind), b.high.value));
+           })
+      .def("__str__", [](const Boundary& b) { return runtime::to_string(b); })
+      .def("__repr__", [](const Boundary& b) {
+        return "Boundary(low=" + face_repr(b.low) + ", high=" + face_repr(b.high) + ")";
+      });
+
+  py::class_<runtime::DomainAxis>(m, "DomainAxis", R"doc(
+One domain axis of a node: interior cells, halo width, how the halo is filled (boundary: "edge",
+"periodic", a BoundaryFace for both ends or a Boundary), whether the extent is "compiled" into
+the kernel or read at "runtime", and the kernel's name for it ("": nx, ny, nz).)doc")
+      .def(py::init([](std::int64_t cells, int halo, const py::object& boundary,
                        const std::string& extent, std::string name) {
              return runtime::DomainAxis{cells, halo, boundary_arg(boundary), extent_arg(extent),
                                         std::move(name)};
@@ -267,6 +392,7 @@ integral is a local sum the text adds to. Methods raise UsageError naming what i
            py::arg("extent") = "compiled", py::arg("name") = "")
       .def_readonly("cells", &runtime::DomainAxis::cells)
       .def_readonly("halo", &runtime::DomainAxis::halo)
+      .def_readonly("boundary", &runtime::DomainAxis::boundary)
       .def_readonly("name", &runtime::DomainAxis::name);
   py::class_<runtime::StateField>(m, "StateField",
                                   "A state field: name, dtype and leading component extents.")
@@ -278,31 +404,52 @@ integral is a local sum the text adds to. Methods raise UsageError naming what i
            py::arg("name"), py::arg("dtype") = "f64",
            py::arg("components") = std::vector<std::int64_t>{})
       .def_readonly("name", &runtime::StateField::name);
+  py::class_<runtime::NodeInput>(m, "NodeInput", R"doc(
+A state field of another node that this node's kernels read (coupling): NodeInput(node, field,
+as_=""). The kernel reads it as a state input named `as_` (default: `field`), over the owner's
+layout of it, halos filled as the owner's boundaries say. A node reads a node before it in the
+Simulation's order after that node's step, one after it as it was before this step (README,
+"Stages and coupled nodes"). Both nodes must have the same domain cells; a Simulation raises
+UsageError naming both otherwise, or if the owner or field does not exist.)doc")
+      .def(py::init([](std::string node, std::string field, std::string as) {
+             return runtime::NodeInput{std::move(node), std::move(field), std::move(as)};
+           }),
+           py::arg("node"), py::arg("field"), py::arg("as_") = "")
+      .def_readonly("node", &runtime::NodeInput::node)
+      .def_readonly("field", &runtime::NodeInput::field)
+      .def_readonly("as_", &runtime::NodeInput::as);
   py::class_<runtime::NodeLayout>(m, "Layout", R"doc(
 What a node declares about its data: domain axes (1 to 3), state fields (at least one), the
-domain integrals its kernel computes, and the time step (None: the param "dt", else 1.0).)doc")
+domain integrals its kernels compute, the time step (None: the param "dt", else 1.0), the other
+nodes' fields its kernels read (inputs: NodeInput) and the kernels of a step (stages >= 1, each
+written by Node.emit_stage(writer, stage)).)doc")
       .def(py::init([](std::vector<runtime::DomainAxis> axes,
                        std::vector<runtime::StateField> fields, std::vector<std::string> integrals,
-                       std::optional<double> dt) {
-             return runtime::NodeLayout{std::move(axes), std::move(fields), std::move(integrals),
-                                        dt};
+                       std::optional<double> dt, int stages,
+                       std::vector<runtime::NodeInput> inputs) {
+             return runtime::NodeLayout{std::move(axes),      std::move(fields),
+                                        std::move(integrals), dt,
+                                        std::move(inputs),    stages};
            }),
            py::arg("axes"), py::arg("fields"), py::arg("integrals") = std::vector<std::string>{},
-           py::arg("dt") = py::none())
+           py::arg("dt") = py::none(), py::arg("stages") = 1,
+           py::arg("inputs") = std::vector<runtime::NodeInput>{})
       .def_readonly("axes", &runtime::NodeLayout::axes)
       .def_readonly("fields", &runtime::NodeLayout::fields)
       .def_readonly("integrals", &runtime::NodeLayout::integrals)
-      .def_readonly("dt", &runtime::NodeLayout::dt);
+      .def_readonly("dt", &runtime::NodeLayout::dt)
+      .def_readonly("stages", &runtime::NodeLayout::stages)
+      .def_readonly("inputs", &runtime::NodeLayout::inputs);
   m.def(
       "grid",
-      [](const std::vector<std::int64_t>& cells, int halo, const std::string& boundary,
+      [](const std::vector<std::int64_t>& cells, int halo, const py::object& boundary,
          const std::string& extent) {
         return runtime::NodeLayout::grid(cells, halo, boundary_arg(boundary), extent_arg(extent));
       },
       py::arg("cells"), py::arg("halo") = 0, py::arg("boundary") = "edge",
       py::arg("extent") = "compiled",
       "One DomainAxis per entry of `cells` (named nx, ny, nz), each with the same halo, boundary "
-      "and extent mode.");
+      "(as DomainAxis takes it) and extent mode.");
 
   py::class_<runtime::Node, PyNode, std::shared_ptr<runtime::Node>>(m, "Node", R"doc(
 A simulation node. Subclass it in Python:
@@ -320,6 +467,9 @@ A simulation node. Subclass it in Python:
         def emit_update(self, writer):         # writer: uwjit.KernelWriter
             writer.state_out("u"); writer.static_array("w"); writer.integral("total")
             writer.body("for (uw_i64 i = 0; i < nx; ++i) { ... }")
+
+A node of several kernels per step (Layout(..., stages=N)) defines emit_stage(writer, stage)
+instead of emit_update; the default emit_stage calls emit_update for stage 0.
 
 Node(type, name, params=None): type names the kind of node (what a restore factory is asked
 for), name this instance; params (a dict of int, float, str, tuple) is everything needed to
@@ -349,6 +499,14 @@ the node object alive while a Simulation uses it (the Simulation holds a referen
           },
           "Cell updates per step, for throughput (MLUPS): the domain's cells, or what a "
           "built-in node counts (e.g. the fluid sites of a pipe).")
+      .def(
+          "emit_stage",
+          [](const runtime::Node& n, KernelWriter& writer, int stage) {
+            n.runtime::Node::emit_stage(writer, stage);
+          },
+          py::arg("writer"), py::arg("stage"),
+          "Writes the kernel of stage `stage` of a step (override it for Layout(stages=N)); the "
+          "default calls emit_update(writer) for stage 0 and raises UsageError for others.")
       .def("static_data_hash", &runtime::Node::static_data_hash,
            "static_data_hash of the node's static data (built once, on first use).")
       .def("__repr__", [](const runtime::Node& n) {

@@ -5,6 +5,7 @@
 #include "kernel.hpp"
 
 #include <uwjit/common/error.hpp>
+#include <uwjit/common/text.hpp>
 #include <uwjit/nodes/builtin.hpp>
 #include <uwjit/nodes/registry.hpp>
 #include <uwjit/runtime/simulation.hpp>
@@ -37,9 +38,11 @@ struct PySimulation {
 
 runtime::SimulationOptions options_of(const std::shared_ptr<comm::Comm>& comm,
                                       std::optional<std::vector<int>> shard_axes,
-                                      std::optional<int> threads, const std::string& exchange) {
+                                      std::optional<int> threads, const std::string& exchange,
+                                      bool checked) {
   runtime::SimulationOptions options;
   options.comm = comm.get();
+  options.checked = checked;
   if (shard_axes) {
     options.shard_axes = std::move(*shard_axes);
   }
@@ -137,24 +140,30 @@ void bind_simulation(py::module_& m) {
 Nodes stepped together: their kernels are requested from the engine up front (distinct ones
 compiled in parallel), then each step fills the halos and calls every node's kernel.
 
-Simulation(engine, nodes, comm=None, shard_axes=None, threads=None, exchange="sync")
+Simulation(engine, nodes, comm=None, shard_axes=None, threads=None, exchange="sync",
+           checked=False)
 
 nodes: a list of uwjit.Node (built-in ones from uwjit.node(...), or your subclasses).
 comm: None (serial) or an mpi4py communicator: the domain is split over its ranks along
 shard_axes (default axis 0), and construction, step, run, gather, checkpoint and restore are
 collective (every rank calls them in the same order). threads: threads that run each step's
 kernels (default: the cores this process may use). exchange: "sync" or "overlap" (halo
-transfers overlapped with the interior update). Raises UsageError naming the node and what is
+transfers overlapped with the interior update). checked: checked mode, for people who write
+nodes (also on when the environment sets UWJIT_CHECK=1): every accessor tests its indices, and a
+read beyond a buffer's halo or a write outside the update box fails the step with KernelError
+naming the node, step, field or static key and index; halos the runtime does not fill read as
+NaN (README, "Checked mode"). Raises UsageError naming the node and what is
 wrong, CompileError, JitError. The GIL is released while it works. Not thread-safe: use one
 thread per Simulation.)doc")
       .def(py::init([](std::shared_ptr<engine::Engine> engine, const py::list& nodes,
                        const py::object& comm, std::optional<std::vector<int>> shard_axes,
-                       std::optional<int> threads, const std::string& exchange) {
+                       std::optional<int> threads, const std::string& exchange, bool checked) {
              auto self = std::make_unique<PySimulation>();
              self->engine = std::move(engine);
              self->nodes = nodes;
              self->comm = comm_of(comm);
-             auto options = options_of(self->comm, std::move(shard_axes), threads, exchange);
+             auto options =
+                 options_of(self->comm, std::move(shard_axes), threads, exchange, checked);
              auto cpp_nodes = nodes_of(nodes);
              py::gil_scoped_release release;
              self->simulation = std::make_unique<runtime::Simulation>(
@@ -163,7 +172,7 @@ thread per Simulation.)doc")
            }),
            py::arg("engine"), py::arg("nodes"), py::arg("comm") = py::none(),
            py::arg("shard_axes") = py::none(), py::arg("threads") = py::none(),
-           py::arg("exchange") = "sync")
+           py::arg("exchange") = "sync", py::arg("checked") = false)
       .def(
           "step",
           [](PySimulation& self, std::int64_t count) {
@@ -193,6 +202,9 @@ thread per Simulation.)doc")
       .def_property_readonly("steps_taken",
                              [](const PySimulation& s) { return s.get().steps_taken(); })
       .def_property_readonly("threads", [](const PySimulation& s) { return s.get().threads(); })
+      .def_property_readonly(
+          "checked", [](const PySimulation& s) { return s.get().checked(); },
+          "Whether the simulation runs in checked mode (checked=True or UWJIT_CHECK).")
       .def_property_readonly(
           "nodes", [](const PySimulation& s) { return py::list(s.nodes); },
           "The nodes, in order (a new list).")
@@ -250,11 +262,39 @@ rank's position), "offset" (global index of the first local cell), "extent" (loc
           [](const PySimulation& self) {
             py::dict out;
             for (const auto& report : self.get().kernels()) {
-              out[py::str(report.node)] = report.info;
+              if (report.stage == 0) {
+                out[py::str(report.node)] = report.info;
+              }
             }
             return out;
           },
-          "The KernelInfo of each node's kernel, by node name.")
+          "The KernelInfo of each node's kernel, by node name (of a node of several stages: "
+          "stage 0's; kernel_reports() lists them all).")
+      .def(
+          "kernel_reports",
+          [](const PySimulation& self) {
+            py::list out;
+            for (const auto& report : self.get().kernels()) {
+              py::dict item;
+              item["node"] = report.node;
+              item["stage"] = report.stage;
+              item["info"] = report.info;
+              out.append(item);
+            }
+            return out;
+          },
+          "One dict {\"node\", \"stage\", \"info\": KernelInfo} per kernel the nodes use, in "
+          "node order and, within a node, stage order.")
+      .def(
+          "rebound_statics",
+          [](const PySimulation& self, std::string_view node) {
+            return self.get().rebound_statics(node);
+          },
+          py::arg("node"), R"doc(
+The keys (sorted) of node `node`'s static arrays that rebind_static replaced in the history of
+this state: in this simulation, or in the run that wrote the checkpoint it was restored from
+(restore binds the node's own arrays and warns: rebind them again). Raises UsageError if there
+is no such node.)doc")
       .def(
           "rebind_static",
           [](PySimulation& self, std::string_view node, std::string key, const py::object& array) {
@@ -268,12 +308,14 @@ rank's position), "offset" (global index of the first local cell), "extent" (loc
             py::dict out;
             out["new_kernel"] = rebound->new_kernel;
             out["info"] = rebound->report.info;
+            out["stage"] = rebound->report.stage;
             return out;
           },
           py::arg("node"), py::arg("key"), py::arg("array"), R"doc(
 Binds `array` (a StaticArray) in place of node `node`'s static array `key`. Same shape, dtype
 and sharding: nothing is compiled (new_kernel False) and the next step reads the new array.
-Otherwise the node emits its kernel again. Returns {"new_kernel": bool, "info": KernelInfo}.
+Otherwise the node emits its kernel again. Returns {"new_kernel": bool, "info": KernelInfo,
+"stage": int} (the kernel of stage 0 for a node of several stages).
 Serial only. On an error the simulation is unchanged.)doc")
       .def(
           "checkpoint",
@@ -289,11 +331,12 @@ Serial only. On an error the simulation is unchanged.)doc")
           [](std::shared_ptr<engine::Engine> engine, const std::filesystem::path& path,
              const py::object& factory, const py::object& comm,
              std::optional<std::vector<int>> shard_axes, std::optional<int> threads,
-             const std::string& exchange) {
+             const std::string& exchange, bool checked) {
             auto self = std::make_unique<PySimulation>();
             self->engine = std::move(engine);
             self->comm = comm_of(comm);
-            auto options = options_of(self->comm, std::move(shard_axes), threads, exchange);
+            auto options =
+                options_of(self->comm, std::move(shard_axes), threads, exchange, checked);
             const auto builtin = nodes::factory();
             py::list made;
             runtime::NodeFactory both =
@@ -325,15 +368,28 @@ Serial only. On an error the simulation is unchanged.)doc")
               if (!python_made) {
                 self->nodes.append(py::cast(std::const_pointer_cast<runtime::Node>(node)));
               }
+              const auto rebound = self->simulation->rebound_statics(node->name());
+              if (!rebound.empty()) {
+                const auto message = "node \"" + node->name() +
+                                     "\" ran with static arrays rebound (" + join(rebound) +
+                                     ") when the checkpoint was written; restore bound the "
+                                     "node's own arrays: call rebind_static again";
+                if (PyErr_WarnEx(PyExc_RuntimeWarning, message.c_str(), 1) < 0) {
+                  throw py::error_already_set(); // warnings filtered into errors
+                }
+              }
             }
             return self;
           },
           py::arg("engine"), py::arg("path"), py::arg("factory") = py::none(),
           py::arg("comm") = py::none(), py::arg("shard_axes") = py::none(),
-          py::arg("threads") = py::none(), py::arg("exchange") = "sync", R"doc(
+          py::arg("threads") = py::none(), py::arg("exchange") = "sync", py::arg("checked") = false,
+          R"doc(
 A simulation rebuilt from a checkpoint: nodes from factory(type, name, params) (a Node, or None
 for a built-in node), state and step count from the file. Stepping it on gives, bit for bit,
-what the uninterrupted simulation gives. Raises IoError for an unreadable or corrupt file.)doc")
+what the uninterrupted simulation gives. A node that ran with arrays given to rebind_static gets
+its own arrays back: a RuntimeWarning names the node and keys (so does rebound_statics(node));
+rebind them again. Raises IoError for an unreadable or corrupt file.)doc")
       .def(
           "write_vtk",
           [](const PySimulation& self, const std::filesystem::path& directory,

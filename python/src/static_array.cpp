@@ -78,17 +78,26 @@ A read-only numpy array bound to kernels as an external buffer, never compiled i
 StaticArray(value, replication="replicate", shard_axis=None)
 
 value must be a numpy.ndarray: C-contiguous, non-empty, of dtype float32, float64, int8, uint8,
-int32 or int64. It is not copied: the StaticArray keeps it alive, and a kernel reads its memory,
+int32 or int64. A 0-d array, or a Python float (float64) or int (int64), is a scalar array of
+shape (): a kernel reads it as KEY(), and rebinding another value of the same dtype compiles
+nothing, where a bare scalar in the static data is part of the kernel's key. It is not copied: the StaticArray keeps it alive, and a kernel reads its memory,
 so its contents must not change while a simulation may step. replication is "replicate" (every
 rank gets the whole array) or "shard" (each rank gets a slab along shard_axis, required then and
-forbidden otherwise). Raises TypeError for anything that is not a numpy array (lists, tuples,
+forbidden otherwise). Raises TypeError for anything else that is not a numpy array (lists, tuples,
 dicts and sets included) and for an unsupported dtype; ValueError for a non-contiguous or empty
 array, an unknown replication, a missing or superfluous shard_axis, an axis out of range.
 The key is given by the dict of static data that holds the array.)doc")
-      .def(py::init([](const py::object& value, const std::string& replication,
+      .def(py::init([](py::object value, const std::string& replication,
                        std::optional<int> shard_axis) {
+             // A Python float or int is a scalar: a 0-d array of float64 or int64.
+             if (py::isinstance<py::float_>(value) ||
+                 (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value))) {
+               value = py::module_::import("numpy").attr("array")(
+                   value, py::isinstance<py::float_>(value) ? "float64" : "int64");
+             }
              if (!py::isinstance<py::array>(value)) {
-               throw py::type_error("StaticArray: value must be a numpy.ndarray, got " +
+               throw py::type_error("StaticArray: value must be a numpy.ndarray (or a float or "
+                                    "int, a scalar), got " +
                                     type_name(value) +
                                     " (convert it with numpy.ascontiguousarray(value, dtype=...))");
              }
@@ -113,10 +122,6 @@ The key is given by the dict of static data that holds the array.)doc")
                                      "\" (accepted: replicate, shard)");
              }
              std::vector<std::int64_t> shape(array.shape(), array.shape() + array.ndim());
-             if (array.ndim() == 0) {
-               throw py::value_error("StaticArray: a 0-d array has no axes (use a 1-element "
-                                     "array, or a scalar in the static data)");
-             }
              try {
                runtime::StaticArray checked("value", keep_alive(array), *dtype, std::move(shape),
                                             mode, shard_axis);

@@ -7,6 +7,8 @@ help(uwjit.Simulation), help(uwjit.Node) and the README's Python quick start.
 from ._uwjit import (  # noqa: F401
     __version__,
     Axis,
+    Boundary,
+    BoundaryFace,
     CollectiveError,
     CompileError,
     DomainAxis,
@@ -22,6 +24,7 @@ from ._uwjit import (  # noqa: F401
     KernelWriter,
     Layout,
     Node,
+    NodeInput,
     Simulation,
     Source,
     StateField,
@@ -57,8 +60,9 @@ def zeros(shape, dtype=float):
 
 
 __all__ = [
-    "__version__", "Axis", "CollectiveError", "CompileError", "DomainAxis", "Engine", "Error",
-    "Extent", "InternalError", "IoError", "JitError", "Kernel", "KernelError", "KernelInfo",
-    "KernelWriter", "Layout", "Node", "Simulation", "Source", "StateField", "StaticArray",
-    "UsageError", "default_params", "empty", "grid", "has_mpi", "node", "node_types", "static_data_hash", "zeros",
+    "__version__", "Axis", "Boundary", "BoundaryFace", "CollectiveError", "CompileError",
+    "DomainAxis", "Engine", "Error", "Extent", "InternalError", "IoError", "JitError", "Kernel",
+    "KernelError", "KernelInfo", "KernelWriter", "Layout", "Node", "NodeInput", "Simulation",
+    "Source", "StateField", "StaticArray", "UsageError", "default_params", "empty", "grid",
+    "has_mpi", "node", "node_types", "static_data_hash", "zeros",
 ]

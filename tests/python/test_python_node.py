@@ -132,6 +132,32 @@ def test_a_checkpointed_python_node_is_rebuilt_by_the_factory(engine, tmp_path):
     assert any(p.suffix == ".vti" and p.stem == "r" for p in paths)
 
 
+def test_restoring_a_checkpoint_written_after_rebind_static_warns_and_lists_the_key(
+        engine, tmp_path):
+    node = Relax("r", 4, 3, 0.5)
+    sim = uwjit.Simulation(engine, [node], threads=1)
+    assert sim.rebound_statics("r") == []
+    sim.rebind_static("r", "target", uwjit.StaticArray(np.full((4, 3), 2.0)))
+    assert sim.rebound_statics("r") == ["target"]
+    sim.step()
+    path = tmp_path / "rebound.ckpt"
+    sim.checkpoint(path)
+
+    def factory(type, name, params):
+        return Relax(name, params["nx"], params["ny"], params["rate"], node.target)
+
+    with pytest.warns(RuntimeWarning, match=r'node "r" .*\(target\).*rebind_static'):
+        restored = uwjit.Simulation.restore(engine, path, factory=factory, threads=1)
+    assert restored.rebound_statics("r") == ["target"]
+    # The node's own array is bound again: the next step relaxes towards it, not towards 2.
+    before = restored.field("r", "u").copy()
+    restored.step()
+    np.testing.assert_allclose(restored.field("r", "u"), before + 0.5 * (node.target - before),
+                               rtol=1e-14)
+    with pytest.raises(uwjit.UsageError, match="nobody"):
+        restored.rebound_statics("nobody")
+
+
 def test_a_node_lacking_a_method_is_a_clear_error(engine):
     class Empty(uwjit.Node):
         pass

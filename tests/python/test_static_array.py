@@ -9,10 +9,10 @@ import pytest
 import uwjit
 
 
-@pytest.mark.parametrize("value", [[1.0, 2.0], (1.0, 2.0), {"a": 1}, {1.0, 2.0}, 3.0, "text",
+@pytest.mark.parametrize("value", [[1.0, 2.0], (1.0, 2.0), {"a": 1}, {1.0, 2.0}, "text", True,
                                    None])
-def test_anything_but_a_numpy_array_is_a_type_error(value):
-    with pytest.raises(TypeError, match="must be a numpy.ndarray"):
+def test_anything_but_a_numpy_array_or_a_number_is_a_type_error(value):
+    with pytest.raises(TypeError, match="must be a numpy.ndarray .or a float or int"):
         uwjit.StaticArray(value)
 
 
