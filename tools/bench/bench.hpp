@@ -220,7 +220,8 @@ struct SubprocessBuild {
 };
 
 /// The flags both subprocess compilers get besides -o and the file: the reference way,
-/// `-O3 -march=native -shared -fPIC`, in the JIT's language (C++20, -fno-math-errno).
+/// `-O3 -march=native -shared -fPIC`, in the JIT's language and arithmetic (C++20,
+/// -fno-math-errno, -ffp-contract=off as the engine compiles by default).
 [[nodiscard]] const std::vector<std::string>& subprocess_flags();
 
 /// Writes `text` to DIR/NAME.cpp, runs `compiler` with subprocess_flags() on it, dlopens the

@@ -16,8 +16,9 @@
 namespace uwjit::bench {
 
 const std::vector<std::string>& subprocess_flags() {
-  static const std::vector<std::string> flags = {"-O3",   "-march=native", "-shared",
-                                                 "-fPIC", "-std=c++20",    "-fno-math-errno"};
+  static const std::vector<std::string> flags = {
+      "-O3",        "-march=native",   "-shared",          "-fPIC",
+      "-std=c++20", "-fno-math-errno", "-ffp-contract=off"};
   return flags;
 }
 
