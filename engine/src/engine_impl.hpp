@@ -26,6 +26,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace uwjit::engine {
@@ -124,6 +125,41 @@ struct Engine::Impl {
   // One slot per key: the first request fills it, later ones share the result (single flight).
   std::map<cache::Key, std::shared_future<Loaded>> loaded;
   std::map<cache::Key, std::shared_future<detail::Ptx>> ptx_loaded; // GPU targets' PTX, as loaded
+
+  // Single flight per key within this process: the first request of `key` runs `build` while
+  // later ones wait for its result or its error; a failure frees the slot, so a later request
+  // tries again. Returns the result and whether this call built it (else it is a memory hit).
+  template <class T, class Build>
+  std::pair<T, bool> single_flight(std::map<cache::Key, std::shared_future<T>>& slots,
+                                   const cache::Key& key, Build&& build) {
+    std::shared_future<T> pending;
+    std::promise<T> promise;
+    bool owner = false;
+    {
+      std::lock_guard lock(mutex);
+      auto [slot, inserted] = slots.try_emplace(key);
+      if (inserted) {
+        slot->second = promise.get_future().share();
+        owner = true;
+      }
+      pending = slot->second;
+    }
+    if (owner) {
+      try {
+        promise.set_value(build());
+      } catch (...) {
+        promise.set_exception(std::current_exception());
+        std::lock_guard lock(mutex);
+        slots.erase(key);
+        throw;
+      }
+    }
+    return {pending.get(), owner};
+  }
+
+  // What a memory hit reports: the built request's info, as tier memory with nothing compiled,
+  // published or loaded by this request, counted in the stats.
+  std::shared_ptr<KernelInfo> memory_hit(const KernelInfo& built, Clock::time_point start);
 
 private:
   // request.cpp

@@ -127,44 +127,16 @@ Ptx Engine::Impl::build_ptx(const codegen::KernelSource& source, const cache::Ke
 Ptx Engine::Impl::request_ptx(const codegen::KernelSource& source, const cache::Key& key,
                               const Target& target) {
   const auto start = Clock::now();
-  std::shared_future<Ptx> pending;
-  std::promise<Ptx> promise;
-  bool owner = false;
-  {
-    std::lock_guard guard(mutex);
-    auto [slot, inserted] = ptx_loaded.try_emplace(key);
-    if (inserted) {
-      slot->second = promise.get_future().share();
-      owner = true;
-    }
-    pending = slot->second;
+  auto [hit, built] =
+      single_flight(ptx_loaded, key, [&] { return build_ptx(source, key, target); });
+  if (built) {
+    return hit;
   }
-  if (owner) {
-    try {
-      promise.set_value(build_ptx(source, key, target));
-    } catch (...) {
-      // Waiters get the same error; the slot goes, so a later request tries again.
-      promise.set_exception(std::current_exception());
-      std::lock_guard guard(mutex);
-      ptx_loaded.erase(key);
-      throw;
-    }
-    return pending.get();
-  }
-  Ptx hit = pending.get();
   if (const auto entry = source.entry_symbol(key.hex()); entry != hit.info->entry) {
     check_ptx_entry(source, entry, target, *hit.text);
   }
-  stats.add(cache::Stat::memory_hits);
-  auto info = std::make_shared<KernelInfo>(*hit.info);
-  info->tier = Tier::memory;
-  info->compile = {};
-  info->warnings.clear();
-  info->publication = Publication::not_needed;
-  info->not_published_because.clear();
-  info->request_ms = ms_since(start);
+  hit.info = memory_hit(*hit.info, start);
   logger.debug("memory hit key={} origin={} target={}", key.hex(), source.origin(), target.text());
-  hit.info = std::move(info);
   return hit;
 }
 

@@ -373,36 +373,22 @@ Loaded Engine::Impl::request(const codegen::KernelSource& source, const cache::K
     logger.debug("request key={} origin={} source={} salt={} salt_text={}", key.hex(),
                  source.origin(), digest(source.canonical()), f.salt_digest, f.salt_text);
   }
-  std::shared_future<Loaded> pending;
-  std::promise<Loaded> promise;
-  bool owner = false;
-  {
-    std::lock_guard lock(mutex);
-    auto [slot, inserted] = loaded.try_emplace(key);
-    if (inserted) {
-      slot->second = promise.get_future().share();
-      owner = true;
-    }
-    pending = slot->second;
+  auto [hit, built] = single_flight(loaded, key, [&] { return build(source, key); });
+  if (built) {
+    return hit;
   }
-  if (owner) {
-    try {
-      promise.set_value(build(source, key));
-    } catch (...) {
-      // Waiters get the same error; the slot goes, so a later request tries again.
-      promise.set_exception(std::current_exception());
-      std::lock_guard lock(mutex);
-      loaded.erase(key);
-      throw;
-    }
-    return pending.get();
-  }
-  Loaded hit = pending.get();
   if (const auto entry = source.entry_symbol(key.hex()); entry != hit.info->entry) {
     check_entry(source, entry, *hit.object);
   }
+  hit.info = memory_hit(*hit.info, start);
+  logger.debug("memory hit key={} origin={}", key.hex(), source.origin());
+  return hit;
+}
+
+std::shared_ptr<KernelInfo> Engine::Impl::memory_hit(const KernelInfo& built,
+                                                     Clock::time_point start) {
   stats.add(cache::Stat::memory_hits);
-  auto info = std::make_shared<KernelInfo>(*hit.info);
+  auto info = std::make_shared<KernelInfo>(built);
   info->tier = Tier::memory;
   info->compile = {};
   info->warnings.clear();
@@ -410,9 +396,7 @@ Loaded Engine::Impl::request(const codegen::KernelSource& source, const cache::K
   info->not_published_because.clear();
   info->load_ms = 0;
   info->request_ms = ms_since(start);
-  logger.debug("memory hit key={} origin={}", key.hex(), source.origin());
-  hit.info = std::move(info);
-  return hit;
+  return info;
 }
 
 // The kernel of `key` if this process has it loaded already (a finished request).
