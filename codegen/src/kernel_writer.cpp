@@ -393,6 +393,12 @@ std::string KernelWriter::checks_text(const BufferDecl& b) const {
   return text;
 }
 
+bool assumes_aligned(const BufferDecl& buffer) noexcept {
+  return buffer.role != BufferRole::statics ||
+         std::any_of(buffer.axes.begin(), buffer.axes.end(),
+                     [](const Axis& axis) { return axis.halo > 0; });
+}
+
 std::string KernelWriter::buffer_text(const BufferDecl& b) const {
   const std::string& a = b.accessor;
   const std::string type(c_type(b.dtype));
@@ -408,11 +414,7 @@ std::string KernelWriter::buffer_text(const BufferDecl& b) const {
     }
   }
   text += "]\n";
-  // State buffers (and static arrays with halos, which the runtime pads into a copy of its own)
-  // are allocated 64-byte aligned; a static array without halos is the caller's memory.
-  const bool aligned =
-      b.role != BufferRole::statics ||
-      std::any_of(b.axes.begin(), b.axes.end(), [](const Axis& axis) { return axis.halo > 0; });
+  const bool aligned = assumes_aligned(b);
   const std::string pointer = format("args->{}[{}]", to_string(b.role), b.slot);
   text += format("  {}{}* const {}_data = static_cast<{}{}*>({});\n", writable ? "" : "const ",
                  type, a, writable ? "" : "const ", type,

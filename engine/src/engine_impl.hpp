@@ -97,6 +97,11 @@ struct Engine::Impl {
   Loaded load(const codegen::KernelSource& source, const cache::Key& key,
               std::span<const char> object, std::shared_ptr<KernelInfo> info,
               Clock::time_point start);
+  // Publishes a cold compile made under `lock`, unless another process held the lock past the
+  // time-out; says in `info` what became of it.
+  void publish_cold(const codegen::KernelSource& source, const cache::Key& key, KernelInfo& info,
+                    const CompiledObject& object, const cache::KeyLock& lock,
+                    const detail::Flavour& f);
   cache::PublishOutcome publish(const codegen::KernelSource& source, const cache::Key& key,
                                 const KernelInfo& info, const CompiledObject& object);
   cache::PublishOutcome publish(const codegen::KernelSource& source, const cache::Key& key,

@@ -103,19 +103,8 @@ Ptx Engine::Impl::build_ptx(const codegen::KernelSource& source, const cache::Ke
   if (!store) {
     info->publication = Publication::not_published;
     info->not_published_because = no_store_reason + "; memory only";
-  } else if (lock->outcome() == cache::LockOutcome::timed_out) {
-    logger.warn("key={}: another process held the lock for over {} ms (UWJIT_LOCK_TIMEOUT); "
-                "compiled privately, not published",
-                key.hex(), options.lock_timeout.count());
-    info->publication = Publication::not_published;
-    info->not_published_because =
-        format("another process held the key's lock for over {} ms (UWJIT_LOCK_TIMEOUT)",
-               options.lock_timeout.count());
-  } else if (const auto outcome = publish(source, key, *info, object, f); outcome.published()) {
-    info->publication = Publication::published;
   } else {
-    info->publication = Publication::not_published;
-    info->not_published_because = outcome.reason;
+    publish_cold(source, key, *info, object, *lock, f);
   }
   if (lock) {
     lock->release();

@@ -256,6 +256,25 @@ void Engine::Impl::check_entry(const codegen::KernelSource& source, const std::s
                      entry, source.origin(), found.empty() ? "none" : found));
 }
 
+void Engine::Impl::publish_cold(const codegen::KernelSource& source, const cache::Key& key,
+                                KernelInfo& info, const CompiledObject& object,
+                                const cache::KeyLock& lock, const detail::Flavour& f) {
+  if (lock.outcome() == cache::LockOutcome::timed_out) {
+    logger.warn("key={}: another process held the lock for over {} ms (UWJIT_LOCK_TIMEOUT); "
+                "compiled privately, not published",
+                key.hex(), options.lock_timeout.count());
+    info.publication = Publication::not_published;
+    info.not_published_because =
+        format("another process held the key's lock for over {} ms (UWJIT_LOCK_TIMEOUT)",
+               options.lock_timeout.count());
+  } else if (const auto outcome = publish(source, key, info, object, f); outcome.published()) {
+    info.publication = Publication::published;
+  } else {
+    info.publication = Publication::not_published;
+    info.not_published_because = outcome.reason;
+  }
+}
+
 cache::PublishOutcome Engine::Impl::publish(const codegen::KernelSource& source,
                                             const cache::Key& key, const KernelInfo& info,
                                             const CompiledObject& object) {
@@ -315,20 +334,7 @@ Loaded Engine::Impl::build(const codegen::KernelSource& source, const cache::Key
   }
   info->tier = Tier::compiled;
   const auto object = compile(source, key, *info);
-  if (lock.outcome() == cache::LockOutcome::timed_out) {
-    logger.warn("key={}: another process held the lock for over {} ms (UWJIT_LOCK_TIMEOUT); "
-                "compiled privately, not published",
-                key.hex(), options.lock_timeout.count());
-    info->publication = Publication::not_published;
-    info->not_published_because =
-        format("another process held the key's lock for over {} ms (UWJIT_LOCK_TIMEOUT)",
-               options.lock_timeout.count());
-  } else if (const auto outcome = publish(source, key, *info, object); outcome.published()) {
-    info->publication = Publication::published;
-  } else {
-    info->publication = Publication::not_published;
-    info->not_published_because = outcome.reason;
-  }
+  publish_cold(source, key, *info, object, lock, flavour(source));
   lock.release();
   return load(source, key, object.bytes, std::move(info), start);
 }

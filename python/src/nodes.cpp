@@ -53,31 +53,11 @@ Boundary boundary_arg(const py::handle& value) {
 }
 
 std::string face_repr(const BoundaryFace& face) {
-  switch (face.kind) {
-  case BoundaryFace::Kind::periodic:
-    return "BoundaryFace.periodic()";
-  case BoundaryFace::Kind::edge:
-    return "BoundaryFace.edge()";
-  case BoundaryFace::Kind::dirichlet:
-    return "BoundaryFace.dirichlet(" + py::repr(py::float_(face.value)).cast<std::string>() + ")";
-  case BoundaryFace::Kind::neumann:
-    return "BoundaryFace.neumann(" + py::repr(py::float_(face.value)).cast<std::string>() + ")";
+  std::string text = "BoundaryFace." + std::string(to_string(face.kind)) + "(";
+  if (face.computed()) {
+    text += py::repr(py::float_(face.value)).cast<std::string>();
   }
-  return "BoundaryFace()";
-}
-
-std::string_view kind_name(BoundaryFace::Kind kind) {
-  switch (kind) {
-  case BoundaryFace::Kind::periodic:
-    return "periodic";
-  case BoundaryFace::Kind::edge:
-    return "edge";
-  case BoundaryFace::Kind::dirichlet:
-    return "dirichlet";
-  case BoundaryFace::Kind::neumann:
-    return "neumann";
-  }
-  return "edge";
+  return text + ")";
 }
 
 ExtentMode extent_arg(const std::string& text) {
@@ -199,10 +179,7 @@ PySource finish(const KernelWriter& writer) {
     auto& spec =
         specs.tables[static_cast<int>(buffer.role)].at(static_cast<std::size_t>(buffer.slot));
     spec.dtype = buffer.dtype;
-    // As KernelWriter emits: state buffers and static arrays with halos are assumed aligned.
-    spec.aligned = buffer.role != codegen::BufferRole::statics ||
-                   std::any_of(buffer.axes.begin(), buffer.axes.end(),
-                               [](const codegen::Axis& axis) { return axis.halo > 0; });
+    spec.aligned = codegen::assumes_aligned(buffer);
     std::vector<std::variant<std::int64_t, std::string>> shape;
     bool known = true;
     for (const auto& axis : buffer.axes) {
@@ -340,7 +317,7 @@ Dirichlet and neumann take floating-point fields only. Equal faces compare equal
       .def_static("neumann", &BoundaryFace::neumann, py::arg("gradient"),
                   "The gradient along the outward normal is `gradient` per cell.")
       .def_property_readonly(
-          "kind", [](const BoundaryFace& f) { return std::string(kind_name(f.kind)); },
+          "kind", [](const BoundaryFace& f) { return std::string(to_string(f.kind)); },
           "\"periodic\", \"edge\", \"dirichlet\" or \"neumann\".")
       .def_readonly("value", &BoundaryFace::value,
                     "Dirichlet: the face value; neumann: the gradient; else 0.")

@@ -13,18 +13,23 @@
 
 namespace uwjit::runtime {
 
-std::string to_string(BoundaryFace face) {
-  switch (face.kind) {
+std::string_view to_string(BoundaryFace::Kind kind) noexcept {
+  switch (kind) {
   case BoundaryFace::Kind::periodic:
     return "periodic";
   case BoundaryFace::Kind::edge:
     return "edge";
   case BoundaryFace::Kind::dirichlet:
-    return format("dirichlet {}", face.value);
+    return "dirichlet";
   case BoundaryFace::Kind::neumann:
-    return format("neumann {}", face.value);
+    return "neumann";
   }
   return "?";
+}
+
+std::string to_string(BoundaryFace face) {
+  std::string text(to_string(face.kind));
+  return face.computed() ? format("{} {}", text, face.value) : text;
 }
 
 std::string to_string(const Boundary& boundary) {

@@ -405,27 +405,30 @@ for bad in 0 -2 two 1e3; do
   expect_err '--threads: expected a whole number from 1 to 4096' "--threads $bad is explained"
 done
 
+# sweep_compiles_once WHAT VALUE... -- RUN ARGS with {} for the value: the first run compiles one
+# kernel, every later value is the same kernel (0 compiles).
+sweep_compiles_once() {
+  local what=$1 first="" value compiles
+  shift
+  local values=()
+  while [ "$1" != "--" ]; do values+=("$1"); shift; done
+  shift
+  for value in "${values[@]}"; do
+    run "$uwjit" "${@//\{\}/$value}" --output "$sandbox/sweep" --json
+    expect_code 0 "$what $value"
+    compiles="$(json 'd["compiles"]' <<<"$out")"
+    if [ -z "$first" ]; then
+      first=$value
+      [ "$compiles" = 1 ] && ok || fail "$what $value: the first value compiles (got $compiles)"
+    else
+      [ "$compiles" = 0 ] && ok || fail "$what $value is the same kernel (got $compiles compiles)"
+    fi
+  done
+}
 # Run-time params: a sweep over pipe-flow's tau (a run-time param of its kernel) compiles once.
-for tau in 0.6 0.8 1.1; do
-  run "$uwjit" run pipe-flow --size 12 --steps 1 --set tau=$tau --output "$sandbox/sweep" --json
-  expect_code 0 "pipe-flow tau=$tau"
-  compiles="$(json 'd["compiles"]' <<<"$out")"
-  if [ "$tau" = 0.6 ]; then
-    [ "$compiles" = 1 ] && ok || fail "the first tau compiles (got $compiles)"
-  else
-    [ "$compiles" = 0 ] && ok || fail "tau=$tau is the same kernel (got $compiles compiles)"
-  fi
-done
+sweep_compiles_once "pipe-flow tau" 0.6 0.8 1.1 -- run pipe-flow --size 12 --steps 1 --set 'tau={}'
 # Run-time extents: heat's conductivity follows the domain, so another nx is the same kernel.
-for n in 10 14; do
-  run "$uwjit" run heat --size $n --steps 1 --set extents=runtime --output "$sandbox/sweep" --json
-  expect_code 0 "heat --size $n, run-time extents"
-  compiles="$(json 'd["compiles"]' <<<"$out")"
-  if [ "$n" = 10 ]; then
-    [ "$compiles" = 1 ] && ok || fail "the first size compiles (got $compiles)"
-  else
-    [ "$compiles" = 0 ] && ok || fail "heat --size $n with run-time extents compiles nothing (got $compiles)"
-  fi
-done
+sweep_compiles_once "heat run-time extents, size" 10 14 -- \
+  run heat --size '{}' --steps 1 --set extents=runtime
 
 finish

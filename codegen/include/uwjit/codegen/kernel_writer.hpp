@@ -65,6 +65,12 @@ struct ParamDecl {
   int slot;         ///< index into args->params
 };
 
+/// Whether a kernel written by a KernelWriter assumes `buffer` 64-byte aligned: every state
+/// buffer, and static arrays with halos (the runtime pads those into a copy of its own); a static
+/// array without halos is the caller's memory. A host that calls such a kernel itself must pass
+/// these buffers aligned (the runtime's are).
+[[nodiscard]] bool assumes_aligned(const BufferDecl& buffer) noexcept;
+
 /// Writes one generated kernel: extents, buffers, integrals, then the node's text.
 ///
 /// For each buffer the kernel text gets, inside the entry function:

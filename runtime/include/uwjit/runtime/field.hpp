@@ -80,6 +80,8 @@ struct Boundary {
 inline constexpr Boundary Boundary::periodic = {BoundaryFace::periodic(), BoundaryFace::periodic()};
 inline constexpr Boundary Boundary::edge = {};
 
+/// "periodic", "edge", "dirichlet" or "neumann".
+[[nodiscard]] std::string_view to_string(BoundaryFace::Kind kind) noexcept;
 /// "periodic", "edge", "dirichlet 1.5", "neumann -2".
 [[nodiscard]] std::string to_string(BoundaryFace face);
 /// One face's text if both are alike, else "LOW / HIGH" (e.g. "dirichlet 1 / edge").
