@@ -152,15 +152,10 @@ void HeatNode::emit_update(codegen::KernelWriter& w) const {
   w.static_array("kappa", runtime::Dtype::f64,
                  {{w.domain(0), 1}, {w.domain(1), 1}, {w.domain(2), 1}});
   w.integral("heat");
-  w.update_box();
   // The harmonic mean is symmetric in IEEE arithmetic, so the flux through a face is the exact
   // negative of the flux seen from the other side: the sum of u changes by round-off only.
   w.helpers("inline double face(double a, double b) { return 2.0 * a * b / (a + b); }\n");
-  w.body(R"(    const double dt = args->dt;
-    for (uw_i64 i = nx_begin; i < nx_end; ++i) {
-      for (uw_i64 j = ny_begin; j < ny_end; ++j) {
-        for (uw_i64 k = nz_begin; k < nz_end; ++k) {
-          const double uc = u(i, j, k);
+  w.for_each_cell({.indices = {"i", "j", "k"}}, R"(          const double uc = u(i, j, k);
           const double kc = kappa(i, j, k);
           double flux = face(kc, kappa(i - 1, j, k)) * (u(i - 1, j, k) - uc);
           flux += face(kc, kappa(i + 1, j, k)) * (u(i + 1, j, k) - uc);
@@ -168,12 +163,9 @@ void HeatNode::emit_update(codegen::KernelWriter& w) const {
           flux += face(kc, kappa(i, j + 1, k)) * (u(i, j + 1, k) - uc);
           flux += face(kc, kappa(i, j, k - 1)) * (u(i, j, k - 1) - uc);
           flux += face(kc, kappa(i, j, k + 1)) * (u(i, j, k + 1) - uc);
-          const double next = uc + dt * flux;
+          const double next = uc + args->dt * flux;
           u_out(i, j, k) = next;
           heat += next;
-        }
-      }
-    }
 )");
 }
 

@@ -145,10 +145,7 @@ void MlpNode::emit_update(codegen::KernelWriter& w) const {
   }
   w.integral("u_sum");
   w.integral("u_square");
-  std::string body = "    const double dt = args->dt;\n"
-                     "    for (uw_i64 i = 0; i < nx; ++i) {\n"
-                     "      for (uw_i64 j = 0; j < ny; ++j) {\n"
-                     "        for (uw_i64 k = 0; k < nz; ++k) {\n"
+  std::string cell = "          const double dt = args->dt;\n"
                      "          double a0[w0_n1];\n"
                      "          for (uw_i64 f = 0; f < w0_n1; ++f) {\n"
                      "            a0[f] = (u(f, i, j, k) - in_mean(f)) / in_scale(f);\n"
@@ -158,25 +155,24 @@ void MlpNode::emit_update(codegen::KernelWriter& w) const {
     const std::string bk = bias_key(layer);
     const bool last = layer == m_layers;
     if (!last) {
-      body += format("          double a{}[{}_n0];\n", layer + 1, wk);
+      cell += format("          double a{}[{}_n0];\n", layer + 1, wk);
     }
-    body += format("          for (uw_i64 o = 0; o < {}_n0; ++o) {\n", wk);
-    body += format("            double acc = {}(o);\n", bk);
-    body += format("            for (uw_i64 n = 0; n < {}_n1; ++n) {\n", wk);
-    body += format("              acc += {}(o, n) * a{}[n];\n            }\n", wk, layer);
+    cell += format("          for (uw_i64 o = 0; o < {}_n0; ++o) {\n", wk);
+    cell += format("            double acc = {}(o);\n", bk);
+    cell += format("            for (uw_i64 n = 0; n < {}_n1; ++n) {\n", wk);
+    cell += format("              acc += {}(o, n) * a{}[n];\n            }\n", wk, layer);
     if (!last) {
-      body += format("            a{}[o] = uwm::tanh(acc);\n", layer + 1);
+      cell += format("            a{}[o] = uwm::tanh(acc);\n", layer + 1);
     } else {
-      body += "            const double next = u(o, i, j, k) + dt * (acc * out_scale(o) + "
+      cell += "            const double next = u(o, i, j, k) + dt * (acc * out_scale(o) + "
               "out_mean(o));\n"
               "            u_out(o, i, j, k) = next;\n"
               "            u_sum += next;\n"
               "            u_square += next * next;\n";
     }
-    body += "          }\n";
+    cell += "          }\n";
   }
-  body += "        }\n      }\n    }\n";
-  w.body(body);
+  w.for_each_cell({.indices = {"i", "j", "k"}}, cell);
 }
 
 std::vector<double> MlpNode::reference(const runtime::StaticData& data, std::int64_t steps) const {

@@ -216,36 +216,31 @@ void PipeFlowNode::emit_update(codegen::KernelWriter& w) const {
   w.integral("drag");
   w.integral("mass");
   w.integral("momentum");
-  w.update_box();
 
   // The relaxation rate and the body force are run-time params: a sweep over tau, the Reynolds
   // number or the force is one kernel (they cost no speed: the loop is bound by memory).
   w.param("omega", 1.0 / m_tau);
   w.param("fx", m_force);
-  std::string body;
+  std::string cell;
   // Branch-free, so that the k loop vectorises: every node is streamed and collided, and a
   // solid node keeps its populations through a select (its populations never change, so the
   // values computed for it, discarded, stay finite).
   // The k loop's trip count is the update box's, known only at run time: vectorised as usual, it
-  // would get a scalar remainder loop, a second copy of this long body that doubles the machine
+  // would get a scalar remainder loop, a second copy of this long cell that doubles the machine
   // code and the compile time. Folding the remainder into masked vector iterations keeps one.
-  body += "    for (uw_i64 i = nx_begin; i < nx_end; ++i) {\n"
-          "      for (uw_i64 j = ny_begin; j < ny_end; ++j) {\n"
-          "#pragma clang loop vectorize_predicate(enable)\n"
-          "        for (uw_i64 k = nz_begin; k < nz_end; ++k) {\n"
-          "          const bool solid = pipe_wall(i, j, k) != 0;\n"
+  cell += "          const bool solid = pipe_wall(i, j, k) != 0;\n"
           "          // Pull streaming; a link from a solid node is bounced back at the wall.\n"
           "          const double f0 = f(0, i, j, k);\n";
   for (int q = 1; q < k_q; ++q) {
     const auto& c = k_c[static_cast<std::size_t>(q)];
-    body += format("          const bool m{} = pipe_missing({}, i, j, k) != 0;\n", q, q);
-    body += format("          const double back{} = f({}, i, j, k);\n", q, opposite(q));
-    body += format("          const double pull{} = f({}, {}, {}, {});\n", q, q,
+    cell += format("          const bool m{} = pipe_missing({}, i, j, k) != 0;\n", q, q);
+    cell += format("          const double back{} = f({}, i, j, k);\n", q, opposite(q));
+    cell += format("          const double pull{} = f({}, {}, {}, {});\n", q, q,
                    upstream("i", c[0]), upstream("j", c[1]), upstream("k", c[2]));
-    body += format("          const double f{} = m{} ? back{} : pull{};\n", q, q, q, q);
+    cell += format("          const double f{} = m{} ? back{} : pull{};\n", q, q, q, q);
     if (c[0] != 0) {
       // The bounced population hands 2 |c_x| f to the wall, along -c_x.
-      body += format("          drag += m{} ? {} * f{} : 0.0;\n", q, literal(-2.0 * c[0]), q);
+      cell += format("          drag += m{} ? {} * f{} : 0.0;\n", q, literal(-2.0 * c[0]), q);
     }
   }
   auto sum = [&](int d) {
@@ -262,35 +257,32 @@ void PipeFlowNode::emit_update(codegen::KernelWriter& w) const {
   for (int q = 1; q < k_q; ++q) {
     rho += format(" + f{}", q);
   }
-  body += format("          const double rho = {};\n", rho);
-  body += "          const double inv_rho = 1.0 / rho;\n";
-  body += format("          const double ux = ({} + 0.5 * fx) * inv_rho;\n", sum(0));
-  body += format("          const double uy = ({}) * inv_rho;\n", sum(1));
-  body += format("          const double uz = ({}) * inv_rho;\n", sum(2));
-  body += "          const double usq = 1.5 * (ux * ux + uy * uy + uz * uz);\n";
+  cell += format("          const double rho = {};\n", rho);
+  cell += "          const double inv_rho = 1.0 / rho;\n";
+  cell += format("          const double ux = ({} + 0.5 * fx) * inv_rho;\n", sum(0));
+  cell += format("          const double uy = ({}) * inv_rho;\n", sum(1));
+  cell += format("          const double uz = ({}) * inv_rho;\n", sum(2));
+  cell += "          const double usq = 1.5 * (ux * ux + uy * uy + uz * uz);\n";
   for (int q = 0; q < k_q; ++q) {
     const auto& c = k_c[static_cast<std::size_t>(q)];
     const std::string w_q = literal(weight(q));
-    body += format("          {\n            const double cu = {};\n", dot_u(c));
-    body += format("            const double feq = {} * rho * (1.0 + 3.0 * cu + 4.5 * cu * cu - "
+    cell += format("          {\n            const double cu = {};\n", dot_u(c));
+    cell += format("            const double feq = {} * rho * (1.0 + 3.0 * cu + 4.5 * cu * cu - "
                    "usq);\n",
                    w_q);
     // Guo's forcing term with F = (fx, 0, 0): w (3 (c - u) + 9 (c . u) c) . F
-    body += format("            const double source = {} * fx * (3.0 * ({} - ux) + 9.0 * cu * "
+    cell += format("            const double source = {} * fx * (3.0 * ({} - ux) + 9.0 * cu * "
                    "{});\n",
                    w_q, literal(static_cast<double>(c[0])), literal(static_cast<double>(c[0])));
-    body +=
+    cell +=
         format("            const double post = f{} - omega * (f{} - feq) + (1.0 - 0.5 * omega) * "
                "source;\n            f_out({}, i, j, k) = solid ? f({}, i, j, k) : post;\n"
                "          }\n",
                q, q, q, q);
   }
-  body += "          mass += solid ? 0.0 : rho;\n"
-          "          momentum += solid ? 0.0 : rho * ux;\n"
-          "        }\n"
-          "      }\n"
-          "    }\n";
-  w.body(body);
+  cell += "          mass += solid ? 0.0 : rho;\n"
+          "          momentum += solid ? 0.0 : rho * ux;\n";
+  w.for_each_cell({.indices = {"i", "j", "k"}, .masked_remainder = true}, cell);
 }
 
 Verdict PipeFlowNode::check(const runtime::Snapshot& simulation, const Trace& trace) const {

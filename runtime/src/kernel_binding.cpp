@@ -34,9 +34,10 @@ namespace {
 
 // One stage's kernel.
 Emitted emit_stage(const Node& node, const Layout& layout, const StaticData& bound,
-                   const StaticData& whole, bool checked, int stage) {
+                   const StaticData& whole, bool checked, bool gpu, int stage) {
   KernelWriter writer(node.name());
   writer.checked(checked);
+  writer.gpu(gpu);
   if (layout.stages > 1) {
     // Also keeps two stages of the same text apart in the reports.
     writer.comment(format("stage {} of {}", stage, layout.stages));
@@ -80,10 +81,10 @@ Emitted emit_stage(const Node& node, const Layout& layout, const StaticData& bou
 } // namespace
 
 std::vector<Emitted> emit(const Node& node, const Layout& layout, const StaticData& bound,
-                          const StaticData& whole, bool checked) {
+                          const StaticData& whole, bool checked, bool gpu) {
   std::vector<Emitted> stages;
   for (int stage = 0; stage < layout.stages; ++stage) {
-    stages.push_back(emit_stage(node, layout, bound, whole, checked, stage));
+    stages.push_back(emit_stage(node, layout, bound, whole, checked, gpu, stage));
   }
   for (const auto& name : layout.integrals) {
     int computed = 0;

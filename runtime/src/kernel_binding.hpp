@@ -30,9 +30,10 @@ struct Emitted {
 /// is computed by exactly one stage. The kernel text names the static_data_hash of `whole`, the
 /// node's whole static data (also when `bound` holds a rank's slabs, so that every rank emits the
 /// same text), with the axes the kernel declares over run-time domain extents recorded as
-/// following them. `checked`: the kernels are written in checked mode (KernelWriter::checked).
+/// following them. `checked`: the kernels are written in checked mode (KernelWriter::checked);
+/// `gpu`: for a GPU (KernelWriter::gpu).
 std::vector<Emitted> emit(const Node& node, const Layout& layout, const StaticData& bound,
-                          const StaticData& whole, bool checked);
+                          const StaticData& whole, bool checked, bool gpu = false);
 
 /// The axes of static arrays that `writer`'s kernel declares over run-time domain extents.
 [[nodiscard]] std::vector<FollowsDomain> static_follows(const codegen::KernelWriter& writer);

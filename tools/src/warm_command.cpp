@@ -6,7 +6,9 @@
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/engine/engine.hpp>
+#include <uwjit/engine/target.hpp>
 #include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/node_kernels.hpp>
 #include <uwjit/runtime/simulation.hpp>
 
 #include <nlohmann/json.hpp>
@@ -25,13 +27,19 @@ ArgSpec warm_spec() {
                        "disk.");
   spec.option("--size", "N|NXxNYxNZ", "the grid, as for uwjit run")
       .option("--set", "NAME=VALUE", "set a node param, as for uwjit run (repeatable)")
+      .option("--target", "host|cuda:sm_XX",
+              "the kernels for this CPU, or the node's GPU kernels as PTX for an NVIDIA GPU "
+              "(no GPU needed)",
+              "host")
       .flag("--json", "print the report as JSON on stdout")
       .positional("NODE", "heat, pipe-flow, fvm or mlp")
       .epilog("Exit codes: 0 every kernel is in the cache, 1 a kernel could not be published "
               "(the report\nsays why: the disk cache is off, the directory is refused or "
               "unwritable) or did not\ncompile, 2 bad usage. Example, in a job script before "
               "the run:\n"
-              "  UWJIT_CACHE_DIR=/site/cache uwjit warm pipe-flow --size 64");
+              "  UWJIT_CACHE_DIR=/site/cache uwjit warm pipe-flow --size 64\n"
+              "For a GPU job, on a login node without a GPU:\n"
+              "  UWJIT_CACHE_DIR=/site/cache uwjit warm heat --size 256 --target cuda:sm_90");
   return spec;
 }
 
@@ -49,17 +57,34 @@ int warm_command(const std::vector<std::string>& argv) {
                                ? nodes::sized_params(type, parse_size(*args.get("--size"), "warm"))
                                : nodes::default_params(type);
   apply_sets(params, args.all("--set"), "warm");
+  engine::Target target;
+  try {
+    target = engine::Target::parse(args.value("--target"));
+  } catch (const Error& error) {
+    spec.fail(format("--target: {}", error.what()));
+  }
   const auto node = nodes::make(type, type, params);
 
   engine::Engine engine;
-  const runtime::Simulation simulation(engine,
-                                       std::vector<std::shared_ptr<const runtime::Node>>{node}, {});
+  // The host's kernels come from the simulation a run builds; a GPU's from the node alone (no
+  // GPU is needed to write and compile them).
+  std::vector<engine::KernelInfo> infos;
+  if (target.is_host()) {
+    const runtime::Simulation simulation(
+        engine, std::vector<std::shared_ptr<const runtime::Node>>{node}, {});
+    for (const auto& report : simulation.kernels()) {
+      infos.push_back(report.info);
+    }
+  } else {
+    for (const auto& kernel : runtime::node_kernels(*node, true)) {
+      infos.push_back(*engine.ptx(kernel.source, target).info);
+    }
+  }
   const auto dir = engine.cache_dir();
   bool all_cached = true;
   nlohmann::json kernels = nlohmann::json::array();
   Table table({"node", "key", "tier", "cache"});
-  for (const auto& report : simulation.kernels()) {
-    const auto& info = report.info;
+  for (const auto& info : infos) {
     const bool cached =
         info.publication != engine::Publication::not_published && info.tier != engine::Tier::memory;
     all_cached = all_cached && cached;
@@ -73,8 +98,8 @@ int warm_command(const std::vector<std::string>& argv) {
     } else {
       cache = "memory only";
     }
-    table.add({report.node, info.key, engine::to_string(info.tier), cache});
-    nlohmann::json one = {{"node", report.node},
+    table.add({type, info.key, engine::to_string(info.tier), cache});
+    nlohmann::json one = {{"node", type},
                           {"key", info.key},
                           {"tier", engine::to_string(info.tier)},
                           {"publication", engine::to_string(info.publication)},
@@ -88,13 +113,14 @@ int warm_command(const std::vector<std::string>& argv) {
     const nlohmann::json report = {
         {"ok", all_cached},
         {"node", type},
+        {"target", target.text()},
         {"cache_dir", dir ? nlohmann::json(dir->string()) : nlohmann::json(nullptr)},
         {"kernels", std::move(kernels)},
     };
     std::cout << report.dump(2) << "\n";
   } else {
-    std::cout << "uwjit warm " << type << ": " << simulation.kernels().size() << " kernel"
-              << (simulation.kernels().size() == 1 ? "" : "s") << ", cache "
+    std::cout << "uwjit warm " << type << ": " << infos.size() << " kernel"
+              << (infos.size() == 1 ? "" : "s") << " for " << target.text() << ", cache "
               << (dir ? dir->string() : "none") << "\n"
               << table.render();
   }

@@ -65,6 +65,16 @@ struct ParamDecl {
   int slot;         ///< index into args->params
 };
 
+/// The loops of a cell-form kernel (KernelWriter::for_each_cell).
+struct CellLoop {
+  /// The names of the cell's indices, one per domain axis in axis order, e.g. {"i", "j", "k"}.
+  std::vector<std::string> indices;
+  /// CPU form: fold the innermost loop's remainder into masked vector iterations, one copy of
+  /// the cell's code instead of a vector loop and a scalar remainder loop (for long cells, whose
+  /// second copy would double the machine code and the compile time). No effect on a GPU.
+  bool masked_remainder = false;
+};
+
 /// Whether a kernel written by a KernelWriter assumes `buffer` 64-byte aligned: every state
 /// buffer, and static arrays with halos (the runtime pads those into a copy of its own); a static
 /// array without halos is the caller's memory. A host that calls such a kernel itself must pass
@@ -190,6 +200,30 @@ public:
   /// Whether checked mode is on.
   [[nodiscard]] bool is_checked() const noexcept { return m_checked; }
 
+  /// The update of one cell, the writer owning the iteration (the cell form). `text` runs once
+  /// for each cell of the update box (declared here if it was not), its indices the locals named
+  /// `loop.indices` (interior-relative, as the accessors take them), with every accessor, extent,
+  /// param and integral in scope. On a CPU the writer emits loops over the box, the last axis
+  /// innermost (vectorised; a runtime slices the box over its threads); for a GPU (gpu(true)),
+  /// one thread per cell of the box and each integral reduced over the threads (see
+  /// kernel_abi.h for the launch). The text must not `return`, `break` or `continue` out of the
+  /// cell. A kernel has either a body() or one for_each_cell(); Error(usage) naming the kernel
+  /// if it has both, if the index count is not the domain's or an index name is not free.
+  void for_each_cell(CellLoop loop, std::string_view text);
+
+  /// Whether the kernel is written in the cell form.
+  [[nodiscard]] bool is_cell_form() const noexcept { return !m_cell.empty(); }
+
+  /// Writes the kernel for a GPU (off by default; a runtime sets it before the node writes): the
+  /// entry is a GPU kernel, `extern "C" __attribute__((nvptx_kernel)) void ENTRY(const
+  /// uwjit_kernel_args)`, with `args` a pointer to its argument in the text as on a CPU, and the
+  /// iteration is one thread per cell. Only cell-form kernels can be written for a GPU: finish()
+  /// throws Error(usage) for a body() (its own loops run on CPUs only) or in checked mode.
+  void gpu(bool on) noexcept { m_gpu = on; }
+
+  /// Whether the kernel is written for a GPU.
+  [[nodiscard]] bool is_gpu() const noexcept { return m_gpu; }
+
   /// Declares a domain integral `name`: a local sum the kernel text adds to.
   /// Throws Error(usage) if restrict_outputs is in force and `name` is not among its integrals.
   void integral(std::string name);
@@ -209,8 +243,8 @@ public:
 
   /// The kernel: its text, its slot tables (state_in, state_out, statics, run-time extents,
   /// integrals, params, each in declaration order) and the map from its lines to those of the
-  /// texts given to body() and helpers(), so that a compile error names the node's own line.
-  /// Throws Error(usage) if no body was written.
+  /// texts given to body(), for_each_cell() and helpers(), so that a compile error names the
+  /// node's own line. Throws Error(usage) if neither a body nor a cell was written.
   [[nodiscard]] KernelSource finish() const;
 
   [[nodiscard]] const std::string& origin() const noexcept { return m_origin; }
@@ -237,6 +271,8 @@ private:
   [[nodiscard]] std::string extent_text(const ExtentDecl& extent) const;
   [[nodiscard]] std::string buffer_text(const BufferDecl& buffer) const;
   [[nodiscard]] std::string checks_text(const BufferDecl& buffer) const;
+  [[nodiscard]] std::string cell_loops_text(LineMap& lines, const std::string& before) const;
+  [[nodiscard]] std::string cell_thread_text(LineMap& lines, const std::string& before) const;
 
   std::string m_origin;
   std::vector<ExtentDecl> m_extents;
@@ -250,9 +286,12 @@ private:
   std::vector<std::string> m_comments;
   std::string m_helpers;
   std::string m_body;
+  std::string m_cell; // the cell form's text
+  CellLoop m_cell_loop;
   int m_runtime_extents = 0;
   bool m_update_box = false;
   bool m_checked = false;
+  bool m_gpu = false;
   int m_domain[3] = {-1, -1, -1};
 };
 

@@ -1,0 +1,22 @@
+#include <uwjit/runtime/node_kernels.hpp>
+
+#include "kernel_binding.hpp"
+#include "node_layout.hpp"
+
+namespace uwjit::runtime {
+
+std::vector<NodeKernel> node_kernels(const Node& node, bool gpu) {
+  const detail::Layout layout = detail::read_layout(node);
+  if (!layout.declared_inputs.empty()) {
+    detail::node_error(node, "reads fields of other nodes (NodeLayout::inputs): its kernels are "
+                             "emitted by the simulation that holds those nodes");
+  }
+  const StaticData& whole = node.static_data();
+  std::vector<NodeKernel> kernels;
+  for (auto& stage : detail::emit(node, layout, whole, whole, false, gpu)) {
+    kernels.push_back({std::move(stage.writer), std::move(stage.source)});
+  }
+  return kernels;
+}
+
+} // namespace uwjit::runtime
