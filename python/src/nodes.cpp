@@ -300,7 +300,30 @@ takes it as params={name: value}. Raises UsageError if `name` is not a free C id
       .def("helpers", &KernelWriter::helpers, py::arg("text"),
            "Appends text at namespace scope before the entry.")
       .def("body", &KernelWriter::body, py::arg("text"),
-           "Appends text to the entry's body, after the accessors.")
+           "Appends text to the entry's body, after the accessors (the kernel's own loops: CPUs "
+           "only).")
+      .def(
+          "for_each_cell",
+          [](KernelWriter& w, std::vector<std::string> indices, std::string_view text,
+             bool masked_remainder) {
+            w.for_each_cell({.indices = std::move(indices), .masked_remainder = masked_remainder},
+                            text);
+          },
+          py::arg("indices"), py::arg("text"), py::kw_only(), py::arg("masked_remainder") = false,
+          R"doc(
+The update of one cell, the writer owning the iteration: `text` runs once for each cell of the
+update box (declared here if it was not), its indices the locals named `indices` (one per domain
+axis, e.g. ["i", "j", "k"]), with every accessor, extent, param and integral in scope. On a CPU
+the writer emits the loops (vectorised, sliced over threads); for a GPU, one thread per cell. The
+text must not return, break or continue out of the cell. A kernel has either a body() or one
+for_each_cell(); UsageError otherwise, or if the index count is not the domain's.
+`masked_remainder`: fold the innermost loop's remainder into masked vector iterations (one copy
+of a long cell's code instead of two).)doc")
+      .def_property_readonly("cell_form", &KernelWriter::is_cell_form,
+                             "Whether the kernel is written with for_each_cell().")
+      .def_property_readonly("gpu", &KernelWriter::is_gpu,
+                             "Whether the kernel is written for a GPU (only cell-form kernels "
+                             "can be).")
       .def("finish", &finish, "The kernel as a Source (for Engine.kernel).");
 
   py::class_<BoundaryFace>(m, "BoundaryFace", R"doc(

@@ -104,4 +104,38 @@ expect_code 1 "exp on a GPU without libdevice"
 expect_err "error: $sandbox/decay\\.cpp: exp on cuda:sm_90 needs CUDA's libdevice, which was not found \\(looked at: $sandbox/no-cuda/nvvm/libdevice/libdevice\\.10\\.bc \\(UWJIT_CUDA_PATH\\)\\)" \
   "the error names the function and the path looked at"
 
+# A node's GPU kernels, compiled into the cache on a machine without a GPU.
+run "$uwjit" warm heat --size 12 --target cuda:sm_90 --json
+expect_code 0 "warm heat --target cuda:sm_90"
+heat=$(python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["ok"] and d["target"] == "cuda:sm_90" and len(d["kernels"]) == 1, d
+k = d["kernels"][0]
+assert k["tier"] == "compiled" and k["publication"] == "published", k
+print(k["key"])' <<<"$out") && ok || fail "warm --json names the target and publishes the kernel"
+[ -f "$cache/$heat.ptx" ] && grep -q '^\.target sm_90$' "$cache/$heat.ptx" \
+  && grep -q 'shfl\.sync\.down\.b32' "$cache/$heat.ptx" && ok \
+  || fail "the heat kernel is PTX for sm_90 with its integral's warp sum"
+if ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null); then
+  run "$ptxas" -arch=sm_90 "$cache/$heat.ptx" -o "$sandbox/heat.cubin"
+  expect_code 0 "NVIDIA's ptxas accepts the heat kernel's PTX"
+else
+  echo "note: ptxas not found: the node's PTX was not assembled (not counted)"
+fi
+run "$uwjit" warm heat --size 12 --target cuda:sm_90
+expect_code 0 "warm the same node again"
+expect_out "^heat +$heat +disk +already in " "a second warm finds the PTX on disk"
+run "$uwjit" warm heat --size 12 --json
+[ "$code" -eq 0 ] && [ "$(json 'd["target"]' <<<"$out")" = host ] \
+  && [ "$(json 'd["kernels"][0]["key"]' <<<"$out")" != "$heat" ] && ok \
+  || fail "the host's kernel of the same node is another key"
+run "$uwjit" warm fvm --target cuda:sm_90
+expect_code 2 "a node without a GPU form"
+expect_err 'kernel of "fvm": it writes its own loops \(body\(\)\), which run on CPUs only; a kernel that runs on a GPU gives the update of one cell with for_each_cell\(\)' \
+  "the refusal names the node and the way to a GPU form"
+run "$uwjit" warm heat --target cuda:sm_9
+expect_code 2 "warm with a bad target"
+expect_err 'warm: --target: target "cuda:sm_9": expected host or cuda:sm_XX' "warm names the bad target"
+
 finish

@@ -178,3 +178,48 @@ def test_a_node_that_breaks_its_contract_is_a_clear_error(engine, method, body, 
     with pytest.raises(error) as caught:
         uwjit.Simulation(engine, [broken("b", 4, 4, 0.1)])
     assert words in str(caught.value)
+
+
+class RelaxCells(Relax):
+    """Relax with the writer's iteration: the node gives one cell's update."""
+
+    def emit_update(self, writer):
+        writer.state_out("u")
+        writer.static_array("target", writer.provided_dtype("target"),
+                            [writer.domain(0), writer.domain(1)])
+        writer.integral("total")
+        writer.for_each_cell(["i", "j"], """
+      u_out(i, j) = u(i, j) + args->dt * (target(i, j) - u(i, j));
+      total += u_out(i, j);
+""")
+        assert writer.cell_form and not writer.gpu
+
+
+def test_a_cell_form_python_node_matches_numpy_and_its_loop_form(engine):
+    loops = uwjit.Simulation(engine, [Relax("r", 7, 9, 0.25)], threads=2)
+    cells = uwjit.Simulation(engine, [RelaxCells("r", 7, 9, 0.25)], threads=2)
+    loops.step(3)
+    cells.step(3)
+    np.testing.assert_array_equal(cells.field("r", "u"), loops.field("r", "u"))
+    np.testing.assert_allclose(cells.field("r", "u"), reference(RelaxCells("r", 7, 9, 0.25).target,
+                                                                0.25, 3), rtol=1e-14)
+    assert cells.integrals("r")["total"] == pytest.approx(loops.integrals("r")["total"], rel=1e-12)
+
+
+def test_a_kernel_with_its_own_loops_and_the_writers_is_a_usage_error(engine):
+    class Both(RelaxCells):
+        def emit_update(self, writer):
+            writer.state_out("u")
+            writer.body("// the node's own loops\n")
+            writer.for_each_cell(["i", "j"], "u_out(i, j) = u(i, j);\n")
+
+    with pytest.raises(uwjit.UsageError, match="a kernel has its own loops or the writer's"):
+        uwjit.Simulation(engine, [Both("r", 4, 4, 0.5)])
+
+    class WrongCount(RelaxCells):
+        def emit_update(self, writer):
+            writer.state_out("u")
+            writer.for_each_cell(["i"], "u_out(i, 0) = 1.0;\n")
+
+    with pytest.raises(uwjit.UsageError, match=r"names 1 indices \(i\) for 2 domain axes"):
+        uwjit.Simulation(engine, [WrongCount("r", 4, 4, 0.5)])

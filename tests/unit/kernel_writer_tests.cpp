@@ -288,3 +288,122 @@ TEST_CASE("the line map takes each line of body() and helpers() back to the node
   }
   CHECK(canonical.substr(at, text.find('\n') + 1) == text.substr(0, text.find('\n') + 1));
 }
+
+namespace {
+
+// heat_like without its body: a kernel about to be given its cell.
+KernelWriter cell_like() {
+  KernelWriter w("heat");
+  const auto x = w.domain_extent(0, "nx", 8, ExtentMode::compiled);
+  const auto y = w.domain_extent(1, "ny", 7, ExtentMode::runtime);
+  const auto z = w.domain_extent(2, "nz", 9, ExtentMode::compiled);
+  w.state_in("u", Dtype::f64, {{x, 1}, {y, 1}, {z, 1}});
+  w.state_out("u");
+  w.integral("total");
+  return w;
+}
+
+constexpr const char* k_cell = "      const double next = u(i, j, k + 1) * args->dt;\n"
+                               "      u_out(i, j, k) = next;\n"
+                               "      total += next;\n";
+
+} // namespace
+
+TEST_CASE("the cell form on a CPU: loops over the update box, the last axis innermost") {
+  KernelWriter w = cell_like();
+  w.for_each_cell({.indices = {"i", "j", "k"}}, k_cell);
+  CHECK(w.updates_box()); // declared by for_each_cell
+  CHECK(w.is_cell_form());
+  const auto source = w.finish();
+  const std::string& body = source.body();
+  CHECK(contains(body, "    for (uw_i64 i = nx_begin; i < nx_end; ++i) {\n"
+                       "      for (uw_i64 j = ny_begin; j < ny_end; ++j) {\n"
+                       "        for (uw_i64 k = nz_begin; k < nz_end; ++k) {\n" +
+                           std::string(k_cell) + "        }\n      }\n    }\n"));
+  // The caller's struct is copied, so that no buffer can alias what the cell reads from args.
+  CHECK(contains(body, "int __UWJIT_ENTRY__(const uwjit_kernel_args* uwjit_caller_args) {\n"
+                       "  const uwjit_kernel_args uwjit_args = *uwjit_caller_args;\n"));
+  CHECK(contains(body, "  args->integrals[0] = total.value;\n  return UWJIT_KERNEL_OK;\n"));
+  CHECK_FALSE(contains(body, "vectorize_predicate"));
+  CHECK_FALSE(contains(body, "nvvm"));
+  // The node's lines are mapped as a body's are.
+  const auto& span = source.line_map().spans.at(0);
+  CHECK(span.section == "kernel");
+  CHECK(span.count == 3);
+  std::size_t at = 0;
+  for (int line = 1; line < span.first; ++line) {
+    at = body.find('\n', at) + 1;
+  }
+  CHECK(body.substr(at, body.find('\n', at) - at) ==
+        "      const double next = u(i, j, k + 1) * args->dt;");
+
+  KernelWriter masked = cell_like();
+  masked.for_each_cell({.indices = {"i", "j", "k"}, .masked_remainder = true}, k_cell);
+  CHECK(contains(masked.finish().body(), "#pragma clang loop vectorize_predicate(enable)\n"
+                                         "        for (uw_i64 k = nz_begin;"));
+}
+
+TEST_CASE(
+    "the cell form for a GPU: one thread per cell, the last axis on x, warp-summed integrals") {
+  KernelWriter w = cell_like();
+  w.gpu(true);
+  w.for_each_cell({.indices = {"i", "j", "k"}}, k_cell);
+  const auto source = w.finish();
+  const std::string& body = source.body();
+  CHECK(contains(body, "extern \"C\" __attribute__((nvptx_kernel)) void "
+                       "__UWJIT_ENTRY__(const uwjit_kernel_args uwjit_args) {\n"
+                       "  const uwjit_kernel_args* const args = &uwjit_args;\n"));
+  CHECK(contains(body, "    const uw_i64 i = nx_begin + "
+                       "static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_z());\n"
+                       "    const uw_i64 j = ny_begin + "
+                       "static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_y());\n"
+                       "    const uw_i64 k = nz_begin + "
+                       "static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_x()) * "
+                       "__nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();\n"
+                       "    if (i < nx_end && j < ny_end && k < nz_end) {\n" +
+                           std::string(k_cell) + "    }\n"));
+  CHECK(contains(body, "  uwjit_warp_add(&args->integrals[0], total.value);\n}\n"));
+  CHECK_FALSE(contains(body, "UWJIT_KERNEL_OK"));
+  // Other text than the CPU form's: another key.
+  KernelWriter cpu = cell_like();
+  cpu.for_each_cell({.indices = {"i", "j", "k"}}, k_cell);
+  CHECK(cpu.finish().canonical() != source.canonical());
+}
+
+TEST_CASE("the cell form's mistakes are usage errors naming the kernel") {
+  {
+    KernelWriter w = cell_like();
+    CHECK(usage_error([&] { w.for_each_cell({.indices = {"i", "j"}}, k_cell); }) ==
+          "kernel of \"heat\": for_each_cell() names 2 indices (i, j) for 3 domain axes");
+    CHECK(contains(usage_error([&] { w.for_each_cell({.indices = {"i", "j", "nx"}}, k_cell); }),
+                   "cell index \"nx\" clashes with a name already declared"));
+    CHECK(contains(usage_error([&] { w.for_each_cell({.indices = {"i", "j", "k"}}, " \n"); }),
+                   "for_each_cell() was given no text"));
+  }
+  {
+    KernelWriter w = cell_like();
+    w.for_each_cell({.indices = {"i", "j", "k"}}, k_cell);
+    CHECK(contains(usage_error([&] { w.for_each_cell({.indices = {"a", "b", "c"}}, k_cell); }),
+                   "for_each_cell() is called twice"));
+    CHECK(usage_error([&] { w.body("    total += 1.0;\n"); }) ==
+          "kernel of \"heat\": body() after for_each_cell(): a kernel has its own loops or the "
+          "writer's, not both");
+  }
+  {
+    KernelWriter w = cell_like();
+    w.body("    total += 1.0;\n");
+    CHECK(contains(usage_error([&] { w.for_each_cell({.indices = {"i", "j", "k"}}, k_cell); }),
+                   "for_each_cell() after body()"));
+    w.gpu(true);
+    CHECK(usage_error([&] { (void)w.finish(); }) ==
+          "kernel of \"heat\": it writes its own loops (body()), which run on CPUs only; a kernel "
+          "that runs on a GPU gives the update of one cell with for_each_cell()");
+  }
+  {
+    KernelWriter w = cell_like();
+    w.gpu(true);
+    w.checked(true);
+    w.for_each_cell({.indices = {"i", "j", "k"}}, k_cell);
+    CHECK(contains(usage_error([&] { (void)w.finish(); }), "checked mode runs on CPUs only"));
+  }
+}

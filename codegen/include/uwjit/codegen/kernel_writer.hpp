@@ -205,10 +205,14 @@ public:
   /// `loop.indices` (interior-relative, as the accessors take them), with every accessor, extent,
   /// param and integral in scope. On a CPU the writer emits loops over the box, the last axis
   /// innermost (vectorised; a runtime slices the box over its threads); for a GPU (gpu(true)),
-  /// one thread per cell of the box and each integral reduced over the threads (see
-  /// kernel_abi.h for the launch). The text must not `return`, `break` or `continue` out of the
-  /// cell. A kernel has either a body() or one for_each_cell(); Error(usage) naming the kernel
-  /// if it has both, if the index count is not the domain's or an index name is not free.
+  /// one thread per cell of the box. Its launch: blocks of B threads on x (B a multiple of 32),
+  /// over a grid of ceil(n_last / B) blocks on x, n_{d-2} on y and n_{d-3} on z, where n_a is
+  /// the box's extent on domain axis a and d the domain's rank (a 1-D domain uses x only); the
+  /// integrals (args->integrals, device memory, zeroed before the launch) receive each warp's
+  /// sum, folded by shuffles, through one atomic addition per warp. The text must not `return`,
+  /// `break` or `continue` out of the cell. A kernel has either a body() or one for_each_cell();
+  /// Error(usage) naming the kernel if it has both, if the index count is not the domain's or an
+  /// index name is not free.
   void for_each_cell(CellLoop loop, std::string_view text);
 
   /// Whether the kernel is written in the cell form.
