@@ -1,6 +1,6 @@
 // The MPI collective kernel request: the ranks agree on their keys (or all raise the same error
-// naming what differs), rank 0 gets every kernel some rank lacks and broadcasts the objects or
-// its error, and every rank adopts what it received. One compile per job.
+// naming what differs), rank 0 gets every kernel some rank lacks and broadcasts the objects (or
+// a GPU target's PTX) or its error, and every rank adopts what it received. One compile per job.
 #include "engine_impl.hpp"
 
 #include <uwjit/comm/verdict.hpp>
@@ -19,6 +19,7 @@ namespace uwjit::engine {
 using detail::Clock;
 using detail::Loaded;
 using detail::new_info;
+using detail::Ptx;
 using detail::slot_tables;
 using detail::to_kernel;
 
@@ -151,13 +152,13 @@ struct Received {
 // or the error every rank must raise:
 //   u64 1, u64 kind, str message, u64 n, then n compile diagnostics:
 //   str severity, str section, u64 line, u64 column, str message.
-void write_outcome(ByteWriter& writer, const Loaded& got) {
+void write_outcome(ByteWriter& writer, const KernelInfo& info, std::string_view object) {
   writer.u64(0);
-  writer.u64(static_cast<std::uint64_t>(got.info->tier));
-  writer.f64(got.info->compile.frontend_ms);
-  writer.f64(got.info->compile.optimise_ms);
-  writer.f64(got.info->compile.codegen_ms);
-  writer.str(std::string_view(got.object->data(), got.object->size()));
+  writer.u64(static_cast<std::uint64_t>(info.tier));
+  writer.f64(info.compile.frontend_ms);
+  writer.f64(info.compile.optimise_ms);
+  writer.f64(info.compile.codegen_ms);
+  writer.str(object);
 }
 
 void write_failure(ByteWriter& writer, ErrorKind kind, std::string_view message,
@@ -227,72 +228,65 @@ std::vector<std::string> per_rank_keys(const std::vector<std::vector<Claim>>& pe
 
 } // namespace
 
-std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSource> sources,
-                                             comm::Collectives& comm) {
-  // 1. Every rank states its keys and which kernels it holds already; one all-gather.
-  std::vector<cache::Key> keys;
-  std::vector<Claim> mine;
-  for (const auto& source : sources) {
-    keys.push_back(cache::Key::of(source.canonical(), flavour(source).salt));
-    mine.push_back({keys.back().hex(), in_memory(keys.back()).has_value()});
+// What a collective request serves: a host kernel (its object, loaded on each rank) or a GPU
+// target's PTX (its text). Each says how a rank names, finds, gets and adopts one.
+struct Engine::Impl::HostKernels {
+  Impl& impl;
+  using Result = Loaded;
+  cache::Key key(const codegen::KernelSource& source) {
+    return cache::Key::of(source.canonical(), impl.flavour(source).salt);
   }
-  std::vector<std::vector<Claim>> per_rank;
-  const std::vector<std::string> gathered = comm.all_gather(encode_claims(mine));
-  for (std::size_t r = 0; r < gathered.size(); ++r) {
-    per_rank.push_back(decode_claims(gathered[r], static_cast<int>(r)));
+  bool held(const cache::Key& key) { return impl.holds(impl.loaded, key); }
+  Loaded request(const codegen::KernelSource& source, const cache::Key& key) {
+    return impl.request(source, key);
   }
+  static std::string_view bytes(const Loaded& got) {
+    return {got.object->data(), got.object->size()};
+  }
+  Loaded adopt(const codegen::KernelSource& source, const cache::Key& key, const std::string& bytes,
+               const KernelInfo& root, comm::Collectives& comm) {
+    return impl.adopt(source, key, bytes, root, comm);
+  }
+  const std::string& salt_text(const codegen::KernelSource& source) {
+    return impl.flavour(source).salt_text;
+  }
+};
 
-  // 2. Key agreement: the same verdict on every rank, from the same gathered claims.
-  if (const auto differing = first_disagreement(per_rank)) {
-    raise_disagreement(sources, *differing, per_rank_keys(per_rank, *differing), comm);
+struct Engine::Impl::GpuPtx {
+  Impl& impl;
+  const Target& target;
+  using Result = Ptx;
+  cache::Key key(const codegen::KernelSource& source) {
+    return cache::Key::of(source.canonical(), impl.flavour(source, target).salt);
   }
-
-  // 3. When every rank holds every kernel, each serves itself.
-  const std::vector<bool> needed = needed_kernels(per_rank);
-  std::vector<Kernel> out;
-  if (std::find(needed.begin(), needed.end(), true) == needed.end()) {
-    for (std::size_t i = 0; i < sources.size(); ++i) {
-      out.push_back(to_kernel(request(sources[i], keys[i])));
-    }
-    return out;
+  bool held(const cache::Key& key) { return impl.holds(impl.ptx_loaded, key); }
+  Ptx request(const codegen::KernelSource& source, const cache::Key& key) {
+    return impl.request_ptx(source, key, target);
   }
-
-  // 4. Rank 0 gets every needed kernel and broadcasts each outcome.
-  std::vector<std::optional<Loaded>> fetched(sources.size()); // rank 0's own results
-  std::string payload;
-  if (comm.rank() == 0) {
-    payload = fetch_needed(sources, keys, needed, fetched);
+  static std::string_view bytes(const Ptx& got) { return *got.text; }
+  Ptx adopt(const codegen::KernelSource& source, const cache::Key& key, const std::string& bytes,
+            const KernelInfo& root, comm::Collectives& comm) {
+    return impl.adopt_ptx(source, key, target, bytes, root, comm);
   }
-  payload = comm.broadcast(std::move(payload), 0);
-  const auto received = read_outcomes(payload, needed);
-
-  // 5. Every rank loads what it received; a load failing on some ranks fails on every rank.
-  comm::together(comm, [&] {
-    for (std::size_t i = 0; i < sources.size(); ++i) {
-      if (fetched[i]) {
-        out.push_back(to_kernel(*fetched[i]));
-      } else if (!needed[i] || in_memory(keys[i])) {
-        out.push_back(to_kernel(request(sources[i], keys[i])));
-      } else {
-        out.push_back(
-            to_kernel(adopt(sources[i], keys[i], received[i]->object, received[i]->info, comm)));
-      }
-    }
-  });
-  return out;
-}
+  const std::string& salt_text(const codegen::KernelSource& source) {
+    return impl.flavour(source, target).salt_text;
+  }
+};
 
 // Rank 0's part: every needed kernel from memory, disk or a compile, in parallel. An error is
 // caught and written into the payload, never thrown before the broadcast.
-std::string Engine::Impl::fetch_needed(std::span<const codegen::KernelSource> sources,
+template <class Kind>
+std::string Engine::Impl::fetch_needed(Kind& kind, std::span<const codegen::KernelSource> sources,
                                        const std::vector<cache::Key>& keys,
                                        const std::vector<bool>& needed,
-                                       std::vector<std::optional<Loaded>>& fetched) {
-  std::vector<std::future<Loaded>> pending(sources.size());
+                                       std::vector<std::optional<typename Kind::Result>>& fetched) {
+  using Result = typename Kind::Result;
+  std::vector<std::future<Result>> pending(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
     if (needed[i]) {
-      pending[i] = std::async(std::launch::async,
-                              [this, &sources, &keys, i] { return request(sources[i], keys[i]); });
+      pending[i] = std::async(std::launch::async, [&kind, &sources, &keys, i] {
+        return kind.request(sources[i], keys[i]);
+      });
     }
   }
   ByteWriter writer;
@@ -301,7 +295,8 @@ std::string Engine::Impl::fetch_needed(std::span<const codegen::KernelSource> so
       continue;
     }
     try {
-      write_outcome(writer, fetched[i].emplace(pending[i].get()));
+      const Result& got = fetched[i].emplace(pending[i].get());
+      write_outcome(writer, *got.info, Kind::bytes(got));
     } catch (const Error& error) {
       write_failure(writer, error.kind(), error.what(), error.diagnostics());
     } catch (const std::exception& error) {
@@ -311,14 +306,90 @@ std::string Engine::Impl::fetch_needed(std::span<const codegen::KernelSource> so
   return std::move(writer.bytes());
 }
 
+// The protocol, for either kind.
+template <class Kind>
+std::vector<typename Kind::Result>
+Engine::Impl::run_collective(Kind& kind, std::span<const codegen::KernelSource> sources,
+                             comm::Collectives& comm) {
+  using Result = typename Kind::Result;
+  // 1. Every rank states its keys and which kernels it holds already; one all-gather.
+  std::vector<cache::Key> keys;
+  std::vector<Claim> mine;
+  for (const auto& source : sources) {
+    keys.push_back(kind.key(source));
+    mine.push_back({keys.back().hex(), kind.held(keys.back())});
+  }
+  std::vector<std::vector<Claim>> per_rank;
+  const std::vector<std::string> gathered = comm.all_gather(encode_claims(mine));
+  for (std::size_t r = 0; r < gathered.size(); ++r) {
+    per_rank.push_back(decode_claims(gathered[r], static_cast<int>(r)));
+  }
+
+  // 2. Key agreement: the same verdict on every rank, from the same gathered claims.
+  if (const auto differing = first_disagreement(per_rank)) {
+    raise_disagreement(sources, *differing, per_rank_keys(per_rank, *differing),
+                       kind.salt_text(sources[*differing]), comm);
+  }
+
+  // 3. When every rank holds every kernel, each serves itself.
+  const std::vector<bool> needed = needed_kernels(per_rank);
+  std::vector<Result> out;
+  if (std::find(needed.begin(), needed.end(), true) == needed.end()) {
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      out.push_back(kind.request(sources[i], keys[i]));
+    }
+    return out;
+  }
+
+  // 4. Rank 0 gets every needed kernel and broadcasts each outcome.
+  std::vector<std::optional<Result>> fetched(sources.size()); // rank 0's own results
+  std::string payload;
+  if (comm.rank() == 0) {
+    payload = fetch_needed(kind, sources, keys, needed, fetched);
+  }
+  payload = comm.broadcast(std::move(payload), 0);
+  const auto received = read_outcomes(payload, needed);
+
+  // 5. Every rank adopts what it received; a failure on some ranks fails on every rank.
+  comm::together(comm, [&] {
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      if (fetched[i]) {
+        out.push_back(*fetched[i]);
+      } else if (!needed[i] || kind.held(keys[i])) {
+        out.push_back(kind.request(sources[i], keys[i]));
+      } else {
+        out.push_back(
+            kind.adopt(sources[i], keys[i], received[i]->object, received[i]->info, comm));
+      }
+    }
+  });
+  return out;
+}
+
+std::vector<Kernel> Engine::Impl::collective(std::span<const codegen::KernelSource> sources,
+                                             comm::Collectives& comm) {
+  HostKernels kind{*this};
+  std::vector<Kernel> out;
+  for (const Loaded& got : run_collective(kind, sources, comm)) {
+    out.push_back(to_kernel(got));
+  }
+  return out;
+}
+
+std::vector<Ptx> Engine::Impl::collective_ptx(std::span<const codegen::KernelSource> sources,
+                                              const Target& target, comm::Collectives& comm) {
+  GpuPtx kind{*this, target};
+  return run_collective(kind, sources, comm);
+}
+
 // Every rank raises the same error, naming which ranks have which key, where the sources first
 // differ and which salt components differ; each distinct source goes to mismatch/KEY.cpp.
 void Engine::Impl::raise_disagreement(std::span<const codegen::KernelSource> sources, std::size_t i,
                                       const std::vector<std::string>& rank_keys,
-                                      comm::Collectives& comm) {
+                                      const std::string& salt_text, comm::Collectives& comm) {
   // Every rank takes part, as every rank reached the same verdict.
   const std::vector<std::string> texts = comm.all_gather(sources[i].canonical());
-  const std::vector<std::string> salts = comm.all_gather(flavour(sources[i]).salt_text);
+  const std::vector<std::string> salts = comm.all_gather(salt_text);
   std::map<std::string, std::vector<int>> groups; // key → ranks
   for (int r = 0; r < comm.size(); ++r) {
     groups[rank_keys[r]].push_back(r);
@@ -384,6 +455,36 @@ Loaded Engine::Impl::adopt(const codegen::KernelSource& source, const cache::Key
       compiled.bytes.assign(object.begin(), object.end());
       compiled.timings = root_info.compile;
       publish(source, key, *info, compiled);
+    }
+  }
+  return got;
+}
+
+// A GPU target's PTX received from rank 0: this process's memory entry for `key`; a node leader
+// also publishes it to its node's cache when that lacks it.
+Ptx Engine::Impl::adopt_ptx(const codegen::KernelSource& source, const cache::Key& key,
+                            const Target& target, const std::string& text,
+                            const KernelInfo& root_info, comm::Collectives& comm) {
+  const auto start = Clock::now();
+  auto info = new_info(source, key, Tier::received);
+  info->object_size = text.size();
+  info->request_ms = detail::ms_since(start);
+  Ptx got{std::make_shared<const std::string>(text), info};
+  {
+    std::lock_guard lock(mutex);
+    std::promise<Ptx> done;
+    done.set_value(got);
+    ptx_loaded.insert_or_assign(key, done.get_future().share());
+  }
+  const detail::Flavour& f = flavour(source, target);
+  if (store && comm.node_rank() == 0 &&
+      !store->lookup(key, f.salt, slot_tables(source.slots())).hit()) {
+    cache::KeyLock lock = store->lock(key, options.lock_timeout);
+    if (lock.outcome() != cache::LockOutcome::timed_out) {
+      CompiledObject compiled;
+      compiled.bytes.assign(text.begin(), text.end());
+      compiled.timings = root_info.compile;
+      publish(source, key, *info, compiled, f);
     }
   }
   return got;

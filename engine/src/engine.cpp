@@ -87,14 +87,30 @@ const cache::Salt& Engine::salt_of(const codegen::KernelSource& source,
   return m_impl->flavour(source, target).salt;
 }
 
-PtxKernel Engine::ptx(const codegen::KernelSource& source, const Target& target) {
+namespace {
+void require_gpu_target(const Target& target) {
   if (!target.is_cuda()) {
     throw Error(ErrorKind::usage, format("Engine::ptx: target \"{}\" is not a GPU target "
                                          "(expected cuda:sm_XX); host kernels come from kernel()",
                                          target.text()));
   }
+}
+} // namespace
+
+PtxKernel Engine::ptx(const codegen::KernelSource& source, const Target& target) {
+  require_gpu_target(target);
   auto ptx = m_impl->request_ptx(source, key_of(source, target), target);
   return PtxKernel{std::move(ptx.text), std::move(ptx.info)};
+}
+
+std::vector<PtxKernel> Engine::ptx(std::span<const codegen::KernelSource> sources,
+                                   const Target& target, comm::Collectives& comm) {
+  require_gpu_target(target);
+  std::vector<PtxKernel> out;
+  for (auto& got : m_impl->collective_ptx(sources, target, comm)) {
+    out.push_back(PtxKernel{std::move(got.text), std::move(got.info)});
+  }
+  return out;
 }
 
 Kernel Engine::kernel(const codegen::KernelSource& source) {

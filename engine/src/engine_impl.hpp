@@ -86,8 +86,6 @@ struct Engine::Impl {
 
   // request.cpp: the three tiers for one request, with single flight per key in this process.
   Loaded request(const codegen::KernelSource& source, const cache::Key& key);
-  // The kernel of `key` if this process has it loaded already (a finished request).
-  std::optional<Loaded> in_memory(const cache::Key& key);
   // The compiler and salt of a kernel: the engine's own unless the kernel carries options.
   const detail::Flavour& flavour(const codegen::KernelSource& source);
   const detail::Flavour& flavour(const codegen::KernelSource& source, const Target& target);
@@ -114,6 +112,29 @@ struct Engine::Impl {
                                  comm::Collectives& comm);
   Loaded adopt(const codegen::KernelSource& source, const cache::Key& key,
                const std::string& object, const KernelInfo& root_info, comm::Collectives& comm);
+  // The same protocol for a GPU target's PTX: the text is broadcast, adopted as this process's
+  // memory entry and published by one rank per node.
+  std::vector<detail::Ptx> collective_ptx(std::span<const codegen::KernelSource> sources,
+                                          const Target& target, comm::Collectives& comm);
+  detail::Ptx adopt_ptx(const codegen::KernelSource& source, const cache::Key& key,
+                        const Target& target, const std::string& text, const KernelInfo& root_info,
+                        comm::Collectives& comm);
+  // The protocol, for a kind of result (collective_request.cpp: HostKernels, GpuPtx).
+  struct HostKernels;
+  struct GpuPtx;
+  template <class Kind>
+  std::vector<typename Kind::Result> run_collective(Kind& kind,
+                                                    std::span<const codegen::KernelSource> sources,
+                                                    comm::Collectives& comm);
+  template <class Kind>
+  std::string fetch_needed(Kind& kind, std::span<const codegen::KernelSource> sources,
+                           const std::vector<cache::Key>& keys, const std::vector<bool>& needed,
+                           std::vector<std::optional<typename Kind::Result>>& fetched);
+  // Every rank raises the same Error(collective), naming the ranks' keys, where their sources
+  // and salts (`salt_text`, this rank's) differ.
+  [[noreturn]] void raise_disagreement(std::span<const codegen::KernelSource> sources,
+                                       std::size_t i, const std::vector<std::string>& rank_keys,
+                                       const std::string& salt_text, comm::Collectives& comm);
 
   EngineOptions options;
   detail::Flavour base;
@@ -162,6 +183,23 @@ struct Engine::Impl {
     return {pending.get(), owner};
   }
 
+  // The result for `key` in `slots` if this process has it already (a finished request).
+  template <class T>
+  bool holds(std::map<cache::Key, std::shared_future<T>>& slots, const cache::Key& key) {
+    std::lock_guard lock(mutex);
+    const auto slot = slots.find(key);
+    if (slot == slots.end() ||
+        slot->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      return false;
+    }
+    try {
+      (void)slot->second.get();
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
   // What a memory hit reports: the built request's info, as tier memory with nothing compiled,
   // published or loaded by this request, counted in the stats.
   std::shared_ptr<KernelInfo> memory_hit(const KernelInfo& built, Clock::time_point start);
@@ -184,14 +222,6 @@ private:
                                           const cache::Key& key, const Target& target,
                                           const std::shared_ptr<KernelInfo>& info,
                                           Clock::time_point start);
-
-  // collective_request.cpp
-  std::string fetch_needed(std::span<const codegen::KernelSource> sources,
-                           const std::vector<cache::Key>& keys, const std::vector<bool>& needed,
-                           std::vector<std::optional<Loaded>>& fetched);
-  [[noreturn]] void raise_disagreement(std::span<const codegen::KernelSource> sources,
-                                       std::size_t i, const std::vector<std::string>& rank_keys,
-                                       comm::Collectives& comm);
 };
 
 } // namespace uwjit::engine

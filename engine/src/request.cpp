@@ -406,20 +406,6 @@ std::shared_ptr<KernelInfo> Engine::Impl::memory_hit(const KernelInfo& built,
 }
 
 // The kernel of `key` if this process has it loaded already (a finished request).
-std::optional<Loaded> Engine::Impl::in_memory(const cache::Key& key) {
-  std::lock_guard lock(mutex);
-  const auto slot = loaded.find(key);
-  if (slot == loaded.end() ||
-      slot->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-    return std::nullopt;
-  }
-  try {
-    return slot->second.get();
-  } catch (...) {
-    return std::nullopt;
-  }
-}
-
 // The compiler and salt of a kernel: the engine's own unless the kernel carries options.
 const Flavour& Engine::Impl::flavour(const codegen::KernelSource& source) {
   return flavour(source, Target::host());

@@ -4,6 +4,7 @@
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/engine.hpp>
+#include <uwjit/engine/target.hpp>
 #include <uwjit/mpi.hpp>
 
 #include <filesystem>
@@ -173,6 +174,100 @@ MPI_TEST_CASE("ranks asking for different numbers of kernels get a collective er
   const auto message = same_error_everywhere([&] { (void)engine.kernels(sources, *comm()); },
                                              uwjit::ErrorKind::collective);
   MPI_CHECK(message.find("rank 1 asks for 2 kernels, rank 0 for 1") != std::string::npos);
+}
+
+namespace {
+
+// A GPU kernel: one thread per element, y = factor x (plus `extra`).
+KernelSource gpu_scale(double factor, const std::string& extra = "") {
+  return KernelSource::generated(
+      "gpu-scale",
+      "extern \"C\" __attribute__((nvptx_kernel)) void __UWJIT_ENTRY__(uwjit_kernel_args args) {\n"
+      "  const long i = __nvvm_read_ptx_sreg_tid_x();\n"
+      "  const double* x = static_cast<const double*>(args.state_in[0]);\n"
+      "  double* y = static_cast<double*>(args.state_out[0]);\n" +
+          extra + "  y[i] = " + std::to_string(factor) + " * x[i];\n}\n",
+      {.state_in = {"x"}, .state_out = {"y"}});
+}
+
+const uwjit::engine::Target& sm90() {
+  static const auto target = uwjit::engine::Target::parse("cuda:sm_90");
+  return target;
+}
+
+} // namespace
+
+MPI_TEST_CASE("a cold job compiles each GPU kernel's PTX once in total, and every rank gets it") {
+  const auto dir = job_sandbox();
+  std::string first;
+  {
+    Engine engine({.cache_dir = dir});
+    const std::vector<KernelSource> sources = {gpu_scale(2.0), gpu_scale(3.0)};
+    const auto ptx = engine.ptx(sources, sm90(), *comm());
+    MPI_CHECK(ptx.size() == 2);
+    MPI_CHECK(job_total(engine, Stat::compiles) == 2);
+    for (const auto& kernel : ptx) {
+      MPI_CHECK(kernel.info->tier == (comm()->rank() == 0 ? Tier::compiled : Tier::received));
+      MPI_CHECK(kernel.ptx->find(".visible .entry " + kernel.info->entry + "(") !=
+                std::string::npos);
+      // The same text on every rank.
+      for (const auto& other : comm()->all_gather(*kernel.ptx)) {
+        MPI_CHECK(other == *kernel.ptx);
+      }
+    }
+    first = *ptx[0].ptx;
+    // Asked again: every rank has them in memory, nothing is compiled or sent.
+    const auto again = engine.ptx(sources, sm90(), *comm());
+    MPI_CHECK(again[1].info->tier == Tier::memory);
+    MPI_CHECK(job_total(engine, Stat::compiles) == 2);
+    // The host kernel of another source is still a collective request of its own kind.
+    MPI_CHECK(call(engine.kernel(scale(2.0), *comm()), 1.5) == 3.0);
+  }
+  // A new job on the same cache: rank 0 reads the PTX from disk, nobody compiles.
+  Engine engine({.cache_dir = dir});
+  const auto ptx = engine.ptx(std::vector<KernelSource>{gpu_scale(2.0)}, sm90(), *comm());
+  MPI_CHECK(job_total(engine, Stat::compiles) == 0);
+  MPI_CHECK(ptx[0].info->tier == (comm()->rank() == 0 ? Tier::disk : Tier::received));
+  MPI_CHECK(*ptx[0].ptx == first);
+}
+
+MPI_TEST_CASE("ranks asking for other GPU architectures get one collective error naming them") {
+  if (comm()->size() < 2) {
+    return; // one rank cannot disagree with itself
+  }
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  const bool odd = comm()->rank() == comm()->size() - 1;
+  const auto target = uwjit::engine::Target::parse(odd ? "cuda:sm_80" : "cuda:sm_90");
+  const auto message = same_error_everywhere(
+      [&] { (void)engine.ptx(std::vector<KernelSource>{gpu_scale(2.0)}, target, *comm()); },
+      uwjit::ErrorKind::collective);
+  const std::string last = std::to_string(comm()->size() - 1);
+  MPI_CHECK(message.find("rank " + last + " has the same source but another salt than rank 0") !=
+            std::string::npos);
+  MPI_CHECK(message.find("\"target\" is \"cuda:sm_90\" on rank 0, \"cuda:sm_80\" on rank " +
+                         last) != std::string::npos);
+}
+
+MPI_TEST_CASE("a GPU compile error on the compiling rank raises the same error on every rank") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  const auto message = same_error_everywhere(
+      [&] {
+        (void)engine.ptx(std::vector<KernelSource>{gpu_scale(1.0, "  int broken = ;\n")}, sm90(),
+                         *comm());
+      },
+      uwjit::ErrorKind::compile);
+  MPI_CHECK(message.find("kernel.cpp:5:") != std::string::npos);
+  MPI_CHECK(job_total(engine, Stat::compiles) == 0);
+  // A host target is a usage error on every rank, before any collective.
+  const auto usage = same_error_everywhere(
+      [&] {
+        (void)engine.ptx(std::vector<KernelSource>{gpu_scale(1.0)}, uwjit::engine::Target::host(),
+                         *comm());
+      },
+      uwjit::ErrorKind::usage);
+  MPI_CHECK(usage.find("is not a GPU target") != std::string::npos);
+  // The job goes on.
+  MPI_CHECK(engine.ptx(std::vector<KernelSource>{gpu_scale(4.0)}, sm90(), *comm()).size() == 1);
 }
 
 MPI_TEST_CASE("collectives of the communicator agree with MPI") {

@@ -107,6 +107,15 @@ public:
   /// Compiler::compile does (libdevice missing, an undefined call). Thread-safe.
   [[nodiscard]] PtxKernel ptx(const codegen::KernelSource& source, const Target& target);
 
+  /// Collective over `comm`, as kernels(sources, comm): the ranks' keys for `target` agree (or
+  /// every rank throws the same Error(collective) naming what differs: the source, or salt
+  /// components such as the target's sm), rank 0 alone finds or compiles each PTX some rank
+  /// lacks and broadcasts it (tier `received` on the other ranks), one rank per node publishes
+  /// it to its node's cache, and an error on rank 0 (a compile error, libdevice missing) is the
+  /// same error on every rank. One compile per job. Error(usage) on every rank for a host target.
+  [[nodiscard]] std::vector<PtxKernel> ptx(std::span<const codegen::KernelSource> sources,
+                                           const Target& target, comm::Collectives& comm);
+
   /// The key `source` has under this engine: under salt_of(source).
   [[nodiscard]] cache::Key key_of(const codegen::KernelSource& source) const;
 
