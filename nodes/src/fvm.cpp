@@ -131,6 +131,40 @@ runtime::StaticData FvmNode::build_static_data() const {
   data.add(StaticArray::from_vector("boundary_area", m.boundary_area, {boundary}));
   data.add(StaticArray::from_vector("boundary_point", m.boundary_point, {boundary, 2}));
   data.add(StaticArray::from_vector("boundary_value", m.boundary_value, {boundary}));
+  // Each cell's faces, for a kernel that gathers a cell's fluxes (one cell per thread) instead of
+  // scattering each face's to its two cells: interior faces, then boundary faces, each in
+  // increasing face order, so that a cell adds its terms in the order a face-by-face scatter would.
+  std::vector<std::int32_t> face_start(static_cast<std::size_t>(cells) + 1, 0);
+  std::vector<std::int32_t> boundary_start(static_cast<std::size_t>(cells) + 1, 0);
+  for (std::size_t f = 0; f < m.owner.size(); ++f) {
+    ++face_start[static_cast<std::size_t>(m.owner[f]) + 1];
+    ++face_start[static_cast<std::size_t>(m.neighbour[f]) + 1];
+  }
+  for (const std::int32_t o : m.boundary_owner) {
+    ++boundary_start[static_cast<std::size_t>(o) + 1];
+  }
+  for (std::size_t c = 0; c < static_cast<std::size_t>(cells); ++c) {
+    face_start[c + 1] += face_start[c];
+    boundary_start[c + 1] += boundary_start[c];
+  }
+  std::vector<std::int32_t> faces_of(static_cast<std::size_t>(2 * faces));
+  std::vector<std::int32_t> boundary_of(static_cast<std::size_t>(boundary));
+  std::vector<std::int32_t> next(face_start.begin(), face_start.end() - 1);
+  for (std::size_t f = 0; f < m.owner.size(); ++f) {
+    for (const std::int32_t c : {m.owner[f], m.neighbour[f]}) {
+      faces_of[static_cast<std::size_t>(next[static_cast<std::size_t>(c)]++)] =
+          static_cast<std::int32_t>(f);
+    }
+  }
+  next.assign(boundary_start.begin(), boundary_start.end() - 1);
+  for (std::size_t f = 0; f < m.boundary_owner.size(); ++f) {
+    const auto c = static_cast<std::size_t>(m.boundary_owner[f]);
+    boundary_of[static_cast<std::size_t>(next[c]++)] = static_cast<std::int32_t>(f);
+  }
+  data.add(StaticArray::from_vector("cell_face_start", face_start, {cells + 1}));
+  data.add(StaticArray::from_vector("cell_faces", faces_of, {2 * faces}));
+  data.add(StaticArray::from_vector("cell_boundary_start", boundary_start, {cells + 1}));
+  data.add(StaticArray::from_vector("cell_boundary_faces", boundary_of, {boundary}));
   data.add("n_cells", cells);
   data.add("n_faces", faces);
   data.add("n_boundary_faces", boundary);
@@ -145,6 +179,9 @@ void FvmNode::emit_update(codegen::KernelWriter& w) const {
   const codegen::Extent cells = w.domain(0);
   const codegen::Extent f = w.extent("n_faces", faces, m_extents);
   const codegen::Extent b = w.extent("n_boundary_faces", boundary, m_extents);
+  const codegen::Extent starts =
+      w.extent("n_starts", w.provided_shape("cell_face_start").value().at(0), m_extents);
+  const codegen::Extent sides = w.extent("n_face_sides", 2 * faces, m_extents);
   const codegen::Extent two = w.constant(2);
   w.static_array("face_owner", runtime::Dtype::i32, {{f}});
   w.static_array("face_neighbour", runtime::Dtype::i32, {{f}});
@@ -155,39 +192,42 @@ void FvmNode::emit_update(codegen::KernelWriter& w) const {
   w.static_array("boundary_area", runtime::Dtype::f64, {{b}});
   w.static_array("boundary_point", runtime::Dtype::f64, {{b}, {two}});
   w.static_array("boundary_value", runtime::Dtype::f64, {{b}});
+  w.static_array("cell_face_start", runtime::Dtype::i32, {{starts}});
+  w.static_array("cell_faces", runtime::Dtype::i32, {{sides}});
+  w.static_array("cell_boundary_start", runtime::Dtype::i32, {{starts}});
+  w.static_array("cell_boundary_faces", runtime::Dtype::i32, {{b}});
   w.integral("heat");
   w.integral("boundary_flux");
   w.integral("residual");
   // A run-time param: a sweep over kappa is one kernel.
   w.param("kappa", m_kappa);
-  w.body(R"(    const double dt = args->dt;
-    for (uw_i64 c = 0; c < n_cells; ++c) {
-      T_out(c) = T(c);
-    }
-    // Two-point fluxes between generators, scattered to both cells of each face.
-    for (uw_i64 f = 0; f < n_faces; ++f) {
-      const uw_i64 o = face_owner(f);
-      const uw_i64 nb = face_neighbour(f);
-      const double dx = cell_centre(nb, 0) - cell_centre(o, 0);
-      const double dy = cell_centre(nb, 1) - cell_centre(o, 1);
-      const double flux = kappa * face_area(f) * (T(nb) - T(o)) / uwm::sqrt(dx * dx + dy * dy);
-      T_out(o) += dt * flux / cell_volume(o);
-      T_out(nb) -= dt * flux / cell_volume(nb);
-    }
-    for (uw_i64 f = 0; f < n_boundary_faces; ++f) {
-      const uw_i64 o = boundary_owner(f);
-      const double dx = boundary_point(f, 0) - cell_centre(o, 0);
-      const double dy = boundary_point(f, 1) - cell_centre(o, 1);
-      const double flux =
-          kappa * boundary_area(f) * (boundary_value(f) - T(o)) / uwm::sqrt(dx * dx + dy * dy);
-      T_out(o) += dt * flux / cell_volume(o);
-      boundary_flux += flux;
-    }
-    for (uw_i64 c = 0; c < n_cells; ++c) {
-      heat += cell_volume(c) * T_out(c);
-      const double rate = (T_out(c) - T(c)) / dt;
+  // Two-point fluxes between generators, each cell gathering those of its own faces. The flux
+  // through a face seen from its two cells is the exact negative (IEEE subtraction and products
+  // are antisymmetric), so the sum of T V changes by round-off only.
+  w.for_each_cell({.indices = {"c"}}, R"(      const double dt = args->dt;
+      const double tc = T(c);
+      double next = tc;
+      for (uw_i64 e = cell_face_start(c); e < cell_face_start(c + 1); ++e) {
+        const uw_i64 f = cell_faces(e);
+        const uw_i64 other = face_owner(f) == c ? face_neighbour(f) : face_owner(f);
+        const double dx = cell_centre(other, 0) - cell_centre(c, 0);
+        const double dy = cell_centre(other, 1) - cell_centre(c, 1);
+        const double flux = kappa * face_area(f) * (T(other) - tc) / uwm::sqrt(dx * dx + dy * dy);
+        next += dt * flux / cell_volume(c);
+      }
+      for (uw_i64 e = cell_boundary_start(c); e < cell_boundary_start(c + 1); ++e) {
+        const uw_i64 f = cell_boundary_faces(e);
+        const double dx = boundary_point(f, 0) - cell_centre(c, 0);
+        const double dy = boundary_point(f, 1) - cell_centre(c, 1);
+        const double flux =
+            kappa * boundary_area(f) * (boundary_value(f) - tc) / uwm::sqrt(dx * dx + dy * dy);
+        next += dt * flux / cell_volume(c);
+        boundary_flux += flux;
+      }
+      T_out(c) = next;
+      heat += cell_volume(c) * next;
+      const double rate = (next - tc) / dt;
       residual += cell_volume(c) * rate * rate;
-    }
 )");
 }
 

@@ -130,10 +130,9 @@ run "$uwjit" warm heat --size 12 --json
 [ "$code" -eq 0 ] && [ "$(json 'd["target"]' <<<"$out")" = host ] \
   && [ "$(json 'd["kernels"][0]["key"]' <<<"$out")" != "$heat" ] && ok \
   || fail "the host's kernel of the same node is another key"
-run "$uwjit" warm fvm --target cuda:sm_90
-expect_code 2 "a node without a GPU form"
-expect_err 'kernel of "fvm": it writes its own loops \(body\(\)\), which run on CPUs only; a kernel that runs on a GPU gives the update of one cell with for_each_cell\(\)' \
-  "the refusal names the node and the way to a GPU form"
+run "$uwjit" warm fvm --size 12 --target cuda:sm_90 --json
+[ "$code" -eq 0 ] && [ "$(json 'd["kernels"][0]["publication"]' <<<"$out")" = published ] && ok \
+  || fail "fvm's gather over each cell's faces compiles for a GPU too"
 run "$uwjit" warm heat --target cuda:sm_9
 expect_code 2 "warm with a bad target"
 expect_err 'warm: --target: target "cuda:sm_9": expected host or cuda:sm_XX' "warm names the bad target"
