@@ -42,22 +42,18 @@ public:
     w.static_array("speed", Dtype::f64, {{w.domain(1)}});
     w.static_array("source", Dtype::u8, {{w.domain(0)}, {w.domain(1)}});
     w.integral("mass");
-    w.update_box();
     // Run-time values, passed in args->params: other values are the same kernel.
     w.param("D", params().get_double("diffusion"));
     w.param("S", params().get_double("source"));
-    w.body(R"(
-    for (uw_i64 i = nx_begin; i < nx_end; ++i) {
-      for (uw_i64 j = ny_begin; j < ny_end; ++j) {
-        const double u = speed(j);
-        const double east = u > 0 ? u * c(i, j) : u * c(i + 1, j);
-        const double west = u > 0 ? u * c(i - 1, j) : u * c(i, j);
-        const double laplacian = c(i + 1, j) + c(i - 1, j) + c(i, j + 1) + c(i, j - 1) - 4 * c(i, j);
-        const double next = c(i, j) + args->dt * (west - east + D * laplacian + S * source(i, j));
-        c_out(i, j) = next;
-        mass += next;
-      }
-    }
+    // One cell's update; the writer loops over the cells (one GPU thread per cell on a GPU).
+    w.for_each_cell({.indices = {"i", "j"}}, R"(
+      const double u = speed(j);
+      const double east = u > 0 ? u * c(i, j) : u * c(i + 1, j);
+      const double west = u > 0 ? u * c(i - 1, j) : u * c(i, j);
+      const double laplacian = c(i + 1, j) + c(i - 1, j) + c(i, j + 1) + c(i, j - 1) - 4 * c(i, j);
+      const double next = c(i, j) + args->dt * (west - east + D * laplacian + S * source(i, j));
+      c_out(i, j) = next;
+      mass += next;
 )");
   }
 
