@@ -4,6 +4,7 @@
 // the CPU form's state bit for bit. The emulation runs the GPU form one thread at a time: each
 // thread adds its own integral share, so the warp shuffles are not exercised here (they need a
 // GPU: the gpu tests).
+#include "cell_kernels.hpp"
 #include "sandbox.hpp"
 
 #include <uwjit/codegen/dtype.hpp>
@@ -25,9 +26,6 @@
 #include <vector>
 
 using uwjit::Error;
-using uwjit::codegen::BufferDecl;
-using uwjit::codegen::BufferRole;
-using uwjit::codegen::ExtentMode;
 using uwjit::codegen::KernelSource;
 using uwjit::engine::DiskCache;
 using uwjit::engine::Engine;
@@ -52,7 +50,7 @@ std::shared_ptr<const uwjit::nodes::BuiltinNode> small(const std::string& type) 
 }
 
 // The thread registers of a GPU, emulated: the GPU form's text, compiled for this CPU, is called
-// once per thread of the launch kernel_abi.h describes (blocks of k_threads on x over the last
+// once per thread of the launch kernel_writer.hpp describes (blocks of k_threads on x over the last
 // axis of the box, the axis before on y, the first of three on z). A lane sees no other lane's
 // value and is lane 0, so each thread adds its own share of an integral.
 constexpr int k_threads = 8;
@@ -103,120 +101,6 @@ inline double __nvvm_atom_add_gen_d(double* total, double value) {
     body.replace(at, 7, std::to_string(k_threads) + "u");
   }
   return body;
-}
-
-// One buffer's memory, halo-padded as the writer declared it.
-struct Buffer {
-  std::vector<std::uint64_t> words; // 8-byte aligned storage for any dtype
-  std::size_t bytes = 0;
-};
-
-std::int64_t padded_count(const NodeKernel& k, const BufferDecl& b) {
-  std::int64_t count = 1;
-  const auto shape = k.writer.interior_shape(b);
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    count *= shape[d] + 2 * b.axes[d].halo;
-  }
-  return count;
-}
-
-// Inputs filled with values of the buffer's dtype (0 or 1 for integers, masks in the nodes),
-// outputs with a sentinel: the same for both runs. A static array of indices the node provides
-// (fvm's face graph, read with indirect addressing) keeps its contents.
-Buffer make_buffer(const NodeKernel& k, const BufferDecl& b, std::mt19937_64& random,
-                   const uwjit::runtime::StaticData& bound) {
-  const auto count = static_cast<std::size_t>(padded_count(k, b));
-  const std::size_t size = uwjit::codegen::size_of(b.dtype);
-  Buffer buffer{std::vector<std::uint64_t>((count * size + 7) / 8 + 8), count * size};
-  auto* bytes = reinterpret_cast<unsigned char*>(buffer.words.data());
-  const bool halos =
-      std::any_of(b.axes.begin(), b.axes.end(), [](const auto& a) { return a.halo > 0; });
-  const auto* array = bound.array(b.name);
-  if (b.role == BufferRole::statics && !halos && array != nullptr &&
-      (b.dtype == uwjit::codegen::Dtype::i32 || b.dtype == uwjit::codegen::Dtype::i64)) {
-    std::memcpy(bytes, array->data(), buffer.bytes);
-    return buffer;
-  }
-  std::uniform_real_distribution<double> real(0.5, 1.5);
-  for (std::size_t i = 0; i < count; ++i) {
-    if (b.role == BufferRole::state_out) {
-      const double sentinel = -7.25;
-      std::memcpy(bytes + i * size, &sentinel, std::min<std::size_t>(size, 8));
-    } else if (b.dtype == uwjit::codegen::Dtype::f64) {
-      const double v = real(random);
-      std::memcpy(bytes + i * size, &v, 8);
-    } else if (b.dtype == uwjit::codegen::Dtype::f32) {
-      const auto v = static_cast<float>(real(random));
-      std::memcpy(bytes + i * size, &v, 4);
-    } else {
-      std::memset(bytes + i * size, 0, size);
-      bytes[i * size] = static_cast<unsigned char>(random() % 2);
-    }
-  }
-  return buffer;
-}
-
-struct Run {
-  std::vector<Buffer> outputs;
-  std::vector<double> integrals;
-};
-
-// Runs `kernel` (the CPU form, or the emulated GPU launch) over fresh buffers from `seed`, on the
-// box [begin, end) of the node's domain.
-Run run(const uwjit::engine::Kernel& kernel, const NodeKernel& k, std::uint64_t seed,
-        const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& end,
-        const uwjit::runtime::StaticData& bound) {
-  std::mt19937_64 random(seed);
-  std::vector<Buffer> in;
-  std::vector<Buffer> out;
-  std::vector<Buffer> statics;
-  for (const BufferDecl& b : k.writer.buffers()) {
-    auto& table = b.role == BufferRole::state_in    ? in
-                  : b.role == BufferRole::state_out ? out
-                                                    : statics;
-    table.push_back(make_buffer(k, b, random, bound));
-  }
-  std::vector<const void*> in_ptr;
-  std::vector<void*> out_ptr;
-  std::vector<const void*> static_ptr;
-  for (auto& b : in) {
-    in_ptr.push_back(b.words.data());
-  }
-  for (auto& b : out) {
-    out_ptr.push_back(b.words.data());
-  }
-  for (auto& b : statics) {
-    static_ptr.push_back(b.words.data());
-  }
-  std::vector<uw_i64> extents;
-  uwjit_kernel_args args{};
-  for (const auto& e : k.writer.extents()) {
-    if (e.mode == ExtentMode::runtime) {
-      extents.push_back(e.value);
-    }
-    if (e.domain_axis >= 0) {
-      args.shard_extent[e.domain_axis] = e.value;
-      args.global_extent[e.domain_axis] = e.value;
-    }
-  }
-  std::vector<double> params;
-  for (const auto& p : k.writer.params()) {
-    params.push_back(p.value);
-  }
-  std::vector<double> integrals(k.writer.integrals().size(), 0.0);
-  args.state_in = in_ptr.data();
-  args.state_out = out_ptr.data();
-  args.statics = static_ptr.data();
-  args.extents = extents.data();
-  args.params = params.data();
-  args.integrals = integrals.data();
-  args.dt = 0.0625;
-  for (std::size_t d = 0; d < begin.size(); ++d) {
-    args.update_begin[d] = begin[d];
-    args.update_end[d] = end[d];
-  }
-  REQUIRE(kernel(args) == 0);
-  return {std::move(out), std::move(integrals)};
 }
 
 } // namespace
@@ -294,35 +178,18 @@ TEST_CASE("the GPU form, run thread by thread on the CPU, gives the CPU form's s
     const auto built = small(type);
     const auto cpu = uwjit::runtime::node_kernels(*built, false).at(0);
     const auto gpu = uwjit::runtime::node_kernels(*built, true).at(0);
-    std::vector<std::int64_t> extent;
-    for (const auto& e : cpu.writer.extents()) {
-      if (e.domain_axis >= 0) {
-        extent.push_back(e.value);
-      }
-    }
+    const auto extent = uwjit_test::domain_of(cpu);
     const int rank = static_cast<int>(extent.size());
     const auto cpu_kernel = engine.kernel(cpu.source);
     const auto launch =
         engine.kernel(KernelSource::from_text(emulated(gpu, rank), "launch", gpu.source.slots()));
-    // The whole interior, and a box inside it that starts off the origin.
-    std::vector<std::int64_t> inner_begin;
-    std::vector<std::int64_t> inner_end;
-    for (std::size_t d = 0; d < extent.size(); ++d) {
-      inner_begin.push_back(1 + static_cast<std::int64_t>(d % 2));
-      inner_end.push_back(extent[d] - (d == 0 ? 1 : 0));
-    }
-    const std::vector<std::int64_t> origin(extent.size(), 0);
-    const std::vector<std::vector<std::int64_t>> boxes[] = {{origin, extent},
-                                                            {inner_begin, inner_end}};
-    for (const auto& box : boxes) {
-      CAPTURE(box[0]);
-      const Run expected = run(cpu_kernel, cpu, 42, box[0], box[1], built->static_data());
-      const Run got = run(launch, gpu, 42, box[0], box[1], built->static_data());
-      REQUIRE(expected.outputs.size() == got.outputs.size());
-      for (std::size_t o = 0; o < got.outputs.size(); ++o) {
-        CHECK(std::memcmp(expected.outputs[o].words.data(), got.outputs[o].words.data(),
-                          got.outputs[o].bytes) == 0);
-      }
+    for (const auto& [begin, end] : uwjit_test::test_boxes(extent)) {
+      CAPTURE(begin);
+      uwjit_test::KernelCall expected(cpu, 42, begin, end, built->static_data());
+      uwjit_test::KernelCall got(gpu, 42, begin, end, built->static_data());
+      REQUIRE(cpu_kernel(expected.args) == 0);
+      REQUIRE(launch(got.args) == 0);
+      CHECK(got.same_outputs(expected));
       REQUIRE(expected.integrals.size() == got.integrals.size());
       for (std::size_t i = 0; i < got.integrals.size(); ++i) {
         CHECK(std::abs(got.integrals[i] - expected.integrals[i]) <=
