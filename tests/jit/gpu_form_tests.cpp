@@ -171,11 +171,48 @@ TEST_CASE("a node's kernels for the host are the ones its simulation requests") 
   }
 }
 
+namespace {
+
+// A 2-D cell-form node (the built-in nodes are 3-D and 1-D): run-time extents, a static array
+// with halos, a run-time param, two integrals.
+class Shear2d final : public uwjit::runtime::Node {
+public:
+  Shear2d() : Node("shear-2d", "shear", uwjit::runtime::Params{}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    auto axes = uwjit::runtime::NodeLayout::grid({9, 37}, 1, uwjit::runtime::Boundary::periodic,
+                                                 uwjit::codegen::ExtentMode::runtime);
+    return {.axes = axes, .fields = {{"u", uwjit::codegen::Dtype::f64}}, .integrals = {"a", "b"}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  uwjit::runtime::StaticData build_static_data() const override {
+    uwjit::runtime::StaticData data;
+    data.add(
+        uwjit::runtime::StaticArray::from_vector("w", std::vector<double>(9 * 37, 0.5), {9, 37}));
+    return data;
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.static_array("w", uwjit::codegen::Dtype::f64, {{w.domain(0), 1}, {w.domain(1), 1}});
+    w.integral("a");
+    w.integral("b");
+    w.param("gain", 0.75);
+    w.for_each_cell({.indices = {"x", "y"}}, R"(      const double next =
+          u(x, y) + gain * (w(x - 1, y) * u(x - 1, y) - w(x, y + 1) * u(x, y + 1)) * args->dt;
+      u_out(x, y) = next;
+      a += next;
+      b -= next * static_cast<double>(x + 2 * y);
+)");
+  }
+};
+
+} // namespace
+
 TEST_CASE("the GPU form, run thread by thread on the CPU, gives the CPU form's state bit for bit") {
   Engine engine(EngineOptions{.disk_cache = DiskCache::off});
-  for (const std::string type : {"heat", "pipe-flow", "fvm", "mlp"}) {
-    CAPTURE(type);
-    const auto built = small(type);
+  const std::vector<std::shared_ptr<const uwjit::runtime::Node>> nodes = {
+      small("heat"), small("pipe-flow"), small("fvm"), small("mlp"), std::make_shared<Shear2d>()};
+  for (const auto& built : nodes) {
+    CAPTURE(built->name());
     const auto cpu = uwjit::runtime::node_kernels(*built, false).at(0);
     const auto gpu = uwjit::runtime::node_kernels(*built, true).at(0);
     const auto extent = uwjit_test::domain_of(cpu);
