@@ -4,6 +4,7 @@
 #include <uwjit/cache/stats.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/engine.hpp>
+#include <uwjit/engine/target.hpp>
 
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -237,6 +238,50 @@ The kernels for a list of Source, in order; distinct cold kernels compile in par
 With comm (an mpi4py communicator) the request is collective: every rank passes the same
 sources; rank 0 compiles or loads each missing kernel once for the job and the others receive
 it; a key mismatch or compile error raises the same error on every rank.)doc")
+      .def(
+          "ptx",
+          [](engine::Engine& self, const py::object& sources, const std::string& target,
+             const py::object& comm) -> py::object {
+            const auto parsed = engine::Target::parse(target);
+            const bool one = py::isinstance<PySource>(sources);
+            std::vector<codegen::KernelSource> requests;
+            if (one) {
+              requests.push_back(source_arg(sources));
+            } else {
+              for (const auto item : py::iterable(sources)) {
+                if (!py::isinstance<PySource>(item)) {
+                  throw py::type_error(
+                      "Engine.ptx: each source must be a uwjit.Source, got " +
+                      py::str(py::type::of(item).attr("__name__")).cast<std::string>());
+                }
+                requests.push_back(source_arg(item));
+              }
+            }
+            const auto communicator = comm_of(comm);
+            std::vector<engine::PtxKernel> got;
+            {
+              py::gil_scoped_release release;
+              if (communicator) {
+                got = self.ptx(requests, parsed, *communicator);
+              } else {
+                for (const auto& request : requests) {
+                  got.push_back(self.ptx(request, parsed));
+                }
+              }
+            }
+            py::list out;
+            for (const auto& kernel : got) {
+              out.append(py::make_tuple(*kernel.ptx, *kernel.info));
+            }
+            return one ? py::object(out[0]) : py::object(out);
+          },
+          py::arg("sources"), py::arg("target"), py::arg("comm") = py::none(), R"doc(
+The PTX of a Source (or of each Source in a list) compiled for `target`, "cuda:sm_XX", as a
+(text, KernelInfo) tuple (a list of them), through the same memory and disk tiers as kernel();
+uwjit does not load it. A GPU kernel's entry is extern "C" __attribute__((nvptx_kernel)) void;
+uwjit.node_kernels(node, gpu=True) gives a node's. With comm (an mpi4py communicator) the
+request is collective: one compile per job. Raises UsageError for a host or unknown target,
+CompileError (libdevice missing for exp/log/pow/tanh: set UWJIT_CUDA_PATH).)doc")
       .def(
           "key_of",
           [](const engine::Engine& self, const PySource& source) {

@@ -11,6 +11,7 @@
 #include <uwjit/nodes/builtin.hpp>
 #include <uwjit/nodes/registry.hpp>
 #include <uwjit/runtime/node.hpp>
+#include <uwjit/runtime/node_kernels.hpp>
 
 #include <pybind11/operators.h>
 #include <pybind11/stl.h>
@@ -172,8 +173,9 @@ codegen::SlotTables slots_of(const codegen::KernelSource& source) {
   return source.slots();
 }
 
-PySource finish(const KernelWriter& writer) {
-  auto source = writer.finish();
+// `source` as a uwjit.Source with the buffer declarations of the writer that wrote it, so that a
+// Kernel made from it checks its calls' arrays against them.
+PySource declared_source(const KernelWriter& writer, codegen::KernelSource source) {
   BufferSpecs specs = specs_of_slots(slots_of(source));
   for (const auto& buffer : writer.buffers()) {
     auto& spec =
@@ -199,9 +201,34 @@ PySource finish(const KernelWriter& writer) {
   return PySource{std::move(source), std::move(specs)};
 }
 
+PySource finish(const KernelWriter& writer) {
+  return declared_source(writer, writer.finish());
+}
+
 } // namespace
 
 void bind_nodes(py::module_& m) {
+  m.def(
+      "node_kernels",
+      [](const std::shared_ptr<runtime::Node>& node, bool gpu) {
+        std::vector<runtime::NodeKernel> kernels;
+        {
+          py::gil_scoped_release release; // a Python node's methods take it back
+          kernels = runtime::node_kernels(*node, gpu);
+        }
+        py::list out;
+        for (auto& kernel : kernels) {
+          out.append(declared_source(kernel.writer, std::move(kernel.source)));
+        }
+        return out;
+      },
+      py::arg("node"), py::arg("gpu") = false, R"doc(
+The kernels `node` emits for a serial run with its own static data, one Source per stage: the
+keys a Simulation of that node alone requests, without building it. gpu=True writes them for a
+GPU (one thread per cell), to compile with Engine.ptx on a machine without one. Raises
+UsageError naming the node when a kernel cannot run on a GPU (it writes its own loops with
+body()) or the node reads other nodes' fields.)doc");
+
   py::class_<codegen::Extent>(m, "Extent", "A handle on an extent declared on a KernelWriter.")
       .def_readonly("id", &codegen::Extent::id);
   py::class_<codegen::Axis>(m, "Axis", "One axis of a buffer: an Extent and a halo width.")

@@ -34,6 +34,7 @@ from ._uwjit import (  # noqa: F401
     grid,
     has_mpi,
     node,
+    node_kernels,
     node_types,
     static_data_hash,
 )
@@ -64,5 +65,5 @@ __all__ = [
     "DomainAxis", "Engine", "Error", "Extent", "InternalError", "IoError", "JitError", "Kernel",
     "KernelError", "KernelInfo", "KernelWriter", "Layout", "Node", "NodeInput", "Simulation",
     "Source", "StateField", "StaticArray", "UsageError", "default_params", "empty", "grid",
-    "has_mpi", "node", "node_types", "static_data_hash", "zeros",
+    "has_mpi", "node", "node_kernels", "node_types", "static_data_hash", "zeros",
 ]

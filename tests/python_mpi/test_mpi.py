@@ -40,6 +40,14 @@ def test_a_collective_request_compiles_once_per_job(engine):
     assert len(set(keys)) == 1
 
 
+def test_a_nodes_gpu_kernel_is_compiled_once_per_job(engine):
+    [source] = uwjit.node_kernels(uwjit.node("heat", size=[8, 6, 5]), gpu=True)
+    text, info = engine.ptx([source], "cuda:sm_90", comm=COMM)[0]
+    assert info.tier == ("compiled" if COMM.rank == 0 else "received")
+    assert total_compiles(engine) == 1
+    assert len(set(COMM.allgather(text))) == 1 and ".target sm_90" in text
+
+
 def test_a_compile_error_is_raised_on_every_rank(engine):
     bad = uwjit.Source('extern "C" int __UWJIT_ENTRY__(const uwjit_kernel_args*) { return x; }\n')
     with pytest.raises(uwjit.CompileError) as caught:
