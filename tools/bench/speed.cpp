@@ -1,12 +1,12 @@
 // Kernel speed: the JIT'd kernel against the same source compiled ahead of time by clang++-19
 // into a .so in the same run, and a STREAM-like copy as the bandwidth limit, interleaved.
 #include "bench.hpp"
+#include "node_workload.hpp"
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/nodes/registry.hpp>
-#include <uwjit/runtime/node_kernels.hpp>
 #include <uwjit/runtime/simulation.hpp>
 
 #include <algorithm>
@@ -80,135 +80,6 @@ Workload copy_workload(std::size_t count) {
   w.bytes = 16.0 * static_cast<double>(count); // STREAM counts 8 read + 8 written per element
   return w;
 }
-
-// A built-in node's kernel outside the runtime, over buffers laid out as its writer declares
-// them: the node's initial state with its halos filled, its own static arrays, the whole interior
-// as the update box. JIT and AOT builds of the kernel are called with the same arguments.
-struct NodeWorkload {
-  std::vector<runtime::Field> in;
-  std::vector<runtime::Field> out;
-  std::vector<runtime::Field> padded_statics;
-  std::vector<const void*> in_ptrs;
-  std::vector<void*> out_ptrs;
-  std::vector<const void*> static_ptrs;
-  std::vector<uw_i64> extents;
-  std::vector<double> params;
-  std::vector<double> integrals;
-  uwjit_kernel_args args{};
-  double cells = 0;
-
-  NodeWorkload(const runtime::Node& node, const runtime::NodeKernel& kernel, double dt) {
-    const auto layout = node.layout();
-    std::vector<runtime::Boundary> boundaries;
-    for (const auto& axis : layout.axes) {
-      boundaries.push_back(axis.boundary);
-    }
-    const auto& writer = kernel.writer;
-    auto field_of = [&](const codegen::BufferDecl& b) {
-      std::vector<int> halo;
-      for (const auto& axis : b.axes) {
-        halo.push_back(axis.halo);
-      }
-      return runtime::Field(b.name, b.dtype, writer.interior_shape(b), halo);
-    };
-    for (const auto& b : writer.buffers()) {
-      if (b.role == codegen::BufferRole::state_in) {
-        in.push_back(field_of(b));
-      } else if (b.role == codegen::BufferRole::state_out) {
-        out.push_back(field_of(b));
-      }
-    }
-    std::vector<runtime::Field*> fields;
-    for (auto& f : in) {
-      fields.push_back(&f);
-    }
-    runtime::State state(fields);
-    node.initial_state(state);
-    for (auto& f : in) {
-      std::vector<runtime::Boundary> per_axis(f.shape().size() - boundaries.size(),
-                                              runtime::Boundary::edge);
-      per_axis.insert(per_axis.end(), boundaries.begin(), boundaries.end());
-      f.fill_halos(per_axis);
-      in_ptrs.push_back(f.data());
-    }
-    for (auto& f : out) {
-      out_ptrs.push_back(f.data());
-    }
-    for (const auto& b : writer.buffers()) {
-      if (b.role != codegen::BufferRole::statics) {
-        continue;
-      }
-      const auto& array = node.static_data().at(b.name);
-      if (std::none_of(b.axes.begin(), b.axes.end(), [](const auto& a) { return a.halo > 0; })) {
-        static_ptrs.push_back(array.data());
-        continue;
-      }
-      auto& padded = padded_statics.emplace_back(field_of(b));
-      padded.copy_interior_from(std::as_bytes(
-          std::span(static_cast<const std::byte*>(array.data()), array.size_bytes())));
-      padded.fill_halos(std::vector<runtime::Boundary>(b.axes.size(), runtime::Boundary::edge));
-      static_ptrs.push_back(padded.data());
-    }
-    for (const auto& e : writer.extents()) {
-      if (e.mode == codegen::ExtentMode::runtime) {
-        extents.push_back(e.value);
-      }
-      if (e.domain_axis >= 0) {
-        args.shard_extent[e.domain_axis] = e.value;
-        args.global_extent[e.domain_axis] = e.value;
-        args.update_end[e.domain_axis] = e.value;
-      }
-    }
-    for (const auto& p : writer.params()) {
-      params.push_back(p.value);
-    }
-    integrals.assign(writer.integrals().size(), 0.0);
-    const auto& slots = kernel.source.slots();
-    args.abi_version = UWJIT_KERNEL_ABI_VERSION;
-    args.n_state_in = static_cast<int>(slots.state_in.size());
-    args.n_state_out = static_cast<int>(slots.state_out.size());
-    args.n_statics = static_cast<int>(slots.statics.size());
-    args.n_extents = static_cast<int>(slots.extents.size());
-    args.n_integrals = static_cast<int>(slots.integrals.size());
-    args.n_params = static_cast<int>(slots.params.size());
-    args.state_in = in_ptrs.data();
-    args.state_out = out_ptrs.data();
-    args.statics = static_ptrs.data();
-    args.extents = extents.data();
-    args.params = params.data();
-    args.integrals = integrals.data();
-    args.dt = dt;
-    cells = 1;
-    for (const auto& axis : layout.axes) {
-      cells *= static_cast<double>(axis.cells);
-    }
-  }
-
-  // Milliseconds of the fastest of `reps` calls of `fn`.
-  double time(uwjit_kernel_fn fn, int reps) {
-    double best = 0;
-    for (int r = 0; r < reps; ++r) {
-      const auto start = Clock::now();
-      if (fn(&args) != UWJIT_KERNEL_OK) {
-        throw Error(ErrorKind::internal, "benchmark: a node kernel failed");
-      }
-      const double ms = ms_since(start);
-      best = r == 0 ? ms : std::min(best, ms);
-    }
-    return best;
-  }
-
-  // The outputs' bytes, to compare two builds' results.
-  [[nodiscard]] std::vector<std::byte> output_bytes() const {
-    std::vector<std::byte> bytes;
-    for (const auto& f : out) {
-      const auto* p = static_cast<const std::byte*>(f.data());
-      bytes.insert(bytes.end(), p,
-                   p + f.padded_count() * static_cast<std::int64_t>(codegen::size_of(f.dtype())));
-    }
-    return bytes;
-  }
-};
 
 // Milliseconds of one call of `fn` on `w`, the fastest of `reps` calls: on a shared machine a
 // sweep is only ever slowed down (preempted, its cache evicted), never sped up.
