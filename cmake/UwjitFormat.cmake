@@ -4,7 +4,8 @@ find_program(UWJIT_CLANG_FORMAT NAMES clang-format-19 clang-format)
 if(UWJIT_CLANG_FORMAT)
   file(GLOB_RECURSE uwjit_format_files CONFIGURE_DEPENDS
     ${PROJECT_SOURCE_DIR}/common/*.[hc]pp ${PROJECT_SOURCE_DIR}/codegen/*.[hc]pp
-    ${PROJECT_SOURCE_DIR}/cache/*.[hc]pp ${PROJECT_SOURCE_DIR}/engine/*.[hc]pp
+    ${PROJECT_SOURCE_DIR}/cache/*.[hc]pp ${PROJECT_SOURCE_DIR}/cuda/*.[hc]pp
+    ${PROJECT_SOURCE_DIR}/engine/*.[hc]pp
     ${PROJECT_SOURCE_DIR}/runtime/*.[hc]pp ${PROJECT_SOURCE_DIR}/nodes/*.[hc]pp
     ${PROJECT_SOURCE_DIR}/tools/*.[hc]pp ${PROJECT_SOURCE_DIR}/tests/*.[hc]pp
     ${PROJECT_SOURCE_DIR}/examples/*.[hc]pp ${PROJECT_SOURCE_DIR}/python/*.[hc]pp)

@@ -22,7 +22,7 @@ includes() { # includes DIR: every #include line under DIR, as FILE:LINE:TEXT
 declare -A library=(
   [llvm]='<llvm/' [clang]='<clang/' [mpi]='<mpi\.h>|<uwjit/mpi\.hpp>' [openssl]='<openssl/'
   [nlohmann]='<nlohmann/' [spdlog]='<spdlog/' [fmt]='<fmt/' [boost]='<boost/'
-  [cairo]='<cairo' [pybind11]='<pybind11/' [doctest]='<doctest/'
+  [cairo]='<cairo' [pybind11]='<pybind11/' [doctest]='<doctest/' [dl]='<dlfcn\.h>'
 )
 folders=()
 table=$(sed -n '/<!-- include-rules:begin -->/,/<!-- include-rules:end -->/p' "$doc" | grep -E '^\| `')

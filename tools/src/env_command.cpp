@@ -7,12 +7,15 @@
 #include <uwjit/common/env.hpp>
 #include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/version.hpp>
+#include <uwjit/cuda/driver.hpp>
+#include <uwjit/cuda/probe.hpp>
 #include <uwjit/engine/compiler.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/engine/jit.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -47,6 +50,50 @@ struct Reading {
   std::optional<std::string> error;
 };
 
+// The driver as JSON: every field present, null where the driver could not tell.
+nlohmann::json cuda_json(const cuda::DriverProbe& probe) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& device : probe.devices) {
+    devices.push_back({
+        {"ordinal", device.ordinal},
+        {"name", device.name},
+        {"arch", device.arch()},
+        {"compute_capability", std::to_string(device.major) + "." + std::to_string(device.minor)},
+        {"total_memory", device.total_memory},
+    });
+  }
+  const auto version = [&](auto value) {
+    return probe.version ? nlohmann::json(value(*probe.version)) : nlohmann::json(nullptr);
+  };
+  return {
+      {"library", probe.library},
+      {"loaded", probe.loaded},
+      {"usable", probe.usable},
+      {"driver_version", version([](int v) { return cuda::version_text(v); })},
+      {"driver_version_number", version([](int v) { return v; })},
+      {"problem", probe.usable ? nlohmann::json(nullptr) : nlohmann::json(probe.problem)},
+      {"devices", devices},
+  };
+}
+
+// "driver 12.4 (libcuda.so.1), 1 device" and a line per device; else why there is no driver to
+// use.
+std::string cuda_text(const cuda::DriverProbe& probe) {
+  if (!probe.usable) {
+    return probe.problem + "\n";
+  }
+  const std::size_t count = probe.devices.size();
+  std::string text = "driver " + cuda::version_text(*probe.version) + " (" + probe.library + "), " +
+                     std::to_string(count) + (count == 1 ? " device" : " devices") + "\n";
+  for (const auto& device : probe.devices) {
+    std::string label = "  device " + std::to_string(device.ordinal);
+    label.resize(std::max<std::size_t>(label.size() + 1, 16), ' ');
+    text +=
+        label + device.name + ", " + device.arch() + ", " + human_size(device.total_memory) + "\n";
+  }
+  return text;
+}
+
 std::string seconds_text(double seconds) {
   std::ostringstream out;
   out << seconds << " s";
@@ -58,7 +105,8 @@ std::string seconds_text(double seconds) {
 int env_command(const std::vector<std::string>& argv) {
   ArgSpec spec("env", "Prints the configuration uwjit resolves on this machine: versions, target, "
                       "CPU and features,\nClang's resource directory, the compile flags, the "
-                      "cache and every UWJIT_* variable.\nExits 2 after listing every variable "
+                      "cache, the CUDA driver and its devices\nand every UWJIT_* variable.\nExits "
+                      "2 after listing every variable "
                       "that holds a value the library would refuse.");
   spec.flag("--json", "print it as JSON");
   const Args args = Args::parse(spec, argv);
@@ -117,6 +165,8 @@ int env_command(const std::vector<std::string>& argv) {
   }
   const bool flags_invalid = invalid(env::vars::debug);
   const bool cache_invalid = invalid(env::vars::cache);
+  // Opens libcuda.so.1 if the machine has one; never fails.
+  const cuda::DriverProbe gpu = cuda::probe();
 
   if (args.has("--json")) {
     // A field fed by a bad variable is null.
@@ -161,6 +211,7 @@ int env_command(const std::vector<std::string>& argv) {
         {"perf", unless(invalid(env::vars::perf), perf)},
         {"cache_trust_shared", unless(invalid(env::vars::cache_trust_shared), trust_shared)},
         {"log_level", unless(invalid(env::vars::log_level), log_level)},
+        {"cuda", cuda_json(gpu)},
         {"variables", variables},
         {"errors", errors},
     };
@@ -197,6 +248,7 @@ int env_command(const std::vector<std::string>& argv) {
     if (options.dump_dir) {
       std::cout << "dump dir        " << options.dump_dir->string() << "\n";
     }
+    std::cout << "CUDA            " << cuda_text(gpu);
     std::cout << "variables set  ";
     bool any_set = false;
     for (const auto& reading : readings) {

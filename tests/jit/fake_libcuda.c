@@ -1,0 +1,253 @@
+/* A test double for the loader only: a shared library named libcuda.so.1 that exports the CUDA
+ * driver entry points uwjit resolves, with CPU stand-ins behind them, so that opening the driver,
+ * its errors, the probe and the checked-call idiom are tested on machines without a GPU. It
+ * runs no kernel and compiles no PTX (those calls return CUDA_ERROR_NOT_SUPPORTED).
+ *
+ * Chosen by environment variables read when called:
+ *   UWJIT_FAKE_CUDA_DEVICES  number of devices (default 1); 0 makes cuInit fail with
+ *                            CUDA_ERROR_NO_DEVICE, as the real driver does without a GPU
+ *   UWJIT_FAKE_CUDA_VERSION  cuDriverGetVersion's number (default 12040)
+ * Built with UWJIT_FAKE_CUDA_OLD, it lacks the cuLink* entry points, like a driver too old.
+ * Every device is "uwjit fake GPU", compute capability 9.0, 80 GiB; device memory is malloc'd. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+enum {
+  ok = 0,
+  invalid_value = 1,
+  out_of_memory = 2,
+  not_initialized = 3,
+  no_device = 100,
+  invalid_device = 101,
+  invalid_context = 201,
+  not_supported = 801,
+};
+
+static int initialised;
+
+static int env_int(const char* name, int fallback) {
+  const char* text = getenv(name);
+  return text != NULL && *text != '\0' ? atoi(text) : fallback;
+}
+static int device_count(void) { return env_int("UWJIT_FAKE_CUDA_DEVICES", 1); }
+
+CUresult cuInit(unsigned flags) {
+  if (flags != 0) {
+    return invalid_value;
+  }
+  if (device_count() <= 0) {
+    return no_device;
+  }
+  initialised = 1;
+  return ok;
+}
+CUresult cuDriverGetVersion(int* version) {
+  if (version == NULL) {
+    return invalid_value;
+  }
+  *version = env_int("UWJIT_FAKE_CUDA_VERSION", 12040);
+  return ok;
+}
+CUresult cuGetErrorName(CUresult error, const char** text) {
+  switch (error) {
+  case ok: *text = "CUDA_SUCCESS"; return ok;
+  case invalid_value: *text = "CUDA_ERROR_INVALID_VALUE"; return ok;
+  case out_of_memory: *text = "CUDA_ERROR_OUT_OF_MEMORY"; return ok;
+  case not_initialized: *text = "CUDA_ERROR_NOT_INITIALIZED"; return ok;
+  case no_device: *text = "CUDA_ERROR_NO_DEVICE"; return ok;
+  case invalid_device: *text = "CUDA_ERROR_INVALID_DEVICE"; return ok;
+  case invalid_context: *text = "CUDA_ERROR_INVALID_CONTEXT"; return ok;
+  case not_supported: *text = "CUDA_ERROR_NOT_SUPPORTED"; return ok;
+  }
+  *text = NULL;
+  return invalid_value;
+}
+CUresult cuGetErrorString(CUresult error, const char** text) {
+  switch (error) {
+  case ok: *text = "no error"; return ok;
+  case invalid_value: *text = "invalid argument"; return ok;
+  case out_of_memory: *text = "out of memory"; return ok;
+  case not_initialized: *text = "initialization error"; return ok;
+  case no_device: *text = "no CUDA-capable device is detected"; return ok;
+  case invalid_device: *text = "invalid device ordinal"; return ok;
+  case invalid_context: *text = "invalid device context"; return ok;
+  case not_supported: *text = "operation not supported"; return ok;
+  }
+  *text = NULL;
+  return invalid_value;
+}
+
+/* Devices. */
+CUresult cuDeviceGetCount(int* count) {
+  if (!initialised) {
+    return not_initialized;
+  }
+  *count = device_count();
+  return ok;
+}
+CUresult cuDeviceGet(int* device, int ordinal) {
+  if (!initialised) {
+    return not_initialized;
+  }
+  if (ordinal < 0 || ordinal >= device_count()) {
+    return invalid_device;
+  }
+  *device = ordinal;
+  return ok;
+}
+static CUresult check_device(int device) {
+  if (!initialised) {
+    return not_initialized;
+  }
+  return device >= 0 && device < device_count() ? ok : invalid_device;
+}
+CUresult cuDeviceGetName(char* name, int length, int device) {
+  CUresult result = check_device(device);
+  if (result != ok) {
+    return result;
+  }
+  if (name == NULL || length <= 0) {
+    return invalid_value;
+  }
+  strncpy(name, "uwjit fake GPU", (size_t)length - 1);
+  name[length - 1] = '\0';
+  return ok;
+}
+CUresult cuDeviceGetAttribute(int* value, int attribute, int device) {
+  CUresult result = check_device(device);
+  if (result != ok) {
+    return result;
+  }
+  switch (attribute) {
+  case 75: *value = 9; return ok; /* compute capability major */
+  case 76: *value = 0; return ok; /* compute capability minor */
+  }
+  return invalid_value;
+}
+CUresult cuDeviceTotalMem_v2(size_t* bytes, int device) {
+  CUresult result = check_device(device);
+  if (result == ok) {
+    *bytes = (size_t)80 << 30;
+  }
+  return result;
+}
+
+/* Contexts: one token per device stands for its primary context. */
+static char contexts[64];
+static void* current;
+CUresult cuDevicePrimaryCtxRetain(void** context, int device) {
+  CUresult result = check_device(device);
+  if (result != ok) {
+    return result;
+  }
+  if (device >= 64) {
+    return not_supported;
+  }
+  *context = &contexts[device];
+  return ok;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(int device) { return check_device(device); }
+CUresult cuCtxSetCurrent(void* context) {
+  if (!initialised) {
+    return not_initialized;
+  }
+  current = context;
+  return ok;
+}
+CUresult cuCtxSynchronize(void) {
+  if (!initialised) {
+    return not_initialized;
+  }
+  return current != NULL ? ok : invalid_context;
+}
+
+/* Memory: device pointers are host allocations. */
+static CUresult allocate(void** pointer, size_t bytes) {
+  if (!initialised) {
+    return not_initialized;
+  }
+  if (current == NULL) {
+    return invalid_context;
+  }
+  if (bytes == 0) {
+    return invalid_value;
+  }
+  *pointer = malloc(bytes);
+  return *pointer != NULL ? ok : out_of_memory;
+}
+CUresult cuMemAlloc_v2(unsigned long long* pointer, size_t bytes) {
+  void* host = NULL;
+  CUresult result = allocate(&host, bytes);
+  *pointer = (unsigned long long)(uintptr_t)host;
+  return result;
+}
+CUresult cuMemFree_v2(unsigned long long pointer) {
+  free((void*)(uintptr_t)pointer);
+  return ok;
+}
+CUresult cuMemAllocHost_v2(void** pointer, size_t bytes) { return allocate(pointer, bytes); }
+CUresult cuMemFreeHost(void* pointer) {
+  free(pointer);
+  return ok;
+}
+CUresult cuMemcpyHtoD_v2(unsigned long long destination, const void* source, size_t bytes) {
+  memcpy((void*)(uintptr_t)destination, source, bytes);
+  return ok;
+}
+CUresult cuMemcpyDtoH_v2(void* destination, unsigned long long source, size_t bytes) {
+  memcpy(destination, (const void*)(uintptr_t)source, bytes);
+  return ok;
+}
+CUresult cuMemcpyDtoD_v2(unsigned long long destination, unsigned long long source, size_t bytes) {
+  memmove((void*)(uintptr_t)destination, (const void*)(uintptr_t)source, bytes);
+  return ok;
+}
+CUresult cuMemsetD8_v2(unsigned long long destination, unsigned char value, size_t count) {
+  memset((void*)(uintptr_t)destination, value, count);
+  return ok;
+}
+
+/* Modules, kernels and the linker: not simulated. */
+CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned count, int* options,
+                            void** values) {
+  (void)module, (void)image, (void)count, (void)options, (void)values;
+  return not_supported;
+}
+CUresult cuModuleUnload(void* module) {
+  (void)module;
+  return not_supported;
+}
+CUresult cuModuleGetFunction(void** function, void* module, const char* name) {
+  (void)function, (void)module, (void)name;
+  return not_supported;
+}
+CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned shared, void* stream, void** params,
+                        void** extra) {
+  (void)function, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared;
+  (void)stream, (void)params, (void)extra;
+  return not_supported;
+}
+#ifndef UWJIT_FAKE_CUDA_OLD
+CUresult cuLinkCreate_v2(unsigned count, int* options, void** values, void** state) {
+  (void)count, (void)options, (void)values, (void)state;
+  return not_supported;
+}
+CUresult cuLinkAddData_v2(void* state, int type, void* data, size_t size, const char* name,
+                          unsigned count, int* options, void** values) {
+  (void)state, (void)type, (void)data, (void)size, (void)name, (void)count, (void)options;
+  (void)values;
+  return not_supported;
+}
+CUresult cuLinkComplete(void* state, void** cubin, size_t* size) {
+  (void)state, (void)cubin, (void)size;
+  return not_supported;
+}
+CUresult cuLinkDestroy(void* state) {
+  (void)state;
+  return not_supported;
+}
+#endif
