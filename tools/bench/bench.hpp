@@ -30,8 +30,9 @@ using Json = nlohmann::ordered_json;
 [[nodiscard]] std::int64_t monotonic_ns();
 
 /// The sections, in the order they run and are reported.
-inline const std::vector<std::string> k_sections = {
-    "cold", "warm", "kernel_speed", "threads", "static_arrays", "mpi", "contention", "memory"};
+inline const std::vector<std::string> k_sections = {"cold",       "warm",          "kernel_speed",
+                                                    "threads",    "static_arrays", "mpi",
+                                                    "contention", "memory",        "gpu"};
 
 struct Options {
   bool quick = false;
@@ -185,6 +186,7 @@ void static_section(const Options& options, Report& report);
 void mpi_section(const Options& options, Report& report);
 void contention_section(const Options& options, Report& report);
 void memory_section(const Options& options, Report& report);
+void gpu_section(const Options& options, Report& report); // gpu.cpp: not measured without one
 
 /// The child side of the fresh-process measurements: `uwjit-bench --child request ...`.
 int child_main(const std::vector<std::string>& args);

@@ -29,7 +29,7 @@ interleaved (the ways compared alternate within each round) and reported as the 
 rounds, with ratios taken per round; a row names the command that reproduces it.
 
 sections (all by default): cold, warm, kernel_speed, threads, static_arrays, mpi, contention,
-memory
+memory, gpu (device 0 through the CUDA driver; not measured without one)
 
 options:
   --out DIR           where bench.json and bench.md go (default: bench-results)
@@ -255,7 +255,8 @@ int bench_main(const std::vector<std::string>& args, const std::string& invoked_
       {"static_arrays", static_section},
       {"mpi", mpi_section},
       {"contention", contention_section},
-      {"memory", memory_section}};
+      {"memory", memory_section},
+      {"gpu", gpu_section}};
   int failures = 0;
   for (const auto& [name, runner] : runners) {
     if (options.sections.count(name) == 0) {

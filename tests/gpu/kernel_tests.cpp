@@ -1,0 +1,212 @@
+// The GPU form on a GPU: each built-in node's GPU kernel (and a 2-D one), compiled to PTX in
+// process, loaded through the CUDA driver and launched as kernel_writer.hpp says, writes the CPU
+// form's state bit for bit over the whole interior and over a box off the origin; its integrals,
+// summed by warp shuffles and one atomic addition per warp, agree within 1e-12. Where the driver
+// or a device is missing the program says why and exits 77, which ctest reports as skipped.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include "cell_kernels.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/cuda/driver.hpp>
+#include <uwjit/cuda/probe.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/engine/target.hpp>
+#include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/node_kernels.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using uwjit::ErrorKind;
+using uwjit::cuda::DevicePtr;
+using uwjit::cuda::Driver;
+using uwjit::engine::Engine;
+using uwjit::engine::Target;
+using uwjit::runtime::NodeKernel;
+
+namespace {
+
+constexpr unsigned k_block = 128; // threads on x, a multiple of 32
+
+const Driver& driver() {
+  return Driver::get();
+}
+
+void check(uwjit::cuda::Result result, const char* call) {
+  driver().check(result, call, ErrorKind::jit);
+}
+
+// Device memory, freed when it goes.
+struct DeviceMemory {
+  DevicePtr pointer = 0;
+  std::size_t bytes = 0;
+  explicit DeviceMemory(std::size_t size) : bytes(size) {
+    check(driver().api().cuMemAlloc_v2(&pointer, std::max<std::size_t>(size, 8)), "cuMemAlloc_v2");
+  }
+  DeviceMemory(const void* host, std::size_t size) : DeviceMemory(size) {
+    if (size > 0) {
+      check(driver().api().cuMemcpyHtoD_v2(pointer, host, size), "cuMemcpyHtoD_v2");
+    }
+  }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  ~DeviceMemory() { (void)driver().api().cuMemFree_v2(pointer); }
+  void download(void* host) const {
+    check(driver().api().cuMemcpyDtoH_v2(host, pointer, bytes), "cuMemcpyDtoH_v2");
+  }
+  template <class T> T* as() const { return reinterpret_cast<T*>(pointer); }
+};
+
+// Device 0's primary context, current on this thread.
+void use_device_0() {
+  static const bool once = [] {
+    const auto& api = driver().api();
+    uwjit::cuda::Device device = 0;
+    check(api.cuDeviceGet(&device, 0), "cuDeviceGet");
+    uwjit::cuda::Context context = nullptr;
+    check(api.cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
+    check(api.cuCtxSetCurrent(context), "cuCtxSetCurrent");
+    return true;
+  }();
+  (void)once;
+}
+
+// The target of device 0, or sm_90 (whose PTX newer GPUs load) when LLVM 19 does not know it.
+Target device_target() {
+  const auto probe = uwjit::cuda::probe();
+  try {
+    return Target::parse("cuda:" + probe.devices.at(0).arch());
+  } catch (const uwjit::Error&) {
+    return Target::parse("cuda:sm_90");
+  }
+}
+
+// Launches `function` on the call's box with every buffer and table copied to the device, then
+// copies the outputs and integrals back into `call`.
+void launch(uwjit::cuda::Function function, uwjit_test::KernelCall& call, const NodeKernel& kernel,
+            std::size_t rank) {
+  std::vector<std::unique_ptr<DeviceMemory>> in, out, statics;
+  std::vector<DevicePtr> in_table, out_table, static_table;
+  for (const auto& b : call.in) {
+    in.push_back(std::make_unique<DeviceMemory>(b.data.get(), b.bytes));
+    in_table.push_back(in.back()->pointer);
+  }
+  for (const auto& b : call.out) {
+    out.push_back(std::make_unique<DeviceMemory>(b.data.get(), b.bytes));
+    out_table.push_back(out.back()->pointer);
+  }
+  for (const auto& b : call.statics) {
+    statics.push_back(std::make_unique<DeviceMemory>(b.data.get(), b.bytes));
+    static_table.push_back(statics.back()->pointer);
+  }
+  const DeviceMemory in_ptrs(in_table.data(), in_table.size() * sizeof(DevicePtr));
+  const DeviceMemory out_ptrs(out_table.data(), out_table.size() * sizeof(DevicePtr));
+  const DeviceMemory static_ptrs(static_table.data(), static_table.size() * sizeof(DevicePtr));
+  const DeviceMemory extents(call.extents.data(), call.extents.size() * sizeof(uw_i64));
+  const DeviceMemory params(call.params.data(), call.params.size() * sizeof(double));
+  const std::vector<double> zeros(call.integrals.size(), 0.0);
+  const DeviceMemory integrals(zeros.data(), zeros.size() * sizeof(double));
+
+  uwjit_kernel_args args = call.args;
+  const auto& slots = kernel.source.slots();
+  args.abi_version = UWJIT_KERNEL_ABI_VERSION;
+  args.n_state_in = static_cast<int>(slots.state_in.size());
+  args.n_state_out = static_cast<int>(slots.state_out.size());
+  args.n_statics = static_cast<int>(slots.statics.size());
+  args.n_extents = static_cast<int>(slots.extents.size());
+  args.n_integrals = static_cast<int>(slots.integrals.size());
+  args.n_params = static_cast<int>(slots.params.size());
+  args.state_in = in_ptrs.as<const void* const>();
+  args.state_out = out_ptrs.as<void* const>();
+  args.statics = static_ptrs.as<const void* const>();
+  args.extents = extents.as<const uw_i64>();
+  args.params = params.as<const double>();
+  args.integrals = integrals.as<double>();
+  args.check = nullptr;
+
+  // The launch kernel_writer.hpp describes: the last axis on x in blocks of k_block threads, the
+  // one before on y, the first of three on z.
+  auto box = [&](std::size_t d) {
+    return static_cast<unsigned>(args.update_end[d] - args.update_begin[d]);
+  };
+  const unsigned grid_x = (box(rank - 1) + k_block - 1) / k_block;
+  const unsigned grid_y = rank > 1 ? box(rank - 2) : 1;
+  const unsigned grid_z = rank > 2 ? box(0) : 1;
+  void* arguments[] = {&args};
+  check(driver().api().cuLaunchKernel(function, grid_x, grid_y, grid_z, k_block, 1, 1, 0, nullptr,
+                                      arguments, nullptr),
+        "cuLaunchKernel");
+  check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
+  for (std::size_t o = 0; o < out.size(); ++o) {
+    out[o]->download(call.out[o].data.get());
+  }
+  integrals.download(call.integrals.data());
+}
+
+std::shared_ptr<const uwjit::runtime::Node> built_in(const std::string& type,
+                                                     std::vector<std::int64_t> size) {
+  return uwjit::nodes::make(type, type, uwjit::nodes::sized_params(type, size));
+}
+
+} // namespace
+
+TEST_CASE("each node's GPU kernel on the GPU writes the CPU form's state bit for bit") {
+  use_device_0();
+  const Target target = device_target();
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  const std::vector<std::shared_ptr<const uwjit::runtime::Node>> nodes = {
+      built_in("heat", {45, 38, 301}), built_in("pipe-flow", {21, 17, 133}), built_in("fvm", {40}),
+      built_in("mlp", {5, 7, 150})};
+  for (const auto& node : nodes) {
+    CAPTURE(node->name());
+    const auto cpu = uwjit::runtime::node_kernels(*node, false).at(0);
+    const auto gpu = uwjit::runtime::node_kernels(*node, true).at(0);
+    const auto cpu_kernel = engine.kernel(cpu.source);
+    const auto ptx = engine.ptx(gpu.source, target);
+    uwjit::cuda::Module module = nullptr;
+    const auto start = std::chrono::steady_clock::now();
+    check(driver().api().cuModuleLoadDataEx(&module, ptx.ptx->c_str(), 0, nullptr, nullptr),
+          "cuModuleLoadDataEx");
+    const double load_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%s: PTX for %s loaded (driver JIT) in %.1f ms\n", node->name().c_str(),
+                target.text().c_str(), load_ms);
+    uwjit::cuda::Function function = nullptr;
+    check(driver().api().cuModuleGetFunction(&function, module, ptx.info->entry.c_str()),
+          "cuModuleGetFunction");
+    const auto extent = uwjit_test::domain_of(cpu);
+    for (const auto& [begin, end] : uwjit_test::test_boxes(extent)) {
+      CAPTURE(begin);
+      uwjit_test::KernelCall expected(cpu, 7, begin, end, node->static_data());
+      uwjit_test::KernelCall got(gpu, 7, begin, end, node->static_data());
+      REQUIRE(cpu_kernel(expected.args) == UWJIT_KERNEL_OK);
+      launch(function, got, gpu, extent.size());
+      CHECK(got.same_outputs(expected));
+      for (std::size_t i = 0; i < got.integrals.size(); ++i) {
+        CHECK(std::abs(got.integrals[i] - expected.integrals[i]) <=
+              1e-12 * std::abs(expected.integrals[i]));
+      }
+    }
+    check(driver().api().cuModuleUnload(module), "cuModuleUnload");
+  }
+}
+
+int main(int argc, char** argv) {
+  const auto probe = uwjit::cuda::probe();
+  if (!probe.usable || probe.devices.empty()) {
+    std::printf("skipped: no CUDA device to run on: %s\n",
+                probe.usable ? "the driver lists no device" : probe.problem.c_str());
+    return 77; // ctest: SKIP_RETURN_CODE
+  }
+  std::printf("running on device 0: %s (%s), driver %s\n", probe.devices[0].name.c_str(),
+              probe.devices[0].arch().c_str(),
+              uwjit::cuda::version_text(probe.version.value_or(0)).c_str());
+  doctest::Context context(argc, argv);
+  return context.run();
+}

@@ -1,0 +1,259 @@
+// The GPU section: the built-in nodes' GPU kernels (KernelWriter's cell form, compiled in process
+// to PTX) launched on device 0 through the CUDA driver, against a device-to-device copy measured
+// in the same run; the cold PTX compile and the driver's first load of it. Not measured where
+// there is no CUDA device (the reason is the driver's).
+#include "bench.hpp"
+#include "node_workload.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
+#include <uwjit/cuda/driver.hpp>
+#include <uwjit/cuda/probe.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/engine/target.hpp>
+#include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/node_kernels.hpp>
+
+#include <algorithm>
+#include <memory>
+
+namespace uwjit::bench {
+
+namespace {
+
+using cuda::DevicePtr;
+
+const cuda::Driver& driver() {
+  return cuda::Driver::get();
+}
+
+void check(cuda::Result result, const char* call) {
+  driver().check(result, call, ErrorKind::jit);
+}
+
+// Device memory, freed when it goes.
+struct DeviceMemory {
+  DevicePtr pointer = 0;
+  explicit DeviceMemory(std::size_t bytes) {
+    check(driver().api().cuMemAlloc_v2(&pointer, std::max<std::size_t>(bytes, 8)), "cuMemAlloc_v2");
+  }
+  DeviceMemory(const void* host, std::size_t bytes) : DeviceMemory(bytes) {
+    if (bytes > 0) {
+      check(driver().api().cuMemcpyHtoD_v2(pointer, host, bytes), "cuMemcpyHtoD_v2");
+    }
+  }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  ~DeviceMemory() { (void)driver().api().cuMemFree_v2(pointer); }
+  template <class T> [[nodiscard]] T* as() const { return reinterpret_cast<T*>(pointer); }
+};
+
+// A node's GPU kernel, loaded, with its buffers on the device (copies of a NodeWorkload's).
+struct DeviceKernel {
+  std::string name;
+  double cells = 0;
+  double bytes_per_cell = 0;
+  double compile_ms = 0; ///< the cold in-process PTX compile (engine request, no cache)
+  double load_ms = 0;    ///< cuModuleLoadDataEx: the driver's JIT of the PTX to machine code
+  cuda::Module module = nullptr;
+  cuda::Function function = nullptr;
+  std::vector<std::unique_ptr<DeviceMemory>> memory;
+  uwjit_kernel_args args{};
+  unsigned grid[3] = {1, 1, 1};
+};
+
+constexpr unsigned k_block = 128;
+
+DeviceKernel load(engine::Engine& engine, const engine::Target& target, const std::string& type,
+                  const std::vector<std::int64_t>& size) {
+  DeviceKernel k;
+  const auto node = nodes::make(type, type, nodes::sized_params(type, size));
+  std::vector<std::string> extents;
+  for (const auto n : node->domain()) {
+    extents.push_back(std::to_string(n));
+  }
+  k.name = type + " " + join(extents, "×");
+  const auto host_kernel = runtime::node_kernels(*node, false).at(0);
+  const auto gpu_kernel = runtime::node_kernels(*node, true).at(0);
+  const NodeWorkload host(*node, host_kernel, node->dt()); // the GPU form declares the same
+  k.cells = host.cells;
+  k.bytes_per_cell = host.bytes_per_cell();
+  const auto ptx = engine.ptx(gpu_kernel.source, target);
+  k.compile_ms = ptx.info->request_ms;
+  const auto start = Clock::now();
+  check(driver().api().cuModuleLoadDataEx(&k.module, ptx.ptx->c_str(), 0, nullptr, nullptr),
+        "cuModuleLoadDataEx");
+  k.load_ms = ms_since(start);
+  check(driver().api().cuModuleGetFunction(&k.function, k.module, ptx.info->entry.c_str()),
+        "cuModuleGetFunction");
+  auto upload = [&](const void* data, std::size_t bytes) {
+    k.memory.push_back(std::make_unique<DeviceMemory>(data, bytes));
+    return k.memory.back()->pointer;
+  };
+  auto bytes_of = [](const runtime::Field& f) {
+    return static_cast<std::size_t>(f.padded_count()) * codegen::size_of(f.dtype());
+  };
+  std::vector<DevicePtr> in, out, statics;
+  for (const auto& f : host.in) {
+    in.push_back(upload(f.data(), bytes_of(f)));
+  }
+  for (const auto& f : host.out) {
+    out.push_back(upload(f.data(), bytes_of(f)));
+  }
+  for (std::size_t s = 0; s < host.static_ptrs.size(); ++s) {
+    statics.push_back(upload(host.static_ptrs[s], host.static_bytes[s]));
+  }
+  k.args = host.args;
+  k.args.state_in =
+      reinterpret_cast<const void* const*>(upload(in.data(), in.size() * sizeof(DevicePtr)));
+  k.args.state_out =
+      reinterpret_cast<void* const*>(upload(out.data(), out.size() * sizeof(DevicePtr)));
+  k.args.statics = reinterpret_cast<const void* const*>(
+      upload(statics.data(), statics.size() * sizeof(DevicePtr)));
+  k.args.extents = reinterpret_cast<const uw_i64*>(
+      upload(host.extents.data(), host.extents.size() * sizeof(uw_i64)));
+  k.args.params = reinterpret_cast<const double*>(
+      upload(host.params.data(), host.params.size() * sizeof(double)));
+  k.args.integrals = reinterpret_cast<double*>(
+      upload(host.integrals.data(), host.integrals.size() * sizeof(double)));
+  // The launch kernel_writer.hpp describes: the last axis on x in blocks of k_block threads.
+  const auto domain = node->domain();
+  const std::size_t rank = domain.size();
+  k.grid[0] = static_cast<unsigned>((domain[rank - 1] + k_block - 1) / k_block);
+  k.grid[1] = rank > 1 ? static_cast<unsigned>(domain[rank - 2]) : 1;
+  k.grid[2] = rank > 2 ? static_cast<unsigned>(domain[0]) : 1;
+  return k;
+}
+
+// Milliseconds per launch of `k`, over `launches` launches back to back.
+double time_launches(DeviceKernel& k, int launches) {
+  void* arguments[] = {&k.args};
+  check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
+  const auto start = Clock::now();
+  for (int l = 0; l < launches; ++l) {
+    check(driver().api().cuLaunchKernel(k.function, k.grid[0], k.grid[1], k.grid[2], k_block, 1, 1,
+                                        0, nullptr, arguments, nullptr),
+          "cuLaunchKernel");
+  }
+  check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
+  return ms_since(start) / launches;
+}
+
+} // namespace
+
+void gpu_section(const Options& options, Report& report) {
+  const auto probe = cuda::probe();
+  if (!probe.usable || probe.devices.empty()) {
+    report.not_measured(
+        "gpu", "no CUDA device to run on: " +
+                   (probe.usable ? std::string("the driver lists no device") : probe.problem));
+    return;
+  }
+  Json& section = report.section("gpu");
+  const auto& device = probe.devices[0];
+  section["device"] = {{"name", device.name},
+                       {"arch", device.arch()},
+                       {"driver", cuda::version_text(probe.version.value_or(0))}};
+  section["method"] =
+      "device 0; each node's GPU kernel (runtime::node_kernels, gpu) compiled in process to PTX "
+      "with the disk cache off, loaded with cuModuleLoadDataEx, launched back to back on the "
+      "node's initial state over the whole interior in blocks of 128 threads; per round the "
+      "fastest of the repetitions; a cuMemcpyDtoD of 1 GiB counts 2 GiB moved; a kernel's "
+      "bytes per cell are its buffers' sizes over its cells (each read or written once)";
+  engine::Target target;
+  try {
+    target = engine::Target::parse("cuda:" + device.arch());
+  } catch (const Error&) {
+    target = engine::Target::parse("cuda:sm_90"); // newer GPUs load sm_90 PTX
+  }
+  section["target"] = target.text();
+  {
+    const auto& api = driver().api();
+    cuda::Device d = 0;
+    check(api.cuDeviceGet(&d, 0), "cuDeviceGet");
+    cuda::Context context = nullptr;
+    check(api.cuDevicePrimaryCtxRetain(&context, d), "cuDevicePrimaryCtxRetain");
+    check(api.cuCtxSetCurrent(context), "cuCtxSetCurrent");
+  }
+  engine::Engine engine({.disk_cache = engine::DiskCache::off});
+  const std::int64_t heat_n = options.quick ? 64 : 256;
+  const std::int64_t pipe_n = options.quick ? 48 : 192;
+  std::vector<DeviceKernel> kernels;
+  kernels.push_back(load(engine, target, "heat", {heat_n}));
+  kernels.push_back(load(engine, target, "pipe-flow", {pipe_n, pipe_n, pipe_n}));
+
+  constexpr std::size_t k_copy_bytes = std::size_t{1} << 30;
+  const DeviceMemory from(k_copy_bytes);
+  const DeviceMemory to(k_copy_bytes);
+  check(driver().api().cuMemsetD8_v2(from.pointer, 1, k_copy_bytes), "cuMemsetD8_v2");
+  const int reps = options.quick ? 2 : 5;
+  const int launches = options.quick ? 3 : 20;
+  Series series;
+  for (int round = 0; round < options.rounds; ++round) {
+    double copy_ms = 0;
+    for (int r = 0; r < reps; ++r) {
+      check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
+      const auto start = Clock::now();
+      check(driver().api().cuMemcpyDtoD_v2(to.pointer, from.pointer, k_copy_bytes),
+            "cuMemcpyDtoD_v2");
+      check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
+      copy_ms = r == 0 ? ms_since(start) : std::min(copy_ms, ms_since(start));
+    }
+    const double copy_gbs = 2.0 * static_cast<double>(k_copy_bytes) / copy_ms / 1e6;
+    series.add("copy_gb_s", copy_gbs);
+    for (auto& k : kernels) {
+      double ms = 0;
+      for (int r = 0; r < reps; ++r) {
+        const double one = time_launches(k, launches);
+        ms = r == 0 ? one : std::min(ms, one);
+      }
+      const double mlups = k.cells / ms / 1e3;
+      series.add(k.name + "_mlups", mlups);
+      series.add(k.name + "_fraction_of_copy", mlups * 1e6 * k.bytes_per_cell / 1e9 / copy_gbs);
+    }
+  }
+  section["series"] = series.to_json();
+  const std::string command = options.command("--sections gpu");
+  report.add({.section = "gpu",
+              .figure = format("{}: device-to-device copy (1 GiB)", device.name),
+              .unit = "GB/s",
+              .value = series.summary("copy_gb_s"),
+              .command = command,
+              .note = "cuMemcpyDtoD_v2; the bandwidth the kernels are measured against"});
+  for (const auto& k : kernels) {
+    const bool pipe = k.name.rfind("pipe-flow", 0) == 0;
+    report.add({.section = "gpu",
+                .figure = k.name + ": MLUPS on the GPU",
+                .unit = "MLUPS",
+                .value = series.summary(k.name + "_mlups"),
+                .command = command,
+                .note = format("{} bytes per cell", number_text(k.bytes_per_cell))});
+    report.add({.section = "gpu",
+                .figure = k.name + ": fraction of the copy bandwidth",
+                .unit = "",
+                .value = series.summary(k.name + "_fraction_of_copy"),
+                .goal = pipe ? std::optional<Goal>(Goal{"≥ 0.8", 0.8, std::nullopt}) : std::nullopt,
+                .command = command});
+    report.add({.section = "gpu",
+                .figure = k.name + ": cold PTX compile, in process",
+                .unit = "ms",
+                .value = summarise({k.compile_ms}),
+                .command = command});
+    report.add({.section = "gpu",
+                .figure = k.name + ": first load of its PTX (the driver's JIT)",
+                .unit = "ms",
+                .value = summarise({k.load_ms}),
+                .command = command});
+  }
+  section["not_measured"] = {
+      {"clang_vs_nvcc",
+       "the GPU form is written with Clang's NVVM builtins (thread registers, shuffles, "
+       "atomics), which nvcc does not take: a comparison needs the same cell in CUDA C++"},
+      {"warm_cubin_load", "this build keeps no cubin: each process loads the PTX"}};
+  for (auto& k : kernels) {
+    (void)driver().api().cuModuleUnload(k.module);
+  }
+}
+
+} // namespace uwjit::bench
