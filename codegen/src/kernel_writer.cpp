@@ -564,7 +564,7 @@ KernelSource KernelWriter::finish() const {
          "gives the update of one cell with for_each_cell()");
   }
   if (m_gpu && m_checked) {
-    fail("checked mode runs on CPUs only; run it with the CPU device to find a bad access");
+    fail("checked mode runs on CPUs only: check the kernel there, then write it for the GPU");
   }
   std::string text = "// uwjit generated kernel (KernelWriter)\n";
   if (m_gpu) {
