@@ -181,7 +181,11 @@ TEST_CASE("each node's GPU kernel on the GPU writes the CPU form's state bit for
     check(driver().api().cuModuleGetFunction(&function, module, ptx.info->entry.c_str()),
           "cuModuleGetFunction");
     const auto extent = uwjit_test::domain_of(cpu);
-    for (const auto& [begin, end] : uwjit_test::test_boxes(extent)) {
+    auto boxes = uwjit_test::test_boxes(extent);
+    if (!cpu.writer.updates_box()) {
+      boxes.resize(1); // fvm's CPU form scatters over every face: the whole interior only
+    }
+    for (const auto& [begin, end] : boxes) {
       CAPTURE(begin);
       uwjit_test::KernelCall expected(cpu, 7, begin, end, node->static_data());
       uwjit_test::KernelCall got(gpu, 7, begin, end, node->static_data());
