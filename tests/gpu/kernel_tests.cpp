@@ -1,8 +1,14 @@
-// The GPU form on a GPU: each built-in node's GPU kernel (and a 2-D one), compiled to PTX in
-// process, loaded through the CUDA driver and launched as kernel_writer.hpp says, writes the CPU
-// form's state bit for bit over the whole interior and over a box off the origin; its integrals,
-// summed by warp shuffles and one atomic addition per warp, agree within 1e-12. Where the driver
-// or a device is missing the program says why and exits 77, which ctest reports as skipped.
+// The GPU form on a GPU: each built-in node's GPU kernel, compiled to PTX in process, loaded
+// through the CUDA driver and launched as kernel_writer.hpp says, writes the CPU form's state bit
+// for bit over the whole interior and over a box off the origin; its integrals, summed by warp
+// shuffles and one atomic addition per warp, agree within 1e-12. Where the driver or a device is
+// missing the program says why and exits 77, which ctest reports as skipped.
+//
+// Under the tests' stand-in driver (tests/jit/fake_libcuda.c, device "uwjit fake GPU"), which
+// runs no kernel, each kernel's GPU text is compiled for this CPU with its thread registers read
+// from this program and registered with the stand-in, which calls it for each launch: everything
+// but the GPU itself (device memory, pointer tables, the argument struct, the launch's grid) runs,
+// each thread emulated alone (so the warp shuffles are not).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "cell_kernels.hpp"
 
@@ -19,7 +25,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <dlfcn.h>
 #include <string>
 #include <vector>
 
@@ -149,6 +157,89 @@ void launch(uwjit::cuda::Function function, uwjit_test::KernelCall& call, const 
   integrals.download(call.integrals.data());
 }
 
+// The stand-in's emulation: the registers of the thread being emulated, read by the kernel's
+// text through emulated_register's address.
+unsigned g_block[3];
+unsigned g_thread;
+unsigned g_threads;
+
+extern "C" unsigned emulated_register(int which) {
+  switch (which) {
+  case 0:
+  case 1:
+  case 2:
+    return g_block[which];
+  case 3:
+    return g_thread;
+  case 4:
+    return g_threads;
+  default:
+    return 0; // the lane: every thread is lane 0, and adds its own integral shares
+  }
+}
+
+using EmulatedEntry = void (*)(uwjit_kernel_args);
+
+// What the stand-in calls for a launch: every thread of the grid, one at a time.
+void emulated_launch(void* entry, const void* args, unsigned gx, unsigned gy, unsigned gz,
+                     unsigned bx) {
+  const auto a = *static_cast<const uwjit_kernel_args*>(args);
+  g_threads = bx;
+  for (unsigned z = 0; z < gz; ++z) {
+    for (unsigned y = 0; y < gy; ++y) {
+      for (unsigned x = 0; x < gx; ++x) {
+        for (unsigned t = 0; t < bx; ++t) {
+          g_block[0] = x;
+          g_block[1] = y;
+          g_block[2] = z;
+          g_thread = t;
+          reinterpret_cast<EmulatedEntry>(entry)(a);
+        }
+      }
+    }
+  }
+}
+
+// The GPU text of `gpu`, for this CPU: its entry named `name`, the registers read from this
+// program, shuffles giving nothing and atomics plain additions.
+std::string emulation_text(const NodeKernel& gpu, const std::string& name) {
+  const std::string reader = "reinterpret_cast<unsigned (*)(int)>(" +
+                             std::to_string(reinterpret_cast<std::uintptr_t>(&emulated_register)) +
+                             "ULL)";
+  std::string text;
+  const char* registers[] = {"ctaid_x", "ctaid_y", "ctaid_z", "tid_x", "ntid_x", "laneid"};
+  for (int r = 0; r < 6; ++r) {
+    text += "inline unsigned __nvvm_read_ptx_sreg_" + std::string(registers[r]) + "() { return " +
+            reader + "(" + std::to_string(r) + "); }\n";
+  }
+  text += "inline int __nvvm_shfl_sync_down_i32(unsigned, int, int, int) { return 0; }\n"
+          "inline double __nvvm_atom_add_gen_d(double* total, double value) {\n"
+          "  const double old = *total;\n  *total += value;\n  return old;\n}\n";
+  std::string body = gpu.source.body();
+  const std::string placeholder(uwjit::codegen::k_entry_placeholder);
+  body.replace(body.find(placeholder), placeholder.size(), name);
+  return text + body;
+}
+
+// Under the stand-in driver: registers the emulation of `gpu` under the PTX entry `entry`.
+void register_emulation(Engine& engine, const NodeKernel& gpu, const std::string& entry) {
+  using Register = int (*)(
+      const char*, void (*)(void*, const void*, unsigned, unsigned, unsigned, unsigned), void*);
+  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(library != nullptr);
+  const auto add = reinterpret_cast<Register>(dlsym(library, "uwjit_fake_cuda_register"));
+  REQUIRE(reinterpret_cast<void*>(add) != nullptr);
+  static std::vector<uwjit::engine::Kernel> kept; // the emulations' code stays loaded
+  kept.push_back(engine.kernel(uwjit::codegen::KernelSource::from_text(
+      emulation_text(gpu, "emulated_entry"), "emulated_entry", gpu.source.slots())));
+  REQUIRE(add(entry.c_str(), &emulated_launch, reinterpret_cast<void*>(kept.back().function())) ==
+          0);
+}
+
+bool stand_in_driver() {
+  return uwjit::cuda::probe().devices.at(0).name == "uwjit fake GPU";
+}
+
 std::shared_ptr<const uwjit::runtime::Node> built_in(const std::string& type,
                                                      std::vector<std::int64_t> size) {
   return uwjit::nodes::make(type, type, uwjit::nodes::sized_params(type, size));
@@ -169,6 +260,9 @@ TEST_CASE("each node's GPU kernel on the GPU writes the CPU form's state bit for
     const auto gpu = uwjit::runtime::node_kernels(*node, true).at(0);
     const auto cpu_kernel = engine.kernel(cpu.source);
     const auto ptx = engine.ptx(gpu.source, target);
+    if (stand_in_driver()) {
+      register_emulation(engine, gpu, ptx.info->entry);
+    }
     uwjit::cuda::Module module = nullptr;
     const auto start = std::chrono::steady_clock::now();
     check(driver().api().cuModuleLoadDataEx(&module, ptx.ptx->c_str(), 0, nullptr, nullptr),

@@ -1,7 +1,8 @@
 /* A test double for the loader only: a shared library named libcuda.so.1 that exports the CUDA
  * driver entry points uwjit resolves, with CPU stand-ins behind them, so that opening the driver,
  * its errors, the probe and the checked-call idiom are tested on machines without a GPU. It
- * runs no kernel and compiles no PTX (those calls return CUDA_ERROR_NOT_SUPPORTED).
+ * compiles no PTX and runs no kernel itself: a test may register a CPU emulation of a kernel's
+ * entry (uwjit_fake_cuda_register, below), which a launch then calls.
  *
  * Chosen by environment variables read when called:
  *   UWJIT_FAKE_CUDA_DEVICES  number of devices (default 1); 0 makes cuInit fail with
@@ -23,6 +24,7 @@ enum {
   no_device = 100,
   invalid_device = 101,
   invalid_context = 201,
+  not_found = 500,
   not_supported = 801,
 };
 
@@ -61,6 +63,7 @@ CUresult cuGetErrorName(CUresult error, const char** text) {
   case invalid_device: *text = "CUDA_ERROR_INVALID_DEVICE"; return ok;
   case invalid_context: *text = "CUDA_ERROR_INVALID_CONTEXT"; return ok;
   case not_supported: *text = "CUDA_ERROR_NOT_SUPPORTED"; return ok;
+  case not_found: *text = "CUDA_ERROR_NOT_FOUND"; return ok;
   }
   *text = NULL;
   return invalid_value;
@@ -75,6 +78,7 @@ CUresult cuGetErrorString(CUresult error, const char** text) {
   case invalid_device: *text = "invalid device ordinal"; return ok;
   case invalid_context: *text = "invalid device context"; return ok;
   case not_supported: *text = "operation not supported"; return ok;
+  case not_found: *text = "named symbol not found"; return ok;
   }
   *text = NULL;
   return invalid_value;
@@ -210,26 +214,85 @@ CUresult cuMemsetD8_v2(unsigned long long destination, unsigned char value, size
   return ok;
 }
 
-/* Modules, kernels and the linker: not simulated. */
+/* Modules and kernels: the stand-in compiles no PTX and runs no kernel itself. A test that
+ * emulates a GPU kernel on the CPU registers a launcher for the kernel's entry name
+ * (uwjit_fake_cuda_register); then a module whose PTX defines that entry (".entry NAME(") loads,
+ * cuModuleGetFunction finds it, and cuLaunchKernel calls the launcher with the grid, the block's
+ * x extent and the argument struct (params[0]). PTX without any entry is not supported. */
+typedef void (*fake_launcher)(void* context, const void* args, unsigned gx, unsigned gy,
+                              unsigned gz, unsigned bx);
+struct fake_function {
+  char name[256];
+  fake_launcher launch;
+  void* context;
+};
+static struct fake_function registry[64];
+static int registered;
+
+int uwjit_fake_cuda_register(const char* name, fake_launcher launch, void* context) {
+  if (strlen(name) >= sizeof registry[0].name || registered == 64) {
+    return invalid_value;
+  }
+  strcpy(registry[registered].name, name);
+  registry[registered].launch = launch;
+  registry[registered].context = context;
+  ++registered;
+  return ok;
+}
+
 CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned count, int* options,
                             void** values) {
-  (void)module, (void)image, (void)count, (void)options, (void)values;
-  return not_supported;
+  (void)count, (void)options, (void)values;
+  if (strstr((const char*)image, ".entry ") == NULL) {
+    return not_supported;
+  }
+  if (!initialised) {
+    return not_initialized;
+  }
+  if (current == NULL) {
+    return invalid_context;
+  }
+  const size_t size = strlen((const char*)image) + 1;
+  *module = malloc(size);
+  if (*module == NULL) {
+    return out_of_memory;
+  }
+  memcpy(*module, image, size);
+  return ok;
 }
 CUresult cuModuleUnload(void* module) {
-  (void)module;
-  return not_supported;
+  free(module);
+  return ok;
 }
 CUresult cuModuleGetFunction(void** function, void* module, const char* name) {
-  (void)function, (void)module, (void)name;
-  return not_supported;
+  char entry[300];
+  if (strlen(name) >= 256) {
+    return not_found;
+  }
+  strcpy(entry, ".entry ");
+  strcat(entry, name);
+  strcat(entry, "(");
+  if (strstr((const char*)module, entry) == NULL) {
+    return not_found;
+  }
+  for (int i = 0; i < registered; ++i) {
+    if (strcmp(registry[i].name, name) == 0) {
+      *function = &registry[i];
+      return ok;
+    }
+  }
+  return not_found;
 }
 CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                         unsigned by, unsigned bz, unsigned shared, void* stream, void** params,
                         void** extra) {
-  (void)function, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared;
-  (void)stream, (void)params, (void)extra;
-  return not_supported;
+  (void)shared, (void)stream, (void)extra;
+  if (function == NULL || params == NULL || by != 1 || bz != 1 || bx == 0 || bx > 1024) {
+    return invalid_value;
+  }
+  const struct fake_function* f = (const struct fake_function*)function;
+  f->launch(f->context, params[0], gx, gy, gz, bx);
+  return ok;
 }
 #ifndef UWJIT_FAKE_CUDA_OLD
 CUresult cuLinkCreate_v2(unsigned count, int* options, void** values, void** state) {
