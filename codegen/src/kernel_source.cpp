@@ -209,4 +209,14 @@ std::string KernelSource::entry_symbol(std::string_view key_hex) const {
   return "uwjit_" + std::string(key_hex);
 }
 
+void set_table_lengths(uwjit_kernel_args& args, const SlotTables& slots) noexcept {
+  args.abi_version = UWJIT_KERNEL_ABI_VERSION;
+  args.n_state_in = static_cast<int>(slots.state_in.size());
+  args.n_state_out = static_cast<int>(slots.state_out.size());
+  args.n_statics = static_cast<int>(slots.statics.size());
+  args.n_extents = static_cast<int>(slots.extents.size());
+  args.n_integrals = static_cast<int>(slots.integrals.size());
+  args.n_params = static_cast<int>(slots.params.size());
+}
+
 } // namespace uwjit::codegen

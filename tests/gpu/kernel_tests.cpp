@@ -122,14 +122,7 @@ void launch(uwjit::cuda::Function function, uwjit_test::KernelCall& call, const 
   const DeviceMemory integrals(zeros.data(), zeros.size() * sizeof(double));
 
   uwjit_kernel_args args = call.args;
-  const auto& slots = kernel.source.slots();
-  args.abi_version = UWJIT_KERNEL_ABI_VERSION;
-  args.n_state_in = static_cast<int>(slots.state_in.size());
-  args.n_state_out = static_cast<int>(slots.state_out.size());
-  args.n_statics = static_cast<int>(slots.statics.size());
-  args.n_extents = static_cast<int>(slots.extents.size());
-  args.n_integrals = static_cast<int>(slots.integrals.size());
-  args.n_params = static_cast<int>(slots.params.size());
+  uwjit::codegen::set_table_lengths(args, kernel.source.slots());
   args.state_in = in_ptrs.as<const void* const>();
   args.state_out = out_ptrs.as<void* const>();
   args.statics = static_ptrs.as<const void* const>();

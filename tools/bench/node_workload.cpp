@@ -88,14 +88,7 @@ NodeWorkload::NodeWorkload(const runtime::Node& node, const runtime::NodeKernel&
     params.push_back(p.value);
   }
   integrals.assign(writer.integrals().size(), 0.0);
-  const auto& slots = kernel.source.slots();
-  args.abi_version = UWJIT_KERNEL_ABI_VERSION;
-  args.n_state_in = static_cast<int>(slots.state_in.size());
-  args.n_state_out = static_cast<int>(slots.state_out.size());
-  args.n_statics = static_cast<int>(slots.statics.size());
-  args.n_extents = static_cast<int>(slots.extents.size());
-  args.n_integrals = static_cast<int>(slots.integrals.size());
-  args.n_params = static_cast<int>(slots.params.size());
+  codegen::set_table_lengths(args, kernel.source.slots());
   args.state_in = in_ptrs.data();
   args.state_out = out_ptrs.data();
   args.statics = static_ptrs.data();

@@ -1,6 +1,8 @@
 // KernelSource: a kernel's text with placeholder names, plus the slot tables it expects.
 #pragma once
 
+#include <uwjit/codegen/kernel_abi.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +22,11 @@ struct SlotTables {
 
   friend bool operator==(const SlotTables&, const SlotTables&) = default;
 };
+
+/// Sets args.abi_version and the lengths of its tables (n_state_in ... n_params) from `slots`:
+/// what a caller that launches a kernel itself (a GPU launch) sets before the call, as
+/// engine::Kernel's call operator does for host kernels.
+void set_table_lengths(uwjit_kernel_args& args, const SlotTables& slots) noexcept;
 
 /// Where a run of the body's lines came from: lines [first, first + count) of the body (counted
 /// from 1, as diagnostics count them in kernel.cpp) are lines [source_first, ...) of `section`,
