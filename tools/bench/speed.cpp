@@ -108,6 +108,23 @@ double max_difference(const std::vector<std::vector<double>>& a,
   return worst;
 }
 
+// The fastest of `reps` sweeps each of the JIT'd and the AOT build, `sweep(true)` timing the JIT's
+// and `sweep(false)` the AOT's: they alternate one by one, the first way alternating between
+// rounds and repetitions. Returns {jit ms, aot ms}.
+template <class Sweep> std::pair<double, double> alternate(int round, int reps, Sweep&& sweep) {
+  double jit_ms = 0, aot_ms = 0;
+  for (int r = 0; r < reps; ++r) {
+    const bool jit_first = (round + r) % 2 == 0;
+    const double first = sweep(jit_first);
+    const double second = sweep(!jit_first);
+    const double jit = jit_first ? first : second;
+    const double aot = jit_first ? second : first;
+    jit_ms = r == 0 ? jit : std::min(jit_ms, jit);
+    aot_ms = r == 0 ? aot : std::min(aot_ms, aot);
+  }
+  return {jit_ms, aot_ms};
+}
+
 // The instructions of an assembly listing, without labels, directives, comments or symbol names.
 std::vector<std::string> instructions(const std::string& assembly, const std::string& entry) {
   std::vector<std::string> out;
@@ -263,37 +280,18 @@ void speed_section(const Options& options, Report& report) {
       series.add("pipe_flow_fraction_of_copy", gbs / copy_gbs);
     }
     {
-      double jit_ms = 0, aot_ms = 0;
-      for (int r = 0; r < reps; ++r) {
-        const bool jit_first = (round + r) % 2 == 0;
-        const double first =
-            pipe_w.time(jit_first ? pipe_jit.function() : pipe_aot.kernel.function, 1);
-        const double second =
-            pipe_w.time(jit_first ? pipe_aot.kernel.function : pipe_jit.function(), 1);
-        jit_ms =
-            r == 0 ? (jit_first ? first : second) : std::min(jit_ms, jit_first ? first : second);
-        aot_ms =
-            r == 0 ? (jit_first ? second : first) : std::min(aot_ms, jit_first ? second : first);
-      }
+      const auto [jit_ms, aot_ms] = alternate(round, reps, [&](bool jit) {
+        return pipe_w.time(jit ? pipe_jit.function() : pipe_aot.kernel.function, 1);
+      });
       series.add("pipe_flow_kernel_jit_ms", jit_ms);
       series.add("pipe_flow_kernel_aot_ms", aot_ms);
       series.add("pipe_flow_kernel_jit_over_aot_speed", aot_ms / jit_ms);
       series.add("pipe_flow_kernel_jit_mlups", pipe_w.cells / jit_ms / 1e3);
     }
     for (auto& c : cases) {
-      // JIT and AOT sweeps alternate one by one, the first way alternating between rounds.
-      double jit_ms = 0, aot_ms = 0;
-      for (int r = 0; r < reps; ++r) {
-        const bool jit_first = (round + r) % 2 == 0;
-        const double first =
-            time_sweeps(jit_first ? c.jit.function() : c.aot.kernel.function, c.w, 1);
-        const double second =
-            time_sweeps(jit_first ? c.aot.kernel.function : c.jit.function(), c.w, 1);
-        const double jit = jit_first ? first : second;
-        const double aot = jit_first ? second : first;
-        jit_ms = r == 0 ? jit : std::min(jit_ms, jit);
-        aot_ms = r == 0 ? aot : std::min(aot_ms, aot);
-      }
+      const auto [jit_ms, aot_ms] = alternate(round, reps, [&](bool jit) {
+        return time_sweeps(jit ? c.jit.function() : c.aot.kernel.function, c.w, 1);
+      });
       series.add(c.name + "_jit_ms", jit_ms);
       series.add(c.name + "_aot_ms", aot_ms);
       series.add(c.name + "_jit_over_aot_speed", aot_ms / jit_ms);
