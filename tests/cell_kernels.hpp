@@ -9,6 +9,7 @@
 #include <uwjit/runtime/static_data.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -91,17 +92,13 @@ struct KernelCall {
     for (auto& b : statics) {
       static_ptr.push_back(b.data.get());
     }
+    extents = kernel.writer.runtime_extent_values();
+    params = kernel.writer.param_values();
     for (const auto& e : kernel.writer.extents()) {
-      if (e.mode == uwjit::codegen::ExtentMode::runtime) {
-        extents.push_back(e.value);
-      }
       if (e.domain_axis >= 0) {
         args.shard_extent[e.domain_axis] = e.value;
         args.global_extent[e.domain_axis] = e.value;
       }
-    }
-    for (const auto& p : kernel.writer.params()) {
-      params.push_back(p.value);
     }
     integrals.assign(kernel.writer.integrals().size(), 0.0);
     args.state_in = in_ptr.data();
@@ -153,17 +150,39 @@ inline std::vector<std::int64_t> domain_of(const uwjit::runtime::NodeKernel& ker
   return extent;
 }
 
-/// The boxes the tests call a kernel on: the whole interior, and a box inside it that starts
-/// off the origin (and, when extents allow, ends before the end).
+/// The boxes the tests call `cpu` (a kernel's CPU form) on: the whole interior, and, when it
+/// honours the update box, a box inside it that starts off the origin (fvm's CPU form scatters
+/// over every face, so the whole interior only).
 inline std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>>
-test_boxes(const std::vector<std::int64_t>& extent) {
-  std::vector<std::int64_t> begin;
-  std::vector<std::int64_t> end;
-  for (std::size_t d = 0; d < extent.size(); ++d) {
-    begin.push_back(1 + static_cast<std::int64_t>(d % 2));
-    end.push_back(extent[d] - (d == 0 ? 1 : 0));
+test_boxes(const uwjit::runtime::NodeKernel& cpu) {
+  const auto extent = domain_of(cpu);
+  std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> boxes = {
+      {std::vector<std::int64_t>(extent.size(), 0), extent}};
+  if (cpu.writer.updates_box()) {
+    std::vector<std::int64_t> begin;
+    std::vector<std::int64_t> end;
+    for (std::size_t d = 0; d < extent.size(); ++d) {
+      begin.push_back(1 + static_cast<std::int64_t>(d % 2));
+      end.push_back(extent[d] - (d == 0 ? 1 : 0));
+    }
+    boxes.emplace_back(begin, end);
   }
-  return {{std::vector<std::int64_t>(extent.size(), 0), extent}, {begin, end}};
+  return boxes;
+}
+
+/// Whether `got` (a GPU form's call) wrote the outputs of `expected` (the CPU form's) bit for bit
+/// and its integrals agree within 1e-12 (summed in another order), each of them nonzero.
+inline bool same_results(const KernelCall& got, const KernelCall& expected) {
+  if (!got.same_outputs(expected) || got.integrals.size() != expected.integrals.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < got.integrals.size(); ++i) {
+    if (expected.integrals[i] == 0.0 || std::abs(got.integrals[i] - expected.integrals[i]) >
+                                            1e-12 * std::abs(expected.integrals[i])) {
+      return false;
+    }
+  }
+  return true;
 }
 
 } // namespace uwjit_test

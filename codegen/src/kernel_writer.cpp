@@ -328,35 +328,6 @@ void KernelWriter::helpers(std::string_view text) {
   }
 }
 
-void KernelWriter::for_each_cell(CellLoop loop, std::string_view text) {
-  if (!m_cell.empty()) {
-    fail("for_each_cell() is called twice (a kernel updates its cells once)");
-  }
-  if (!m_body.empty()) {
-    fail("for_each_cell() after body(): a kernel has its own loops or the writer's, not both");
-  }
-  const auto domain_axes = static_cast<std::size_t>(
-      std::count_if(std::begin(m_domain), std::end(m_domain), [](int id) { return id >= 0; }));
-  if (loop.indices.size() != domain_axes || (domain_axes > 0 && m_domain[domain_axes - 1] < 0)) {
-    fail(format("for_each_cell() names {} indices ({}) for {} domain axes", loop.indices.size(),
-                listed(loop.indices), domain_axes));
-  }
-  if (text.find_first_not_of(" \t\n") == std::string_view::npos) {
-    fail("for_each_cell() was given no text");
-  }
-  if (!m_update_box) {
-    update_box();
-  }
-  for (const auto& index : loop.indices) {
-    claim(index, "cell index");
-  }
-  m_cell_loop = std::move(loop);
-  m_cell = text;
-  if (m_cell.back() != '\n') {
-    m_cell += '\n';
-  }
-}
-
 void KernelWriter::body(std::string_view text) {
   if (!m_cell.empty()) {
     fail("body() after for_each_cell(): a kernel has its own loops or the writer's, not both");
@@ -374,6 +345,24 @@ const BufferDecl* KernelWriter::find(BufferRole role, std::string_view name) con
     }
   }
   return nullptr;
+}
+
+std::vector<uw_i64> KernelWriter::runtime_extent_values() const {
+  std::vector<uw_i64> values;
+  for (const ExtentDecl& e : m_extents) {
+    if (e.mode == ExtentMode::runtime) {
+      values.push_back(e.value);
+    }
+  }
+  return values;
+}
+
+std::vector<double> KernelWriter::param_values() const {
+  std::vector<double> values;
+  for (const ParamDecl& p : m_params) {
+    values.push_back(p.value);
+  }
+  return values;
 }
 
 std::vector<std::int64_t> KernelWriter::interior_shape(const BufferDecl& buffer) const {
@@ -503,58 +492,6 @@ std::string KernelWriter::buffer_text(const BufferDecl& b) const {
   return text;
 }
 
-// The cell form on a CPU: loops over the update box, the last domain axis innermost.
-std::string KernelWriter::cell_loops_text(LineMap& lines, const std::string& before) const {
-  const auto& indices = m_cell_loop.indices;
-  std::string text;
-  std::string indent = "    ";
-  for (std::size_t d = 0; d < indices.size(); ++d) {
-    const std::string& n = m_extents[static_cast<std::size_t>(m_domain[d])].name;
-    if (d + 1 == indices.size() && m_cell_loop.masked_remainder) {
-      text += "#pragma clang loop vectorize_predicate(enable)\n";
-    }
-    text += format("{}for (uw_i64 {} = {}_begin; {} < {}_end; ++{}) {\n", indent, indices[d], n,
-                   indices[d], n, indices[d]);
-    indent += "  ";
-  }
-  add_span(lines, before + text, m_cell, "kernel");
-  text += m_cell;
-  for (std::size_t d = indices.size(); d-- > 0;) {
-    indent.resize(indent.size() - 2);
-    text += indent + "}\n";
-  }
-  return text;
-}
-
-// The cell form on a GPU: one thread per cell of the update box, the last domain axis on the
-// threads of x (ctaid.x * ntid.x + tid.x), the one before on ctaid.y, the first of three on
-// ctaid.z. Threads beyond the box skip the cell but still take part in the integrals' warp sums.
-std::string KernelWriter::cell_thread_text(LineMap& lines, const std::string& before) const {
-  const auto& indices = m_cell_loop.indices;
-  const std::size_t rank = indices.size();
-  std::string text = "    // One thread per cell of the update box.\n";
-  std::string inside;
-  for (std::size_t d = 0; d < rank; ++d) {
-    const std::string& n = m_extents[static_cast<std::size_t>(m_domain[d])].name;
-    const std::size_t from_last = rank - 1 - d;
-    std::string thread;
-    if (from_last == 0) {
-      thread = "static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_x()) * "
-               "__nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x()";
-    } else {
-      thread = format("static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_{}())",
-                      from_last == 1 ? "y" : "z");
-    }
-    text += format("    const uw_i64 {} = {}_begin + {};\n", indices[d], n, thread);
-    inside += format("{}{} < {}_end", d == 0 ? "" : " && ", indices[d], n);
-  }
-  text += format("    if ({}) {\n", inside);
-  add_span(lines, before + text, m_cell, "kernel");
-  text += m_cell;
-  text += "    }\n";
-  return text;
-}
-
 KernelSource KernelWriter::finish() const {
   if (m_body.empty() && m_cell.empty()) {
     fail("no body was written (body() or for_each_cell())");
@@ -620,23 +557,7 @@ KernelSource KernelWriter::finish() const {
             "};\n";
   }
   if (m_gpu && !m_integrals.empty()) {
-    // A warp's 32 partial sums folded into lane 0 by shuffles (a double as two 32-bit halves),
-    // then one atomic addition per warp: the order of the warps' additions varies from run to
-    // run, so an integral's last bits may too (integrals are reassociated anyway).
-    text += "inline void uwjit_warp_add(double* total, double value) {\n"
-            "  for (int offset = 16; offset > 0; offset /= 2) {\n"
-            "    const unsigned long long bits = __builtin_bit_cast(unsigned long long, value);\n"
-            "    const unsigned low = static_cast<unsigned>(__nvvm_shfl_sync_down_i32(\n"
-            "        0xffffffffu, static_cast<int>(bits & 0xffffffffu), offset, 31));\n"
-            "    const unsigned high = static_cast<unsigned>(__nvvm_shfl_sync_down_i32(\n"
-            "        0xffffffffu, static_cast<int>(bits >> 32), offset, 31));\n"
-            "    value += __builtin_bit_cast(\n"
-            "        double, (static_cast<unsigned long long>(high) << 32) | low);\n"
-            "  }\n"
-            "  if (__nvvm_read_ptx_sreg_laneid() == 0) {\n"
-            "    __nvvm_atom_add_gen_d(total, value);\n"
-            "  }\n"
-            "}\n";
+    text += warp_sum_text();
   }
   LineMap lines;
   add_span(lines, text, m_helpers, "kernel helpers");
@@ -746,7 +667,10 @@ KernelSource KernelWriter::finish() const {
     add_span(lines, text, m_body, "kernel");
     text += m_body;
   } else {
-    text += m_gpu ? cell_thread_text(lines, text) : cell_loops_text(lines, text);
+    const auto [opening, closing] = m_gpu ? cell_threads() : cell_loops();
+    text += opening;
+    add_span(lines, text, m_cell, "kernel");
+    text += m_cell + closing;
   }
   text += "  }\n";
   if (m_checked) {

@@ -209,14 +209,8 @@ Binding bind_kernel(const Node& node, const Layout& layout, const KernelWriter& 
     }
     }
   }
-  for (const auto& e : writer.extents()) {
-    if (e.mode == codegen::ExtentMode::runtime) {
-      b.extents.push_back(e.value);
-    }
-  }
-  for (const auto& p : writer.params()) {
-    b.params.push_back(p.value);
-  }
+  b.extents = writer.runtime_extent_values();
+  b.params = writer.param_values();
   for (const auto& name : layout.integrals) {
     const auto& declared = writer.integrals();
     const auto at = std::find(declared.begin(), declared.end(), name);

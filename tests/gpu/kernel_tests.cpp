@@ -1,8 +1,8 @@
-// The GPU form on a GPU: each built-in node's GPU kernel, compiled to PTX in process, loaded
-// through the CUDA driver and launched as kernel_writer.hpp says, writes the CPU form's state bit
-// for bit over the whole interior and over a box off the origin; its integrals, summed by warp
-// shuffles and one atomic addition per warp, agree within 1e-12. Where the driver or a device is
-// missing the program says why and exits 77, which ctest reports as skipped.
+// The GPU form on a GPU: each built-in node's GPU kernel and a 2-D node's, compiled to PTX in
+// process, loaded through the CUDA driver and launched as kernel_writer.hpp says, writes the CPU
+// form's state bit for bit over the whole interior and over a box off the origin; its integrals,
+// summed by warp shuffles and one atomic addition per warp, agree within 1e-12. Where the driver or
+// a device is missing the program says why and exits 77, which ctest reports as skipped.
 //
 // Under the tests' stand-in driver (tests/jit/fake_libcuda.c, device "uwjit fake GPU"), which
 // runs no kernel, each kernel's GPU text is compiled for this CPU with its thread registers read
@@ -12,8 +12,10 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "cell_kernels.hpp"
 
+#include <uwjit/codegen/kernel_writer.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/cuda/device.hpp>
 #include <uwjit/cuda/driver.hpp>
 #include <uwjit/cuda/probe.hpp>
 #include <uwjit/engine/engine.hpp>
@@ -50,41 +52,6 @@ void check(uwjit::cuda::Result result, const char* call) {
   driver().check(result, call, ErrorKind::jit);
 }
 
-// Device memory, freed when it goes.
-struct DeviceMemory {
-  DevicePtr pointer = 0;
-  std::size_t bytes = 0;
-  explicit DeviceMemory(std::size_t size) : bytes(size) {
-    check(driver().api().cuMemAlloc_v2(&pointer, std::max<std::size_t>(size, 8)), "cuMemAlloc_v2");
-  }
-  DeviceMemory(const void* host, std::size_t size) : DeviceMemory(size) {
-    if (size > 0) {
-      check(driver().api().cuMemcpyHtoD_v2(pointer, host, size), "cuMemcpyHtoD_v2");
-    }
-  }
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-  ~DeviceMemory() { (void)driver().api().cuMemFree_v2(pointer); }
-  void download(void* host) const {
-    check(driver().api().cuMemcpyDtoH_v2(host, pointer, bytes), "cuMemcpyDtoH_v2");
-  }
-  template <class T> T* as() const { return reinterpret_cast<T*>(pointer); }
-};
-
-// Device 0's primary context, current on this thread.
-void use_device_0() {
-  static const bool once = [] {
-    const auto& api = driver().api();
-    uwjit::cuda::Device device = 0;
-    check(api.cuDeviceGet(&device, 0), "cuDeviceGet");
-    uwjit::cuda::Context context = nullptr;
-    check(api.cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
-    check(api.cuCtxSetCurrent(context), "cuCtxSetCurrent");
-    return true;
-  }();
-  (void)once;
-}
-
 // The target of device 0, or sm_90 (whose PTX newer GPUs load) when LLVM 19 does not know it.
 Target device_target() {
   const auto probe = uwjit::cuda::probe();
@@ -99,19 +66,20 @@ Target device_target() {
 // copies the outputs and integrals back into `call`.
 void launch(uwjit::cuda::Function function, uwjit_test::KernelCall& call, const NodeKernel& kernel,
             std::size_t rank) {
+  using uwjit::cuda::DeviceMemory;
   std::vector<std::unique_ptr<DeviceMemory>> in, out, statics;
   std::vector<DevicePtr> in_table, out_table, static_table;
   for (const auto& b : call.in) {
     in.push_back(std::make_unique<DeviceMemory>(b.data.get(), b.bytes));
-    in_table.push_back(in.back()->pointer);
+    in_table.push_back(in.back()->pointer());
   }
   for (const auto& b : call.out) {
     out.push_back(std::make_unique<DeviceMemory>(b.data.get(), b.bytes));
-    out_table.push_back(out.back()->pointer);
+    out_table.push_back(out.back()->pointer());
   }
   for (const auto& b : call.statics) {
     statics.push_back(std::make_unique<DeviceMemory>(b.data.get(), b.bytes));
-    static_table.push_back(statics.back()->pointer);
+    static_table.push_back(statics.back()->pointer());
   }
   const DeviceMemory in_ptrs(in_table.data(), in_table.size() * sizeof(DevicePtr));
   const DeviceMemory out_ptrs(out_table.data(), out_table.size() * sizeof(DevicePtr));
@@ -131,17 +99,10 @@ void launch(uwjit::cuda::Function function, uwjit_test::KernelCall& call, const 
   args.integrals = integrals.as<double>();
   args.check = nullptr;
 
-  // The launch kernel_writer.hpp describes: the last axis on x in blocks of k_block threads, the
-  // one before on y, the first of three on z.
-  auto box = [&](std::size_t d) {
-    return static_cast<unsigned>(args.update_end[d] - args.update_begin[d]);
-  };
-  const unsigned grid_x = (box(rank - 1) + k_block - 1) / k_block;
-  const unsigned grid_y = rank > 1 ? box(rank - 2) : 1;
-  const unsigned grid_z = rank > 2 ? box(0) : 1;
+  const auto grid = uwjit::codegen::cell_grid(args, rank, k_block);
   void* arguments[] = {&args};
-  check(driver().api().cuLaunchKernel(function, grid_x, grid_y, grid_z, k_block, 1, 1, 0, nullptr,
-                                      arguments, nullptr),
+  check(driver().api().cuLaunchKernel(function, grid[0], grid[1], grid[2], k_block, 1, 1, 0,
+                                      nullptr, arguments, nullptr),
         "cuLaunchKernel");
   check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
   for (std::size_t o = 0; o < out.size(); ++o) {
@@ -233,6 +194,38 @@ bool stand_in_driver() {
   return uwjit::cuda::probe().devices.at(0).name == "uwjit fake GPU";
 }
 
+// A 2-D cell-form node (the built-in nodes are 3-D and 1-D): run-time extents, a static array
+// with halos, a run-time param, two integrals.
+class Shear2d final : public uwjit::runtime::Node {
+public:
+  Shear2d() : Node("shear-2d", "shear", uwjit::runtime::Params{}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    auto axes = uwjit::runtime::NodeLayout::grid({9, 37}, 1, uwjit::runtime::Boundary::periodic,
+                                                 uwjit::codegen::ExtentMode::runtime);
+    return {.axes = axes, .fields = {{"u", uwjit::codegen::Dtype::f64}}, .integrals = {"a", "b"}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  uwjit::runtime::StaticData build_static_data() const override {
+    uwjit::runtime::StaticData data;
+    data.add(
+        uwjit::runtime::StaticArray::from_vector("w", std::vector<double>(9 * 37, 0.5), {9, 37}));
+    return data;
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.static_array("w", uwjit::codegen::Dtype::f64, {{w.domain(0), 1}, {w.domain(1), 1}});
+    w.integral("a");
+    w.integral("b");
+    w.param("gain", 0.75);
+    w.for_each_cell({.indices = {"x", "y"}}, R"(      const double next =
+          u(x, y) + gain * (w(x - 1, y) * u(x - 1, y) - w(x, y + 1) * u(x, y + 1)) * args->dt;
+      u_out(x, y) = next;
+      a += next;
+      b -= next * static_cast<double>(x + 2 * y);
+)");
+  }
+};
+
 std::shared_ptr<const uwjit::runtime::Node> built_in(const std::string& type,
                                                      std::vector<std::int64_t> size) {
   return uwjit::nodes::make(type, type, uwjit::nodes::sized_params(type, size));
@@ -241,12 +234,12 @@ std::shared_ptr<const uwjit::runtime::Node> built_in(const std::string& type,
 } // namespace
 
 TEST_CASE("each node's GPU kernel on the GPU writes the CPU form's state bit for bit") {
-  use_device_0();
+  uwjit::cuda::make_current(0);
   const Target target = device_target();
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   const std::vector<std::shared_ptr<const uwjit::runtime::Node>> nodes = {
       built_in("heat", {45, 38, 301}), built_in("pipe-flow", {21, 17, 133}), built_in("fvm", {40}),
-      built_in("mlp", {5, 7, 150})};
+      built_in("mlp", {5, 7, 150}), std::make_shared<Shear2d>()};
   for (const auto& node : nodes) {
     CAPTURE(node->name());
     const auto cpu = uwjit::runtime::node_kernels(*node, false).at(0);
@@ -267,22 +260,13 @@ TEST_CASE("each node's GPU kernel on the GPU writes the CPU form's state bit for
     uwjit::cuda::Function function = nullptr;
     check(driver().api().cuModuleGetFunction(&function, module, ptx.info->entry.c_str()),
           "cuModuleGetFunction");
-    const auto extent = uwjit_test::domain_of(cpu);
-    auto boxes = uwjit_test::test_boxes(extent);
-    if (!cpu.writer.updates_box()) {
-      boxes.resize(1); // fvm's CPU form scatters over every face: the whole interior only
-    }
-    for (const auto& [begin, end] : boxes) {
+    for (const auto& [begin, end] : uwjit_test::test_boxes(cpu)) {
       CAPTURE(begin);
       uwjit_test::KernelCall expected(cpu, 7, begin, end, node->static_data());
       uwjit_test::KernelCall got(gpu, 7, begin, end, node->static_data());
       REQUIRE(cpu_kernel(expected.args) == UWJIT_KERNEL_OK);
-      launch(function, got, gpu, extent.size());
-      CHECK(got.same_outputs(expected));
-      for (std::size_t i = 0; i < got.integrals.size(); ++i) {
-        CHECK(std::abs(got.integrals[i] - expected.integrals[i]) <=
-              1e-12 * std::abs(expected.integrals[i]));
-      }
+      launch(function, got, gpu, uwjit_test::domain_of(cpu).size());
+      CHECK(uwjit_test::same_results(got, expected));
     }
     check(driver().api().cuModuleUnload(module), "cuModuleUnload");
   }

@@ -5,9 +5,11 @@
 #include "bench.hpp"
 #include "node_workload.hpp"
 
+#include <uwjit/codegen/kernel_writer.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
+#include <uwjit/cuda/device.hpp>
 #include <uwjit/cuda/driver.hpp>
 #include <uwjit/cuda/probe.hpp>
 #include <uwjit/engine/engine.hpp>
@@ -16,12 +18,14 @@
 #include <uwjit/runtime/node_kernels.hpp>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 
 namespace uwjit::bench {
 
 namespace {
 
+using cuda::DeviceMemory;
 using cuda::DevicePtr;
 
 const cuda::Driver& driver() {
@@ -31,23 +35,6 @@ const cuda::Driver& driver() {
 void check(cuda::Result result, const char* call) {
   driver().check(result, call, ErrorKind::jit);
 }
-
-// Device memory, freed when it goes.
-struct DeviceMemory {
-  DevicePtr pointer = 0;
-  explicit DeviceMemory(std::size_t bytes) {
-    check(driver().api().cuMemAlloc_v2(&pointer, std::max<std::size_t>(bytes, 8)), "cuMemAlloc_v2");
-  }
-  DeviceMemory(const void* host, std::size_t bytes) : DeviceMemory(bytes) {
-    if (bytes > 0) {
-      check(driver().api().cuMemcpyHtoD_v2(pointer, host, bytes), "cuMemcpyHtoD_v2");
-    }
-  }
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-  ~DeviceMemory() { (void)driver().api().cuMemFree_v2(pointer); }
-  template <class T> [[nodiscard]] T* as() const { return reinterpret_cast<T*>(pointer); }
-};
 
 // A node's GPU kernel, loaded, with its buffers on the device (copies of a NodeWorkload's).
 struct DeviceKernel {
@@ -60,7 +47,7 @@ struct DeviceKernel {
   cuda::Function function = nullptr;
   std::vector<std::unique_ptr<DeviceMemory>> memory;
   uwjit_kernel_args args{};
-  unsigned grid[3] = {1, 1, 1};
+  std::array<unsigned, 3> grid{};
 };
 
 constexpr unsigned k_block = 128;
@@ -89,7 +76,7 @@ DeviceKernel load(engine::Engine& engine, const engine::Target& target, const st
         "cuModuleGetFunction");
   auto upload = [&](const void* data, std::size_t bytes) {
     k.memory.push_back(std::make_unique<DeviceMemory>(data, bytes));
-    return k.memory.back()->pointer;
+    return k.memory.back()->pointer();
   };
   auto bytes_of = [](const runtime::Field& f) {
     return static_cast<std::size_t>(f.padded_count()) * codegen::size_of(f.dtype());
@@ -117,12 +104,7 @@ DeviceKernel load(engine::Engine& engine, const engine::Target& target, const st
       upload(host.params.data(), host.params.size() * sizeof(double)));
   k.args.integrals = reinterpret_cast<double*>(
       upload(host.integrals.data(), host.integrals.size() * sizeof(double)));
-  // The launch kernel_writer.hpp describes: the last axis on x in blocks of k_block threads.
-  const auto domain = node->domain();
-  const std::size_t rank = domain.size();
-  k.grid[0] = static_cast<unsigned>((domain[rank - 1] + k_block - 1) / k_block);
-  k.grid[1] = rank > 1 ? static_cast<unsigned>(domain[rank - 2]) : 1;
-  k.grid[2] = rank > 2 ? static_cast<unsigned>(domain[0]) : 1;
+  k.grid = codegen::cell_grid(k.args, node->domain().size(), k_block);
   return k;
 }
 
@@ -168,14 +150,7 @@ void gpu_section(const Options& options, Report& report) {
     target = engine::Target::parse("cuda:sm_90"); // newer GPUs load sm_90 PTX
   }
   section["target"] = target.text();
-  {
-    const auto& api = driver().api();
-    cuda::Device d = 0;
-    check(api.cuDeviceGet(&d, 0), "cuDeviceGet");
-    cuda::Context context = nullptr;
-    check(api.cuDevicePrimaryCtxRetain(&context, d), "cuDevicePrimaryCtxRetain");
-    check(api.cuCtxSetCurrent(context), "cuCtxSetCurrent");
-  }
+  cuda::make_current(0);
   engine::Engine engine({.disk_cache = engine::DiskCache::off});
   const std::int64_t heat_n = options.quick ? 64 : 256;
   const std::int64_t pipe_n = options.quick ? 48 : 192;
@@ -186,7 +161,7 @@ void gpu_section(const Options& options, Report& report) {
   constexpr std::size_t k_copy_bytes = std::size_t{1} << 30;
   const DeviceMemory from(k_copy_bytes);
   const DeviceMemory to(k_copy_bytes);
-  check(driver().api().cuMemsetD8_v2(from.pointer, 1, k_copy_bytes), "cuMemsetD8_v2");
+  check(driver().api().cuMemsetD8_v2(from.pointer(), 1, k_copy_bytes), "cuMemsetD8_v2");
   const int reps = options.quick ? 2 : 5;
   const int launches = options.quick ? 3 : 20;
   Series series;
@@ -195,7 +170,7 @@ void gpu_section(const Options& options, Report& report) {
     for (int r = 0; r < reps; ++r) {
       check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
       const auto start = Clock::now();
-      check(driver().api().cuMemcpyDtoD_v2(to.pointer, from.pointer, k_copy_bytes),
+      check(driver().api().cuMemcpyDtoD_v2(to.pointer(), from.pointer(), k_copy_bytes),
             "cuMemcpyDtoD_v2");
       check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
       copy_ms = r == 0 ? ms_since(start) : std::min(copy_ms, ms_since(start));

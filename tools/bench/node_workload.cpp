@@ -74,18 +74,14 @@ NodeWorkload::NodeWorkload(const runtime::Node& node, const runtime::NodeKernel&
     static_ptrs.push_back(padded.data());
     static_bytes.push_back(bytes_of(padded));
   }
+  extents = writer.runtime_extent_values();
+  params = writer.param_values();
   for (const auto& e : writer.extents()) {
-    if (e.mode == codegen::ExtentMode::runtime) {
-      extents.push_back(e.value);
-    }
     if (e.domain_axis >= 0) {
       args.shard_extent[e.domain_axis] = e.value;
       args.global_extent[e.domain_axis] = e.value;
       args.update_end[e.domain_axis] = e.value;
     }
-  }
-  for (const auto& p : writer.params()) {
-    params.push_back(p.value);
   }
   integrals.assign(writer.integrals().size(), 0.0);
   codegen::set_table_lengths(args, kernel.source.slots());

@@ -4,11 +4,14 @@
 #include <uwjit/codegen/dtype.hpp>
 #include <uwjit/codegen/kernel_source.hpp>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace uwjit::codegen {
@@ -74,6 +77,13 @@ struct CellLoop {
   /// second copy would double the machine code and the compile time). No effect on a GPU.
   bool masked_remainder = false;
 };
+
+/// The grid of a GPU launch of a cell-form kernel (KernelWriter::for_each_cell, written for a
+/// GPU) over the update box in `args`, for a domain of `rank` axes and blocks of `block` threads
+/// on x (a multiple of 32): ceil(n_last / block) blocks on x, the box's extent on the axis before
+/// on y, that of the first of three on z (1 where the domain has no such axis).
+[[nodiscard]] std::array<unsigned, 3> cell_grid(const uwjit_kernel_args& args, std::size_t rank,
+                                                unsigned block) noexcept;
 
 /// Whether a kernel written by a KernelWriter assumes `buffer` 64-byte aligned: every state
 /// buffer, and static arrays with halos (the runtime pads those into a copy of its own); a static
@@ -205,9 +215,8 @@ public:
   /// `loop.indices` (interior-relative, as the accessors take them), with every accessor, extent,
   /// param and integral in scope. On a CPU the writer emits loops over the box, the last axis
   /// innermost (vectorised; a runtime slices the box over its threads); for a GPU (gpu(true)),
-  /// one thread per cell of the box. Its launch: blocks of B threads on x (B a multiple of 32),
-  /// over a grid of ceil(n_last / B) blocks on x, n_{d-2} on y and n_{d-3} on z, where n_a is
-  /// the box's extent on domain axis a and d the domain's rank (a 1-D domain uses x only); the
+  /// one thread per cell of the box, launched in blocks of B threads on x (B a multiple of 32)
+  /// over the grid cell_grid() gives; the
   /// integrals (args->integrals, device memory, zeroed before the launch) receive each warp's
   /// sum, folded by shuffles, through one atomic addition per warp. The text must not `return`,
   /// `break` or `continue` out of the cell. A kernel has either a body() or one for_each_cell();
@@ -256,6 +265,10 @@ public:
   [[nodiscard]] const std::vector<BufferDecl>& buffers() const noexcept { return m_buffers; }
   [[nodiscard]] const std::vector<std::string>& integrals() const noexcept { return m_integrals; }
   [[nodiscard]] const std::vector<ParamDecl>& params() const noexcept { return m_params; }
+  /// What a caller passes in args->extents: the run-time extents' values, in slot order.
+  [[nodiscard]] std::vector<uw_i64> runtime_extent_values() const;
+  /// What a caller passes in args->params: the params' values, in slot order.
+  [[nodiscard]] std::vector<double> param_values() const;
   /// The declared buffer of `role` named `name`, or nullptr.
   [[nodiscard]] const BufferDecl* find(BufferRole role, std::string_view name) const;
   /// The interior shape of a declared buffer: the values of its axes' extents.
@@ -275,8 +288,10 @@ private:
   [[nodiscard]] std::string extent_text(const ExtentDecl& extent) const;
   [[nodiscard]] std::string buffer_text(const BufferDecl& buffer) const;
   [[nodiscard]] std::string checks_text(const BufferDecl& buffer) const;
-  [[nodiscard]] std::string cell_loops_text(LineMap& lines, const std::string& before) const;
-  [[nodiscard]] std::string cell_thread_text(LineMap& lines, const std::string& before) const;
+  // The cell form's iteration (kernel_writer_cells.cpp): the text before and after the cell.
+  [[nodiscard]] std::pair<std::string, std::string> cell_loops() const;
+  [[nodiscard]] std::pair<std::string, std::string> cell_threads() const;
+  [[nodiscard]] static std::string_view warp_sum_text() noexcept;
 
   std::string m_origin;
   std::vector<ExtentDecl> m_extents;

@@ -1,0 +1,114 @@
+// KernelWriter's cell form: the node gives one cell's update, and the writer owns the iteration
+// around it, loops over the update box on a CPU or one thread per cell on a GPU, with the warp sums
+// of the integrals a GPU kernel needs.
+#include <uwjit/codegen/kernel_writer.hpp>
+
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
+
+#include <algorithm>
+#include <iterator>
+
+namespace uwjit::codegen {
+
+void KernelWriter::for_each_cell(CellLoop loop, std::string_view text) {
+  if (!m_cell.empty()) {
+    fail("for_each_cell() is called twice (a kernel updates its cells once)");
+  }
+  if (!m_body.empty()) {
+    fail("for_each_cell() after body(): a kernel has its own loops or the writer's, not both");
+  }
+  const auto domain_axes = static_cast<std::size_t>(
+      std::count_if(std::begin(m_domain), std::end(m_domain), [](int id) { return id >= 0; }));
+  if (loop.indices.size() != domain_axes || (domain_axes > 0 && m_domain[domain_axes - 1] < 0)) {
+    fail(format("for_each_cell() names {} indices ({}) for {} domain axes", loop.indices.size(),
+                (loop.indices.empty() ? std::string("none") : join(loop.indices)), domain_axes));
+  }
+  if (text.find_first_not_of(" \t\n") == std::string_view::npos) {
+    fail("for_each_cell() was given no text");
+  }
+  if (!m_update_box) {
+    update_box();
+  }
+  for (const auto& index : loop.indices) {
+    claim(index, "cell index");
+  }
+  m_cell_loop = std::move(loop);
+  m_cell = text;
+  if (m_cell.back() != '\n') {
+    m_cell += '\n';
+  }
+}
+
+// The cell form on a CPU: loops over the update box, the last domain axis innermost.
+std::pair<std::string, std::string> KernelWriter::cell_loops() const {
+  const auto& indices = m_cell_loop.indices;
+  std::string opening;
+  std::string closing;
+  std::string indent = "    ";
+  for (std::size_t d = 0; d < indices.size(); ++d) {
+    const std::string& n = m_extents[static_cast<std::size_t>(m_domain[d])].name;
+    if (d + 1 == indices.size() && m_cell_loop.masked_remainder) {
+      opening += "#pragma clang loop vectorize_predicate(enable)\n";
+    }
+    opening += format("{}for (uw_i64 {} = {}_begin; {} < {}_end; ++{}) {\n", indent, indices[d], n,
+                      indices[d], n, indices[d]);
+    closing = indent + "}\n" + closing;
+    indent += "  ";
+  }
+  return {opening, closing};
+}
+
+// The cell form on a GPU: one thread per cell of the update box, the last domain axis on the
+// threads of x (ctaid.x * ntid.x + tid.x), the one before on ctaid.y, the first of three on
+// ctaid.z. Threads beyond the box skip the cell but still take part in the integrals' warp sums.
+std::pair<std::string, std::string> KernelWriter::cell_threads() const {
+  const auto& indices = m_cell_loop.indices;
+  const std::size_t rank = indices.size();
+  std::string opening = "    // One thread per cell of the update box.\n";
+  std::string inside;
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::string& n = m_extents[static_cast<std::size_t>(m_domain[d])].name;
+    const std::size_t from_last = rank - 1 - d;
+    const std::string thread = from_last == 0
+                                   ? "static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_x()) * "
+                                     "__nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x()"
+                                   : format("static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_{}())",
+                                            from_last == 1 ? "y" : "z");
+    opening += format("    const uw_i64 {} = {}_begin + {};\n", indices[d], n, thread);
+    inside += format("{}{} < {}_end", d == 0 ? "" : " && ", indices[d], n);
+  }
+  opening += format("    if ({}) {\n", inside);
+  return {opening, "    }\n"};
+}
+
+// A warp's 32 partial sums folded into lane 0 by shuffles (a double as two 32-bit halves), then
+// one atomic addition per warp: the order of the warps' additions varies from run to run, so an
+// integral's last bits may too (integrals are reassociated anyway).
+std::string_view KernelWriter::warp_sum_text() noexcept {
+  return "inline void uwjit_warp_add(double* total, double value) {\n"
+         "  for (int offset = 16; offset > 0; offset /= 2) {\n"
+         "    const unsigned long long bits = __builtin_bit_cast(unsigned long long, value);\n"
+         "    const unsigned low = static_cast<unsigned>(__nvvm_shfl_sync_down_i32(\n"
+         "        0xffffffffu, static_cast<int>(bits & 0xffffffffu), offset, 31));\n"
+         "    const unsigned high = static_cast<unsigned>(__nvvm_shfl_sync_down_i32(\n"
+         "        0xffffffffu, static_cast<int>(bits >> 32), offset, 31));\n"
+         "    value += __builtin_bit_cast(\n"
+         "        double, (static_cast<unsigned long long>(high) << 32) | low);\n"
+         "  }\n"
+         "  if (__nvvm_read_ptx_sreg_laneid() == 0) {\n"
+         "    __nvvm_atom_add_gen_d(total, value);\n"
+         "  }\n"
+         "}\n";
+}
+
+std::array<unsigned, 3> cell_grid(const uwjit_kernel_args& args, std::size_t rank,
+                                  unsigned block) noexcept {
+  auto box = [&](std::size_t d) {
+    return static_cast<unsigned>(args.update_end[d] - args.update_begin[d]);
+  };
+  return {(box(rank - 1) + block - 1) / block, rank > 1 ? box(rank - 2) : 1U,
+          rank > 2 ? box(0) : 1U};
+}
+
+} // namespace uwjit::codegen
