@@ -8,9 +8,15 @@
  *   UWJIT_FAKE_CUDA_DEVICES  number of devices (default 1); 0 makes cuInit fail with
  *                            CUDA_ERROR_NO_DEVICE, as the real driver does without a GPU
  *   UWJIT_FAKE_CUDA_VERSION  cuDriverGetVersion's number (default 12040)
+ *   UWJIT_FAKE_CUDA_EMULATE  a uwjit cache directory: a launch of a generated kernel's entry
+ *                            (uwjit_KEY) that no test registered is emulated on the CPU from the
+ *                            kernel's source there (KEY.cpp), compiled by UWJIT_FAKE_CUDA_CLANG
+ *                            (default clang++-19) into a shared library on first use
  * Built with UWJIT_FAKE_CUDA_OLD, it lacks the cuLink* entry points, like a driver too old.
  * Every device is "uwjit fake GPU", compute capability 9.0, 80 GiB; device memory is malloc'd. */
+#include <dlfcn.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,28 +222,150 @@ CUresult cuMemsetD8_v2(unsigned long long destination, unsigned char value, size
 
 /* Modules and kernels: the stand-in compiles no PTX and runs no kernel itself. A test that
  * emulates a GPU kernel on the CPU registers a launcher for the kernel's entry name
- * (uwjit_fake_cuda_register); then a module whose PTX defines that entry (".entry NAME(") loads,
- * cuModuleGetFunction finds it, and cuLaunchKernel calls the launcher with the grid, the block's
- * x extent and the argument struct (params[0]). PTX without any entry is not supported. */
+ * (uwjit_fake_cuda_register); a module whose PTX defines an entry (".entry NAME(") loads, and
+ * cuModuleGetFunction finds that entry whether or not a launcher is registered yet (a test may
+ * register it after a simulation has loaded its modules, once it knows their sources). A launch
+ * calls the launcher with the grid, the block's x extent and the argument struct (params[0]);
+ * CUDA_ERROR_NOT_FOUND if none was registered. PTX without any entry is not supported. */
 typedef void (*fake_launcher)(void* context, const void* args, unsigned gx, unsigned gy,
                               unsigned gz, unsigned bx);
 struct fake_function {
   char name[256];
-  fake_launcher launch;
+  fake_launcher launch; /* NULL until registered */
   void* context;
 };
-static struct fake_function registry[64];
+enum { k_max_functions = 512 };
+static struct fake_function registry[k_max_functions];
 static int registered;
 
-int uwjit_fake_cuda_register(const char* name, fake_launcher launch, void* context) {
-  if (strlen(name) >= sizeof registry[0].name || registered == 64) {
-    return invalid_value;
+/* The registry's entry for `name`, added (without a launcher) if missing; NULL when full. */
+static struct fake_function* function_named(const char* name) {
+  for (int i = 0; i < registered; ++i) {
+    if (strcmp(registry[i].name, name) == 0) {
+      return &registry[i];
+    }
+  }
+  if (strlen(name) >= sizeof registry[0].name || registered == k_max_functions) {
+    return NULL;
   }
   strcpy(registry[registered].name, name);
-  registry[registered].launch = launch;
-  registry[registered].context = context;
-  ++registered;
+  return &registry[registered++];
+}
+
+int uwjit_fake_cuda_register(const char* name, fake_launcher launch, void* context) {
+  struct fake_function* f = function_named(name);
+  if (f == NULL) {
+    return invalid_value;
+  }
+  f->launch = launch;
+  f->context = context;
   return ok;
+}
+
+/* The emulation of a generated kernel from its source in the cache (UWJIT_FAKE_CUDA_EMULATE):
+ * the source with its GPU registers read from an array this library sets per emulated thread,
+ * shuffles giving nothing (each thread is its warp's lane 0 and adds its own share) and atomics
+ * plain additions, compiled for this CPU. */
+struct emulation {
+  void (*thread)(const void* args);
+  unsigned* registers; /* ctaid x, y, z, tid x, ntid x */
+};
+static const char emulation_prefix[] =
+    "static unsigned uwjit_registers[5];\n"
+    "extern \"C\" unsigned* uwjit_emulated_registers() { return uwjit_registers; }\n"
+    "static inline unsigned __nvvm_read_ptx_sreg_ctaid_x() { return uwjit_registers[0]; }\n"
+    "static inline unsigned __nvvm_read_ptx_sreg_ctaid_y() { return uwjit_registers[1]; }\n"
+    "static inline unsigned __nvvm_read_ptx_sreg_ctaid_z() { return uwjit_registers[2]; }\n"
+    "static inline unsigned __nvvm_read_ptx_sreg_tid_x() { return uwjit_registers[3]; }\n"
+    "static inline unsigned __nvvm_read_ptx_sreg_ntid_x() { return uwjit_registers[4]; }\n"
+    "static inline unsigned __nvvm_read_ptx_sreg_laneid() { return 0; }\n"
+    "static inline int __nvvm_shfl_sync_down_i32(unsigned, int, int, int) { return 0; }\n"
+    "static inline double __nvvm_atom_add_gen_d(double* total, double value) {\n"
+    "  const double old = *total;\n  *total += value;\n  return old;\n}\n"
+    "#define __UWJIT_ENTRY__ uwjit_emulated_entry\n"
+    "#define __UWJIT_MODULE__ uwjit_emulated_module\n";
+static const char emulation_suffix[] =
+    "\nextern \"C\" void uwjit_emulated_thread(const void* args) {\n"
+    "  uwjit_emulated_entry(*static_cast<const uwjit_kernel_args*>(args));\n}\n";
+
+static void emulated_launch(void* context, const void* args, unsigned gx, unsigned gy,
+                            unsigned gz, unsigned bx) {
+  struct emulation* e = (struct emulation*)context;
+  e->registers[4] = bx;
+  for (unsigned z = 0; z < gz; ++z) {
+    for (unsigned y = 0; y < gy; ++y) {
+      for (unsigned x = 0; x < gx; ++x) {
+        for (unsigned t = 0; t < bx; ++t) {
+          e->registers[0] = x;
+          e->registers[1] = y;
+          e->registers[2] = z;
+          e->registers[3] = t;
+          e->thread(args);
+        }
+      }
+    }
+  }
+}
+
+/* Compiles the emulation of entry `name` (uwjit_KEY) into f; 0 if there is nothing to emulate. */
+static int emulate(struct fake_function* f) {
+  const char* cache = getenv("UWJIT_FAKE_CUDA_EMULATE");
+  const char* clang = getenv("UWJIT_FAKE_CUDA_CLANG");
+  if (cache == NULL || *cache == '\0' || strncmp(f->name, "uwjit_", 6) != 0) {
+    return 0;
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.cpp", cache, f->name + 6);
+  FILE* in = fopen(path, "rb");
+  if (in == NULL) {
+    return 0;
+  }
+  char work[] = "/tmp/uwjit-fake-cuda-XXXXXX";
+  if (mkdtemp(work) == NULL) {
+    fclose(in);
+    return 0;
+  }
+  char source[4200];
+  char library[4200];
+  char command[12000];
+  snprintf(source, sizeof source, "%s/emulation.cpp", work);
+  snprintf(library, sizeof library, "%s/emulation.so", work);
+  FILE* out = fopen(source, "wb");
+  if (out == NULL) {
+    fclose(in);
+    return 0;
+  }
+  fputs(emulation_prefix, out);
+  char buffer[65536];
+  size_t got = 0;
+  while ((got = fread(buffer, 1, sizeof buffer, in)) > 0) {
+    fwrite(buffer, 1, got, out);
+  }
+  fputs(emulation_suffix, out);
+  fclose(in);
+  fclose(out);
+  snprintf(command, sizeof command,
+           "%s -std=c++20 -O1 -ffp-contract=off -fPIC -shared -w -o '%s' '%s'",
+           clang != NULL && *clang != '\0' ? clang : "clang++-19", library, source);
+  const int built = system(command);
+  void* handle = built == 0 ? dlopen(library, RTLD_NOW | RTLD_LOCAL) : NULL;
+  remove(source);
+  remove(library);
+  remove(work);
+  if (handle == NULL) {
+    return 0;
+  }
+  struct emulation* e = (struct emulation*)malloc(sizeof *e);
+  unsigned* (*registers)(void) = (unsigned* (*)(void))dlsym(handle, "uwjit_emulated_registers");
+  e->thread = (void (*)(const void*))dlsym(handle, "uwjit_emulated_thread");
+  if (e->thread == NULL || registers == NULL) {
+    free(e);
+    return 0;
+  }
+  e->registers = registers();
+  f->launch = emulated_launch;
+  f->context = e;
+  return 1;
 }
 
 CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned count, int* options,
@@ -275,13 +403,8 @@ CUresult cuModuleGetFunction(void** function, void* module, const char* name) {
   if (strstr((const char*)module, entry) == NULL) {
     return not_found;
   }
-  for (int i = 0; i < registered; ++i) {
-    if (strcmp(registry[i].name, name) == 0) {
-      *function = &registry[i];
-      return ok;
-    }
-  }
-  return not_found;
+  *function = function_named(name);
+  return *function != NULL ? ok : not_found;
 }
 CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                         unsigned by, unsigned bz, unsigned shared, void* stream, void** params,
@@ -290,7 +413,10 @@ CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, u
   if (function == NULL || params == NULL || by != 1 || bz != 1 || bx == 0 || bx > 1024) {
     return invalid_value;
   }
-  const struct fake_function* f = (const struct fake_function*)function;
+  struct fake_function* f = (struct fake_function*)function;
+  if (f->launch == NULL && !emulate(f)) {
+    return not_found;
+  }
   f->launch(f->context, params[0], gx, gy, gz, bx);
   return ok;
 }

@@ -1,0 +1,96 @@
+// What the GPU test program's files share: the driver's checked calls, device 0's target, the
+// engine the tests compile with, and the nodes they run.
+//
+// Under the tests' stand-in driver (tests/jit/fake_libcuda.c, device "uwjit fake GPU"), which has
+// no GPU, a launch is emulated on the CPU from the kernel's source in the cache directory named
+// by UWJIT_FAKE_CUDA_EMULATE: the engine then keeps its cache there, so that every kernel the
+// tests compile (or a simulation requests) can be emulated. Everything but the GPU itself (device
+// memory, pointer tables, the argument struct, the launch's grid) runs; each thread is emulated
+// alone, so the warp shuffles are not.
+#pragma once
+
+#include <uwjit/codegen/kernel_writer.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/cuda/driver.hpp>
+#include <uwjit/cuda/probe.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/engine/target.hpp>
+#include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/node.hpp>
+#include <uwjit/runtime/static_data.hpp>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace uwjit_gpu_test {
+
+inline const uwjit::cuda::Driver& driver() {
+  return uwjit::cuda::Driver::get();
+}
+
+inline void check(uwjit::cuda::Result result, const char* call) {
+  driver().check(result, call, uwjit::ErrorKind::jit);
+}
+
+// The target of device 0, or sm_90 (whose PTX newer GPUs load) when LLVM 19 does not know it.
+inline uwjit::engine::Target device_target() {
+  const auto probe = uwjit::cuda::probe();
+  try {
+    return uwjit::engine::Target::parse("cuda:" + probe.devices.at(0).arch());
+  } catch (const uwjit::Error&) {
+    return uwjit::engine::Target::parse("cuda:sm_90");
+  }
+}
+
+// An engine of its own: memory only on a GPU, the stand-in's emulation directory under it.
+inline uwjit::engine::EngineOptions engine_options() {
+  uwjit::engine::EngineOptions options;
+  const char* emulated = std::getenv("UWJIT_FAKE_CUDA_EMULATE");
+  if (emulated != nullptr && *emulated != '\0') {
+    options.cache_dir = emulated;
+  } else {
+    options.disk_cache = uwjit::engine::DiskCache::off;
+  }
+  return options;
+}
+
+// A 2-D cell-form node (the built-in nodes are 3-D and 1-D): run-time extents, a static array
+// with halos, a run-time param, two integrals.
+class Shear2d final : public uwjit::runtime::Node {
+public:
+  Shear2d() : Node("shear-2d", "shear", uwjit::runtime::Params{}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    auto axes = uwjit::runtime::NodeLayout::grid({9, 37}, 1, uwjit::runtime::Boundary::periodic,
+                                                 uwjit::codegen::ExtentMode::runtime);
+    return {.axes = axes, .fields = {{"u", uwjit::codegen::Dtype::f64}}, .integrals = {"a", "b"}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  uwjit::runtime::StaticData build_static_data() const override {
+    uwjit::runtime::StaticData data;
+    data.add(
+        uwjit::runtime::StaticArray::from_vector("w", std::vector<double>(9 * 37, 0.5), {9, 37}));
+    return data;
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.static_array("w", uwjit::codegen::Dtype::f64, {{w.domain(0), 1}, {w.domain(1), 1}});
+    w.integral("a");
+    w.integral("b");
+    w.param("gain", 0.75);
+    w.for_each_cell({.indices = {"x", "y"}}, R"(      const double next =
+          u(x, y) + gain * (w(x - 1, y) * u(x - 1, y) - w(x, y + 1) * u(x, y + 1)) * args->dt;
+      u_out(x, y) = next;
+      a += next;
+      b -= next * static_cast<double>(x + 2 * y);
+)");
+  }
+};
+
+inline std::shared_ptr<const uwjit::runtime::Node> built_in(const std::string& type,
+                                                            std::vector<std::int64_t> size) {
+  return uwjit::nodes::make(type, type, uwjit::nodes::sized_params(type, size));
+}
+
+} // namespace uwjit_gpu_test
