@@ -104,6 +104,7 @@ void Simulation::checkpoint(const std::filesystem::path& path) const {
     });
     return;
   }
+  m_impl->pull_state();
   std::vector<CheckpointNode> nodes;
   for (const auto& s : m_impl->states) {
     CheckpointNode n{s.node.get(),
@@ -321,6 +322,7 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
       }
     }
   }
+  impl->together([&] { impl->push_state(); });
   logger().info("restored {} at step {}", path.string(), steps);
   return Simulation(std::move(impl));
 }

@@ -196,6 +196,7 @@ Binding bind_kernel(const Node& node, const Layout& layout, const KernelWriter& 
       }
       if (!has_halo) {
         b.statics.push_back(array->data()); // bound in place: the kernel reads the caller's data
+        b.static_bytes.push_back(array->size_bytes());
         break;
       }
       // A halo-padded copy, made once here.
@@ -204,6 +205,7 @@ Binding bind_kernel(const Node& node, const Layout& layout, const KernelWriter& 
           static_cast<const std::byte*>(array->data()), array->size_bytes()));
       pad(*padded, domain_axes);
       b.statics.push_back(padded->data());
+      b.static_bytes.push_back(padded->size_bytes());
       b.padded.push_back(std::move(padded));
       break;
     }

@@ -47,6 +47,7 @@ struct Binding {
                                               // count on: layout.inputs index + field count
   std::vector<std::size_t> out_field;         // state_out slot -> field index
   std::vector<const void*> statics;           // statics slot -> pointer
+  std::vector<std::size_t> static_bytes;      // statics slot -> the bytes it points at
   std::vector<StaticArray> held;              // keeps the bound arrays alive
   std::vector<std::unique_ptr<Field>> padded; // halo-padded copies of static arrays
   std::vector<uw_i64> extents;                // run-time extents, slot order

@@ -3,6 +3,8 @@
 #include "kernel_binding.hpp"
 #include "node_layout.hpp"
 
+#include <algorithm>
+
 namespace uwjit::runtime {
 
 std::vector<NodeKernel> node_kernels(const Node& node, bool gpu) {
@@ -17,6 +19,19 @@ std::vector<NodeKernel> node_kernels(const Node& node, bool gpu) {
     kernels.push_back({std::move(stage.writer), std::move(stage.source)});
   }
   return kernels;
+}
+
+std::vector<codegen::Dtype> halo_dtypes(const Node& node) {
+  const detail::Layout layout = detail::read_layout(node);
+  std::vector<codegen::Dtype> dtypes;
+  for (const auto& f : layout.fields) {
+    const auto halos = layout.halos(f);
+    if (std::any_of(halos.begin(), halos.end(), [](int h) { return h > 0; }) &&
+        std::find(dtypes.begin(), dtypes.end(), f.dtype) == dtypes.end()) {
+      dtypes.push_back(f.dtype);
+    }
+  }
+  return dtypes;
 }
 
 } // namespace uwjit::runtime

@@ -2,6 +2,7 @@
 // data and kernel, the ping-pong state buffers, the halo exchanger and the kernel's arguments.
 #pragma once
 
+#include "cuda_device.hpp"
 #include "halo_exchange.hpp"
 #include "kernel_binding.hpp"
 #include "node_layout.hpp"
@@ -31,6 +32,8 @@ struct StageKernel {
   // on the first step, and its fields, refreshed per step.
   std::optional<HaloExchanger> exchanger;
   std::vector<Field*> halo_fields;
+  // On a CUDA device: the kernel's code, static arrays and tables there.
+  std::optional<DeviceStage> device;
   [[nodiscard]] bool updates_box() const { return writer && writer->updates_box(); }
 };
 
@@ -46,6 +49,10 @@ struct NodeState {
   std::vector<StageKernel> stages;             // one per stage, in order
   std::vector<std::unique_ptr<Field>> current; // per state field
   std::vector<std::unique_ptr<Field>> next;    // per state field, null unless the kernel writes it
+  // On a CUDA device: each state field's current and next buffers there (next null as above);
+  // `current` and `next` are then the host's copies, brought up to date when asked.
+  DeviceBuffers device_current;
+  DeviceBuffers device_next;
   std::vector<std::vector<Boundary>> boundaries; // per state field, per axis
   std::vector<bool> has_halo;                    // per state field
   std::vector<double> integrals;                 // declared order

@@ -55,6 +55,7 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
   // A node's own code (emit_update, its static data) may fail on some ranks only: the ranks
   // agree before the first collective that needs every rank.
   collectively(options, [&] {
+    open_device(options);
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       NodeState& s = states[n];
       s.node = nodes[n];
@@ -94,7 +95,8 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
     resolve_inputs();
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       NodeState& s = states[n];
-      emitted[n] = emit(*s.node, s.layout, s.bound, s.node->static_data(), checked);
+      emitted[n] =
+          emit(*s.node, s.layout, s.bound, s.node->static_data(), checked, cuda.has_value());
     }
   });
   if (decomposition && options.share_on_node) {
@@ -126,7 +128,9 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
     for (int stage = 0; stage < s.layout.stages; ++stage, ++next_kernel) {
       Emitted& e = flat[next_kernel];
       Binding binding = bind_kernel(*s.node, s.layout, e.writer, s.bound, pad);
-      binding.kernel = std::move(kernels_[next_kernel]);
+      if (!cuda) {
+        binding.kernel = std::move(kernels_[next_kernel]);
+      }
       binding.report = reports[next_kernel];
       s.stages.emplace_back();
       s.stages.back().binding = std::move(binding);
@@ -143,6 +147,13 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
     s.integrals.assign(s.layout.integrals.size(), 0.0);
     s.input_fields.assign(s.layout.inputs.size(), nullptr);
     s.wire();
+  }
+  if (cuda) {
+    collectively(options, [&] {
+      for (auto& s : states) {
+        make_device_state(s);
+      }
+    });
   }
 }
 
@@ -202,6 +213,17 @@ void Simulation::Impl::resolve_inputs() {
 
 void Simulation::Impl::request_all(std::vector<Emitted>& emitted,
                                    const SimulationOptions& options) {
+  if (cuda) {
+    request_on_device(emitted, options);
+    return;
+  }
+  auto infos = [&] {
+    std::vector<engine::KernelInfo> out;
+    for (const auto& kernel : kernels_) {
+      out.push_back(kernel->info());
+    }
+    return out;
+  };
   if (options.comm != nullptr) {
     // Collective: the ranks agree on the keys, one rank compiles, every rank loads.
     std::vector<codegen::KernelSource> sources;
@@ -213,7 +235,7 @@ void Simulation::Impl::request_all(std::vector<Emitted>& emitted,
     for (auto& kernel : loaded) {
       kernels_.emplace_back(std::move(kernel));
     }
-    report_all(emitted);
+    report_all(emitted, infos());
     return;
   }
   std::vector<std::string> keys;
@@ -240,15 +262,16 @@ void Simulation::Impl::request_all(std::vector<Emitted>& emitted,
       kernels_[n].emplace(engine->kernel(emitted[n].source));
     }
   }
-  report_all(emitted);
+  report_all(emitted, infos());
 }
 
-void Simulation::Impl::report_all(std::vector<Emitted>& emitted) {
+void Simulation::Impl::report_all(std::vector<Emitted>& emitted,
+                                  const std::vector<engine::KernelInfo>& infos) {
   reports.clear();
   std::size_t k = 0;
   for (const auto& s : states) {
     for (int stage = 0; stage < s.layout.stages; ++stage, ++k) {
-      const auto& info = kernels_[k]->info();
+      const auto& info = infos[k];
       reports.push_back({s.node->name(), info,
                          std::make_shared<const codegen::KernelSource>(emitted[k].source), stage});
       logger().info("node {}: kernel {}{} from {} in {} ms", s.node->name(), info.key,
@@ -319,11 +342,20 @@ const std::vector<KernelReport>& Simulation::kernels() const noexcept {
 }
 
 void Simulation::step(std::int64_t count) {
+  m_impl->pulled_at = -1; // the host's copies are behind from the first kernel on
   for (std::int64_t i = 0; i < count; ++i) {
     for (auto& s : m_impl->states) {
-      m_impl->step_node(s);
+      if (m_impl->cuda) {
+        m_impl->step_node_on_device(s);
+      } else {
+        m_impl->step_node(s);
+      }
     }
     ++m_impl->steps;
+  }
+  if (m_impl->cuda && count > 0) {
+    // What was queued has run, or its failure is raised here (on every rank alike).
+    m_impl->together([&] { m_impl->cuda->synchronize(); });
   }
 }
 
@@ -348,6 +380,10 @@ int Simulation::threads() const noexcept {
   return m_impl->executor->threads();
 }
 
+std::string Simulation::device() const {
+  return m_impl->cuda ? m_impl->cuda->description() : "cpu";
+}
+
 bool Simulation::checked() const noexcept {
   return m_impl->checked;
 }
@@ -357,6 +393,7 @@ ExchangeStats Simulation::exchange_stats() const noexcept {
 }
 
 Snapshot Simulation::gathered() const {
+  m_impl->pull_state();
   std::vector<Snapshot::NodeData> nodes;
   for (const NodeState& s : m_impl->states) {
     Snapshot::NodeData data{s.node,
@@ -410,6 +447,7 @@ const Node& Simulation::node(std::string_view name) const {
 
 const Field& Simulation::field(std::string_view node, std::string_view field) const {
   NodeState& s = m_impl->state_of(node);
+  m_impl->pull_state();
   for (const auto& f : s.current) {
     if (f->name() == field) {
       return *f;
@@ -455,22 +493,38 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
   }
   std::vector<Emitted> emitted;
   if (!same_kernel) {
-    emitted = emit(*s.node, s.layout, bound, bound, m_impl->checked);
+    emitted = emit(*s.node, s.layout, bound, bound, m_impl->checked, m_impl->cuda.has_value());
   }
   std::vector<Binding> bindings;
+  std::vector<std::optional<detail::DeviceStage>> device_stages(s.stages.size());
   for (std::size_t k = 0; k < s.stages.size(); ++k) {
     const codegen::KernelWriter& writer = same_kernel ? *s.stages[k].writer : emitted[k].writer;
     Binding binding = bind_kernel(*s.node, s.layout, writer, bound, serial_padder(s.layout));
+    std::shared_ptr<const detail::LoadedModule> code;
     if (same_kernel) {
       binding.kernel = s.stages[k].binding.kernel;
       binding.report = s.stages[k].binding.report;
+      code = s.stages[k].device ? s.stages[k].device->code : nullptr;
     } else {
-      binding.kernel.emplace(m_impl->engine->kernel(emitted[k].source));
-      binding.report = {s.node->name(), binding.kernel->info(),
+      engine::KernelInfo info;
+      if (m_impl->cuda) {
+        const auto ptx = m_impl->engine->ptx(emitted[k].source, m_impl->cuda->target());
+        code = m_impl->cuda->load(ptx);
+        info = *ptx.info;
+        info.load_ms = code->load_ms();
+      } else {
+        binding.kernel.emplace(m_impl->engine->kernel(emitted[k].source));
+        info = binding.kernel->info();
+      }
+      binding.report = {s.node->name(), info,
                         std::make_shared<const codegen::KernelSource>(emitted[k].source),
                         static_cast<int>(k)};
       logger().info("node {}: rebound, kernel {} from {}", s.node->name(), binding.report.info.key,
                     engine::to_string(binding.report.info.tier));
+    }
+    if (m_impl->cuda) {
+      device_stages[k].emplace(
+          m_impl->cuda->stage(binding, binding.report.source->slots(), std::move(code)));
     }
     bindings.push_back(std::move(binding));
   }
@@ -479,6 +533,7 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
   s.bound = std::move(bound);
   for (std::size_t k = 0; k < s.stages.size(); ++k) {
     s.stages[k].binding = std::move(bindings[k]);
+    s.stages[k].device = std::move(device_stages[k]);
     if (!same_kernel) {
       s.stages[k].writer.emplace(std::move(emitted[k].writer));
     }

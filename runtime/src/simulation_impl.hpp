@@ -14,6 +14,7 @@
 #include <uwjit/runtime/simulation.hpp>
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,8 @@ struct Simulation::Impl {
   ExchangeStats exchange;
   NodeShared node_shared;
   std::optional<detail::CpuExecutor> executor; // made in the constructor, once its size is known
+  std::optional<detail::CudaDevice> cuda;      // SimulationOptions::device names a CUDA device
+  std::int64_t pulled_at = -1; // on a device: the step whose state the host copies hold
 
   // compute: the nodes' initial state; skip: zeros (restore fills it).
   enum class Init { compute, skip };
@@ -56,12 +59,30 @@ struct Simulation::Impl {
     }
   }
 
+  // Runs `body`; sharded, every rank then raises the same error if it failed on any rank.
+  template <class Body> void together(Body&& body) {
+    if (decomposition) {
+      comm::together(*decomposition->comm, body);
+    } else {
+      body();
+    }
+  }
+
   // One copy per node of the large computed replicate arrays, before anything reads them.
   void share_replicate_arrays(comm::Comm& comm, std::size_t min_bytes);
   // Requests every kernel (every stage of every node, flattened in that order); distinct keys in
   // parallel, repeats afterwards (memory hits).
   void request_all(std::vector<Emitted>& emitted, const SimulationOptions& options);
-  void report_all(std::vector<Emitted>& emitted);
+  void report_all(std::vector<Emitted>& emitted, const std::vector<engine::KernelInfo>& infos);
+  // On a CUDA device (device_stepper.cpp): opens the device the options name; requests every
+  // kernel's PTX and the halo kernels and loads them; makes each node's device buffers and
+  // stages; uploads the host's state, or brings the host's copies up to date; one step.
+  void open_device(const SimulationOptions& options);
+  void request_on_device(std::vector<Emitted>& emitted, const SimulationOptions& options);
+  void make_device_state(NodeState& s);
+  void push_state();
+  void pull_state();
+  void step_node_on_device(NodeState& s);
   // Resolves every node's declared inputs against the other nodes; Error(usage) naming both.
   void resolve_inputs();
   static void allocate_state(NodeState& s, Init init);
@@ -76,12 +97,16 @@ struct Simulation::Impl {
   int call_split(NodeState& s, std::size_t stage);
   [[nodiscard]] std::string violation(const NodeState& s, std::size_t stage) const;
   [[nodiscard]] Error kernel_failed(const NodeState& s, std::size_t stage, int status) const;
-  void finish_stage(NodeState& s, std::size_t stage, int status);
+  // `failure`: what failed instead of the kernel (on a device), raised in place of its status.
+  void finish_stage(NodeState& s, std::size_t stage, int status,
+                    std::exception_ptr failure = nullptr);
   bool prepare_exchange(NodeState& s, std::size_t stage);
   void exchange_halos(NodeState& s, std::size_t stage);
   void fill_inputs(NodeState& s);
 
   std::vector<std::optional<engine::Kernel>> kernels_; // per kernel, as request_all orders them
+  // On a device: per kernel, as request_all orders them, its loaded module.
+  std::vector<std::shared_ptr<const detail::LoadedModule>> device_code_;
 };
 
 } // namespace uwjit::runtime

@@ -280,7 +280,8 @@ Error Simulation::Impl::kernel_failed(const NodeState& s, std::size_t stage, int
 // leaving the others waiting in the next exchange. On a failure the node keeps the state it
 // had before the stage; otherwise the fields the stage wrote become current and the integrals
 // it computes are the stage's.
-void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status) {
+void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status,
+                                    std::exception_ptr failure) {
   const Binding& binding = s.stages[stage].binding;
   const std::size_t count = s.integrals.size();
   auto sum_of = [&](std::size_t i) {
@@ -297,9 +298,9 @@ void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status)
     decomposition->comm->all_reduce_sum(s.reduced);
     if (s.reduced[count] != 0.0) {
       comm::agree(*decomposition->comm,
-                  status == UWJIT_KERNEL_OK
-                      ? nullptr
-                      : std::make_exception_ptr(kernel_failed(s, stage, status)));
+                  status == UWJIT_KERNEL_OK ? nullptr
+                  : failure                 ? failure
+                            : std::make_exception_ptr(kernel_failed(s, stage, status)));
     }
     for (std::size_t i = 0; i < count; ++i) {
       if (binding.integral_slot[i] != k_no_slot) {
@@ -307,6 +308,9 @@ void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status)
       }
     }
   } else {
+    if (failure) {
+      std::rethrow_exception(failure);
+    }
     if (status != UWJIT_KERNEL_OK) {
       throw kernel_failed(s, stage, status);
     }
@@ -318,6 +322,9 @@ void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status)
   }
   for (const std::size_t i : binding.out_field) {
     std::swap(s.current[i], s.next[i]);
+    if (!s.device_current.empty()) {
+      std::swap(s.device_current[i], s.device_next[i]);
+    }
   }
 }
 

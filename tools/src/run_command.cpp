@@ -68,6 +68,10 @@ ArgSpec run_spec() {
       .option("--threads", "N",
               "threads per process (default: the cores it may use, shared among the ranks of "
               "its node)")
+      .option("--device", "cpu|cuda|cuda:N",
+              "where the kernels run: this process's cores, or an NVIDIA GPU (under MPI, "
+              "cuda gives each rank a GPU of its node)",
+              "cpu")
       .flag("--checked",
             "checked mode for node authors: bounds-checked accessors, poisoned halos, update "
             "boxes split (as UWJIT_CHECK=1)")
@@ -100,7 +104,8 @@ ArgSpec run_spec() {
               "heat.ckpt --steps 300\n"
               "  uwjit run pipe-flow --plot --output out\n"
               "  uwjit run heat --steps 500 --output-every 50 --output series\n"
-              "  mpirun -np 2 uwjit run pipe-flow --shard x --exchange overlap");
+              "  mpirun -np 2 uwjit run pipe-flow --shard x --exchange overlap\n"
+              "  uwjit run pipe-flow --device cuda");
   return spec;
 }
 
@@ -342,6 +347,7 @@ int run_command(const std::vector<std::string>& argv) {
     options.exchange =
         exchange == "sync" ? runtime::ExchangeMode::sync : runtime::ExchangeMode::overlap;
     options.checked = args.has("--checked");
+    options.device = args.value("--device");
     if (const auto threads = args.get("--threads")) {
       options.threads = parse_threads(*threads);
     }

@@ -56,6 +56,7 @@ void print_json(const RunReport& r, std::ostream& out) {
   // The same on every rank: the ranks agree on whether and where to overlap.
   report["overlapped_steps"] = r.exchange_stats.overlapped;
   report["threads"] = r.simulation->threads();
+  report["device"] = r.simulation->device();
   report["checked"] = r.simulation->checked();
   report["kernels"] = nlohmann::json::array();
   for (const auto& k : r.simulation->kernels()) {
@@ -128,9 +129,11 @@ void print_text(const RunReport& r, std::ostream& out) {
       << " steps in " << fixed(r.seconds, 3) << " s: " << fixed(r.mlups, 2) << " MLUPS ("
       << r.node->updates_per_step() << " cell updates per step); " << r.compiles << " compile"
       << (r.compiles == 1 ? "" : "s") << (r.ranks > 1 ? " for the job" : "") << "; "
-      << r.simulation->threads() << " thread" << (r.simulation->threads() == 1 ? "" : "s")
-      << (r.ranks > 1 ? " per rank" : "") << (r.simulation->checked() ? "; checked mode" : "")
-      << "\n"
+      << (r.simulation->device() == "cpu"
+              ? std::to_string(r.simulation->threads()) + " thread" +
+                    (r.simulation->threads() == 1 ? "" : "s") + (r.ranks > 1 ? " per rank" : "")
+              : (r.ranks > 1 ? "rank 0 on " : "on ") + r.simulation->device())
+      << (r.simulation->checked() ? "; checked mode" : "") << "\n"
       << "  simulated time " << general(time) << " (step " << r.simulation->steps_taken() << ", dt "
       << general(r.dt) << ")\n";
   if (!r.shard.empty()) {

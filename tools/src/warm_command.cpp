@@ -79,6 +79,10 @@ int warm_command(const std::vector<std::string>& argv) {
     for (const auto& kernel : runtime::node_kernels(*node, true)) {
       infos.push_back(*engine.ptx(kernel.source, target).info);
     }
+    // What a run on a CUDA device launches besides: the halo kernels of its fields.
+    for (const codegen::Dtype dtype : runtime::halo_dtypes(*node)) {
+      infos.push_back(*engine.ptx(runtime::halo_fill_kernel(dtype), target).info);
+    }
   }
   const auto dir = engine.cache_dir();
   bool all_cached = true;

@@ -2,6 +2,7 @@
 // machine without a GPU).
 #pragma once
 
+#include <uwjit/codegen/dtype.hpp>
 #include <uwjit/codegen/kernel_source.hpp>
 #include <uwjit/codegen/kernel_writer.hpp>
 #include <uwjit/runtime/node.hpp>
@@ -26,5 +27,18 @@ struct NodeKernel {
 /// KernelWriter::body()), or when the node reads other nodes' fields (NodeLayout::inputs: emit
 /// those with the simulation that holds the other nodes).
 [[nodiscard]] std::vector<NodeKernel> node_kernels(const Node& node, bool gpu);
+
+/// The GPU kernel a simulation on a CUDA device launches to fill the halos of a state field of
+/// `dtype`, one launch per axis (both faces, as Field::fill_halos fills them: periodic, edge,
+/// dirichlet, neumann, bit for bit), one thread per halo cell. Its argument struct is the kernel
+/// ABI's: state_out[0] the field; extents the padded array seen as [outer][n + 2h][inner] (outer,
+/// n, h, inner) and each face's kind (0 periodic, 1 edge, 2 dirichlet, 3 neumann); params the
+/// two faces' values. A GPU run requests it with its nodes' kernels, so `uwjit warm --target`
+/// compiles it too.
+[[nodiscard]] codegen::KernelSource halo_fill_kernel(codegen::Dtype dtype);
+
+/// The dtypes of `node`'s state fields that have halos, each once, in field order: those whose
+/// halo_fill_kernel a GPU run of the node requests. Error(usage) for an invalid layout.
+[[nodiscard]] std::vector<codegen::Dtype> halo_dtypes(const Node& node);
 
 } // namespace uwjit::runtime

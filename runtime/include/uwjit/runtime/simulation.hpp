@@ -86,6 +86,21 @@ struct SimulationOptions {
   /// same bit for bit as unchecked (integrals, summed in another order, to the last bits). The
   /// same on every rank (a collective key check refuses ranks that differ).
   bool checked = false;
+  /// Where the kernels run: "cpu" (this process's cores, the default), "cuda" (NVIDIA GPU 0;
+  /// sharded, the rank's place among its node's ranks modulo the node's GPUs) or "cuda:N". On a
+  /// CUDA device every node's kernels are written for the GPU (KernelWriter::gpu; a node that
+  /// writes its own loops with KernelWriter::body() is refused, naming for_each_cell), compiled
+  /// to PTX for its sm through the engine's tiers (one compile per job under MPI) and loaded
+  /// through the driver; state and static arrays live in device memory (static arrays uploaded
+  /// when bound, rebind_static uploads the new contents); halos are filled there by a small GPU
+  /// kernel, sharded ones exchanged through host memory; integrals are read back each step that
+  /// computes them; fields are copied to the host only when asked (field(), gathered(),
+  /// checkpoint()). The state is the same bit for bit as on the CPU (floating-point contraction
+  /// is off in both unless a node opts in); integrals, summed in another order, agree to about
+  /// 1e-12. libcuda.so.1 is opened only when a CUDA device is asked for. Error(usage) for another
+  /// text, with checked mode or coupled inputs (NodeLayout::inputs), or naming what is missing
+  /// when there is no driver or no such device (sharded: on every rank alike).
+  std::string device = "cpu";
 };
 
 /// What SimulationOptions::share_on_node did on this rank.
@@ -215,6 +230,10 @@ public:
 
   /// The threads that run each step's kernels on this rank (see SimulationOptions::threads).
   [[nodiscard]] int threads() const noexcept;
+
+  /// Where the kernels run: "cpu", or the CUDA device in words, e.g. "cuda:0 (NVIDIA H100 80GB
+  /// HBM3, sm_90)".
+  [[nodiscard]] std::string device() const;
 
   /// Whether the simulation runs in checked mode (SimulationOptions::checked or UWJIT_CHECK).
   [[nodiscard]] bool checked() const noexcept;

@@ -1,0 +1,238 @@
+#include "cuda_device.hpp"
+
+#include "face_fill.hpp"
+
+#include <uwjit/codegen/kernel_writer.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/cuda/probe.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+
+namespace uwjit::runtime::detail {
+
+namespace {
+
+const cuda::Driver& driver() {
+  return cuda::Driver::get();
+}
+
+} // namespace
+
+DeviceChoice parse_device(std::string_view text) {
+  if (text == "cpu") {
+    return {};
+  }
+  if (text == "cuda") {
+    return {true, -1};
+  }
+  if (text.starts_with("cuda:")) {
+    const std::string_view number = text.substr(5);
+    int ordinal = -1;
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), ordinal);
+    if (ec == std::errc{} && end == number.data() + number.size() && ordinal >= 0) {
+      return {true, ordinal};
+    }
+  }
+  throw Error(ErrorKind::usage,
+              format("simulation: device \"{}\": expected \"cpu\", \"cuda\" (device 0, or under "
+                     "MPI the rank's place on its node) or \"cuda:N\" (device N)",
+                     text));
+}
+
+LoadedModule::LoadedModule(const engine::PtxKernel& ptx, std::string_view what) {
+  const auto start = std::chrono::steady_clock::now();
+  driver().check(
+      driver().api().cuModuleLoadDataEx(&m_module, ptx.ptx->c_str(), 0, nullptr, nullptr),
+      format("cuModuleLoadDataEx of {} (key {})", what, ptx.info->key), ErrorKind::jit);
+  m_load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const cuda::Result found =
+      driver().api().cuModuleGetFunction(&m_function, m_module, ptx.info->entry.c_str());
+  if (found != cuda::k_success) {
+    (void)driver().api().cuModuleUnload(m_module);
+    driver().check(found, format("cuModuleGetFunction of {}", ptx.info->entry), ErrorKind::jit);
+  }
+}
+
+LoadedModule::~LoadedModule() {
+  (void)driver().api().cuModuleUnload(m_module);
+}
+
+CudaDevice::CudaDevice(int ordinal) : m_ordinal(ordinal) {
+  (void)driver(); // Error(usage) saying why there is no driver
+  const cuda::DriverProbe probe = cuda::probe();
+  if (ordinal >= static_cast<int>(probe.devices.size())) {
+    throw Error(ErrorKind::usage,
+                format("simulation: device cuda:{} was asked for, but the NVIDIA driver lists {} "
+                       "CUDA device{} (see nvidia-smi and CUDA_VISIBLE_DEVICES)",
+                       ordinal, probe.devices.size(), probe.devices.size() == 1 ? "" : "s"));
+  }
+  const cuda::DeviceReport& device = probe.devices[static_cast<std::size_t>(ordinal)];
+  cuda::make_current(ordinal);
+  try {
+    m_target = engine::Target::parse("cuda:" + device.arch());
+  } catch (const Error&) {
+    m_target = engine::Target::parse("cuda:sm_90"); // newer GPUs load sm_90 PTX
+  }
+  m_description = format("cuda:{} ({}, {})", ordinal, device.name, device.arch());
+}
+
+std::shared_ptr<const LoadedModule> CudaDevice::load(const engine::PtxKernel& ptx) {
+  auto& slot = m_modules[ptx.info->key];
+  if (auto loaded = slot.lock()) {
+    return loaded;
+  }
+  auto loaded = std::make_shared<const LoadedModule>(ptx, "a kernel");
+  slot = loaded;
+  return loaded;
+}
+
+void CudaDevice::use_halo_kernel(codegen::Dtype dtype, const engine::PtxKernel& ptx) {
+  m_halo_kernels[dtype] = load(ptx);
+}
+
+DeviceStage CudaDevice::stage(const Binding& binding, const codegen::SlotTables& slots,
+                              std::shared_ptr<const LoadedModule> code) {
+  DeviceStage stage;
+  stage.code = std::move(code);
+  stage.slots = slots;
+  std::vector<cuda::DevicePtr> table;
+  for (std::size_t slot = 0; slot < binding.statics.size(); ++slot) {
+    stage.statics.push_back(
+        std::make_unique<cuda::DeviceMemory>(binding.statics[slot], binding.static_bytes[slot]));
+    table.push_back(stage.statics.back()->pointer());
+  }
+  stage.static_table =
+      std::make_unique<cuda::DeviceMemory>(table.data(), table.size() * sizeof(cuda::DevicePtr));
+  stage.extents = std::make_unique<cuda::DeviceMemory>(binding.extents.data(),
+                                                       binding.extents.size() * sizeof(uw_i64));
+  stage.params = std::make_unique<cuda::DeviceMemory>(binding.params.data(),
+                                                      binding.params.size() * sizeof(double));
+  stage.integrals =
+      std::make_unique<cuda::DeviceMemory>(binding.kernel_integrals.size() * sizeof(double));
+  return stage;
+}
+
+std::unique_ptr<cuda::DeviceMemory> CudaDevice::copy_of(const Field& field) {
+  return std::make_unique<cuda::DeviceMemory>(field.data(), field.size_bytes());
+}
+
+void CudaDevice::upload(const Field& field, const cuda::DeviceMemory& to) {
+  driver().check(driver().api().cuMemcpyHtoD_v2(to.pointer(), field.data(), field.size_bytes()),
+                 format("cuMemcpyHtoD_v2 of field \"{}\"", field.name()), ErrorKind::io);
+}
+
+void CudaDevice::download(const cuda::DeviceMemory& from, Field& field) {
+  driver().check(driver().api().cuMemcpyDtoH_v2(field.data(), from.pointer(), field.size_bytes()),
+                 format("cuMemcpyDtoH_v2 of field \"{}\"", field.name()), ErrorKind::kernel);
+}
+
+void CudaDevice::run(cuda::Function function, const uwjit_kernel_args& args,
+                     std::array<unsigned, 3> grid) {
+  uwjit_kernel_args by_value = args;
+  void* arguments[] = {&by_value};
+  driver().check(driver().api().cuLaunchKernel(function, grid[0], grid[1], grid[2], k_block_threads,
+                                               1, 1, 0, nullptr, arguments, nullptr),
+                 "cuLaunchKernel", ErrorKind::kernel);
+}
+
+void CudaDevice::fill_halos(const cuda::DeviceMemory& data, const Field& layout,
+                            std::span<const Boundary> boundaries) {
+  const auto& shape = layout.shape();
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const int h = layout.halo()[d];
+    if (h == 0) {
+      continue;
+    }
+    if (const auto problem = boundary_problem(boundaries[d], shape[d], h); !problem.empty()) {
+      throw Error(ErrorKind::usage, format("field \"{}\": axis {}: {}", layout.name(), d, problem));
+    }
+    const auto kernel = m_halo_kernels.find(layout.dtype());
+    UWJIT_ASSERT(kernel != m_halo_kernels.end(), "fill_halos: no halo kernel for the dtype");
+    // The padded array as [outer][n + 2h][inner], as fill_face sees it.
+    const std::int64_t inner = layout.strides()[d];
+    const std::int64_t outer = layout.padded_count() / (inner * (shape[d] + 2 * h));
+    struct Tables {
+      cuda::DevicePtr field;
+      uw_i64 extents[6];
+      double params[2];
+    } tables{data.pointer(),
+             {outer, shape[d], h, inner, static_cast<uw_i64>(boundaries[d].low.kind),
+              static_cast<uw_i64>(boundaries[d].high.kind)},
+             {boundaries[d].low.value, boundaries[d].high.value}};
+    std::string key(sizeof tables, '\0');
+    std::memcpy(key.data(), &tables, sizeof tables);
+    auto& uploaded = m_halo_tables[key];
+    if (!uploaded) {
+      uploaded = std::make_unique<cuda::DeviceMemory>(&tables, sizeof tables);
+    }
+    uwjit_kernel_args args{};
+    args.abi_version = UWJIT_KERNEL_ABI_VERSION;
+    args.n_state_out = 1;
+    args.n_extents = 6;
+    args.n_params = 2;
+    const cuda::DevicePtr base = uploaded->pointer();
+    args.state_out = reinterpret_cast<void* const*>(base + offsetof(Tables, field));
+    args.extents = reinterpret_cast<const uw_i64*>(base + offsetof(Tables, extents));
+    args.params = reinterpret_cast<const double*>(base + offsetof(Tables, params));
+    const std::int64_t threads = outer * 2 * h * inner;
+    run(kernel->second->function(), args,
+        {static_cast<unsigned>((threads + k_block_threads - 1) / k_block_threads), 1, 1});
+  }
+}
+
+void CudaDevice::launch(DeviceStage& stage, const uwjit_kernel_args& args,
+                        std::span<const cuda::DevicePtr> in, std::span<const cuda::DevicePtr> out,
+                        std::size_t rank, std::span<double> sums) {
+  std::vector<cuda::DevicePtr> pointers(in.begin(), in.end());
+  pointers.insert(pointers.end(), out.begin(), out.end());
+  auto table = std::find_if(stage.state_tables.begin(), stage.state_tables.end(),
+                            [&](const auto& entry) { return entry.first == pointers; });
+  if (table == stage.state_tables.end()) {
+    stage.state_tables.emplace_back(
+        pointers, std::make_unique<cuda::DeviceMemory>(pointers.data(),
+                                                       pointers.size() * sizeof(cuda::DevicePtr)));
+    table = std::prev(stage.state_tables.end());
+  }
+  const cuda::DevicePtr tables = table->second->pointer();
+  uwjit_kernel_args device_args = args;
+  codegen::set_table_lengths(device_args, stage.slots);
+  device_args.state_in = reinterpret_cast<const void* const*>(tables);
+  device_args.state_out =
+      reinterpret_cast<void* const*>(tables + in.size() * sizeof(cuda::DevicePtr));
+  device_args.statics = stage.static_table->as<const void* const>();
+  device_args.extents = stage.extents->as<const uw_i64>();
+  device_args.params = stage.params->as<const double>();
+  device_args.integrals = stage.integrals->as<double>();
+  device_args.check = nullptr;
+  if (!sums.empty()) {
+    driver().check(
+        driver().api().cuMemsetD8_v2(stage.integrals->pointer(), 0, sums.size() * sizeof(double)),
+        "cuMemsetD8_v2 of the integrals", ErrorKind::kernel);
+  }
+  const auto grid = codegen::cell_grid(device_args, rank, k_block_threads);
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) {
+    return; // an empty box
+  }
+  run(stage.code->function(), device_args, grid);
+  if (!sums.empty()) {
+    std::vector<double> partial(sums.size());
+    driver().check(driver().api().cuMemcpyDtoH_v2(partial.data(), stage.integrals->pointer(),
+                                                  partial.size() * sizeof(double)),
+                   "the kernel (or cuMemcpyDtoH_v2 of its integrals)", ErrorKind::kernel);
+    for (std::size_t i = 0; i < sums.size(); ++i) {
+      sums[i] += partial[i];
+    }
+  }
+}
+
+void CudaDevice::synchronize() {
+  driver().check(driver().api().cuCtxSynchronize(), "the kernels (cuCtxSynchronize)",
+                 ErrorKind::kernel);
+}
+
+} // namespace uwjit::runtime::detail

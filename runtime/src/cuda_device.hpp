@@ -1,0 +1,131 @@
+// CudaDevice: the NVIDIA GPU a simulation runs on: its kernels' PTX loaded through the CUDA
+// driver, state and static arrays in device memory, halos filled and kernels launched there.
+#pragma once
+
+#include "kernel_binding.hpp"
+
+#include <uwjit/codegen/kernel_abi.h>
+#include <uwjit/cuda/device.hpp>
+#include <uwjit/cuda/driver.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/engine/target.hpp>
+#include <uwjit/runtime/field.hpp>
+
+#include <array>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace uwjit::runtime::detail {
+
+/// SimulationOptions::device read: the CPU, or a CUDA device (`ordinal` -1 when the text named
+/// none: device 0 serially, sharded the rank's place on its node modulo the devices there).
+struct DeviceChoice {
+  bool cuda = false;
+  int ordinal = -1;
+};
+
+/// "cpu", "cuda" or "cuda:N"; Error(usage) naming the accepted forms otherwise.
+[[nodiscard]] DeviceChoice parse_device(std::string_view text);
+
+/// A PTX module loaded into the current context, and its entry. Unloaded when it goes.
+class LoadedModule {
+public:
+  LoadedModule(const engine::PtxKernel& ptx, std::string_view what);
+  LoadedModule(const LoadedModule&) = delete;
+  LoadedModule& operator=(const LoadedModule&) = delete;
+  ~LoadedModule();
+  [[nodiscard]] cuda::Function function() const noexcept { return m_function; }
+  /// How long the driver took to load it (its JIT from PTX to the GPU's code).
+  [[nodiscard]] double load_ms() const noexcept { return m_load_ms; }
+
+private:
+  cuda::Module m_module = nullptr;
+  cuda::Function m_function = nullptr;
+  double m_load_ms = 0;
+};
+
+/// One stage's kernel on the device: its code, copies of its static arrays and tables, and the
+/// state-pointer tables uploaded so far (ping-pong makes two per stage).
+struct DeviceStage {
+  std::shared_ptr<const LoadedModule> code;
+  codegen::SlotTables slots;
+  std::vector<std::unique_ptr<cuda::DeviceMemory>> statics; // per static slot
+  std::unique_ptr<cuda::DeviceMemory> static_table;
+  std::unique_ptr<cuda::DeviceMemory> extents;
+  std::unique_ptr<cuda::DeviceMemory> params;
+  std::unique_ptr<cuda::DeviceMemory> integrals;
+  std::vector<std::pair<std::vector<cuda::DevicePtr>, std::unique_ptr<cuda::DeviceMemory>>>
+      state_tables;
+};
+
+/// A state field's two buffers on the device, as NodeState's current and next.
+using DeviceBuffers = std::vector<std::unique_ptr<cuda::DeviceMemory>>;
+
+/// One CUDA device, current on the thread that made it (the simulation's). Calls are queued on
+/// the default stream in order; downloads wait for what was queued before them.
+class CudaDevice {
+public:
+  /// Device `ordinal`, made current. Error(usage) naming what is missing: the driver (its
+  /// message says why it cannot be had), or a device of that ordinal (naming how many there are).
+  explicit CudaDevice(int ordinal);
+
+  [[nodiscard]] int ordinal() const noexcept { return m_ordinal; }
+  /// The target its kernels are compiled for: its sm, or sm_90 when LLVM 19 does not know a
+  /// newer one (whose driver loads sm_90 PTX).
+  [[nodiscard]] const engine::Target& target() const noexcept { return m_target; }
+  /// "cuda:0 (NVIDIA H100 80GB HBM3, sm_90)".
+  [[nodiscard]] const std::string& description() const noexcept { return m_description; }
+
+  /// The module of `ptx`, loaded once per key.
+  [[nodiscard]] std::shared_ptr<const LoadedModule> load(const engine::PtxKernel& ptx);
+  /// Makes the halo kernel of `dtype` (compiled as `ptx`) the one fill_halos uses.
+  void use_halo_kernel(codegen::Dtype dtype, const engine::PtxKernel& ptx);
+
+  /// A stage of `binding`'s kernel running `code` (whose slots are `slots`): its static arrays
+  /// (the binding's, halo-padded where the kernel reads halos) and tables uploaded.
+  [[nodiscard]] DeviceStage stage(const Binding& binding, const codegen::SlotTables& slots,
+                                  std::shared_ptr<const LoadedModule> code);
+
+  /// A device copy of `field`'s padded array.
+  [[nodiscard]] std::unique_ptr<cuda::DeviceMemory> copy_of(const Field& field);
+  void upload(const Field& field, const cuda::DeviceMemory& to);
+  void download(const cuda::DeviceMemory& from, Field& field);
+
+  /// Fills the halos of the field whose padded array (laid out as `layout`) is at `data`, axis
+  /// by axis as Field::fill_halos does. Error(usage) as fill_halos for a bad boundary.
+  void fill_halos(const cuda::DeviceMemory& data, const Field& layout,
+                  std::span<const Boundary> boundaries);
+
+  /// Launches `stage` on the update box of `args` over a domain of `rank` axes with the state
+  /// tables `in` and `out`, and, when it has integrals, adds their sums to `sums` (waiting for
+  /// the kernel). Error(kernel) naming the driver's error if the launch or the kernel fails.
+  void launch(DeviceStage& stage, const uwjit_kernel_args& args,
+              std::span<const cuda::DevicePtr> in, std::span<const cuda::DevicePtr> out,
+              std::size_t rank, std::span<double> sums);
+
+  /// Waits for everything queued; Error(kernel) naming the driver's error if any of it failed.
+  void synchronize();
+
+private:
+  void run(cuda::Function function, const uwjit_kernel_args& args, std::array<unsigned, 3> grid);
+
+  int m_ordinal = 0;
+  engine::Target m_target;
+  std::string m_description;
+  std::map<std::string, std::weak_ptr<const LoadedModule>> m_modules; // by key
+  std::map<codegen::Dtype, std::shared_ptr<const LoadedModule>> m_halo_kernels;
+  // The halo kernel's tables (the field's pointer, extents, face values) per field buffer and
+  // axis, uploaded on first use: a few per field (ping-pong, axes).
+  std::map<std::string, std::unique_ptr<cuda::DeviceMemory>> m_halo_tables;
+};
+
+/// Threads per block of every launch: a multiple of 32, as the cell form needs.
+inline constexpr unsigned k_block_threads = 128;
+
+} // namespace uwjit::runtime::detail

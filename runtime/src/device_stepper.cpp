@@ -1,0 +1,217 @@
+// A Simulation on a CUDA device: the device opened, every kernel's PTX requested and loaded, the
+// state and static arrays put in device memory, and the step: halos filled on the device (or,
+// sharded, exchanged through the host's copies), the kernel launched, its integrals read back.
+#include "runtime_log.hpp"
+#include "simulation_impl.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/cuda/probe.hpp>
+#include <uwjit/runtime/node_kernels.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+namespace uwjit::runtime {
+
+using namespace detail; // this file is the runtime's own
+
+namespace {
+using Clock = std::chrono::steady_clock;
+} // namespace
+
+void Simulation::Impl::open_device(const SimulationOptions& options) {
+  const DeviceChoice choice = parse_device(options.device);
+  if (!choice.cuda) {
+    return;
+  }
+  if (checked) {
+    throw Error(ErrorKind::usage, format("simulation: checked mode runs on CPUs only; drop "
+                                         "SimulationOptions::checked (and UWJIT_CHECK) or run on "
+                                         "\"cpu\" instead of \"{}\"",
+                                         options.device));
+  }
+  for (const auto& node : nodes) {
+    if (!node->layout().inputs.empty()) {
+      throw Error(ErrorKind::usage,
+                  format("simulation: node \"{}\" reads fields of other nodes "
+                         "(NodeLayout::inputs), which runs on CPUs only; run on \"cpu\" instead "
+                         "of \"{}\"",
+                         node->name(), options.device));
+    }
+  }
+  int ordinal = choice.ordinal;
+  if (ordinal < 0) {
+    ordinal = 0;
+    if (decomposition) {
+      const cuda::DriverProbe probe = cuda::probe();
+      if (probe.usable && !probe.devices.empty()) {
+        ordinal = decomposition->comm->node_rank() % static_cast<int>(probe.devices.size());
+      }
+    }
+  }
+  cuda.emplace(ordinal);
+  logger().info("running on {}", cuda->description());
+}
+
+void Simulation::Impl::request_on_device(std::vector<Emitted>& emitted,
+                                         const SimulationOptions& options) {
+  std::vector<codegen::KernelSource> sources;
+  for (const auto& e : emitted) {
+    sources.push_back(e.source);
+  }
+  // The halo kernel of each dtype of a state field with halos.
+  std::vector<codegen::Dtype> dtypes;
+  for (const auto& s : states) {
+    for (const codegen::Dtype dtype : halo_dtypes(*s.node)) {
+      if (std::find(dtypes.begin(), dtypes.end(), dtype) == dtypes.end()) {
+        dtypes.push_back(dtype);
+        sources.push_back(halo_fill_kernel(dtype));
+      }
+    }
+  }
+  std::vector<engine::PtxKernel> ptx;
+  if (options.comm != nullptr) {
+    ptx = engine->ptx(sources, cuda->target(), *options.comm);
+  } else {
+    for (const auto& source : sources) {
+      ptx.push_back(engine->ptx(source, cuda->target()));
+    }
+  }
+  std::vector<engine::KernelInfo> infos;
+  device_code_.clear();
+  // A driver that cannot load a module on some rank fails every rank alike.
+  collectively(options, [&] {
+    for (std::size_t k = 0; k < emitted.size(); ++k) {
+      device_code_.push_back(cuda->load(ptx[k]));
+      infos.push_back(*ptx[k].info);
+      infos.back().load_ms = device_code_.back()->load_ms();
+    }
+    for (std::size_t d = 0; d < dtypes.size(); ++d) {
+      cuda->use_halo_kernel(dtypes[d], ptx[emitted.size() + d]);
+    }
+  });
+  report_all(emitted, infos);
+}
+
+void Simulation::Impl::make_device_state(NodeState& s) {
+  std::size_t first = 0; // the node's first kernel in request order
+  for (const auto& other : states) {
+    if (&other == &s) {
+      break;
+    }
+    first += other.stages.size();
+  }
+  for (std::size_t k = 0; k < s.stages.size(); ++k) {
+    StageKernel& stage = s.stages[k];
+    stage.device.emplace(
+        cuda->stage(stage.binding, stage.binding.report.source->slots(), device_code_[first + k]));
+  }
+  s.device_current.clear();
+  s.device_next.clear();
+  for (std::size_t i = 0; i < s.current.size(); ++i) {
+    s.device_current.push_back(cuda->copy_of(*s.current[i]));
+    s.device_next.push_back(s.next[i] ? cuda->copy_of(*s.next[i]) : nullptr);
+  }
+  pulled_at = steps;
+}
+
+void Simulation::Impl::push_state() {
+  if (!cuda) {
+    return;
+  }
+  for (auto& s : states) {
+    for (std::size_t i = 0; i < s.current.size(); ++i) {
+      cuda->upload(*s.current[i], *s.device_current[i]);
+      if (s.next[i]) {
+        cuda->upload(*s.next[i], *s.device_next[i]);
+      }
+    }
+  }
+  pulled_at = steps;
+}
+
+void Simulation::Impl::pull_state() {
+  if (!cuda || pulled_at == steps) {
+    return;
+  }
+  for (auto& s : states) {
+    for (std::size_t i = 0; i < s.current.size(); ++i) {
+      cuda->download(*s.device_current[i], *s.current[i]);
+    }
+  }
+  pulled_at = steps;
+}
+
+// One step of node `s` on the device. Sharded, a failure on the device is held until the stage
+// ends, so that every rank takes part in the exchange and raises the same error.
+void Simulation::Impl::step_node_on_device(NodeState& s) {
+  const std::size_t rank = s.layout.domain.size();
+  std::vector<cuda::DevicePtr> in;
+  std::vector<cuda::DevicePtr> out;
+  for (std::size_t stage = 0; stage < s.stages.size(); ++stage) {
+    StageKernel& k = s.stages[stage];
+    std::exception_ptr failure;
+    auto attempt = [&](auto&& work) {
+      if (failure) {
+        return;
+      }
+      try {
+        work();
+      } catch (const Error&) {
+        if (!decomposition) {
+          throw;
+        }
+        failure = std::current_exception();
+      }
+    };
+    if (decomposition) {
+      if (prepare_exchange(s, stage)) {
+        // The halos go through the host's copies: down, exchanged with the neighbours, up.
+        const auto start = Clock::now();
+        attempt([&] {
+          for (std::size_t i = 0; i < s.current.size(); ++i) {
+            if (s.refills(stage, i)) {
+              cuda->download(*s.device_current[i], *s.current[i]);
+            }
+          }
+        });
+        k.exchanger->fill(k.halo_fields, exchange_mode);
+        ++exchange.exchanges;
+        attempt([&] {
+          for (std::size_t i = 0; i < s.current.size(); ++i) {
+            if (s.refills(stage, i)) {
+              cuda->upload(*s.current[i], *s.device_current[i]);
+            }
+          }
+        });
+        exchange.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      }
+    } else {
+      for (std::size_t i = 0; i < s.current.size(); ++i) {
+        if (s.refills(stage, i)) {
+          cuda->fill_halos(*s.device_current[i], *s.current[i], s.boundaries[i]);
+        }
+      }
+    }
+    auto& sums = k.binding.kernel_integrals;
+    std::fill(sums.begin(), sums.end(), 0.0);
+    attempt([&] {
+      in.clear();
+      out.clear();
+      const std::size_t fields = s.current.size();
+      for (const std::size_t i : k.binding.in_field) {
+        UWJIT_ASSERT(i < fields, "a device stage reads a coupled input");
+        in.push_back(s.device_current[i]->pointer());
+      }
+      for (const std::size_t i : k.binding.out_field) {
+        out.push_back(s.device_next[i]->pointer());
+      }
+      k.args.step = steps;
+      cuda->launch(*k.device, k.args, in, out, rank, sums);
+    });
+    finish_stage(s, stage, failure ? UWJIT_KERNEL_CHECK_FAILED : UWJIT_KERNEL_OK, failure);
+  }
+}
+
+} // namespace uwjit::runtime

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# CLI suite: `uwjit run --device cuda`. On this machine as it is, a missing driver is one clear
+# error. Under the tests' stand-in libcuda.so.1 (tests/jit/fake_libcuda.c), which emulates each
+# launch on the CPU from the kernel's source in the cache, a run on the device passes its check,
+# a second run compiles nothing, and the state equals the CPU run's bit for bit, also sharded
+# over two ranks (when mpiexec is given).
+uwjit=$1
+fake=$2
+clangxx=$3
+mpiexec=${4:-}
+. "$(dirname "$0")/lib.sh"
+unset UWJIT_FAKE_CUDA_DEVICES UWJIT_FAKE_CUDA_VERSION
+export UWJIT_LOG_LEVEL=off
+
+# same_state A B: the two checkpoints hold the same fields, byte for byte, and integrals within
+# 1e-12 (the device sums them in another order).
+same_state() {
+  python3 - "$1" "$2" <<'PY'
+import struct, sys
+
+def read(path):
+    data = open(path, "rb").read()
+    at = 8 + 4 + 8
+    def take(fmt):
+        nonlocal at
+        values = struct.unpack_from("<" + fmt, data, at)
+        at += struct.calcsize("<" + fmt)
+        return values[0]
+    def text():
+        nonlocal at
+        n = take("I")
+        at += n
+        return data[at - n:at].decode()
+    def value():
+        tag = take("B")
+        if tag == 0: take("q")
+        elif tag == 1: take("d")
+        elif tag == 2: text()
+        else:
+            for _ in range(take("I")): value()
+    fields, integrals = {}, {}
+    for _ in range(take("I")):
+        node = (text(), text())[1]
+        for _ in range(take("I")):
+            text(); value()
+        for _ in range(take("I")):
+            name = text(); take("B")
+            shape = [take("q") for _ in range(take("I"))]
+            n = take("Q")
+            fields[(node, name)] = data[at:at + n]
+            at += n
+        for _ in range(take("I")):
+            name = text()
+            integrals[(node, name)] = take("d")
+        for _ in range(take("I")): text()
+    return fields, integrals
+
+(fa, ia), (fb, ib) = read(sys.argv[1]), read(sys.argv[2])
+assert fa.keys() == fb.keys() and fa, (fa.keys(), fb.keys())
+for k in fa:
+    assert fa[k] == fb[k], f"field {k} differs"
+for k in ib:
+    assert abs(ia[k] - ib[k]) <= 1e-12 * max(abs(ib[k]), 1.0), (k, ia[k], ib[k])
+PY
+}
+
+# The machine as it is: without a driver, one error naming what is missing.
+if ! python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
+  run "$uwjit" run heat --size 8 --device cuda --output "$sandbox/out"
+  expect_code 2 "run --device cuda without a driver"
+  expect_err '^uwjit: error: no NVIDIA driver: libcuda\.so\.1 could not be loaded \(.*\); a CUDA device needs the NVIDIA driver$' \
+    "the missing driver is named"
+fi
+run "$uwjit" run heat --size 8 --device gpu --output "$sandbox/out"
+expect_code 2 "run --device gpu"
+expect_err 'device "gpu": expected "cpu", "cuda" .* or "cuda:N"' "a bad device names the forms"
+
+# The stand-in driver, emulating each launch from the kernel's source in the cache.
+export LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export UWJIT_FAKE_CUDA_EMULATE=$UWJIT_CACHE_DIR UWJIT_FAKE_CUDA_CLANG=$clangxx
+run "$uwjit" run heat --size 8 --device cuda:1 --output "$sandbox/out"
+expect_code 2 "run --device cuda:1 with one device"
+expect_err 'device cuda:1 was asked for, but the NVIDIA driver lists 1 CUDA device ' \
+  "an ordinal the driver lacks is named with the count"
+run "$uwjit" run heat --size 8 --device cuda --checked --output "$sandbox/out"
+expect_code 2 "run --device cuda --checked"
+expect_err 'checked mode runs on CPUs only' "checked mode is refused on a device"
+
+for node in pipe-flow heat; do
+  args=(run "$node" --size 12 --steps 9 --output "$sandbox/out")
+  [ "$node" = heat ] && args+=(--set boundary=fixed)
+  run "$uwjit" "${args[@]}" --device cuda --json --checkpoint "$sandbox/$node-gpu.ckpt"
+  expect_code 0 "$node on the device"
+  [ "$(json 'd["device"]' <<<"$out")" = "cuda:0 (uwjit fake GPU, sm_90)" ] && ok ||
+    fail "$node: the report names the device"
+  [ "$(json 'd["compiles"] >= 1' <<<"$out")" = True ] && ok || fail "$node: a cold run compiles"
+  run "$uwjit" "${args[@]}" --device cuda
+  expect_code 0 "$node on the device again"
+  expect_out '; 0 compiles; on cuda:0 \(uwjit fake GPU, sm_90\)$' "$node: a second run compiles nothing"
+  run "$uwjit" "${args[@]}" --checkpoint "$sandbox/$node-cpu.ckpt"
+  expect_code 0 "$node on the CPU"
+  same_state "$sandbox/$node-gpu.ckpt" "$sandbox/$node-cpu.ckpt" && ok ||
+    fail "$node: the device's state is the CPU's bit for bit"
+done
+
+if [ -n "$mpiexec" ]; then
+  run timeout 300 "$mpiexec" -np 2 "$uwjit" run heat --size 12 --steps 9 --set boundary=fixed \
+    --device cuda --shard x --output "$sandbox/out" --checkpoint "$sandbox/heat-np2.ckpt"
+  expect_code 0 "mpiexec -np 2 uwjit run heat --device cuda --shard x"
+  expect_out '; 1 compile for the job; rank 0 on cuda:0 \(uwjit fake GPU, sm_90\)$' \
+    "the sharded run names rank 0's device"
+  same_state "$sandbox/heat-np2.ckpt" "$sandbox/heat-cpu.ckpt" && ok ||
+    fail "np 2 on the device gives the serial CPU run's state bit for bit"
+fi
+finish
