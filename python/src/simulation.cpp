@@ -39,10 +39,11 @@ struct PySimulation {
 runtime::SimulationOptions options_of(const std::shared_ptr<comm::Comm>& comm,
                                       std::optional<std::vector<int>> shard_axes,
                                       std::optional<int> threads, const std::string& exchange,
-                                      bool checked) {
+                                      bool checked, const std::string& device) {
   runtime::SimulationOptions options;
   options.comm = comm.get();
   options.checked = checked;
+  options.device = device;
   if (shard_axes) {
     options.shard_axes = std::move(*shard_axes);
   }
@@ -141,7 +142,7 @@ Nodes stepped together: their kernels are requested from the engine up front (di
 compiled in parallel), then each step fills the halos and calls every node's kernel.
 
 Simulation(engine, nodes, comm=None, shard_axes=None, threads=None, exchange="sync",
-           checked=False)
+           checked=False, device="cpu")
 
 nodes: a list of uwjit.Node (built-in ones from uwjit.node(...), or your subclasses).
 comm: None (serial) or an mpi4py communicator: the domain is split over its ranks along
@@ -152,18 +153,22 @@ transfers overlapped with the interior update). checked: checked mode, for peopl
 nodes (also on when the environment sets UWJIT_CHECK=1): every accessor tests its indices, and a
 read beyond a buffer's halo or a write outside the update box fails the step with KernelError
 naming the node, step, field or static key and index; halos the runtime does not fill read as
-NaN (README, "Checked mode"). Raises UsageError naming the node and what is
+NaN (README, "Checked mode"). device: "cpu", "cuda" (NVIDIA GPU 0; under MPI the rank's place on
+its node modulo the node's GPUs) or "cuda:N": state and static arrays in device memory, the same
+state bit for bit as on the CPU (README, "Running on a GPU"); no driver or no such GPU is a
+UsageError naming what is missing. Raises UsageError naming the node and what is
 wrong, CompileError, JitError. The GIL is released while it works. Not thread-safe: use one
 thread per Simulation.)doc")
       .def(py::init([](std::shared_ptr<engine::Engine> engine, const py::list& nodes,
                        const py::object& comm, std::optional<std::vector<int>> shard_axes,
-                       std::optional<int> threads, const std::string& exchange, bool checked) {
+                       std::optional<int> threads, const std::string& exchange, bool checked,
+                       const std::string& device) {
              auto self = std::make_unique<PySimulation>();
              self->engine = std::move(engine);
              self->nodes = nodes;
              self->comm = comm_of(comm);
              auto options =
-                 options_of(self->comm, std::move(shard_axes), threads, exchange, checked);
+                 options_of(self->comm, std::move(shard_axes), threads, exchange, checked, device);
              auto cpp_nodes = nodes_of(nodes);
              py::gil_scoped_release release;
              self->simulation = std::make_unique<runtime::Simulation>(
@@ -172,7 +177,7 @@ thread per Simulation.)doc")
            }),
            py::arg("engine"), py::arg("nodes"), py::arg("comm") = py::none(),
            py::arg("shard_axes") = py::none(), py::arg("threads") = py::none(),
-           py::arg("exchange") = "sync", py::arg("checked") = false)
+           py::arg("exchange") = "sync", py::arg("checked") = false, py::arg("device") = "cpu")
       .def(
           "step",
           [](PySimulation& self, std::int64_t count) {
@@ -202,6 +207,10 @@ thread per Simulation.)doc")
       .def_property_readonly("steps_taken",
                              [](const PySimulation& s) { return s.get().steps_taken(); })
       .def_property_readonly("threads", [](const PySimulation& s) { return s.get().threads(); })
+      .def_property_readonly(
+          "device", [](const PySimulation& s) { return s.get().device(); },
+          "Where the kernels run: \"cpu\", or the GPU, e.g. \"cuda:0 (NVIDIA H100 80GB HBM3, "
+          "sm_90)\".")
       .def_property_readonly(
           "checked", [](const PySimulation& s) { return s.get().checked(); },
           "Whether the simulation runs in checked mode (checked=True or UWJIT_CHECK).")
@@ -331,12 +340,12 @@ Serial only. On an error the simulation is unchanged.)doc")
           [](std::shared_ptr<engine::Engine> engine, const std::filesystem::path& path,
              const py::object& factory, const py::object& comm,
              std::optional<std::vector<int>> shard_axes, std::optional<int> threads,
-             const std::string& exchange, bool checked) {
+             const std::string& exchange, bool checked, const std::string& device) {
             auto self = std::make_unique<PySimulation>();
             self->engine = std::move(engine);
             self->comm = comm_of(comm);
             auto options =
-                options_of(self->comm, std::move(shard_axes), threads, exchange, checked);
+                options_of(self->comm, std::move(shard_axes), threads, exchange, checked, device);
             const auto builtin = nodes::factory();
             py::list made;
             runtime::NodeFactory both =
@@ -384,6 +393,7 @@ Serial only. On an error the simulation is unchanged.)doc")
           py::arg("engine"), py::arg("path"), py::arg("factory") = py::none(),
           py::arg("comm") = py::none(), py::arg("shard_axes") = py::none(),
           py::arg("threads") = py::none(), py::arg("exchange") = "sync", py::arg("checked") = false,
+          py::arg("device") = "cpu",
           R"doc(
 A simulation rebuilt from a checkpoint: nodes from factory(type, name, params) (a Node, or None
 for a built-in node), state and step count from the file. Stepping it on gives, bit for bit,

@@ -46,3 +46,17 @@ def test_bad_targets_are_usage_errors(engine):
         engine.ptx(source, "cuda:sm_9")
     with pytest.raises(TypeError, match="each source must be a uwjit.Source"):
         engine.ptx(["text"], "cuda:sm_90")
+
+def test_a_simulation_names_its_device_and_a_missing_gpu_is_one_clear_error(engine):
+    import ctypes
+
+    node = uwjit.node("heat", size=[6, 5, 4])
+    assert uwjit.Simulation(engine, [node]).device == "cpu"
+    with pytest.raises(uwjit.UsageError, match=r'device "gpu": expected "cpu", "cuda"'):
+        uwjit.Simulation(engine, [node], device="gpu")
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        with pytest.raises(uwjit.UsageError, match=r"no NVIDIA driver: libcuda\.so\.1 could not "
+                                                   r"be loaded"):
+            uwjit.Simulation(engine, [node], device="cuda")
