@@ -5,9 +5,10 @@
 namespace uwjit::cache::names {
 
 namespace {
-constexpr std::array<std::pair<std::string_view, FileKind>, 5> k_entry_suffixes{{
+constexpr std::array<std::pair<std::string_view, FileKind>, 6> k_entry_suffixes{{
     {".o", FileKind::object},
     {".ptx", FileKind::object},
+    {".cubin", FileKind::binary},
     {".json", FileKind::manifest},
     {".cpp", FileKind::source},
     {".lock", FileKind::lock},
@@ -73,8 +74,11 @@ std::string object(const Key& key) {
 std::string object(const Key& key, std::string_view salt_text) {
   return target_of(salt_text).starts_with("cuda:") ? key.hex() + ".ptx" : object(key);
 }
-std::array<std::string, 4> entry_files(const Key& key) {
-  return {manifest(key), object(key), key.hex() + ".ptx", source(key)};
+std::array<std::string, 5> entry_files(const Key& key) {
+  return {manifest(key), object(key), key.hex() + ".ptx", binary(key), source(key)};
+}
+std::string binary(const Key& key) {
+  return key.hex() + ".cubin";
 }
 std::string manifest(const Key& key) {
   return key.hex() + ".json";

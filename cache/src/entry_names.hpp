@@ -29,6 +29,7 @@ inline constexpr std::string_view k_temporary_prefix = posix::k_temporary_prefix
 
 enum class FileKind {
   object,       ///< {key}.o, or {key}.ptx for a GPU target
+  binary,       ///< {key}.cubin: the GPU's machine code the driver made from {key}.ptx
   manifest,     ///< {key}.json
   source,       ///< {key}.cpp
   lock,         ///< {key}.lock
@@ -64,8 +65,10 @@ enum class Ownership {
 /// The object file of an entry whose salt text is `salt_text`: {key}.ptx when the salt names a
 /// cuda target, else {key}.o.
 [[nodiscard]] std::string object(const Key& key, std::string_view salt_text);
-/// Every file of an entry but its lock: manifest first, then both object forms, then source.
-[[nodiscard]] std::array<std::string, 4> entry_files(const Key& key);
+/// Every file of an entry but its lock: manifest first, then both object forms, the binary,
+/// then source.
+[[nodiscard]] std::array<std::string, 5> entry_files(const Key& key);
+[[nodiscard]] std::string binary(const Key& key);
 [[nodiscard]] std::string manifest(const Key& key);
 [[nodiscard]] std::string source(const Key& key);
 [[nodiscard]] std::string lock(const Key& key);

@@ -67,6 +67,7 @@ std::optional<Scan> scan(int dir_fd, int& error) {
     case names::FileKind::housekeeping:
       continue;
     case names::FileKind::object:
+    case names::FileKind::binary:
     case names::FileKind::manifest:
     case names::FileKind::source:
       break;
@@ -315,6 +316,16 @@ VerifyReport Store::verify(Fix fix) {
     }
     verdict.problem = check.reason;
     verdict.detail = check.detail;
+    if (!verdict.problem) {
+      // A sound entry with a damaged binary: only the binary goes (made again from the PTX).
+      if (const std::string bad = binary_problem(key); !bad.empty()) {
+        verdict.problem = RejectReason::checksum_mismatch;
+        verdict.detail = names::binary(key) + ": " + bad;
+        if (fix == Fix::yes && ::unlinkat(m_impl->fd(), names::binary(key).c_str(), 0) == 0) {
+          report.removed.push_back(names::binary(key));
+        }
+      }
+    }
     report.entries.push_back(std::move(verdict));
   }
   std::sort(report.orphans.begin(), report.orphans.end());
@@ -359,6 +370,7 @@ WipeReport Store::wipe(DryRun dry) {
     const auto classified = names::classify(name);
     switch (classified.kind) {
     case names::FileKind::object:
+    case names::FileKind::binary:
     case names::FileKind::manifest:
     case names::FileKind::source:
       entries[*classified.key].push_back(name);

@@ -151,6 +151,9 @@ struct Engine::Impl {
   // One slot per key: the first request fills it, later ones share the result (single flight).
   std::map<cache::Key, std::shared_future<Loaded>> loaded;
   std::map<cache::Key, std::shared_future<detail::Ptx>> ptx_loaded; // GPU targets' PTX, as loaded
+  std::mutex images_mutex;
+  // Cubins by key and loader ("cuda driver 12040 sm_90"): what cuda_image made or found.
+  std::map<std::pair<cache::Key, std::string>, std::shared_ptr<const std::vector<char>>> images;
 
   // Single flight per key within this process: the first request of `key` runs `build` while
   // later ones wait for its result or its error; a failure frees the slot, so a later request

@@ -43,12 +43,19 @@ DeviceChoice parse_device(std::string_view text) {
                      text));
 }
 
-LoadedModule::LoadedModule(const engine::PtxKernel& ptx, std::string_view what) {
+LoadedModule::LoadedModule(const engine::PtxKernel& ptx, const engine::CudaImage& image)
+    : m_from(!image.cubin             ? "its PTX (" + image.from + ")"
+             : image.from == "linked" ? std::string("its cubin, linked now")
+             : image.from == "disk"   ? std::string("its cubin, from the disk cache")
+                                      : "its cubin, from " + image.from) {
   const auto start = std::chrono::steady_clock::now();
   driver().check(
-      driver().api().cuModuleLoadDataEx(&m_module, ptx.ptx->c_str(), 0, nullptr, nullptr),
-      format("cuModuleLoadDataEx of {} (key {})", what, ptx.info->key), ErrorKind::jit);
+      driver().api().cuModuleLoadDataEx(&m_module, image.bytes->data(), 0, nullptr, nullptr),
+      format("cuModuleLoadDataEx of the {} of key {}", image.cubin ? "cubin" : "PTX",
+             ptx.info->key),
+      ErrorKind::jit);
   m_load_ms =
+      image.link_ms +
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const cuda::Result found =
       driver().api().cuModuleGetFunction(&m_function, m_module, ptx.info->entry.c_str());
@@ -73,6 +80,7 @@ CudaDevice::CudaDevice(int ordinal) : m_ordinal(ordinal) {
   }
   const cuda::DeviceReport& device = probe.devices[static_cast<std::size_t>(ordinal)];
   cuda::make_current(ordinal);
+  m_arch = device.arch();
   try {
     m_target = engine::Target::parse("cuda:" + device.arch());
   } catch (const Error&) {
@@ -81,18 +89,20 @@ CudaDevice::CudaDevice(int ordinal) : m_ordinal(ordinal) {
   m_description = format("cuda:{} ({}, {})", ordinal, device.name, device.arch());
 }
 
-std::shared_ptr<const LoadedModule> CudaDevice::load(const engine::PtxKernel& ptx) {
+std::shared_ptr<const LoadedModule> CudaDevice::load(engine::Engine& engine,
+                                                     const engine::PtxKernel& ptx) {
   auto& slot = m_modules[ptx.info->key];
   if (auto loaded = slot.lock()) {
     return loaded;
   }
-  auto loaded = std::make_shared<const LoadedModule>(ptx, "a kernel");
+  auto loaded = std::make_shared<const LoadedModule>(ptx, engine.cuda_image(ptx, m_arch));
   slot = loaded;
   return loaded;
 }
 
-void CudaDevice::use_halo_kernel(codegen::Dtype dtype, const engine::PtxKernel& ptx) {
-  m_halo_kernels[dtype] = load(ptx);
+void CudaDevice::use_halo_kernel(engine::Engine& engine, codegen::Dtype dtype,
+                                 const engine::PtxKernel& ptx) {
+  m_halo_kernels[dtype] = load(engine, ptx);
 }
 
 DeviceStage CudaDevice::stage(const Binding& binding, const codegen::SlotTables& slots,

@@ -33,21 +33,27 @@ struct DeviceChoice {
 /// "cpu", "cuda" or "cuda:N"; Error(usage) naming the accepted forms otherwise.
 [[nodiscard]] DeviceChoice parse_device(std::string_view text);
 
-/// A PTX module loaded into the current context, and its entry. Unloaded when it goes.
+/// A kernel's module loaded into the current context (its cubin, or its PTX where the driver
+/// could make none), and its entry. Unloaded when it goes.
 class LoadedModule {
 public:
-  LoadedModule(const engine::PtxKernel& ptx, std::string_view what);
+  LoadedModule(const engine::PtxKernel& ptx, const engine::CudaImage& image);
   LoadedModule(const LoadedModule&) = delete;
   LoadedModule& operator=(const LoadedModule&) = delete;
   ~LoadedModule();
   [[nodiscard]] cuda::Function function() const noexcept { return m_function; }
-  /// How long the driver took to load it (its JIT from PTX to the GPU's code).
+  /// How long the driver took to make it loadable and load it: the link of the PTX to a cubin
+  /// when made now, plus the module load (a JIT of the PTX when there is no cubin).
   [[nodiscard]] double load_ms() const noexcept { return m_load_ms; }
+  /// What was loaded, for the log: "its cubin, from the disk cache", "its cubin, linked now",
+  /// or "its PTX (why)".
+  [[nodiscard]] const std::string& from() const noexcept { return m_from; }
 
 private:
   cuda::Module m_module = nullptr;
   cuda::Function m_function = nullptr;
   double m_load_ms = 0;
+  std::string m_from;
 };
 
 /// One stage's kernel on the device: its code, copies of its static arrays and tables, and the
@@ -82,10 +88,11 @@ public:
   /// "cuda:0 (NVIDIA H100 80GB HBM3, sm_90)".
   [[nodiscard]] const std::string& description() const noexcept { return m_description; }
 
-  /// The module of `ptx`, loaded once per key.
-  [[nodiscard]] std::shared_ptr<const LoadedModule> load(const engine::PtxKernel& ptx);
+  /// The module of `ptx`, loaded once per key from its cubin (Engine::cuda_image).
+  [[nodiscard]] std::shared_ptr<const LoadedModule> load(engine::Engine& engine,
+                                                         const engine::PtxKernel& ptx);
   /// Makes the halo kernel of `dtype` (compiled as `ptx`) the one fill_halos uses.
-  void use_halo_kernel(codegen::Dtype dtype, const engine::PtxKernel& ptx);
+  void use_halo_kernel(engine::Engine& engine, codegen::Dtype dtype, const engine::PtxKernel& ptx);
 
   /// A stage of `binding`'s kernel running `code` (whose slots are `slots`): its static arrays
   /// (the binding's, halo-padded where the kernel reads halos) and tables uploaded.
@@ -116,6 +123,7 @@ private:
   void run(cuda::Function function, const uwjit_kernel_args& args, std::array<unsigned, 3> grid);
 
   int m_ordinal = 0;
+  std::string m_arch; // the device's own "sm_XX"
   engine::Target m_target;
   std::string m_description;
   std::map<std::string, std::weak_ptr<const LoadedModule>> m_modules; // by key

@@ -83,12 +83,14 @@ void Simulation::Impl::request_on_device(std::vector<Emitted>& emitted,
   // A driver that cannot load a module on some rank fails every rank alike.
   collectively(options, [&] {
     for (std::size_t k = 0; k < emitted.size(); ++k) {
-      device_code_.push_back(cuda->load(ptx[k]));
+      device_code_.push_back(cuda->load(*engine, ptx[k]));
       infos.push_back(*ptx[k].info);
       infos.back().load_ms = device_code_.back()->load_ms();
+      logger().info("kernel {}: loaded {} in {} ms", ptx[k].info->key, device_code_.back()->from(),
+                    device_code_.back()->load_ms());
     }
     for (std::size_t d = 0; d < dtypes.size(); ++d) {
-      cuda->use_halo_kernel(dtypes[d], ptx[emitted.size() + d]);
+      cuda->use_halo_kernel(*engine, dtypes[d], ptx[emitted.size() + d]);
     }
   });
   report_all(emitted, infos);

@@ -509,7 +509,7 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
       engine::KernelInfo info;
       if (m_impl->cuda) {
         const auto ptx = m_impl->engine->ptx(emitted[k].source, m_impl->cuda->target());
-        code = m_impl->cuda->load(ptx);
+        code = m_impl->cuda->load(*m_impl->engine, ptx);
         info = *ptx.info;
         info.load_ms = code->load_ms();
       } else {

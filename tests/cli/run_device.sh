@@ -103,6 +103,42 @@ for node in pipe-flow heat; do
     fail "$node: the device's state is the CPU's bit for bit"
 done
 
+# The cubins: each kernel's, linked by the driver at its first load and kept beside its entry; a
+# second process loads them; another driver version never does, and links the PTX again.
+cache=$UWJIT_CACHE_DIR
+cubins=("$cache"/*.cubin)
+[ "${#cubins[@]}" -eq 3 ] && ok || fail "pipe-flow's, heat's and the halo kernel's cubins are kept"
+grep -aq '^loader cuda driver 12040 sm_90$' "${cubins[0]}" && ok ||
+  fail "a cubin names the driver version and sm that made it"
+heat=(run heat --size 12 --steps 9 --set boundary=fixed --output "$sandbox/out" --device cuda)
+run env UWJIT_LOG_LEVEL=info "$uwjit" "${heat[@]}"
+expect_code 0 "heat from its cubins"
+expect_err 'kernel [0-9a-f]{16}: loaded its cubin, from the disk cache in [0-9.e-]+ ms$' \
+  "a second process loads the cubin from disk"
+! grep -q 'linked now' <<<"$err" && ok || fail "a second process links nothing"
+run env UWJIT_FAKE_CUDA_VERSION=12050 UWJIT_LOG_LEVEL=info "$uwjit" "${heat[@]}" --json \
+  --checkpoint "$sandbox/heat-12050.ckpt"
+expect_code 0 "heat after a driver upgrade"
+expect_err 'the cubin on disk was made by cuda driver 12040 sm_90, not cuda driver 12050 sm_90: linking the PTX again' \
+  "a driver upgrade links the PTX again, never loading the old cubin"
+same_state "$sandbox/heat-12050.ckpt" "$sandbox/heat-cpu.ckpt" && ok ||
+  fail "heat after the driver upgrade still equals the CPU run"
+[ "$(grep -al '^loader cuda driver 12050 sm_90$' "$cache"/*.cubin | wc -l)" -eq 2 ] && ok ||
+  fail "heat's cubins are replaced by the new driver's"
+damaged=$(grep -al '^loader cuda driver 12050 sm_90$' "$cache"/*.cubin | head -1) # one of heat's
+python3 -c 'import sys; p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[-9] ^= 1; open(p, "wb").write(b)' \
+  "$damaged"
+run "$uwjit" cache verify
+expect_code 1 "cache verify with a damaged cubin"
+expect_out 'BAD  checksum_mismatch: [0-9a-f]{16}\.cubin: its [0-9]+ bytes do not have the SHA-256 of its header' \
+  "verify names the damaged cubin"
+run env UWJIT_LOG_LEVEL=warn "$uwjit" "${heat[@]}"
+expect_code 0 "a run beside a damaged cubin"
+expect_err 'rejected the binary of key=[0-9a-f]{16}: its [0-9]+ bytes do not have the SHA-256 of its header; removed, made again from the PTX' \
+  "the damaged cubin is rejected, never loaded"
+run "$uwjit" cache verify
+expect_code 0 "the damaged cubin was removed or replaced by the runs"
+
 if [ -n "$mpiexec" ]; then
   run timeout 300 "$mpiexec" -np 2 "$uwjit" run heat --size 12 --steps 9 --set boundary=fixed \
     --device cuda --shard x --output "$sandbox/out" --checkpoint "$sandbox/heat-np2.ckpt"

@@ -368,6 +368,15 @@ static int emulate(struct fake_function* f) {
   return 1;
 }
 
+/* Linking: the "cubin" of some PTX is the marker line k_cubin, then the PTX (so that a module
+ * loads it as it loads the PTX). uwjit_fake_cuda_links counts the links completed and
+ * uwjit_fake_cuda_cubin_loads the modules loaded from a cubin, for tests. */
+static const char k_cubin[] = "UWJIT FAKE CUBIN\n";
+static int links;
+static int cubin_loads;
+int uwjit_fake_cuda_links(void) { return links; }
+int uwjit_fake_cuda_cubin_loads(void) { return cubin_loads; }
+
 CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned count, int* options,
                             void** values) {
   (void)count, (void)options, (void)values;
@@ -379,6 +388,9 @@ CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned count, in
   }
   if (current == NULL) {
     return invalid_context;
+  }
+  if (strncmp((const char*)image, k_cubin, sizeof k_cubin - 1) == 0) {
+    ++cubin_loads;
   }
   const size_t size = strlen((const char*)image) + 1;
   *module = malloc(size);
@@ -421,22 +433,54 @@ CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, u
   return ok;
 }
 #ifndef UWJIT_FAKE_CUDA_OLD
+struct link_state {
+  char* image;
+  size_t size;
+};
 CUresult cuLinkCreate_v2(unsigned count, int* options, void** values, void** state) {
-  (void)count, (void)options, (void)values, (void)state;
-  return not_supported;
+  (void)count, (void)options, (void)values;
+  if (!initialised) {
+    return not_initialized;
+  }
+  if (current == NULL) {
+    return invalid_context;
+  }
+  *state = calloc(1, sizeof(struct link_state));
+  return *state != NULL ? ok : out_of_memory;
 }
 CUresult cuLinkAddData_v2(void* state, int type, void* data, size_t size, const char* name,
                           unsigned count, int* options, void** values) {
-  (void)state, (void)type, (void)data, (void)size, (void)name, (void)count, (void)options;
-  (void)values;
-  return not_supported;
+  (void)name, (void)count, (void)options, (void)values;
+  struct link_state* s = (struct link_state*)state;
+  if (s == NULL || type != 1 /* CU_JIT_INPUT_PTX */ || data == NULL || size == 0 ||
+      s->image != NULL) {
+    return invalid_value;
+  }
+  s->size = sizeof k_cubin - 1 + size;
+  s->image = (char*)malloc(s->size);
+  if (s->image == NULL) {
+    return out_of_memory;
+  }
+  memcpy(s->image, k_cubin, sizeof k_cubin - 1);
+  memcpy(s->image + sizeof k_cubin - 1, data, size);
+  return ok;
 }
 CUresult cuLinkComplete(void* state, void** cubin, size_t* size) {
-  (void)state, (void)cubin, (void)size;
-  return not_supported;
+  struct link_state* s = (struct link_state*)state;
+  if (s == NULL || s->image == NULL) {
+    return invalid_value;
+  }
+  *cubin = s->image;
+  *size = s->size;
+  ++links;
+  return ok;
 }
 CUresult cuLinkDestroy(void* state) {
-  (void)state;
-  return not_supported;
+  struct link_state* s = (struct link_state*)state;
+  if (s != NULL) {
+    free(s->image);
+    free(s);
+  }
+  return ok;
 }
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <future>
 
 using namespace uwjit;
@@ -482,4 +483,71 @@ TEST_CASE("eviction reports an entry that alone is larger than the limit") {
   publish_or_throw(store, entry);
   const auto fits = store.evict(EvictBy{.max_size = 1 << 20, .older_than = {}}, DryRun::no);
   CHECK(fits.larger_than_limit.empty());
+}
+
+TEST_CASE("an entry's binary serves only the loader that made it, and goes with its entry") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  const auto entry = sample_entry("with a binary");
+  const std::string code = "machine code\n\n\0 with a NUL";
+  const std::span<const char> bytes(code.data(), code.size());
+  // Not before its entry: it would be an orphan.
+  CHECK_FALSE(store.publish_binary(entry.key, "cuda driver 12040 sm_90", bytes).published());
+  CHECK(store.lookup_binary(entry.key, "cuda driver 12040 sm_90").status ==
+        BinaryLookup::Status::miss);
+  publish_or_throw(store, entry);
+  REQUIRE(store.publish_binary(entry.key, "cuda driver 12040 sm_90", bytes).published());
+  const auto hit = store.lookup_binary(entry.key, "cuda driver 12040 sm_90");
+  REQUIRE(hit.hit());
+  CHECK(std::string(hit.bytes.begin(), hit.bytes.end()) == code);
+  const auto other = store.lookup_binary(entry.key, "cuda driver 12050 sm_90");
+  CHECK(other.status == BinaryLookup::Status::stale);
+  CHECK(other.detail == "cuda driver 12040 sm_90");
+  CHECK(store.binary_problem(entry.key).empty());
+  CHECK(store.verify(Fix::no).ok());
+
+  // Its size counts, and eviction takes it with the entry.
+  const auto binary = store.dir() / (entry.key.hex() + ".cubin");
+  REQUIRE(std::filesystem::exists(binary));
+  const auto with_binary = store.total_size();
+  CHECK(with_binary >= std::filesystem::file_size(binary) + code.size());
+  (void)store.evict(EvictBy{.max_size = 0, .older_than = std::nullopt}, DryRun::no);
+  CHECK_FALSE(std::filesystem::exists(binary));
+  CHECK(store.total_size() == 0);
+}
+
+TEST_CASE(
+    "a damaged binary is named by verify, removed by the fix or by a lookup, the entry kept") {
+  const Sandbox sandbox;
+  Stats stats;
+  auto store = Store::open(sandbox.cache(), stats);
+  const auto entry = sample_entry("damaged binary");
+  publish_or_throw(store, entry);
+  const std::string code(300, 'x');
+  REQUIRE(store.publish_binary(entry.key, "loader", std::span<const char>(code)).published());
+  const auto binary = store.dir() / (entry.key.hex() + ".cubin");
+  auto damage = [&] {
+    std::fstream file(binary, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-3, std::ios::end);
+    file.put('y');
+  };
+  damage();
+  CHECK(store.binary_problem(entry.key) == "its 300 bytes do not have the SHA-256 of its header");
+  const auto found = store.verify(Fix::no);
+  CHECK_FALSE(found.ok());
+  REQUIRE(found.entries.size() == 1);
+  CHECK(found.entries[0].problem == RejectReason::checksum_mismatch);
+  CHECK(found.entries[0].detail.find(".cubin: its 300 bytes") != std::string::npos);
+  const auto fixed = store.verify(Fix::yes);
+  CHECK(fixed.removed == std::vector<std::string>{entry.key.hex() + ".cubin"});
+  CHECK_FALSE(std::filesystem::exists(binary));
+  CHECK(has_entry(store, entry));
+  CHECK(store.verify(Fix::no).ok());
+
+  REQUIRE(store.publish_binary(entry.key, "loader", std::span<const char>(code)).published());
+  damage();
+  CHECK(store.lookup_binary(entry.key, "loader").status == BinaryLookup::Status::rejected);
+  CHECK_FALSE(std::filesystem::exists(binary));
+  CHECK(has_entry(store, entry));
 }

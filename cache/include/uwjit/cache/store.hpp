@@ -26,6 +26,8 @@ namespace uwjit::cache {
 /// | `{key}.o`                        | the object (ELF), exactly the manifest's object_size |
 /// | `{key}.ptx`                      | instead of `{key}.o` when the salt's `target` is     |
 /// |                                  | `cuda:sm_XX`: the PTX text, checked the same way     |
+/// | `{key}.cubin`                    | a GPU entry's machine code made from its PTX by the  |
+/// |                                  | CUDA driver (binary format below); optional          |
 /// | `{key}.cpp`                      | the canonical source exactly as hashed, for people   |
 /// | `{key}.json`                     | the manifest (manifest.hpp); written last: the       |
 /// |                                  | commit point                                         |
@@ -53,6 +55,11 @@ namespace uwjit::cache {
 /// Trust: whoever can write the directory can run code in every process that uses it. Store::open
 /// refuses a directory (after following a symlink to it) that is writable by its group or by
 /// others, or that is owned by another user, unless UWJIT_CACHE_TRUST_SHARED is 1/true/yes/on.
+///
+/// `{key}.cubin`, binary format 1: the text "uwjit binary 1\nloader LOADER\nsha256 HEX\n\n"
+/// (LOADER names what made it, e.g. "cuda driver 12040"; HEX is the SHA-256 of the bytes after
+/// the header), then the bytes. A binary serves only the loader that made it: another loader's
+/// (a driver upgrade) is stale, so the PTX is loaded and a new binary made, never the old one.
 ///
 /// stats.json, format 1: one JSON object, updated under a flock on stats.lock.
 ///
@@ -98,6 +105,19 @@ struct LookupOutcome {
   std::optional<RejectReason> reason; ///< rejected: why
   std::string detail;                 ///< rejected: for people, e.g. "object has 10 of 4096 bytes"
   [[nodiscard]] bool hit() const noexcept { return status == LookupStatus::hit; }
+};
+
+/// What Store::lookup_binary found.
+struct BinaryLookup {
+  enum class Status {
+    hit,      ///< `bytes` holds the binary, its checksum verified
+    miss,     ///< no binary
+    stale,    ///< a binary made by another loader (`detail` names it): not used
+    rejected, ///< a damaged binary (`detail` says how): removed
+  } status = Status::miss;
+  std::vector<char> bytes;
+  std::string detail;
+  [[nodiscard]] bool hit() const noexcept { return status == Status::hit; }
 };
 
 enum class PublishStatus { published, failed };
@@ -265,6 +285,19 @@ public:
   /// `manifest.salt` (a bug in the caller).
   [[nodiscard]] PublishOutcome publish(const Key& key, std::span<const char> object,
                                        const Manifest& manifest, std::string_view source);
+
+  /// The binary of `key` made by `loader` (`{key}.cubin`, format above), verified. A damaged one
+  /// is removed and logged once. Never throws for I/O.
+  [[nodiscard]] BinaryLookup lookup_binary(const Key& key, std::string_view loader);
+
+  /// Publishes `bytes` as the binary of the entry `key` made by `loader`, atomically, replacing
+  /// any binary it had; failed (not thrown) when the entry has no manifest (the binary would be
+  /// an orphan) or on an I/O failure. Needs no lock: the file is replaced atomically.
+  [[nodiscard]] PublishOutcome publish_binary(const Key& key, std::string_view loader,
+                                              std::span<const char> bytes);
+
+  /// What is wrong with the binary of `key`, if it has one: "" when it has none or it is sound.
+  [[nodiscard]] std::string binary_problem(const Key& key);
 
   /// Takes the lock of `key`: flock(2) LOCK_EX on `{key}.lock`, polled until `timeout` passes
   /// (zero: one attempt). Counts lock_waits when it had to wait and lock_timeouts when it gave

@@ -15,6 +15,8 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace uwjit::engine {
@@ -25,11 +27,21 @@ enum class DiskCache {
   off,         ///< memory only
 };
 
-/// A kernel compiled for a GPU target: PTX text, which uwjit stores and hands over but does not
-/// load (loading it needs the CUDA driver; not in this build).
+/// A kernel compiled for a GPU target: PTX text, which the engine stores and hands over (a
+/// runtime on a CUDA device loads it, or its cubin: Engine::cuda_image).
 struct PtxKernel {
   std::shared_ptr<const std::string> ptx; ///< the PTX text (".version", ".target sm_XX", ...)
   std::shared_ptr<const KernelInfo> info; ///< key, entry, tier, timings; load_ms is 0
+};
+
+/// What the CUDA driver of this process loads for a PtxKernel (Engine::cuda_image).
+struct CudaImage {
+  /// A cubin, or (when none could be made) the PTX text with its terminating NUL.
+  std::shared_ptr<const std::vector<char>> bytes;
+  bool cubin = false;
+  /// "memory", "disk" or "linked" for a cubin; else why the PTX is loaded instead.
+  std::string from;
+  double link_ms = 0; ///< the driver's link of the PTX to a cubin, when made now
 };
 
 struct EngineOptions {
@@ -115,6 +127,15 @@ public:
   /// same error on every rank. One compile per job. Error(usage) on every rank for a host target.
   [[nodiscard]] std::vector<PtxKernel> ptx(std::span<const codegen::KernelSource> sources,
                                            const Target& target, comm::Collectives& comm);
+
+  /// The cubin of `ptx` for the device of the current CUDA context (`device_arch` is its
+  /// "sm_XX"), made by this process's driver: from this engine's memory, else the disk cache's
+  /// `{key}.cubin` when the same driver version made it for the same sm (another driver's is never
+  /// used: a driver upgrade links the PTX again and replaces it), else linked now by the driver
+  /// (cuLinkCreate, cuLinkAddData, cuLinkComplete) and published beside the entry. Where the
+  /// driver cannot link, the PTX is returned for the driver to JIT when it loads it (`from` says
+  /// why). Throws what cuda::Driver::get() throws. Thread-safe.
+  [[nodiscard]] CudaImage cuda_image(const PtxKernel& ptx, std::string_view device_arch);
 
   /// The key `source` has under this engine: under salt_of(source).
   [[nodiscard]] cache::Key key_of(const codegen::KernelSource& source) const;
