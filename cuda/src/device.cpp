@@ -41,4 +41,14 @@ void DeviceMemory::download(void* host) const {
   }
 }
 
+PinnedMemory::PinnedMemory(std::size_t bytes) : m_bytes(bytes) {
+  const Driver& driver = Driver::get();
+  driver.check(driver.api().cuMemAllocHost_v2(&m_data, std::max<std::size_t>(bytes, 8)),
+               "cuMemAllocHost_v2", ErrorKind::io);
+}
+
+PinnedMemory::~PinnedMemory() {
+  (void)Driver::get().api().cuMemFreeHost(m_data);
+}
+
 } // namespace uwjit::cuda

@@ -166,32 +166,156 @@ void CudaDevice::fill_halos(const cuda::DeviceMemory& data, const Field& layout,
     // The padded array as [outer][n + 2h][inner], as fill_face sees it.
     const std::int64_t inner = layout.strides()[d];
     const std::int64_t outer = layout.padded_count() / (inner * (shape[d] + 2 * h));
-    struct Tables {
-      cuda::DevicePtr field;
-      uw_i64 extents[6];
-      double params[2];
-    } tables{data.pointer(),
-             {outer, shape[d], h, inner, static_cast<uw_i64>(boundaries[d].low.kind),
-              static_cast<uw_i64>(boundaries[d].high.kind)},
-             {boundaries[d].low.value, boundaries[d].high.value}};
-    std::string key(sizeof tables, '\0');
-    std::memcpy(key.data(), &tables, sizeof tables);
-    auto& uploaded = m_halo_tables[key];
-    if (!uploaded) {
-      uploaded = std::make_unique<cuda::DeviceMemory>(&tables, sizeof tables);
+    run_halo_kernel(*kernel->second,
+                    {{data.pointer(), 0},
+                     {outer, shape[d], h, inner, static_cast<uw_i64>(boundaries[d].low.kind),
+                      static_cast<uw_i64>(boundaries[d].high.kind)},
+                     {boundaries[d].low.value, boundaries[d].high.value}},
+                    outer * 2 * h * inner);
+  }
+}
+
+void CudaDevice::run_halo_kernel(const LoadedModule& kernel, const HaloTables& tables,
+                                 std::int64_t threads) {
+  if (threads == 0) {
+    return;
+  }
+  std::string key(sizeof tables, '\0');
+  std::memcpy(key.data(), &tables, sizeof tables);
+  auto& uploaded = m_halo_tables[key];
+  if (!uploaded) {
+    uploaded = std::make_unique<cuda::DeviceMemory>(&tables, sizeof tables);
+  }
+  uwjit_kernel_args args{};
+  args.abi_version = UWJIT_KERNEL_ABI_VERSION;
+  args.n_state_out = 2;
+  args.n_extents = 6;
+  args.n_params = 2;
+  const cuda::DevicePtr base = uploaded->pointer();
+  args.state_out = reinterpret_cast<void* const*>(base + offsetof(HaloTables, out));
+  args.extents = reinterpret_cast<const uw_i64*>(base + offsetof(HaloTables, extents));
+  args.params = reinterpret_cast<const double*>(base + offsetof(HaloTables, params));
+  run(kernel.function(), args,
+      {static_cast<unsigned>((threads + k_block_threads - 1) / k_block_threads), 1, 1});
+}
+
+void CudaDevice::use_layers_kernel(engine::Engine& engine, codegen::Dtype dtype,
+                                   const engine::PtxKernel& ptx) {
+  m_layers_kernels[dtype] = load(engine, ptx);
+}
+
+const LoadedModule& CudaDevice::layers_kernel(codegen::Dtype dtype) const {
+  const auto kernel = m_layers_kernels.find(dtype);
+  UWJIT_ASSERT(kernel != m_layers_kernels.end(), "no halo layers kernel for the dtype");
+  return *kernel->second;
+}
+
+std::vector<CudaDevice::Layers> CudaDevice::face_layers(const Field& field, bool interior) {
+  std::vector<Layers> layers;
+  for (std::size_t d = 0; d < field.shape().size(); ++d) {
+    const std::int64_t h = field.halo()[d];
+    if (h == 0) {
+      continue;
     }
-    uwjit_kernel_args args{};
-    args.abi_version = UWJIT_KERNEL_ABI_VERSION;
-    args.n_state_out = 1;
-    args.n_extents = 6;
-    args.n_params = 2;
-    const cuda::DevicePtr base = uploaded->pointer();
-    args.state_out = reinterpret_cast<void* const*>(base + offsetof(Tables, field));
-    args.extents = reinterpret_cast<const uw_i64*>(base + offsetof(Tables, extents));
-    args.params = reinterpret_cast<const double*>(base + offsetof(Tables, params));
-    const std::int64_t threads = outer * 2 * h * inner;
-    run(kernel->second->function(), args,
-        {static_cast<unsigned>((threads + k_block_threads - 1) / k_block_threads), 1, 1});
+    const std::int64_t n = field.shape()[d];
+    const std::int64_t inner = field.strides()[d];
+    const std::int64_t outer = field.padded_count() / (inner * (n + 2 * h));
+    // Low then high: the interior's first and last h layers, or the two halos.
+    layers.push_back({outer, n + 2 * h, inner, interior ? h : 0, h});
+    layers.push_back({outer, n + 2 * h, inner, interior ? n : n + h, h});
+  }
+  return layers;
+}
+
+CudaDevice::Staging& CudaDevice::staging_for(const cuda::DeviceMemory& data, std::size_t bytes) {
+  Staging& staging = m_staging[data.pointer()];
+  if (!staging.host || staging.host->bytes() < bytes) {
+    staging.host = std::make_unique<cuda::PinnedMemory>(bytes);
+    staging.device = std::make_unique<cuda::DeviceMemory>(bytes);
+  }
+  return staging;
+}
+
+namespace {
+
+// Copies `layers` between `field` and the packed buffer at `packed` ([outer][count][inner]).
+template <class Copy>
+std::size_t for_each_row(const Field& field, std::int64_t outer, std::int64_t padded,
+                         std::int64_t inner, std::int64_t first, std::int64_t count, Copy&& copy) {
+  const std::size_t row = static_cast<std::size_t>(inner) * codegen::size_of(field.dtype());
+  std::size_t at = 0;
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t l = 0; l < count; ++l) {
+      copy(static_cast<std::size_t>(o * padded + first + l) * row, at, row);
+      at += row;
+    }
+  }
+  return at;
+}
+
+} // namespace
+
+void CudaDevice::download_faces(const cuda::DeviceMemory& data, Field& host) {
+  const auto layers = face_layers(host, true);
+  const std::size_t size = codegen::size_of(host.dtype());
+  std::size_t bytes = 0;
+  for (const Layers& l : layers) {
+    bytes += static_cast<std::size_t>(l.outer * l.count * l.inner) * size;
+  }
+  Staging& staging = staging_for(data, bytes);
+  const LoadedModule& kernel = layers_kernel(host.dtype());
+  std::size_t at = 0;
+  for (const Layers& l : layers) {
+    run_halo_kernel(kernel,
+                    {{data.pointer(), staging.device->pointer() + at},
+                     {l.outer, l.padded, l.inner, l.first, l.count, 1},
+                     {0, 0}},
+                    l.outer * l.count * l.inner);
+    at += static_cast<std::size_t>(l.outer * l.count * l.inner) * size;
+  }
+  driver().check(
+      driver().api().cuMemcpyDtoH_v2(staging.host->data(), staging.device->pointer(), bytes),
+      format("cuMemcpyDtoH_v2 of field \"{}\"'s face layers", host.name()), ErrorKind::kernel);
+  auto* field = static_cast<char*>(host.data());
+  const auto* packed = static_cast<const char*>(staging.host->data());
+  at = 0;
+  for (const Layers& l : layers) {
+    at += for_each_row(host, l.outer, l.padded, l.inner, l.first, l.count,
+                       [&](std::size_t in_field, std::size_t in_packed, std::size_t row) {
+                         std::memcpy(field + in_field, packed + at + in_packed, row);
+                       });
+  }
+}
+
+void CudaDevice::upload_halos(const Field& host, const cuda::DeviceMemory& data) {
+  const auto layers = face_layers(host, false);
+  const std::size_t size = codegen::size_of(host.dtype());
+  std::size_t bytes = 0;
+  for (const Layers& l : layers) {
+    bytes += static_cast<std::size_t>(l.outer * l.count * l.inner) * size;
+  }
+  Staging& staging = staging_for(data, bytes);
+  const auto* field = static_cast<const char*>(host.data());
+  auto* packed = static_cast<char*>(staging.host->data());
+  std::size_t at = 0;
+  for (const Layers& l : layers) {
+    at += for_each_row(host, l.outer, l.padded, l.inner, l.first, l.count,
+                       [&](std::size_t in_field, std::size_t in_packed, std::size_t row) {
+                         std::memcpy(packed + at + in_packed, field + in_field, row);
+                       });
+  }
+  driver().check(
+      driver().api().cuMemcpyHtoD_v2(staging.device->pointer(), staging.host->data(), bytes),
+      format("cuMemcpyHtoD_v2 of field \"{}\"'s halos", host.name()), ErrorKind::io);
+  const LoadedModule& kernel = layers_kernel(host.dtype());
+  at = 0;
+  for (const Layers& l : layers) {
+    run_halo_kernel(kernel,
+                    {{data.pointer(), staging.device->pointer() + at},
+                     {l.outer, l.padded, l.inner, l.first, l.count, 0},
+                     {0, 0}},
+                    l.outer * l.count * l.inner);
+    at += static_cast<std::size_t>(l.outer * l.count * l.inner) * size;
   }
 }
 

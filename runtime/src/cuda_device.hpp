@@ -93,6 +93,10 @@ public:
                                                          const engine::PtxKernel& ptx);
   /// Makes the halo kernel of `dtype` (compiled as `ptx`) the one fill_halos uses.
   void use_halo_kernel(engine::Engine& engine, codegen::Dtype dtype, const engine::PtxKernel& ptx);
+  /// Makes the layers kernel of `dtype` (halo_layers_kernel, compiled as `ptx`) the one
+  /// download_faces and upload_halos use.
+  void use_layers_kernel(engine::Engine& engine, codegen::Dtype dtype,
+                         const engine::PtxKernel& ptx);
 
   /// A stage of `binding`'s kernel running `code` (whose slots are `slots`): its static arrays
   /// (the binding's, halo-padded where the kernel reads halos) and tables uploaded.
@@ -109,6 +113,15 @@ public:
   void fill_halos(const cuda::DeviceMemory& data, const Field& layout,
                   std::span<const Boundary> boundaries);
 
+  /// Sharded halos go through the host: brings into `host` the interior layers next to each
+  /// face of the field at `data` (laid out as `host`), on every axis with a halo: what an
+  /// exchange sends and a boundary face reads. The layers are packed on the device, copied in
+  /// one transfer to page-locked memory, and unpacked into `host`.
+  void download_faces(const cuda::DeviceMemory& data, Field& host);
+  /// Then takes the halo layers of `host`, as the exchange filled them (corners included), back
+  /// to the field at `data`, the same way in reverse.
+  void upload_halos(const Field& host, const cuda::DeviceMemory& data);
+
   /// Launches `stage` on the update box of `args` over a domain of `rank` axes with the state
   /// tables `in` and `out`, and, when it has integrals, adds their sums to `sums` (waiting for
   /// the kernel). Error(kernel) naming the driver's error if the launch or the kernel fails.
@@ -120,7 +133,28 @@ public:
   void synchronize();
 
 private:
+  // The tables of a launch of a halo kernel: its buffers, six extents, two params.
+  struct HaloTables {
+    cuda::DevicePtr out[2];
+    uw_i64 extents[6];
+    double params[2];
+  };
+  // Layers [first, first + count) of the padded array seen as [outer][padded][inner].
+  struct Layers {
+    std::int64_t outer, padded, inner, first, count;
+  };
+  // The page-locked and device buffers a field's layers pass through.
+  struct Staging {
+    std::unique_ptr<cuda::PinnedMemory> host;
+    std::unique_ptr<cuda::DeviceMemory> device;
+  };
   void run(cuda::Function function, const uwjit_kernel_args& args, std::array<unsigned, 3> grid);
+  // Launches a halo kernel with `tables` (uploaded once per distinct value) over `threads`.
+  void run_halo_kernel(const LoadedModule& kernel, const HaloTables& tables, std::int64_t threads);
+  // Each axis's layers next to its faces: the interior's (`interior`) or the halos'.
+  static std::vector<Layers> face_layers(const Field& field, bool interior);
+  Staging& staging_for(const cuda::DeviceMemory& data, std::size_t bytes);
+  const LoadedModule& layers_kernel(codegen::Dtype dtype) const;
 
   int m_ordinal = 0;
   std::string m_arch; // the device's own "sm_XX"
@@ -128,8 +162,10 @@ private:
   std::string m_description;
   std::map<std::string, std::weak_ptr<const LoadedModule>> m_modules; // by key
   std::map<codegen::Dtype, std::shared_ptr<const LoadedModule>> m_halo_kernels;
-  // The halo kernel's tables (the field's pointer, extents, face values) per field buffer and
-  // axis, uploaded on first use: a few per field (ping-pong, axes).
+  std::map<codegen::Dtype, std::shared_ptr<const LoadedModule>> m_layers_kernels;
+  std::map<cuda::DevicePtr, Staging> m_staging; // by the field buffer's address
+  // The halo kernels' tables per distinct launch (a field buffer, an axis, a layer range),
+  // uploaded on first use: a few per field (ping-pong, axes, faces).
   std::map<std::string, std::unique_ptr<cuda::DeviceMemory>> m_halo_tables;
 };
 

@@ -60,14 +60,20 @@ void Simulation::Impl::request_on_device(std::vector<Emitted>& emitted,
   for (const auto& e : emitted) {
     sources.push_back(e.source);
   }
-  // The halo kernel of each dtype of a state field with halos.
+  // The halo kernels of each dtype of a state field with halos: the one that fills them and,
+  // sharded, the one that packs their layers for the exchange through the host.
   std::vector<codegen::Dtype> dtypes;
   for (const auto& s : states) {
     for (const codegen::Dtype dtype : halo_dtypes(*s.node)) {
       if (std::find(dtypes.begin(), dtypes.end(), dtype) == dtypes.end()) {
         dtypes.push_back(dtype);
-        sources.push_back(halo_fill_kernel(dtype));
       }
+    }
+  }
+  for (const codegen::Dtype dtype : dtypes) {
+    sources.push_back(halo_fill_kernel(dtype));
+    if (decomposition) {
+      sources.push_back(halo_layers_kernel(dtype));
     }
   }
   std::vector<engine::PtxKernel> ptx;
@@ -89,8 +95,12 @@ void Simulation::Impl::request_on_device(std::vector<Emitted>& emitted,
       logger().info("kernel {}: loaded {} in {} ms", ptx[k].info->key, device_code_.back()->from(),
                     device_code_.back()->load_ms());
     }
-    for (std::size_t d = 0; d < dtypes.size(); ++d) {
-      cuda->use_halo_kernel(*engine, dtypes[d], ptx[emitted.size() + d]);
+    std::size_t next = emitted.size();
+    for (const codegen::Dtype dtype : dtypes) {
+      cuda->use_halo_kernel(*engine, dtype, ptx[next++]);
+      if (decomposition) {
+        cuda->use_layers_kernel(*engine, dtype, ptx[next++]);
+      }
     }
   });
   report_all(emitted, infos);
@@ -169,12 +179,13 @@ void Simulation::Impl::step_node_on_device(NodeState& s) {
     };
     if (decomposition) {
       if (prepare_exchange(s, stage)) {
-        // The halos go through the host's copies: down, exchanged with the neighbours, up.
+        // The halos go through the host's copies: the layers next to each face down, the
+        // exchange with the neighbours, the halos up.
         const auto start = Clock::now();
         attempt([&] {
           for (std::size_t i = 0; i < s.current.size(); ++i) {
             if (s.refills(stage, i)) {
-              cuda->download(*s.device_current[i], *s.current[i]);
+              cuda->download_faces(*s.device_current[i], *s.current[i]);
             }
           }
         });
@@ -183,7 +194,7 @@ void Simulation::Impl::step_node_on_device(NodeState& s) {
         attempt([&] {
           for (std::size_t i = 0; i < s.current.size(); ++i) {
             if (s.refills(stage, i)) {
-              cuda->upload(*s.current[i], *s.device_current[i]);
+              cuda->upload_halos(*s.current[i], *s.device_current[i]);
             }
           }
         });

@@ -147,5 +147,11 @@ if [ -n "$mpiexec" ]; then
     "the sharded run names rank 0's device"
   same_state "$sandbox/heat-np2.ckpt" "$sandbox/heat-cpu.ckpt" && ok ||
     fail "np 2 on the device gives the serial CPU run's state bit for bit"
+  # Two sharded axes over four ranks, 19 populations per cell, periodic along x.
+  run timeout 300 "$mpiexec" -np 4 "$uwjit" run pipe-flow --size 12 --steps 9 --device cuda \
+    --shard x,z --exchange overlap --output "$sandbox/out" --checkpoint "$sandbox/pipe-np4.ckpt"
+  expect_code 0 "mpiexec -np 4 uwjit run pipe-flow --device cuda --shard x,z --exchange overlap"
+  same_state "$sandbox/pipe-np4.ckpt" "$sandbox/pipe-flow-cpu.ckpt" && ok ||
+    fail "np 4 over two axes on the device gives the serial CPU run's state bit for bit"
 fi
 finish

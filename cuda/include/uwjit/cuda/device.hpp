@@ -40,4 +40,22 @@ private:
   std::size_t m_bytes = 0;
 };
 
+/// Page-locked host memory (cuMemAllocHost), which the device copies to and from at full speed,
+/// freed when it goes. Allocation throws Error(io) naming the call and the driver's error.
+class PinnedMemory {
+public:
+  /// `bytes` of uninitialised page-locked memory (at least 8).
+  explicit PinnedMemory(std::size_t bytes);
+  PinnedMemory(const PinnedMemory&) = delete;
+  PinnedMemory& operator=(const PinnedMemory&) = delete;
+  ~PinnedMemory();
+
+  [[nodiscard]] void* data() const noexcept { return m_data; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return m_bytes; }
+
+private:
+  void* m_data = nullptr;
+  std::size_t m_bytes = 0;
+};
+
 } // namespace uwjit::cuda

@@ -37,6 +37,13 @@ struct NodeKernel {
 /// compiles it too.
 [[nodiscard]] codegen::KernelSource halo_fill_kernel(codegen::Dtype dtype);
 
+/// The GPU kernel a sharded simulation on a CUDA device launches to copy layers of a state
+/// field of `dtype` between the field and a contiguous buffer (its halos go through the host in
+/// such buffers): state_out[0] the field, state_out[1] the buffer; extents the padded array seen
+/// as [outer][padded][inner], the first layer and the layer count, and the direction (1: to the
+/// buffer, 0: from it); one thread per element, the buffer in [outer][count][inner] order.
+[[nodiscard]] codegen::KernelSource halo_layers_kernel(codegen::Dtype dtype);
+
 /// The dtypes of `node`'s state fields that have halos, each once, in field order: those whose
 /// halo_fill_kernel a GPU run of the node requests. Error(usage) for an invalid layout.
 [[nodiscard]] std::vector<codegen::Dtype> halo_dtypes(const Node& node);

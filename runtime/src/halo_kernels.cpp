@@ -1,5 +1,7 @@
-// The GPU kernel that fills one axis's halos of a state field on a CUDA device: the same rules,
-// and the same arithmetic, as fill_face (face_fill.hpp) on the host.
+// The GPU kernels of a state field's halos on a CUDA device: the one that fills an axis's halos
+// (the same rules, and the same arithmetic, as fill_face in face_fill.hpp on the host), and the
+// one that copies layers between the field and a contiguous buffer (sharded halos go through
+// the host in such buffers).
 #include <uwjit/runtime/node_kernels.hpp>
 
 #include <string>
@@ -52,6 +54,43 @@ codegen::KernelSource halo_fill_kernel(codegen::Dtype dtype) {
   slots.extents = {"outer", "n", "h", "inner", "low_kind", "high_kind"};
   slots.params = {"low_value", "high_value"};
   return codegen::KernelSource::generated("halo fill " + type, std::move(body), std::move(slots));
+}
+
+codegen::KernelSource halo_layers_kernel(codegen::Dtype dtype) {
+  const std::string type(codegen::c_type(dtype));
+  // Thread t copies element e of layer l of slab o: buffer element t, array element
+  // ((o * padded + first + l) * inner + e).
+  std::string body = "typedef " + type + " uwjit_cell;\n";
+  body += R"(extern "C" __attribute__((nvptx_kernel)) void __UWJIT_ENTRY__(
+    const uwjit_kernel_args uwjit_args) {
+  const uwjit_kernel_args* const args = &uwjit_args;
+  const uw_i64 outer = args->extents[0];
+  const uw_i64 padded = args->extents[1];
+  const uw_i64 inner = args->extents[2];
+  const uw_i64 first = args->extents[3];
+  const uw_i64 count = args->extents[4];
+  const uw_i64 t = static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_x()) *
+                   __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();
+  if (t >= outer * count * inner) {
+    return;
+  }
+  const uw_i64 e = t % inner;
+  const uw_i64 l = t / inner % count;
+  const uw_i64 o = t / inner / count;
+  uwjit_cell* const array = static_cast<uwjit_cell*>(args->state_out[0]);
+  uwjit_cell* const buffer = static_cast<uwjit_cell*>(args->state_out[1]);
+  const uw_i64 at = (o * padded + first + l) * inner + e;
+  if (args->extents[5] != 0) {
+    buffer[t] = array[at];
+  } else {
+    array[at] = buffer[t];
+  }
+}
+)";
+  codegen::SlotTables slots;
+  slots.state_out = {"array", "buffer"};
+  slots.extents = {"outer", "padded", "inner", "first", "count", "to_buffer"};
+  return codegen::KernelSource::generated("halo layers " + type, std::move(body), std::move(slots));
 }
 
 } // namespace uwjit::runtime
