@@ -4,7 +4,7 @@
 
 namespace uwjit::cuda {
 
-void make_current(int ordinal) {
+Context make_current(int ordinal) {
   const Driver& driver = Driver::get();
   const Api& api = driver.api();
   Device device = 0;
@@ -13,6 +13,7 @@ void make_current(int ordinal) {
   driver.check(api.cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain",
                ErrorKind::usage);
   driver.check(api.cuCtxSetCurrent(context), "cuCtxSetCurrent", ErrorKind::usage);
+  return context;
 }
 
 DeviceMemory::DeviceMemory(std::size_t bytes) : m_bytes(bytes) {

@@ -79,7 +79,7 @@ CudaDevice::CudaDevice(int ordinal) : m_ordinal(ordinal) {
                        ordinal, probe.devices.size(), probe.devices.size() == 1 ? "" : "s"));
   }
   const cuda::DeviceReport& device = probe.devices[static_cast<std::size_t>(ordinal)];
-  cuda::make_current(ordinal);
+  m_context = cuda::make_current(ordinal);
   m_arch = device.arch();
   try {
     m_target = engine::Target::parse("cuda:" + device.arch());
@@ -87,6 +87,10 @@ CudaDevice::CudaDevice(int ordinal) : m_ordinal(ordinal) {
     m_target = engine::Target::parse("cuda:sm_90"); // newer GPUs load sm_90 PTX
   }
   m_description = format("cuda:{} ({}, {})", ordinal, device.name, device.arch());
+}
+
+void CudaDevice::bind() const {
+  driver().check(driver().api().cuCtxSetCurrent(m_context), "cuCtxSetCurrent", ErrorKind::usage);
 }
 
 std::shared_ptr<const LoadedModule> CudaDevice::load(engine::Engine& engine,

@@ -82,6 +82,9 @@ public:
   explicit CudaDevice(int ordinal);
 
   [[nodiscard]] int ordinal() const noexcept { return m_ordinal; }
+  /// Makes the device's context current on this thread: the simulation calls it before it uses
+  /// the device, so that it may be stepped on another thread than the one that built it.
+  void bind() const;
   /// The target its kernels are compiled for: its sm, or sm_90 when LLVM 19 does not know a
   /// newer one (whose driver loads sm_90 PTX).
   [[nodiscard]] const engine::Target& target() const noexcept { return m_target; }
@@ -157,6 +160,7 @@ private:
   const LoadedModule& layers_kernel(codegen::Dtype dtype) const;
 
   int m_ordinal = 0;
+  cuda::Context m_context = nullptr;
   std::string m_arch; // the device's own "sm_XX"
   engine::Target m_target;
   std::string m_description;

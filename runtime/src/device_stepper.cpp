@@ -132,6 +132,7 @@ void Simulation::Impl::push_state() {
   if (!cuda) {
     return;
   }
+  cuda->bind();
   for (auto& s : states) {
     for (std::size_t i = 0; i < s.current.size(); ++i) {
       cuda->upload(*s.current[i], *s.device_current[i]);
@@ -147,6 +148,7 @@ void Simulation::Impl::pull_state() {
   if (!cuda || pulled_at == steps) {
     return;
   }
+  cuda->bind();
   for (auto& s : states) {
     for (std::size_t i = 0; i < s.current.size(); ++i) {
       cuda->download(*s.device_current[i], *s.current[i]);

@@ -343,6 +343,9 @@ const std::vector<KernelReport>& Simulation::kernels() const noexcept {
 
 void Simulation::step(std::int64_t count) {
   m_impl->pulled_at = -1; // the host's copies are behind from the first kernel on
+  if (m_impl->cuda) {
+    m_impl->cuda->bind();
+  }
   for (std::int64_t i = 0; i < count; ++i) {
     for (auto& s : m_impl->states) {
       if (m_impl->cuda) {
@@ -481,6 +484,9 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
                                          node));
   }
   NodeState& s = m_impl->state_of(node);
+  if (m_impl->cuda) {
+    m_impl->cuda->bind();
+  }
   std::string key = array.key();
   StaticData bound = s.bound;
   bound.replace(std::move(array));

@@ -15,8 +15,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -176,4 +178,23 @@ TEST_CASE("what cannot run on a CUDA device is refused, naming what to do") {
   SimulationOptions checked = on("cuda");
   checked.checked = true;
   CHECK(refusal(checked).find("checked mode runs on CPUs only") != std::string::npos);
+}
+
+TEST_CASE("a simulation built on one thread steps on another") {
+  Engine engine(uwjit_gpu_test::engine_options());
+  const Nodes nodes = {heat("periodic")};
+  Simulation cpu(engine, nodes, on("cpu"));
+  Simulation gpu(engine, nodes, on("cuda"));
+  cpu.step(3);
+  std::exception_ptr failed;
+  std::thread([&] { // the device's context is not current there until the simulation binds it
+    try {
+      gpu.step(3);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  })
+      .join();
+  REQUIRE_FALSE(failed);
+  CHECK(same_state(gpu, cpu));
 }

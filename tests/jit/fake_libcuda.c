@@ -147,7 +147,7 @@ CUresult cuDeviceTotalMem_v2(size_t* bytes, int device) {
 
 /* Contexts: one token per device stands for its primary context. */
 static char contexts[64];
-static void* current;
+static _Thread_local void* current; /* per thread, as the driver's current context */
 CUresult cuDevicePrimaryCtxRetain(void** context, int device) {
   CUresult result = check_device(device);
   if (result != ok) {

@@ -8,9 +8,10 @@
 namespace uwjit::cuda {
 
 /// Makes the primary context of device `ordinal` current on this thread (retained for the
-/// process's life). Throws what Driver::get() throws, or Error(usage) naming the driver's error
-/// for an ordinal the driver does not have.
-void make_current(int ordinal);
+/// process's life) and returns it (cuCtxSetCurrent makes it current on another thread). Throws
+/// what Driver::get() throws, or Error(usage) naming the driver's error for an ordinal the
+/// driver does not have.
+Context make_current(int ordinal);
 
 /// Device memory in the current context, freed when it goes. Allocation and copies throw
 /// Error(io) naming the call and the driver's error (e.g. CUDA_ERROR_OUT_OF_MEMORY).
