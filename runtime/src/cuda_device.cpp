@@ -240,87 +240,65 @@ CudaDevice::Staging& CudaDevice::staging_for(const cuda::DeviceMemory& data, std
   return staging;
 }
 
-namespace {
-
-// Copies `layers` between `field` and the packed buffer at `packed` ([outer][count][inner]).
-template <class Copy>
-std::size_t for_each_row(const Field& field, std::int64_t outer, std::int64_t padded,
-                         std::int64_t inner, std::int64_t first, std::int64_t count, Copy&& copy) {
-  const std::size_t row = static_cast<std::size_t>(inner) * codegen::size_of(field.dtype());
-  std::size_t at = 0;
-  for (std::int64_t o = 0; o < outer; ++o) {
-    for (std::int64_t l = 0; l < count; ++l) {
-      copy(static_cast<std::size_t>(o * padded + first + l) * row, at, row);
-      at += row;
-    }
+// The layers next to every face of the field at `data` travel packed: on the device the layers
+// kernel packs (or unpacks) each range into one buffer, one copy moves it between the device
+// and page-locked memory, and the host unpacks it into (or packs it from) `host`, each range
+// [outer][count][inner] in turn. Down: the interior's layers; up: the halos.
+void CudaDevice::move_face_layers(const cuda::DeviceMemory& data, Field& host, bool down) {
+  const auto layers = face_layers(host, down);
+  const std::size_t size = codegen::size_of(host.dtype());
+  std::size_t bytes = 0;
+  for (const Layers& l : layers) {
+    bytes += static_cast<std::size_t>(l.outer * l.count * l.inner) * size;
   }
-  return at;
+  Staging& staging = staging_for(data, bytes);
+  const LoadedModule& kernel = layers_kernel(host.dtype());
+  auto on_device = [&] {
+    std::size_t at = 0;
+    for (const Layers& l : layers) {
+      run_halo_kernel(kernel,
+                      {{data.pointer(), staging.device->pointer() + at},
+                       {l.outer, l.padded, l.inner, l.first, l.count, down ? 1 : 0},
+                       {0, 0}},
+                      l.outer * l.count * l.inner);
+      at += static_cast<std::size_t>(l.outer * l.count * l.inner) * size;
+    }
+  };
+  auto on_host = [&] {
+    auto* field = static_cast<char*>(host.data());
+    auto* packed = static_cast<char*>(staging.host->data());
+    for (const Layers& l : layers) {
+      const std::size_t row = static_cast<std::size_t>(l.inner) * size;
+      for (std::int64_t o = 0; o < l.outer; ++o) {
+        for (std::int64_t k = 0; k < l.count; ++k) {
+          char* in_field = field + static_cast<std::size_t>(o * l.padded + l.first + k) * row;
+          std::memcpy(down ? in_field : packed, down ? packed : in_field, row);
+          packed += row;
+        }
+      }
+    }
+  };
+  if (down) {
+    on_device();
+    driver().check(
+        driver().api().cuMemcpyDtoH_v2(staging.host->data(), staging.device->pointer(), bytes),
+        format("cuMemcpyDtoH_v2 of field \"{}\"'s face layers", host.name()), ErrorKind::kernel);
+    on_host();
+  } else {
+    on_host();
+    driver().check(
+        driver().api().cuMemcpyHtoD_v2(staging.device->pointer(), staging.host->data(), bytes),
+        format("cuMemcpyHtoD_v2 of field \"{}\"'s halos", host.name()), ErrorKind::io);
+    on_device();
+  }
 }
-
-} // namespace
 
 void CudaDevice::download_faces(const cuda::DeviceMemory& data, Field& host) {
-  const auto layers = face_layers(host, true);
-  const std::size_t size = codegen::size_of(host.dtype());
-  std::size_t bytes = 0;
-  for (const Layers& l : layers) {
-    bytes += static_cast<std::size_t>(l.outer * l.count * l.inner) * size;
-  }
-  Staging& staging = staging_for(data, bytes);
-  const LoadedModule& kernel = layers_kernel(host.dtype());
-  std::size_t at = 0;
-  for (const Layers& l : layers) {
-    run_halo_kernel(kernel,
-                    {{data.pointer(), staging.device->pointer() + at},
-                     {l.outer, l.padded, l.inner, l.first, l.count, 1},
-                     {0, 0}},
-                    l.outer * l.count * l.inner);
-    at += static_cast<std::size_t>(l.outer * l.count * l.inner) * size;
-  }
-  driver().check(
-      driver().api().cuMemcpyDtoH_v2(staging.host->data(), staging.device->pointer(), bytes),
-      format("cuMemcpyDtoH_v2 of field \"{}\"'s face layers", host.name()), ErrorKind::kernel);
-  auto* field = static_cast<char*>(host.data());
-  const auto* packed = static_cast<const char*>(staging.host->data());
-  at = 0;
-  for (const Layers& l : layers) {
-    at += for_each_row(host, l.outer, l.padded, l.inner, l.first, l.count,
-                       [&](std::size_t in_field, std::size_t in_packed, std::size_t row) {
-                         std::memcpy(field + in_field, packed + at + in_packed, row);
-                       });
-  }
+  move_face_layers(data, host, true);
 }
 
-void CudaDevice::upload_halos(const Field& host, const cuda::DeviceMemory& data) {
-  const auto layers = face_layers(host, false);
-  const std::size_t size = codegen::size_of(host.dtype());
-  std::size_t bytes = 0;
-  for (const Layers& l : layers) {
-    bytes += static_cast<std::size_t>(l.outer * l.count * l.inner) * size;
-  }
-  Staging& staging = staging_for(data, bytes);
-  const auto* field = static_cast<const char*>(host.data());
-  auto* packed = static_cast<char*>(staging.host->data());
-  std::size_t at = 0;
-  for (const Layers& l : layers) {
-    at += for_each_row(host, l.outer, l.padded, l.inner, l.first, l.count,
-                       [&](std::size_t in_field, std::size_t in_packed, std::size_t row) {
-                         std::memcpy(packed + at + in_packed, field + in_field, row);
-                       });
-  }
-  driver().check(
-      driver().api().cuMemcpyHtoD_v2(staging.device->pointer(), staging.host->data(), bytes),
-      format("cuMemcpyHtoD_v2 of field \"{}\"'s halos", host.name()), ErrorKind::io);
-  const LoadedModule& kernel = layers_kernel(host.dtype());
-  at = 0;
-  for (const Layers& l : layers) {
-    run_halo_kernel(kernel,
-                    {{data.pointer(), staging.device->pointer() + at},
-                     {l.outer, l.padded, l.inner, l.first, l.count, 0},
-                     {0, 0}},
-                    l.outer * l.count * l.inner);
-    at += static_cast<std::size_t>(l.outer * l.count * l.inner) * size;
-  }
+void CudaDevice::upload_halos(Field& host, const cuda::DeviceMemory& data) {
+  move_face_layers(data, host, false);
 }
 
 void CudaDevice::launch(DeviceStage& stage, const uwjit_kernel_args& args,

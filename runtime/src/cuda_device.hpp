@@ -123,7 +123,7 @@ public:
   void download_faces(const cuda::DeviceMemory& data, Field& host);
   /// Then takes the halo layers of `host`, as the exchange filled them (corners included), back
   /// to the field at `data`, the same way in reverse.
-  void upload_halos(const Field& host, const cuda::DeviceMemory& data);
+  void upload_halos(Field& host, const cuda::DeviceMemory& data);
 
   /// Launches `stage` on the update box of `args` over a domain of `rank` axes with the state
   /// tables `in` and `out`, and, when it has integrals, adds their sums to `sums` (waiting for
@@ -157,6 +157,7 @@ private:
   // Each axis's layers next to its faces: the interior's (`interior`) or the halos'.
   static std::vector<Layers> face_layers(const Field& field, bool interior);
   Staging& staging_for(const cuda::DeviceMemory& data, std::size_t bytes);
+  void move_face_layers(const cuda::DeviceMemory& data, Field& host, bool down);
   const LoadedModule& layers_kernel(codegen::Dtype dtype) const;
 
   int m_ordinal = 0;

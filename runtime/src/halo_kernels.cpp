@@ -5,23 +5,43 @@
 #include <uwjit/runtime/node_kernels.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace uwjit::runtime {
 
-codegen::KernelSource halo_fill_kernel(codegen::Dtype dtype) {
+namespace {
+
+// A GPU kernel over a field of `dtype` (its elements are uwjit_cell), one thread per element
+// it moves: `body` runs with `args` and the thread's index `t` in scope.
+codegen::KernelSource one_thread_per_element(std::string origin, codegen::Dtype dtype,
+                                             std::string_view body, codegen::SlotTables slots) {
   const std::string type(codegen::c_type(dtype));
-  // Thread t fills element e of halo layer `layer` (0..2h-1: the low face's h layers, then the
-  // high face's) of slab o; k is the layer's distance from the interior (1..h).
-  std::string body = "typedef " + type + " uwjit_cell;\n";
-  body += R"(extern "C" __attribute__((nvptx_kernel)) void __UWJIT_ENTRY__(
+  std::string text = "typedef " + type + " uwjit_cell;\n";
+  text += R"(extern "C" __attribute__((nvptx_kernel)) void __UWJIT_ENTRY__(
     const uwjit_kernel_args uwjit_args) {
   const uwjit_kernel_args* const args = &uwjit_args;
-  const uw_i64 outer = args->extents[0];
+  const uw_i64 t = static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_x()) *
+                   __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();
+)";
+  text += body;
+  text += "}\n";
+  return codegen::KernelSource::generated(std::move(origin) + " " + type, std::move(text),
+                                          std::move(slots));
+}
+
+} // namespace
+
+codegen::KernelSource halo_fill_kernel(codegen::Dtype dtype) {
+  // Thread t fills element e of halo layer `layer` (0..2h-1: the low face's h layers, then the
+  // high face's) of slab o; k is the layer's distance from the interior (1..h).
+  codegen::SlotTables slots;
+  slots.state_out = {"field"};
+  slots.extents = {"outer", "n", "h", "inner", "low_kind", "high_kind"};
+  slots.params = {"low_value", "high_value"};
+  return one_thread_per_element("halo fill", dtype, R"(  const uw_i64 outer = args->extents[0];
   const uw_i64 n = args->extents[1];
   const uw_i64 h = args->extents[2];
   const uw_i64 inner = args->extents[3];
-  const uw_i64 t = static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_x()) *
-                   __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();
   if (t >= outer * 2 * h * inner) {
     return;
   }
@@ -47,30 +67,21 @@ codegen::KernelSource halo_fill_kernel(codegen::Dtype dtype) {
       *out = in + static_cast<uwjit_cell>(value * static_cast<double>(2 * k - 1));
     }
   }
-}
-)";
-  codegen::SlotTables slots;
-  slots.state_out = {"field"};
-  slots.extents = {"outer", "n", "h", "inner", "low_kind", "high_kind"};
-  slots.params = {"low_value", "high_value"};
-  return codegen::KernelSource::generated("halo fill " + type, std::move(body), std::move(slots));
+)",
+                                std::move(slots));
 }
 
 codegen::KernelSource halo_layers_kernel(codegen::Dtype dtype) {
-  const std::string type(codegen::c_type(dtype));
   // Thread t copies element e of layer l of slab o: buffer element t, array element
   // ((o * padded + first + l) * inner + e).
-  std::string body = "typedef " + type + " uwjit_cell;\n";
-  body += R"(extern "C" __attribute__((nvptx_kernel)) void __UWJIT_ENTRY__(
-    const uwjit_kernel_args uwjit_args) {
-  const uwjit_kernel_args* const args = &uwjit_args;
-  const uw_i64 outer = args->extents[0];
+  codegen::SlotTables slots;
+  slots.state_out = {"array", "buffer"};
+  slots.extents = {"outer", "padded", "inner", "first", "count", "to_buffer"};
+  return one_thread_per_element("halo layers", dtype, R"(  const uw_i64 outer = args->extents[0];
   const uw_i64 padded = args->extents[1];
   const uw_i64 inner = args->extents[2];
   const uw_i64 first = args->extents[3];
   const uw_i64 count = args->extents[4];
-  const uw_i64 t = static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_x()) *
-                   __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();
   if (t >= outer * count * inner) {
     return;
   }
@@ -85,12 +96,8 @@ codegen::KernelSource halo_layers_kernel(codegen::Dtype dtype) {
   } else {
     array[at] = buffer[t];
   }
-}
-)";
-  codegen::SlotTables slots;
-  slots.state_out = {"array", "buffer"};
-  slots.extents = {"outer", "padded", "inner", "first", "count", "to_buffer"};
-  return codegen::KernelSource::generated("halo layers " + type, std::move(body), std::move(slots));
+)",
+                                std::move(slots));
 }
 
 } // namespace uwjit::runtime
