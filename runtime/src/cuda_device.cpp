@@ -128,6 +128,7 @@ DeviceStage CudaDevice::stage(const Binding& binding, const codegen::SlotTables&
                                                       binding.params.size() * sizeof(double));
   stage.integrals =
       std::make_unique<cuda::DeviceMemory>(binding.kernel_integrals.size() * sizeof(double));
+  stage.read_back.assign(binding.kernel_integrals.size(), 0.0);
   return stage;
 }
 
@@ -184,7 +185,7 @@ void CudaDevice::run_halo_kernel(const LoadedModule& kernel, const HaloTables& t
   if (threads == 0) {
     return;
   }
-  std::string key(sizeof tables, '\0');
+  std::array<char, sizeof(HaloTables)> key{};
   std::memcpy(key.data(), &tables, sizeof tables);
   auto& uploaded = m_halo_tables[key];
   if (!uploaded) {
@@ -280,15 +281,21 @@ void CudaDevice::move_face_layers(const cuda::DeviceMemory& data, Field& host, b
   };
   if (down) {
     on_device();
-    driver().check(
-        driver().api().cuMemcpyDtoH_v2(staging.host->data(), staging.device->pointer(), bytes),
-        format("cuMemcpyDtoH_v2 of field \"{}\"'s face layers", host.name()), ErrorKind::kernel);
+    const auto copied =
+        driver().api().cuMemcpyDtoH_v2(staging.host->data(), staging.device->pointer(), bytes);
+    if (copied != cuda::k_success) { // the message is made only when it is needed
+      driver().check(copied, format("cuMemcpyDtoH_v2 of field \"{}\"'s face layers", host.name()),
+                     ErrorKind::kernel);
+    }
     on_host();
   } else {
     on_host();
-    driver().check(
-        driver().api().cuMemcpyHtoD_v2(staging.device->pointer(), staging.host->data(), bytes),
-        format("cuMemcpyHtoD_v2 of field \"{}\"'s halos", host.name()), ErrorKind::io);
+    const auto copied =
+        driver().api().cuMemcpyHtoD_v2(staging.device->pointer(), staging.host->data(), bytes);
+    if (copied != cuda::k_success) {
+      driver().check(copied, format("cuMemcpyHtoD_v2 of field \"{}\"'s halos", host.name()),
+                     ErrorKind::io);
+    }
     on_device();
   }
 }
@@ -302,24 +309,26 @@ void CudaDevice::upload_halos(Field& host, const cuda::DeviceMemory& data) {
 }
 
 void CudaDevice::launch(DeviceStage& stage, const uwjit_kernel_args& args,
-                        std::span<const cuda::DevicePtr> in, std::span<const cuda::DevicePtr> out,
+                        std::span<const void* const> in, std::span<void* const> out,
                         std::size_t rank, std::span<double> sums) {
-  std::vector<cuda::DevicePtr> pointers(in.begin(), in.end());
-  pointers.insert(pointers.end(), out.begin(), out.end());
-  auto table = std::find_if(stage.state_tables.begin(), stage.state_tables.end(),
-                            [&](const auto& entry) { return entry.first == pointers; });
+  auto table = std::find_if(stage.state_tables.begin(), stage.state_tables.end(), [&](auto& t) {
+    return t.first.size() == in.size() + out.size() &&
+           std::equal(in.begin(), in.end(), t.first.begin()) &&
+           std::equal(out.begin(), out.end(), t.first.begin() + in.size());
+  });
   if (table == stage.state_tables.end()) {
-    stage.state_tables.emplace_back(
-        pointers, std::make_unique<cuda::DeviceMemory>(pointers.data(),
-                                                       pointers.size() * sizeof(cuda::DevicePtr)));
+    std::vector<const void*> pointers(in.begin(), in.end());
+    pointers.insert(pointers.end(), out.begin(), out.end());
+    auto uploaded =
+        std::make_unique<cuda::DeviceMemory>(pointers.data(), pointers.size() * sizeof(void*));
+    stage.state_tables.emplace_back(std::move(pointers), std::move(uploaded));
     table = std::prev(stage.state_tables.end());
   }
   const cuda::DevicePtr tables = table->second->pointer();
   uwjit_kernel_args device_args = args;
   codegen::set_table_lengths(device_args, stage.slots);
   device_args.state_in = reinterpret_cast<const void* const*>(tables);
-  device_args.state_out =
-      reinterpret_cast<void* const*>(tables + in.size() * sizeof(cuda::DevicePtr));
+  device_args.state_out = reinterpret_cast<void* const*>(tables + in.size() * sizeof(void*));
   device_args.statics = stage.static_table->as<const void* const>();
   device_args.extents = stage.extents->as<const uw_i64>();
   device_args.params = stage.params->as<const double>();
@@ -336,9 +345,9 @@ void CudaDevice::launch(DeviceStage& stage, const uwjit_kernel_args& args,
   }
   run(stage.code->function(), device_args, grid);
   if (!sums.empty()) {
-    std::vector<double> partial(sums.size());
+    std::vector<double>& partial = stage.read_back; // sized when the stage was made
     driver().check(driver().api().cuMemcpyDtoH_v2(partial.data(), stage.integrals->pointer(),
-                                                  partial.size() * sizeof(double)),
+                                                  sums.size() * sizeof(double)),
                    "the kernel (or cuMemcpyDtoH_v2 of its integrals)", ErrorKind::kernel);
     for (std::size_t i = 0; i < sums.size(); ++i) {
       sums[i] += partial[i];

@@ -56,8 +56,9 @@ private:
   std::string m_from;
 };
 
-/// One stage's kernel on the device: its code, copies of its static arrays and tables, and the
-/// state-pointer tables uploaded so far (ping-pong makes two per stage).
+/// One stage's kernel on the device: its code, copies of its static arrays and tables, the
+/// state-pointer tables uploaded so far (ping-pong makes two per stage) and room for its
+/// integrals read back.
 struct DeviceStage {
   std::shared_ptr<const LoadedModule> code;
   codegen::SlotTables slots;
@@ -66,8 +67,9 @@ struct DeviceStage {
   std::unique_ptr<cuda::DeviceMemory> extents;
   std::unique_ptr<cuda::DeviceMemory> params;
   std::unique_ptr<cuda::DeviceMemory> integrals;
-  std::vector<std::pair<std::vector<cuda::DevicePtr>, std::unique_ptr<cuda::DeviceMemory>>>
-      state_tables;
+  std::vector<std::pair<std::vector<const void*>, std::unique_ptr<cuda::DeviceMemory>>>
+      state_tables; // the state_in pointers, then the state_out ones
+  std::vector<double> read_back;
 };
 
 /// A state field's two buffers on the device, as NodeState's current and next.
@@ -125,12 +127,13 @@ public:
   /// to the field at `data`, the same way in reverse.
   void upload_halos(Field& host, const cuda::DeviceMemory& data);
 
-  /// Launches `stage` on the update box of `args` over a domain of `rank` axes with the state
-  /// tables `in` and `out`, and, when it has integrals, adds their sums to `sums` (waiting for
-  /// the kernel). Error(kernel) naming the driver's error if the launch or the kernel fails.
-  void launch(DeviceStage& stage, const uwjit_kernel_args& args,
-              std::span<const cuda::DevicePtr> in, std::span<const cuda::DevicePtr> out,
-              std::size_t rank, std::span<double> sums);
+  /// Launches `stage` on the update box of `args` over a domain of `rank` axes, its state
+  /// tables the device buffers in `in` and `out` (device addresses), and, when it has
+  /// integrals, adds their sums to `sums` (waiting for the kernel). Allocates only for a table
+  /// of pointers not seen before. Error(kernel) naming the driver's error if the launch or the
+  /// kernel fails.
+  void launch(DeviceStage& stage, const uwjit_kernel_args& args, std::span<const void* const> in,
+              std::span<void* const> out, std::size_t rank, std::span<double> sums);
 
   /// Waits for everything queued; Error(kernel) naming the driver's error if any of it failed.
   void synchronize();
@@ -171,7 +174,7 @@ private:
   std::map<cuda::DevicePtr, Staging> m_staging; // by the field buffer's address
   // The halo kernels' tables per distinct launch (a field buffer, an axis, a layer range),
   // uploaded on first use: a few per field (ping-pong, axes, faces).
-  std::map<std::string, std::unique_ptr<cuda::DeviceMemory>> m_halo_tables;
+  std::map<std::array<char, sizeof(HaloTables)>, std::unique_ptr<cuda::DeviceMemory>> m_halo_tables;
 };
 
 /// Threads per block of every launch: a multiple of 32, as the cell form needs.

@@ -161,8 +161,6 @@ void Simulation::Impl::pull_state() {
 // ends, so that every rank takes part in the exchange and raises the same error.
 void Simulation::Impl::step_node_on_device(NodeState& s) {
   const std::size_t rank = s.layout.domain.size();
-  std::vector<cuda::DevicePtr> in;
-  std::vector<cuda::DevicePtr> out;
   for (std::size_t stage = 0; stage < s.stages.size(); ++stage) {
     StageKernel& k = s.stages[stage];
     std::exception_ptr failure;
@@ -212,20 +210,19 @@ void Simulation::Impl::step_node_on_device(NodeState& s) {
     auto& sums = k.binding.kernel_integrals;
     std::fill(sums.begin(), sums.end(), 0.0);
     attempt([&] {
-      in.clear();
-      out.clear();
-      const std::size_t fields = s.current.size();
-      for (const std::size_t i : k.binding.in_field) {
-        UWJIT_ASSERT(i < fields, "a device stage reads a coupled input");
-        in.push_back(s.device_current[i]->pointer());
+      // The stage's state tables, as on CPUs, but of device addresses.
+      for (std::size_t slot = 0; slot < k.binding.in_field.size(); ++slot) {
+        const std::size_t i = k.binding.in_field[slot];
+        UWJIT_ASSERT(i < s.current.size(), "a device stage reads a coupled input");
+        k.in_ptrs[slot] = s.device_current[i]->as<const void>();
       }
-      for (const std::size_t i : k.binding.out_field) {
-        out.push_back(s.device_next[i]->pointer());
+      for (std::size_t slot = 0; slot < k.binding.out_field.size(); ++slot) {
+        k.out_ptrs[slot] = s.device_next[k.binding.out_field[slot]]->as<void>();
       }
       k.args.step = steps;
-      cuda->launch(*k.device, k.args, in, out, rank, sums);
+      cuda->launch(*k.device, k.args, k.in_ptrs, k.out_ptrs, rank, sums);
     });
-    finish_stage(s, stage, failure ? UWJIT_KERNEL_CHECK_FAILED : UWJIT_KERNEL_OK, failure);
+    finish_stage(s, stage, UWJIT_KERNEL_OK, failure);
   }
 }
 

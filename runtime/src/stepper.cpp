@@ -288,36 +288,26 @@ void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status,
     const std::size_t slot = binding.integral_slot[i];
     return slot == k_no_slot ? 0.0 : binding.kernel_integrals[slot];
   };
+  if (!failure && status != UWJIT_KERNEL_OK) {
+    failure = std::make_exception_ptr(kernel_failed(s, stage, status));
+  }
   if (decomposition) {
     // integrals, then the number of ranks whose kernel failed (sized on the first step)
     s.reduced.resize(count + 1);
     for (std::size_t i = 0; i < count; ++i) {
       s.reduced[i] = sum_of(i);
     }
-    s.reduced[count] = status == UWJIT_KERNEL_OK ? 0.0 : 1.0;
+    s.reduced[count] = failure ? 1.0 : 0.0;
     decomposition->comm->all_reduce_sum(s.reduced);
     if (s.reduced[count] != 0.0) {
-      comm::agree(*decomposition->comm,
-                  status == UWJIT_KERNEL_OK ? nullptr
-                  : failure                 ? failure
-                            : std::make_exception_ptr(kernel_failed(s, stage, status)));
+      comm::agree(*decomposition->comm, failure);
     }
-    for (std::size_t i = 0; i < count; ++i) {
-      if (binding.integral_slot[i] != k_no_slot) {
-        s.integrals[i] = s.reduced[i];
-      }
-    }
-  } else {
-    if (failure) {
-      std::rethrow_exception(failure);
-    }
-    if (status != UWJIT_KERNEL_OK) {
-      throw kernel_failed(s, stage, status);
-    }
-    for (std::size_t i = 0; i < count; ++i) {
-      if (binding.integral_slot[i] != k_no_slot) {
-        s.integrals[i] = sum_of(i);
-      }
+  } else if (failure) {
+    std::rethrow_exception(failure);
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    if (binding.integral_slot[i] != k_no_slot) {
+      s.integrals[i] = decomposition ? s.reduced[i] : sum_of(i);
     }
   }
   for (const std::size_t i : binding.out_field) {
