@@ -544,11 +544,9 @@ int run_command(const std::vector<std::string>& argv) {
       });
     }
   }
-  // The job's compiles, summed over the ranks, and the mean halo time per rank.
-  std::uint64_t counts[2] = {0, 0};
-  for (const auto& report : simulation->kernels()) {
-    counts[0] += report.info.tier == engine::Tier::compiled ? 1 : 0;
-  }
+  // The job's compiles (every kernel it asked for: the nodes' and, on a device, the halo
+  // kernels), summed over the ranks, and the mean halo time per rank.
+  std::uint64_t counts[2] = {engine.stats().get(cache::Stat::compiles), 0};
   double halo_seconds = exchange_seconds;
   if (options.comm != nullptr) {
     options.comm->all_reduce_sum(std::span<std::uint64_t>(counts, 1));
