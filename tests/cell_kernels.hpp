@@ -24,7 +24,20 @@ namespace uwjit_test {
 struct Buffer {
   std::shared_ptr<unsigned char> data;
   std::size_t bytes = 0;
+  uwjit::codegen::Dtype dtype = uwjit::codegen::Dtype::f64;
 };
+
+/// The real value at byte `at` of `buffer` (f64 or f32), as a double.
+inline double real_at(const Buffer& buffer, std::size_t at) {
+  if (buffer.dtype == uwjit::codegen::Dtype::f32) {
+    float v = 0;
+    std::memcpy(&v, buffer.data.get() + at, sizeof v);
+    return v;
+  }
+  double v = 0;
+  std::memcpy(&v, buffer.data.get() + at, sizeof v);
+  return v;
+}
 
 inline Buffer aligned_buffer(std::size_t bytes) {
   const std::size_t rounded = (bytes + 63) / 64 * 64 + 64;
@@ -54,6 +67,7 @@ struct KernelCall {
       }
       const std::size_t size = uwjit::codegen::size_of(b.dtype);
       Buffer buffer = aligned_buffer(count * size);
+      buffer.dtype = b.dtype;
       unsigned char* bytes = buffer.data.get();
       const bool halos =
           std::any_of(b.axes.begin(), b.axes.end(), [](const auto& a) { return a.halo > 0; });
@@ -129,6 +143,33 @@ struct KernelCall {
     return true;
   }
 
+  /// Whether the outputs agree with `other`'s within `relative` of max(|value|, 1), value by
+  /// value: real ones; integer ones byte for byte.
+  [[nodiscard]] bool outputs_within(const KernelCall& other, double relative) const {
+    if (out.size() != other.out.size()) {
+      return false;
+    }
+    for (std::size_t o = 0; o < out.size(); ++o) {
+      const Buffer& a = out[o];
+      const Buffer& b = other.out[o];
+      if (a.dtype != uwjit::codegen::Dtype::f64 && a.dtype != uwjit::codegen::Dtype::f32) {
+        if (std::memcmp(a.data.get(), b.data.get(), a.bytes) != 0) {
+          return false;
+        }
+        continue;
+      }
+      const std::size_t size = uwjit::codegen::size_of(a.dtype);
+      for (std::size_t at = 0; at < a.bytes; at += size) {
+        const double x = real_at(a, at);
+        const double y = real_at(b, at);
+        if (!(std::abs(x - y) <= relative * std::max(std::abs(y), 1.0))) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
   std::vector<Buffer> in, out, statics;
   std::vector<const void*> in_ptr;
   std::vector<void*> out_ptr;
@@ -171,9 +212,12 @@ test_boxes(const uwjit::runtime::NodeKernel& cpu) {
 }
 
 /// Whether `got` (a GPU form's call) wrote the outputs of `expected` (the CPU form's) bit for bit
-/// and its integrals agree within 1e-12 (summed in another order), each of them nonzero.
-inline bool same_results(const KernelCall& got, const KernelCall& expected) {
-  if (!got.same_outputs(expected) || got.integrals.size() != expected.integrals.size()) {
+/// (or, given `relative` > 0, within it: KernelCall::outputs_within) and its integrals agree
+/// within 1e-12 (summed in another order), each of them nonzero.
+inline bool same_results(const KernelCall& got, const KernelCall& expected, double relative = 0) {
+  const bool outputs =
+      relative > 0 ? got.outputs_within(expected, relative) : got.same_outputs(expected);
+  if (!outputs || got.integrals.size() != expected.integrals.size()) {
     return false;
   }
   for (std::size_t i = 0; i < got.integrals.size(); ++i) {

@@ -57,7 +57,7 @@ inline uwjit::engine::EngineOptions engine_options() {
 }
 
 // A 2-D cell-form node (the built-in nodes are 3-D and 1-D): run-time extents, a static array
-// with halos, a run-time param, two integrals.
+// with halos, a run-time param, two integrals, a state that varies along both axes.
 class Shear2d final : public uwjit::runtime::Node {
 public:
   Shear2d() : Node("shear-2d", "shear", uwjit::runtime::Params{}) {}
@@ -66,7 +66,14 @@ public:
                                                  uwjit::codegen::ExtentMode::runtime);
     return {.axes = axes, .fields = {{"u", uwjit::codegen::Dtype::f64}}, .integrals = {"a", "b"}};
   }
-  void initial_state(uwjit::runtime::State&) const override {}
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t x = 0; x < 9; ++x) {
+      for (std::int64_t y = 0; y < 37; ++y) {
+        state["u"].at<double>(x, y) = 1.0 + 0.125 * static_cast<double>(x) -
+                                      0.01 * static_cast<double>(y * y % 17);
+      }
+    }
+  }
   uwjit::runtime::StaticData build_static_data() const override {
     uwjit::runtime::StaticData data;
     data.add(
@@ -91,6 +98,15 @@ public:
 inline std::shared_ptr<const uwjit::runtime::Node> built_in(const std::string& type,
                                                             std::vector<std::int64_t> size) {
   return uwjit::nodes::make(type, type, uwjit::nodes::sized_params(type, size));
+}
+
+// How closely a node's state on the GPU must match the CPU's. Bit for bit where each cell is the
+// same IEEE operations on both (contraction off, division and sqrt correctly rounded). mlp calls
+// tanh, which is libdevice's on the GPU and the C library's on the CPU: two implementations, each
+// within 2 ulp of the exact value but not always equal to each other, so within 1e-12 of
+// max(|value|, 1) there (a wrong cell or index is off by far more). 0 means bit for bit.
+inline double gpu_tolerance(const uwjit::runtime::Node& node) {
+  return node.type() == "mlp" ? 1e-12 : 0.0;
 }
 
 } // namespace uwjit_gpu_test
