@@ -42,10 +42,11 @@ for p in "${programs[@]}"; do
   [ -x "$build/bin/$p" ] || die "$build/bin/$p is missing: build the static preset first" \
     "(cmake --preset static && cmake --build --preset static)"
 done
-if ldd "$build/bin/uwjit" | grep -Eq 'libLLVM|libclang-cpp'; then
+linked=$(ldd "$build/bin/uwjit") || die "ldd $build/bin/uwjit failed"
+if grep -Eq 'libLLVM|libclang-cpp' <<<"$linked"; then
   die "$build links the shared LLVM or Clang library: pack a build made with -DUWJIT_STATIC_LLVM=ON"
 fi
-ldd "$build/bin/uwjit" | grep -q 'libmpi\.so' ||
+grep -q 'libmpi\.so' <<<"$linked" ||
   die "$build was built without MPI: install Open MPI (tools/setup.sh) and configure it again"
 command -v ompi_info >/dev/null || die "ompi_info not found: Open MPI is packed from this machine"
 
