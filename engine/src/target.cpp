@@ -91,24 +91,26 @@ std::string Target::text() const {
   return is_host() ? std::string("host") : "cuda:" + m_sm;
 }
 
-LibdeviceSearch find_libdevice() {
-  LibdeviceSearch search;
-  auto try_root = [&](const std::string& root, std::string_view rule) {
-    const std::string file = root + "/nvvm/libdevice/libdevice.10.bc";
-    search.looked_at.push_back(format("{} ({})", file, rule));
-    struct stat status{};
-    if (!search.path && ::stat(file.c_str(), &status) == 0 && S_ISREG(status.st_mode)) {
-      search.path = file;
-    }
-  };
+CudaInstallation cuda_installation() {
   // The first place named is the only one: an installation asked for is never silently
   // replaced by another.
   if (const auto root = env::get_path(env::vars::cuda_path)) {
-    try_root(*root, env::vars::cuda_path.name);
-  } else if (const auto home = env::get_path(env::vars::cuda_home)) {
-    try_root(*home, env::vars::cuda_home.name);
-  } else {
-    try_root("/usr/local/cuda", "the default");
+    return {*root, env::vars::cuda_path.name};
+  }
+  if (const auto home = env::get_path(env::vars::cuda_home)) {
+    return {*home, env::vars::cuda_home.name};
+  }
+  return {"/usr/local/cuda", "the default"};
+}
+
+LibdeviceSearch find_libdevice() {
+  LibdeviceSearch search;
+  const CudaInstallation cuda = cuda_installation();
+  const std::string file = cuda.root + "/nvvm/libdevice/libdevice.10.bc";
+  search.looked_at.push_back(format("{} ({})", file, cuda.rule));
+  struct stat status{};
+  if (::stat(file.c_str(), &status) == 0 && S_ISREG(status.st_mode)) {
+    search.path = file;
   }
   return search;
 }

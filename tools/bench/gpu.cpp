@@ -1,9 +1,11 @@
 // The GPU section: the built-in nodes' GPU kernels (KernelWriter's cell form, compiled in process
 // to PTX) launched on device 0 through the CUDA driver, against a device-to-device copy measured
-// in the same run; the cold PTX compile and the driver's first load of it. Not measured where
-// there is no CUDA device (the reason is the driver's).
+// in the same run; the cold PTX compile and the driver's first load of it; the same cells compiled
+// by NVIDIA's compiler (NVRTC), where it is installed. Not measured where there is no CUDA device
+// (the reason is the driver's).
 #include "bench.hpp"
 #include "node_workload.hpp"
+#include "nvrtc.hpp"
 
 #include <uwjit/codegen/kernel_writer.hpp>
 #include <uwjit/common/error.hpp>
@@ -22,6 +24,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -50,8 +53,13 @@ struct DeviceKernel {
   cuda::Module module = nullptr;
   cuda::Function function = nullptr;
   std::vector<std::unique_ptr<DeviceMemory>> memory;
+  std::vector<std::pair<DevicePtr, std::size_t>> outputs; ///< the state it writes, and its bytes
   uwjit_kernel_args args{};
   std::array<unsigned, 3> grid{};
+  std::shared_ptr<const codegen::KernelSource> source; ///< its GPU form
+  cuda::Module nvrtc_module = nullptr;     ///< the same cells compiled by NVRTC, when it could
+  cuda::Function nvrtc_function = nullptr; ///< be
+  std::string nvrtc_bits;                  ///< whether NVRTC's kernel wrote the same bits
 };
 
 constexpr unsigned k_block = 128;
@@ -70,6 +78,7 @@ DeviceKernel load(engine::Engine& engine, const engine::Target& target, const st
   const NodeWorkload host(*node, host_kernel, node->dt()); // the GPU form declares the same
   k.cells = host.cells;
   k.bytes_per_cell = host.bytes_per_cell();
+  k.source = std::make_shared<const codegen::KernelSource>(gpu_kernel.source);
   const auto ptx = engine.ptx(gpu_kernel.source, target);
   k.compile_ms = ptx.info->request_ms;
   const auto start = Clock::now();
@@ -91,6 +100,7 @@ DeviceKernel load(engine::Engine& engine, const engine::Target& target, const st
   }
   for (const auto& f : host.out) {
     out.push_back(upload(f.data(), bytes_of(f)));
+    k.outputs.emplace_back(out.back(), bytes_of(f));
   }
   for (std::size_t s = 0; s < host.static_ptrs.size(); ++s) {
     statics.push_back(upload(host.static_ptrs[s], host.static_bytes[s]));
@@ -112,18 +122,54 @@ DeviceKernel load(engine::Engine& engine, const engine::Target& target, const st
   return k;
 }
 
-// Milliseconds per launch of `k`, over `launches` launches back to back.
-double time_launches(DeviceKernel& k, int launches) {
+// Milliseconds per launch of `function` (k's, or NVRTC's form of it) on k's buffers, over
+// `launches` launches back to back.
+double time_launches(DeviceKernel& k, cuda::Function function, int launches) {
   void* arguments[] = {&k.args};
   check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
   const auto start = Clock::now();
   for (int l = 0; l < launches; ++l) {
-    check(driver().api().cuLaunchKernel(k.function, k.grid[0], k.grid[1], k.grid[2], k_block, 1, 1,
-                                        0, nullptr, arguments, nullptr),
+    check(driver().api().cuLaunchKernel(function, k.grid[0], k.grid[1], k.grid[2], k_block, 1, 1, 0,
+                                        nullptr, arguments, nullptr),
           "cuLaunchKernel");
   }
   check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
   return ms_since(start) / launches;
+}
+
+// The state `function` writes in one launch on k's buffers, copied to the host.
+std::vector<std::byte> written_by(DeviceKernel& k, cuda::Function function) {
+  (void)time_launches(k, function, 1);
+  std::vector<std::byte> state;
+  for (const auto& [pointer, bytes] : k.outputs) {
+    const std::size_t at = state.size();
+    state.resize(at + bytes);
+    check(driver().api().cuMemcpyDtoH_v2(state.data() + at, pointer, bytes), "cuMemcpyDtoH_v2");
+  }
+  return state;
+}
+
+// k's cells compiled by NVRTC from the CUDA C++ form of its source and loaded; whether that
+// kernel writes the bits k's does (both without contraction: the same IEEE operations).
+void load_nvrtc(const Nvrtc& nvrtc, DeviceKernel& k, const std::string& arch) {
+  const std::string ptx = nvrtc.ptx(cuda_cxx(*k.source), arch);
+  check(driver().api().cuModuleLoadDataEx(&k.nvrtc_module, ptx.c_str(), 0, nullptr, nullptr),
+        "cuModuleLoadDataEx");
+  const std::string entry(k_nvrtc_entry);
+  check(driver().api().cuModuleGetFunction(&k.nvrtc_function, k.nvrtc_module, entry.c_str()),
+        "cuModuleGetFunction");
+  const auto clang_state = written_by(k, k.function);
+  const auto nvrtc_state = written_by(k, k.nvrtc_function);
+  std::size_t differ = 0;
+  for (std::size_t b = 0; b < clang_state.size(); b += sizeof(double)) {
+    differ += std::memcmp(clang_state.data() + b, nvrtc_state.data() + b,
+                          std::min(sizeof(double), clang_state.size() - b)) != 0
+                  ? 1
+                  : 0;
+  }
+  k.nvrtc_bits = differ == 0 ? "both write the same bits"
+                             : format("the states differ in {} of {} 8-byte words", differ,
+                                      (clang_state.size() + 7) / 8);
 }
 
 // What a second process pays to load `type`'s kernel: a fresh engine on a cache where a first
@@ -198,7 +244,9 @@ void gpu_section(const Options& options, Report& report) {
       "node's initial state over the whole interior in blocks of 128 threads; then the same "
       "nodes stepped by a Simulation on the device (SimulationOptions::device); per round the "
       "fastest of the repetitions; a cuMemcpyDtoD of 1 GiB counts 2 GiB moved; a kernel's "
-      "bytes per cell are its buffers' sizes over its cells (each read or written once)";
+      "bytes per cell are its buffers' sizes over its cells (each read or written once); where "
+      "NVRTC is installed, the same kernel's CUDA C++ form (bench/nvrtc.hpp) compiled by it for "
+      "compute_XX with --fmad=false, loaded as PTX, its launches interleaved with Clang's";
   engine::Target target;
   try {
     target = engine::Target::parse("cuda:" + device.arch());
@@ -213,6 +261,16 @@ void gpu_section(const Options& options, Report& report) {
   std::vector<DeviceKernel> kernels;
   kernels.push_back(load(engine, target, "heat", {heat_n}));
   kernels.push_back(load(engine, target, "pipe-flow", {pipe_n, pipe_n, pipe_n}));
+  std::string nvrtc_problem;
+  try {
+    const Nvrtc& nvrtc = Nvrtc::get();
+    section["nvrtc"] = nvrtc.describe();
+    for (auto& k : kernels) {
+      load_nvrtc(nvrtc, k, target.sm());
+    }
+  } catch (const Error& e) {
+    nvrtc_problem = e.what();
+  }
   const std::vector<std::vector<std::int64_t>> sizes = {{heat_n}, {pipe_n, pipe_n, pipe_n}};
   const std::vector<std::string> types = {"heat", "pipe-flow"};
 
@@ -238,13 +296,21 @@ void gpu_section(const Options& options, Report& report) {
     series.add("copy_gb_s", copy_gbs);
     for (auto& k : kernels) {
       double ms = 0;
+      double nvrtc_ms = 0; // NVRTC's kernel, interleaved with Clang's
       for (int r = 0; r < reps; ++r) {
-        const double one = time_launches(k, launches);
+        const double one = time_launches(k, k.function, launches);
         ms = r == 0 ? one : std::min(ms, one);
+        if (k.nvrtc_function != nullptr) {
+          const double other = time_launches(k, k.nvrtc_function, launches);
+          nvrtc_ms = r == 0 ? other : std::min(nvrtc_ms, other);
+        }
       }
       const double mlups = k.cells / ms / 1e3;
       series.add(k.name + "_mlups", mlups);
       series.add(k.name + "_fraction_of_copy", mlups * 1e6 * k.bytes_per_cell / 1e9 / copy_gbs);
+      if (k.nvrtc_function != nullptr) {
+        series.add(k.name + "_speed_vs_nvrtc", nvrtc_ms / ms);
+      }
     }
     for (std::size_t n = 0; n < kernels.size(); ++n) {
       const double ms = time_simulation(engine, types[n], sizes[n], reps, launches);
@@ -282,6 +348,17 @@ void gpu_section(const Options& options, Report& report) {
                 .value = series.summary(k.name + "_fraction_of_copy"),
                 .goal = pipe ? std::optional<Goal>(Goal{"≥ 0.8", 0.8, std::nullopt}) : std::nullopt,
                 .command = command});
+    if (k.nvrtc_function != nullptr) {
+      report.add({.section = "gpu",
+                  .figure = k.name + ": Clang's kernel speed relative to NVIDIA's compiler's",
+                  .unit = "×",
+                  .value = series.summary(k.name + "_speed_vs_nvrtc"),
+                  .goal = Goal{"≥ 0.97", 0.97, std::nullopt},
+                  .command = command,
+                  .note = "NVRTC's time over Clang's, per round; the same cells as CUDA C++ "
+                          "(--fmad=false, as uwjit compiles): " +
+                          k.nvrtc_bits});
+    }
     report.add({.section = "gpu",
                 .figure = k.name + ": cold PTX compile, in process",
                 .unit = "ms",
@@ -303,12 +380,14 @@ void gpu_section(const Options& options, Report& report) {
                               "cache and loaded"
                             : "no cubin on disk (" + cubin_from + "): the PTX was loaded"});
   }
-  section["not_measured"] = {
-      {"clang_vs_nvcc",
-       "the GPU form is written with Clang's NVVM builtins (thread registers, shuffles, "
-       "atomics), which nvcc does not take: a comparison needs the same cell in CUDA C++"}};
+  if (!nvrtc_problem.empty()) {
+    section["not_measured"] = {{"clang_vs_nvrtc", nvrtc_problem}};
+  }
   for (auto& k : kernels) {
     (void)driver().api().cuModuleUnload(k.module);
+    if (k.nvrtc_module != nullptr) {
+      (void)driver().api().cuModuleUnload(k.nvrtc_module);
+    }
   }
 }
 

@@ -43,6 +43,15 @@ struct LibdeviceSearch {
   std::vector<std::string> looked_at; ///< the file tried, with the rule that named it
 };
 
+/// The CUDA installation asked for: UWJIT_CUDA_PATH when set, else CUDA_HOME when set, else
+/// /usr/local/cuda; with the rule that named it ("UWJIT_CUDA_PATH", "CUDA_HOME", "the default").
+/// Never throws (but std::bad_alloc). Thread-safe.
+struct CudaInstallation {
+  std::string root;
+  std::string_view rule;
+};
+[[nodiscard]] CudaInstallation cuda_installation();
+
 /// Looks for `nvvm/libdevice/libdevice.10.bc` under UWJIT_CUDA_PATH when set, else CUDA_HOME
 /// when set, else /usr/local/cuda: only there (a directory asked for is never replaced by
 /// another). Never throws. Thread-safe.
