@@ -248,10 +248,8 @@ std::vector<AxisPlan> Decomposition::plans(const Layout& layout, For what, int r
   }
   for (std::size_t i = 0; i < axes.size(); ++i) {
     auto& plan = out[static_cast<std::size_t>(axes[i])];
-    const bool wrap = what == For::state && plan.boundary == Boundary::periodic;
-    if (what == For::statics) {
-      plan.boundary = Boundary::edge;
-    }
+    // A periodic axis wraps for static arrays too, as their serial padding does.
+    const bool wrap = plan.boundary == Boundary::periodic;
     if (grid[i] > 1) {
       plan.exchange = true;
       plan.low = neighbour(i, -1, wrap, rank);

@@ -186,6 +186,42 @@ private:
   Boundary m_boundary;
 };
 
+// A 1-D node whose kernel copies the neighbours of each cell in a static array (i + 1 at cell i,
+// sharded along the axis, read with a halo of 1) into its fields.
+class StaticProbe final : public uwjit::runtime::Node {
+public:
+  StaticProbe(std::int64_t nx, Boundary boundary)
+      : Node("static-probe", "static-probe", Params{}), m_nx(nx), m_boundary(boundary) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = m_nx, .halo = 1, .boundary = m_boundary}},
+            .fields = {{"left"}, {"right"}}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  uwjit::runtime::StaticData build_static_data() const override {
+    std::vector<double> w(static_cast<std::size_t>(m_nx));
+    for (std::int64_t i = 0; i < m_nx; ++i) {
+      w[static_cast<std::size_t>(i)] = static_cast<double>(i + 1);
+    }
+    uwjit::runtime::StaticData data;
+    data.add(uwjit::runtime::StaticArray::from_vector("w", std::move(w), {m_nx},
+                                                      uwjit::runtime::Replication::shard, 0));
+    return data;
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("left");
+    w.state_out("right");
+    w.static_array("w", uwjit::codegen::Dtype::f64, {{w.domain(0), 1}});
+    w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+           "      left_out(i) = w(i - 1);\n"
+           "      right_out(i) = w(i + 1);\n"
+           "    }\n");
+  }
+
+private:
+  std::int64_t m_nx;
+  Boundary m_boundary;
+};
+
 // What the probe's u (i + 1 at cell i) holds at cell i + step, halos as BoundaryFace says.
 double expected_neighbour(std::int64_t i, std::int64_t step, std::int64_t nx, Boundary boundary) {
   const std::int64_t j = i + step;
@@ -343,6 +379,29 @@ MPI_TEST_CASE("halo width 2: edge repeats the boundary cell, periodic wraps, dir
       // The probe's kernel loops over the whole interior itself: never called on a box.
       MPI_CHECK(simulation.exchange_stats().overlapped == 0);
     }
+  }
+}
+
+MPI_TEST_CASE("a static array's halos are padded as serially: periodic wraps, the other faces "
+              "repeat the boundary cell, at any rank count") {
+  auto engine = make_engine(job_sandbox());
+  constexpr std::int64_t nx = 11;
+  for (const Boundary boundary :
+       {Boundary::edge, Boundary::periodic,
+        Boundary{.low = BoundaryFace::dirichlet(0.5), .high = BoundaryFace::neumann(-2)}}) {
+    const NodeList nodes = {std::make_shared<StaticProbe>(nx, boundary)};
+    Simulation simulation(*engine, nodes, sharded({0}));
+    simulation.step(1);
+    const uwjit::runtime::Snapshot whole = simulation.gathered();
+    const bool periodic = boundary == Boundary::periodic;
+    for (std::int64_t i = 0; i < nx; ++i) {
+      const std::int64_t left = i == 0 ? (periodic ? nx - 1 : 0) : i - 1;
+      const std::int64_t right = i == nx - 1 ? (periodic ? 0 : nx - 1) : i + 1;
+      MPI_CHECK(whole.field("static-probe", "left").at<double>(i) == static_cast<double>(left + 1));
+      MPI_CHECK(whole.field("static-probe", "right").at<double>(i) ==
+                static_cast<double>(right + 1));
+    }
+    equals_serial(nodes, {0}, 1);
   }
 }
 

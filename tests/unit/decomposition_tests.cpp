@@ -82,7 +82,8 @@ TEST_CASE("multi-axis splits cover every cell exactly once, on balanced grids of
   }
 }
 
-TEST_CASE("neighbours wrap on a periodic axis, stop at an edge, and static data never wraps") {
+TEST_CASE("neighbours wrap on a periodic axis, static data too (as its serial padding), and stop "
+          "at an edge") {
   const Decomposition d{nullptr, {0}, {4}};
   const Layout periodic = layout_of({16}, 1, Boundary::periodic);
   const Layout edge = layout_of({16}, 1, Boundary::edge);
@@ -92,9 +93,14 @@ TEST_CASE("neighbours wrap on a periodic axis, stop at an edge, and static data 
     CHECK(state[0].low == (r + 3) % 4);
     CHECK(state[0].high == (r + 1) % 4);
     const auto statics = d.plans(periodic, Decomposition::For::statics, r);
-    CHECK(statics[0].low == (r == 0 ? -1 : r - 1));
-    CHECK(statics[0].high == (r == 3 ? -1 : r + 1));
-    CHECK(statics[0].boundary == Boundary::edge);
+    CHECK(statics[0].exchange);
+    CHECK(statics[0].low == (r + 3) % 4);
+    CHECK(statics[0].high == (r + 1) % 4);
+    CHECK(statics[0].boundary == Boundary::periodic);
+    const auto edge_statics = d.plans(edge, Decomposition::For::statics, r);
+    CHECK(edge_statics[0].low == (r == 0 ? -1 : r - 1));
+    CHECK(edge_statics[0].high == (r == 3 ? -1 : r + 1));
+    CHECK(edge_statics[0].boundary == Boundary::edge);
     const auto walls = d.plans(edge, Decomposition::For::state, r);
     CHECK(walls[0].low == (r == 0 ? -1 : r - 1));
     CHECK(walls[0].high == (r == 3 ? -1 : r + 1));
