@@ -31,15 +31,6 @@ void Simulation::Impl::open_device(const SimulationOptions& options) {
                                          "\"cpu\" instead of \"{}\"",
                                          options.device));
   }
-  for (const auto& node : nodes) {
-    if (!node->layout().inputs.empty()) {
-      throw Error(ErrorKind::usage,
-                  format("simulation: node \"{}\" reads fields of other nodes "
-                         "(NodeLayout::inputs), which runs on CPUs only; run on \"cpu\" instead "
-                         "of \"{}\"",
-                         node->name(), options.device));
-    }
-  }
   int ordinal = choice.ordinal;
   if (ordinal < 0) {
     ordinal = 0;
@@ -157,6 +148,43 @@ void Simulation::Impl::pull_state() {
   pulled_at = steps;
 }
 
+// Node `s`'s coupled inputs on the device: each owner's current field there, its halos filled
+// serially by the halo kernel with the owner's boundaries, sharded through the host as a node's
+// own fields are (the layers next to the faces down, the exchange over the owner's plans, the
+// halos up). The owner refills its own halos before it reads them, so this changes nothing it
+// computes. `attempt` runs device work (holding a failure, sharded, to the stage's end).
+template <class Attempt>
+void Simulation::Impl::fill_inputs_on_device(NodeState& s, Attempt& attempt) {
+  if (s.layout.inputs.empty()) {
+    return;
+  }
+  point_inputs(s);
+  auto device_field = [&](const Input& input) -> cuda::DeviceMemory& {
+    return *states[input.owner].device_current[input.owner_field];
+  };
+  const auto& inputs = s.layout.inputs;
+  if (!decomposition) {
+    attempt([&] {
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        cuda->fill_halos(device_field(inputs[k]), *s.input_fields[k],
+                         states[inputs[k].owner].boundaries[inputs[k].owner_field]);
+      }
+    });
+    return;
+  }
+  attempt([&] {
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      cuda->download_faces(device_field(inputs[k]), *s.input_fields[k]);
+    }
+  });
+  exchange_inputs(s);
+  attempt([&] {
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      cuda->upload_halos(*s.input_fields[k], device_field(inputs[k]));
+    }
+  });
+}
+
 // One step of node `s` on the device. Sharded, a failure on the device is held until the stage
 // ends, so that every rank takes part in the exchange and raises the same error.
 void Simulation::Impl::step_node_on_device(NodeState& s) {
@@ -177,6 +205,7 @@ void Simulation::Impl::step_node_on_device(NodeState& s) {
         failure = std::current_exception();
       }
     };
+    fill_inputs_on_device(s, attempt);
     if (decomposition) {
       if (prepare_exchange(s, stage)) {
         // The halos go through the host's copies: the layers next to each face down, the
@@ -211,10 +240,15 @@ void Simulation::Impl::step_node_on_device(NodeState& s) {
     std::fill(sums.begin(), sums.end(), 0.0);
     attempt([&] {
       // The stage's state tables, as on CPUs, but of device addresses.
+      const std::size_t fields = s.current.size();
       for (std::size_t slot = 0; slot < k.binding.in_field.size(); ++slot) {
         const std::size_t i = k.binding.in_field[slot];
-        UWJIT_ASSERT(i < s.current.size(), "a device stage reads a coupled input");
-        k.in_ptrs[slot] = s.device_current[i]->as<const void>();
+        if (i < fields) {
+          k.in_ptrs[slot] = s.device_current[i]->as<const void>();
+        } else {
+          const Input& input = s.layout.inputs[i - fields];
+          k.in_ptrs[slot] = states[input.owner].device_current[input.owner_field]->as<const void>();
+        }
       }
       for (std::size_t slot = 0; slot < k.binding.out_field.size(); ++slot) {
         k.out_ptrs[slot] = s.device_next[k.binding.out_field[slot]]->as<void>();

@@ -83,6 +83,7 @@ struct Simulation::Impl {
   void push_state();
   void pull_state();
   void step_node_on_device(NodeState& s);
+  template <class Attempt> void fill_inputs_on_device(NodeState& s, Attempt& attempt);
   // Resolves every node's declared inputs against the other nodes; Error(usage) naming both.
   void resolve_inputs();
   static void allocate_state(NodeState& s, Init init);
@@ -103,6 +104,8 @@ struct Simulation::Impl {
   bool prepare_exchange(NodeState& s, std::size_t stage);
   void exchange_halos(NodeState& s, std::size_t stage);
   void fill_inputs(NodeState& s);
+  void point_inputs(NodeState& s);
+  void exchange_inputs(NodeState& s);
 
   std::vector<std::optional<engine::Kernel>> kernels_; // per kernel, as request_all orders them
   // On a device: per kernel, as request_all orders them, its loaded module.

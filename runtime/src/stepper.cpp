@@ -100,10 +100,7 @@ void Simulation::Impl::fill_inputs(NodeState& s) {
   if (s.layout.inputs.empty()) {
     return;
   }
-  for (std::size_t k = 0; k < s.layout.inputs.size(); ++k) {
-    const Input& input = s.layout.inputs[k];
-    s.input_fields[k] = states[input.owner].current[input.owner_field].get();
-  }
+  point_inputs(s);
   if (!decomposition) {
     for (std::size_t k = 0; k < s.layout.inputs.size(); ++k) {
       const Input& input = s.layout.inputs[k];
@@ -111,6 +108,20 @@ void Simulation::Impl::fill_inputs(NodeState& s) {
     }
     return;
   }
+  exchange_inputs(s);
+}
+
+// Points node `s`'s input fields at their owners' current (host) fields.
+void Simulation::Impl::point_inputs(NodeState& s) {
+  for (std::size_t k = 0; k < s.layout.inputs.size(); ++k) {
+    const Input& input = s.layout.inputs[k];
+    s.input_fields[k] = states[input.owner].current[input.owner_field].get();
+  }
+}
+
+// Fills the halos of node `s`'s input fields by an exchange with the neighbouring ranks over
+// their owners' plans.
+void Simulation::Impl::exchange_inputs(NodeState& s) {
   const auto start = Clock::now();
   if (!s.input_exchanger) {
     std::vector<std::vector<detail::AxisPlan>> plans;

@@ -21,6 +21,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,9 +59,11 @@ inline uwjit::engine::EngineOptions engine_options() {
 
 // A 2-D cell-form node (the built-in nodes are 3-D and 1-D): run-time extents, a static array
 // with halos, a run-time param, two integrals, a state that varies along both axes.
+// `w_shard`: the axis its static array is sharded along, for a run sharded along that axis.
 class Shear2d final : public uwjit::runtime::Node {
 public:
-  Shear2d() : Node("shear-2d", "shear", uwjit::runtime::Params{}) {}
+  explicit Shear2d(std::optional<int> w_shard = std::nullopt)
+      : Node("shear-2d", "shear", uwjit::runtime::Params{}), m_w_shard(w_shard) {}
   uwjit::runtime::NodeLayout layout() const override {
     auto axes = uwjit::runtime::NodeLayout::grid({9, 37}, 1, uwjit::runtime::Boundary::periodic,
                                                  uwjit::codegen::ExtentMode::runtime);
@@ -69,15 +72,21 @@ public:
   void initial_state(uwjit::runtime::State& state) const override {
     for (std::int64_t x = 0; x < 9; ++x) {
       for (std::int64_t y = 0; y < 37; ++y) {
-        state["u"].at<double>(x, y) = 1.0 + 0.125 * static_cast<double>(x) -
-                                      0.01 * static_cast<double>(y * y % 17);
+        state["u"].at<double>(x, y) =
+            1.0 + 0.125 * static_cast<double>(x) - 0.01 * static_cast<double>(y * y % 17);
       }
     }
   }
   uwjit::runtime::StaticData build_static_data() const override {
     uwjit::runtime::StaticData data;
-    data.add(
-        uwjit::runtime::StaticArray::from_vector("w", std::vector<double>(9 * 37, 0.5), {9, 37}));
+    std::vector<double> w(9 * 37);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      w[i] = 0.25 + 0.5 * static_cast<double>(i % 5) / 5.0;
+    }
+    data.add(uwjit::runtime::StaticArray::from_vector(
+        "w", std::move(w), {9, 37},
+        m_w_shard ? uwjit::runtime::Replication::shard : uwjit::runtime::Replication::replicate,
+        m_w_shard));
     return data;
   }
   void emit_update(uwjit::codegen::KernelWriter& w) const override {
@@ -90,7 +99,41 @@ public:
           u(x, y) + gain * (w(x - 1, y) * u(x - 1, y) - w(x, y + 1) * u(x, y + 1)) * args->dt;
       u_out(x, y) = next;
       a += next;
-      b -= next * static_cast<double>(x + 2 * y);
+      b -= next * static_cast<double>(x + nx_offset + 2 * (y + ny_offset));
+)");
+  }
+
+private:
+  std::optional<int> m_w_shard;
+};
+
+// A 2-D cell-form node on Shear2d's grid that reads Shear2d's field (a coupled input, "v"), its
+// neighbours across the periodic faces included, into a field of its own; one integral.
+class Carried2d final : public uwjit::runtime::Node {
+public:
+  Carried2d() : Node("carried-2d", "carried", uwjit::runtime::Params{}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    auto axes = uwjit::runtime::NodeLayout::grid({9, 37}, 1, uwjit::runtime::Boundary::periodic,
+                                                 uwjit::codegen::ExtentMode::runtime);
+    return {.axes = axes,
+            .fields = {{"c", uwjit::codegen::Dtype::f64}},
+            .integrals = {"total"},
+            .inputs = {{.node = "shear", .field = "u", .as = "v"}}};
+  }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t x = 0; x < 9; ++x) {
+      for (std::int64_t y = 0; y < 37; ++y) {
+        state["c"].at<double>(x, y) = 0.5 * static_cast<double>((x + 3 * y) % 7);
+      }
+    }
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("c");
+    w.integral("total");
+    w.for_each_cell({.indices = {"x", "y"}}, R"(      const double next =
+          c(x, y) + 0.25 * (v(x + 1, y) - v(x - 1, y) + v(x, y - 1) * c(x, y + 1)) * args->dt;
+      c_out(x, y) = next;
+      total += next;
 )");
   }
 };

@@ -103,6 +103,9 @@ TEST_CASE("a simulation on the CUDA device steps as on the CPU, bit for bit (mlp
       {std::make_shared<uwjit_gpu_test::Shear2d>()},
       // Two nodes in one simulation, each with its kernels and halo kernel.
       {heat("fixed"), std::make_shared<uwjit_gpu_test::Shear2d>()},
+      // A node reading another's field (its halos filled on the device), before and after it.
+      {std::make_shared<uwjit_gpu_test::Shear2d>(), std::make_shared<uwjit_gpu_test::Carried2d>()},
+      {std::make_shared<uwjit_gpu_test::Carried2d>(), std::make_shared<uwjit_gpu_test::Shear2d>()},
   };
   for (const auto& nodes : runs) {
     CAPTURE(nodes[0]->name());
