@@ -308,9 +308,17 @@ void CudaDevice::upload_halos(Field& host, const cuda::DeviceMemory& data) {
   move_face_layers(data, host, false);
 }
 
+void CudaDevice::clear_integrals(DeviceStage& stage) {
+  if (!stage.read_back.empty()) {
+    driver().check(driver().api().cuMemsetD8_v2(stage.integrals->pointer(), 0,
+                                                stage.read_back.size() * sizeof(double)),
+                   "cuMemsetD8_v2 of the integrals", ErrorKind::kernel);
+  }
+}
+
 void CudaDevice::launch(DeviceStage& stage, const uwjit_kernel_args& args,
                         std::span<const void* const> in, std::span<void* const> out,
-                        std::size_t rank, std::span<double> sums) {
+                        std::size_t rank) {
   auto table = std::find_if(stage.state_tables.begin(), stage.state_tables.end(), [&](auto& t) {
     return t.first.size() == in.size() + out.size() &&
            std::equal(in.begin(), in.end(), t.first.begin()) &&
@@ -334,24 +342,23 @@ void CudaDevice::launch(DeviceStage& stage, const uwjit_kernel_args& args,
   device_args.params = stage.params->as<const double>();
   device_args.integrals = stage.integrals->as<double>();
   device_args.check = nullptr;
-  if (!sums.empty()) {
-    driver().check(
-        driver().api().cuMemsetD8_v2(stage.integrals->pointer(), 0, sums.size() * sizeof(double)),
-        "cuMemsetD8_v2 of the integrals", ErrorKind::kernel);
-  }
   const auto grid = codegen::cell_grid(device_args, rank, k_block_threads);
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) {
     return; // an empty box
   }
   run(stage.code->function(), device_args, grid);
-  if (!sums.empty()) {
-    std::vector<double>& partial = stage.read_back; // sized when the stage was made
-    driver().check(driver().api().cuMemcpyDtoH_v2(partial.data(), stage.integrals->pointer(),
-                                                  sums.size() * sizeof(double)),
-                   "the kernel (or cuMemcpyDtoH_v2 of its integrals)", ErrorKind::kernel);
-    for (std::size_t i = 0; i < sums.size(); ++i) {
-      sums[i] += partial[i];
-    }
+}
+
+void CudaDevice::read_integrals(DeviceStage& stage, std::span<double> sums) {
+  if (sums.empty()) {
+    return;
+  }
+  std::vector<double>& partial = stage.read_back; // sized when the stage was made
+  driver().check(driver().api().cuMemcpyDtoH_v2(partial.data(), stage.integrals->pointer(),
+                                                sums.size() * sizeof(double)),
+                 "the kernel (or cuMemcpyDtoH_v2 of its integrals)", ErrorKind::kernel);
+  for (std::size_t i = 0; i < sums.size(); ++i) {
+    sums[i] += partial[i];
   }
 }
 

@@ -127,13 +127,18 @@ public:
   /// to the field at `data`, the same way in reverse.
   void upload_halos(Field& host, const cuda::DeviceMemory& data);
 
+  /// Zeroes `stage`'s integrals on the device, before the launches of one stage of a step.
+  void clear_integrals(DeviceStage& stage);
   /// Launches `stage` on the update box of `args` over a domain of `rank` axes, its state
-  /// tables the device buffers in `in` and `out` (device addresses), and, when it has
-  /// integrals, adds their sums to `sums` (waiting for the kernel). Allocates only for a table
-  /// of pointers not seen before. Error(kernel) naming the driver's error if the launch or the
-  /// kernel fails.
+  /// tables the device buffers in `in` and `out` (device addresses); it adds its integrals to
+  /// the stage's on the device. Returns at once (the kernel runs on the device, in order with
+  /// every other launch and copy). Allocates only for a table of pointers not seen before.
+  /// Error(kernel) naming the driver's error if the launch fails.
   void launch(DeviceStage& stage, const uwjit_kernel_args& args, std::span<const void* const> in,
-              std::span<void* const> out, std::size_t rank, std::span<double> sums);
+              std::span<void* const> out, std::size_t rank);
+  /// Waits for the stage's launches and adds its integrals to `sums` (none: nothing to wait
+  /// for here). Error(kernel) naming the driver's error if a kernel failed.
+  void read_integrals(DeviceStage& stage, std::span<double> sums);
 
   /// Waits for everything queued; Error(kernel) naming the driver's error if any of it failed.
   void synchronize();

@@ -206,58 +206,112 @@ void Simulation::Impl::step_node_on_device(NodeState& s) {
       }
     };
     fill_inputs_on_device(s, attempt);
-    if (decomposition) {
-      if (prepare_exchange(s, stage)) {
-        // The halos go through the host's copies: the layers next to each face down, the
-        // exchange with the neighbours, the halos up.
-        const auto start = Clock::now();
-        attempt([&] {
-          for (std::size_t i = 0; i < s.current.size(); ++i) {
-            if (s.refills(stage, i)) {
-              cuda->download_faces(*s.device_current[i], *s.current[i]);
-            }
-          }
-        });
-        k.exchanger->fill(k.halo_fields, exchange_mode);
-        ++exchange.exchanges;
-        attempt([&] {
-          for (std::size_t i = 0; i < s.current.size(); ++i) {
-            if (s.refills(stage, i)) {
-              cuda->upload_halos(*s.current[i], *s.device_current[i]);
-            }
-          }
-        });
-        exchange.seconds += std::chrono::duration<double>(Clock::now() - start).count();
-      }
-    } else {
-      for (std::size_t i = 0; i < s.current.size(); ++i) {
-        if (s.refills(stage, i)) {
-          cuda->fill_halos(*s.device_current[i], *s.current[i], s.boundaries[i]);
-        }
+    // The stage's state tables, as on CPUs, but of device addresses.
+    const std::size_t fields = s.current.size();
+    for (std::size_t slot = 0; slot < k.binding.in_field.size(); ++slot) {
+      const std::size_t i = k.binding.in_field[slot];
+      if (i < fields) {
+        k.in_ptrs[slot] = s.device_current[i]->as<const void>();
+      } else {
+        const Input& input = s.layout.inputs[i - fields];
+        k.in_ptrs[slot] = states[input.owner].device_current[input.owner_field]->as<const void>();
       }
     }
+    for (std::size_t slot = 0; slot < k.binding.out_field.size(); ++slot) {
+      k.out_ptrs[slot] = s.device_next[k.binding.out_field[slot]]->as<void>();
+    }
+    k.args.step = steps;
     auto& sums = k.binding.kernel_integrals;
     std::fill(sums.begin(), sums.end(), 0.0);
-    attempt([&] {
-      // The stage's state tables, as on CPUs, but of device addresses.
-      const std::size_t fields = s.current.size();
-      for (std::size_t slot = 0; slot < k.binding.in_field.size(); ++slot) {
-        const std::size_t i = k.binding.in_field[slot];
-        if (i < fields) {
-          k.in_ptrs[slot] = s.device_current[i]->as<const void>();
-        } else {
-          const Input& input = s.layout.inputs[i - fields];
-          k.in_ptrs[slot] = states[input.owner].device_current[input.owner_field]->as<const void>();
+    attempt([&] { cuda->clear_integrals(*k.device); });
+    auto launch = [&] {
+      attempt([&] { cuda->launch(*k.device, k.args, k.in_ptrs, k.out_ptrs, rank); });
+    };
+    // Sharded, the halos go through the host's copies: the layers next to each face down, the
+    // exchange with the neighbours, the halos up.
+    auto faces_down = [&] {
+      attempt([&] {
+        for (std::size_t i = 0; i < fields; ++i) {
+          if (s.refills(stage, i)) {
+            cuda->download_faces(*s.device_current[i], *s.current[i]);
+          }
+        }
+      });
+    };
+    auto halos_up = [&] {
+      attempt([&] {
+        for (std::size_t i = 0; i < fields; ++i) {
+          if (s.refills(stage, i)) {
+            cuda->upload_halos(*s.current[i], *s.device_current[i]);
+          }
+        }
+      });
+    };
+    const bool exchanges = decomposition && prepare_exchange(s, stage);
+    const int axis = exchanges && k.updates_box() ? overlap_axis(s) : -1;
+    if (axis >= 0) {
+      step_overlapped_on_device(s, stage, static_cast<std::size_t>(axis), faces_down, halos_up,
+                                launch);
+    } else {
+      if (exchanges) {
+        const auto start = Clock::now();
+        faces_down();
+        k.exchanger->fill(k.halo_fields, exchange_mode);
+        ++exchange.exchanges;
+        halos_up();
+        exchange.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      } else if (!decomposition) {
+        for (std::size_t i = 0; i < fields; ++i) {
+          if (s.refills(stage, i)) {
+            cuda->fill_halos(*s.device_current[i], *s.current[i], s.boundaries[i]);
+          }
         }
       }
-      for (std::size_t slot = 0; slot < k.binding.out_field.size(); ++slot) {
-        k.out_ptrs[slot] = s.device_next[k.binding.out_field[slot]]->as<void>();
-      }
-      k.args.step = steps;
-      cuda->launch(*k.device, k.args, k.in_ptrs, k.out_ptrs, rank, sums);
-    });
+      launch();
+    }
+    attempt([&] { cuda->read_integrals(*k.device, sums); });
     finish_stage(s, stage, UWJIT_KERNEL_OK, failure);
   }
+}
+
+// Overlap mode on the device, as step_overlapped on CPUs: the halos of every axis but `axis` go
+// up first; the kernel is launched on the cells that read no halo of `axis` and runs on the
+// device while the host exchanges that axis's layers with the neighbours (a launch returns at
+// once); then those halos go up (the copy waits for the kernel: the device keeps launches and
+// copies in order) and the two boundary slabs are launched. Every cell is the same code on the
+// same inputs as in one launch, so the state is the same bit for bit.
+template <class FacesDown, class HalosUp, class Launch>
+void Simulation::Impl::step_overlapped_on_device(NodeState& s, std::size_t stage, std::size_t axis,
+                                                 FacesDown& faces_down, HalosUp& halos_up,
+                                                 Launch& launch) {
+  StageKernel& k = s.stages[stage];
+  uwjit_kernel_args& args = k.args;
+  const auto start = Clock::now();
+  faces_down();
+  k.exchanger->start_fill(k.halo_fields, exchange_mode, s.plans.size() - 1 - axis);
+  halos_up();
+  const std::int64_t h = s.layout.halo[axis];
+  const std::int64_t n = s.shard.extent[axis];
+  args.update_begin[axis] = h;
+  args.update_end[axis] = n - h;
+  launch();
+  const auto waiting = Clock::now();
+  double exchanging = std::chrono::duration<double>(waiting - start).count();
+  // Even after a failure: no transfer may outlive the step.
+  k.exchanger->finish_fill(k.halo_fields);
+  exchanging += std::chrono::duration<double>(Clock::now() - waiting).count();
+  exchange.seconds += exchanging; // not the upload below, which waits for the kernel
+  ++exchange.exchanges;
+  ++exchange.overlapped;
+  halos_up();
+  args.update_begin[axis] = 0;
+  args.update_end[axis] = h;
+  launch();
+  args.update_begin[axis] = n - h;
+  args.update_end[axis] = n;
+  launch();
+  args.update_begin[axis] = 0;
+  args.update_end[axis] = n;
 }
 
 } // namespace uwjit::runtime

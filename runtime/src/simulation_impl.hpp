@@ -84,6 +84,9 @@ struct Simulation::Impl {
   void pull_state();
   void step_node_on_device(NodeState& s);
   template <class Attempt> void fill_inputs_on_device(NodeState& s, Attempt& attempt);
+  template <class FacesDown, class HalosUp, class Launch>
+  void step_overlapped_on_device(NodeState& s, std::size_t stage, std::size_t axis,
+                                 FacesDown& faces_down, HalosUp& halos_up, Launch& launch);
   // Resolves every node's declared inputs against the other nodes; Error(usage) naming both.
   void resolve_inputs();
   static void allocate_state(NodeState& s, Init init);

@@ -1,7 +1,8 @@
 // The sharded runtime on a CUDA device under mpiexec: each rank steps its shard on a GPU (under
 // the tests' stand-in driver, an emulated one), halos going through the host. Two nodes, one
 // reading the other's field across the shards' faces (its halos exchanged too), give the serial
-// CPU run's state bit for bit, sharded along either axis, in sync and overlap mode.
+// CPU run's state bit for bit, sharded along either axis, in sync and overlap mode (which
+// launches the kernel on each shard's interior while the host exchanges the halos).
 // Without a CUDA device every rank says so and exits 77 (ctest: skipped).
 #include "gpu/gpu_support.hpp"
 #include "harness.hpp"
@@ -48,6 +49,9 @@ void device_equals_serial_cpu(const NodeList& nodes, std::vector<int> axes, Exch
   MPI_CHECK(simulation.device().rfind("cuda:0 (", 0) == 0);
   simulation.step(3);
   simulation.step(2);
+  // Overlap mode overlaps every node step on the device (each shard has an interior).
+  MPI_CHECK(simulation.exchange_stats().overlapped ==
+            (mode == ExchangeMode::overlap ? 5 * static_cast<std::int64_t>(nodes.size()) : 0));
   const uwjit::runtime::Snapshot whole = simulation.gathered();
   if (comm()->rank() != 0) {
     return;
