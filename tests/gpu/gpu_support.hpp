@@ -19,6 +19,7 @@
 #include <uwjit/runtime/node.hpp>
 #include <uwjit/runtime/static_data.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -33,6 +34,24 @@ inline const uwjit::cuda::Driver& driver() {
 
 inline void check(uwjit::cuda::Result result, const char* call) {
   driver().check(result, call, uwjit::ErrorKind::jit);
+}
+
+// ctest's SKIP_RETURN_CODE of the GPU test programs.
+inline constexpr int k_skipped = 77;
+
+// Whether there is a CUDA device to run on; prints why not ("skipped: ...") when there is none,
+// and which device 0 is when there is.
+inline bool device_present() {
+  const auto probe = uwjit::cuda::probe();
+  if (!probe.usable || probe.devices.empty()) {
+    std::printf("skipped: no CUDA device to run on: %s\n",
+                probe.usable ? "the driver lists no device" : probe.problem.c_str());
+    return false;
+  }
+  std::printf("running on device 0: %s (%s), driver %s\n", probe.devices[0].name.c_str(),
+              probe.devices[0].arch().c_str(),
+              uwjit::cuda::version_text(probe.version.value_or(0)).c_str());
+  return true;
 }
 
 // The target of device 0, or sm_90 (whose PTX newer GPUs load) when LLVM 19 does not know it.

@@ -129,15 +129,9 @@ TEST_CASE("each node's GPU kernel on the GPU writes the CPU form's state bit for
 }
 
 int main(int argc, char** argv) {
-  const auto probe = uwjit::cuda::probe();
-  if (!probe.usable || probe.devices.empty()) {
-    std::printf("skipped: no CUDA device to run on: %s\n",
-                probe.usable ? "the driver lists no device" : probe.problem.c_str());
-    return 77; // ctest: SKIP_RETURN_CODE
+  if (!uwjit_gpu_test::device_present()) {
+    return uwjit_gpu_test::k_skipped;
   }
-  std::printf("running on device 0: %s (%s), driver %s\n", probe.devices[0].name.c_str(),
-              probe.devices[0].arch().c_str(),
-              uwjit::cuda::version_text(probe.version.value_or(0)).c_str());
   doctest::Context context(argc, argv);
   return context.run();
 }

@@ -8,14 +8,10 @@
 #include "harness.hpp"
 #include "job.hpp"
 
-#include <uwjit/cuda/probe.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/mpi.hpp>
 #include <uwjit/runtime/simulation.hpp>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -58,18 +54,7 @@ void device_equals_serial_cpu(const NodeList& nodes, std::vector<int> axes, Exch
   }
   Simulation serial(engine, nodes);
   serial.step(5);
-  for (const auto& node : nodes) {
-    for (const auto& f : node->layout().fields) {
-      MPI_CHECK(
-          whole.field(node->name(), f.name).interior_equals(serial.field(node->name(), f.name)));
-    }
-    const auto mine = simulation.integrals(node->name());
-    const auto theirs = serial.integrals(node->name());
-    MPI_CHECK(mine.size() == theirs.size());
-    for (std::size_t i = 0; i < mine.size() && i < theirs.size(); ++i) {
-      MPI_CHECK(std::abs(mine[i] - theirs[i]) <= 1e-12 * std::max(std::abs(theirs[i]), 1.0));
-    }
-  }
+  uwjit_test::check_same_as_serial(whole, simulation, serial);
 }
 
 } // namespace
@@ -86,11 +71,8 @@ MPI_TEST_CASE("coupled nodes sharded on the device equal the serial CPU run bit 
 }
 
 int main(int argc, char** argv) {
-  const auto probe = uwjit::cuda::probe();
-  if (!probe.usable || probe.devices.empty()) {
-    std::printf("skipped: no CUDA device to run on: %s\n",
-                probe.usable ? "the driver lists no device" : probe.problem.c_str());
-    return 77; // ctest: SKIP_RETURN_CODE
+  if (!uwjit_gpu_test::device_present()) {
+    return uwjit_gpu_test::k_skipped;
   }
   return uwjit_test::run_job(argc, argv);
 }

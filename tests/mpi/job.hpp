@@ -7,7 +7,11 @@
 #include <uwjit/comm/comm.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/mpi.hpp>
+#include <uwjit/runtime/simulation.hpp>
+#include <uwjit/runtime/snapshot.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -66,6 +70,27 @@ inline std::string same_failure_everywhere(const std::function<void()>& body) {
     MPI_CHECK(other == message);
   }
   return message;
+}
+
+/// Checks that the gathered state `whole` of a sharded run (`sharded`) is the state of the serial
+/// run `serial` of the same nodes: every field bit for bit, each integral within 1e-12 of
+/// max(|value|, 1) (the ranks' partial sums are added in another order). Rank 0's view.
+inline void check_same_as_serial(const uwjit::runtime::Snapshot& whole,
+                                 const uwjit::runtime::Simulation& sharded,
+                                 const uwjit::runtime::Simulation& serial) {
+  for (const auto& node : serial.nodes()) {
+    for (const auto& f : node->layout().fields) {
+      MPI_CHECK(
+          whole.field(node->name(), f.name).interior_equals(serial.field(node->name(), f.name)));
+    }
+    const auto mine = sharded.integrals(node->name());
+    const auto theirs = serial.integrals(node->name());
+    MPI_CHECK(mine.size() == theirs.size());
+    for (std::size_t i = 0; i < mine.size() && i < theirs.size(); ++i) {
+      MPI_CHECK(std::abs(mine[i] - theirs[i]) <=
+                1e-12 * std::max({std::abs(mine[i]), std::abs(theirs[i]), 1.0}));
+    }
+  }
 }
 
 /// The whole of a test program's main(): MPI started, every case run on the job's communicator,

@@ -77,18 +77,7 @@ void equals_serial(const NodeList& nodes, std::vector<int> axes, std::int64_t st
   auto serial_engine = make_engine(cache / "serial");
   Simulation serial(*serial_engine, nodes);
   serial.step(steps);
-  for (const auto& node : nodes) {
-    for (const auto& f : node->layout().fields) {
-      MPI_CHECK(
-          whole.field(node->name(), f.name).interior_equals(serial.field(node->name(), f.name)));
-    }
-    const auto mine = simulation.integrals(node->name());
-    const auto theirs = serial.integrals(node->name());
-    MPI_CHECK(mine.size() == theirs.size());
-    for (std::size_t i = 0; i < mine.size() && i < theirs.size(); ++i) {
-      MPI_CHECK(close(mine[i], theirs[i], 1e-12));
-    }
-  }
+  uwjit_test::check_same_as_serial(whole, simulation, serial);
 }
 
 // Whether overlap mode should update interiors while transfers are in flight.
