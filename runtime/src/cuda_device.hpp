@@ -184,5 +184,7 @@ private:
 
 /// Threads per block of every launch: a multiple of 32, as the cell form needs.
 inline constexpr unsigned k_block_threads = 128;
+/// The most blocks a launch may have along y and z (CUDA's grid limit there).
+inline constexpr std::int64_t k_max_grid_rows = 65535;
 
 } // namespace uwjit::runtime::detail

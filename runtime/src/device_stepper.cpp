@@ -98,6 +98,19 @@ void Simulation::Impl::request_on_device(std::vector<Emitted>& emitted,
 }
 
 void Simulation::Impl::make_device_state(NodeState& s) {
+  // A launch has one block row per cell along every axis but the last (cell_grid), and a grid
+  // takes at most 65535 along y and z.
+  const std::size_t rank = s.shard.extent.size();
+  for (std::size_t d = 0; d + 1 < rank; ++d) {
+    if (s.shard.extent[d] > k_max_grid_rows) {
+      throw Error(ErrorKind::usage,
+                  format("simulation: node \"{}\" has {} cells along axis {} ({}){}; on a GPU "
+                         "every axis but the last may have at most {}: shard the domain along "
+                         "it (SimulationOptions::shard_axes, --shard) or run on \"cpu\"",
+                         s.node->name(), s.shard.extent[d], d, s.layout.axis_names[d],
+                         decomposition ? " in this rank's shard" : "", k_max_grid_rows));
+    }
+  }
   std::size_t first = 0; // the node's first kernel in request order
   for (const auto& other : states) {
     if (&other == &s) {

@@ -175,9 +175,28 @@ TEST_CASE("a checkpoint written on the CUDA device restores there and goes on as
   CHECK(same_state(restored, cpu));
 }
 
+// A 2-D cell-form node of `rows` x 2 cells that copies its field.
+class Rows final : public uwjit::runtime::Node {
+public:
+  explicit Rows(std::int64_t rows) : Node("rows", "rows", uwjit::runtime::Params{}), m_rows(rows) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes =
+                uwjit::runtime::NodeLayout::grid({m_rows, 2}, 1, uwjit::runtime::Boundary::edge),
+            .fields = {{"u", uwjit::codegen::Dtype::f64}}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.for_each_cell({.indices = {"x", "y"}}, "      u_out(x, y) = u(x, y);\n");
+  }
+
+private:
+  std::int64_t m_rows;
+};
+
 TEST_CASE("what cannot run on a CUDA device is refused, naming what to do") {
   Engine engine(uwjit_gpu_test::engine_options());
-  const Nodes nodes = {heat("insulating")};
+  Nodes nodes = {heat("insulating")};
   auto refusal = [&](const SimulationOptions& options) -> std::string {
     try {
       const Simulation simulation(engine, nodes, options);
@@ -197,6 +216,15 @@ TEST_CASE("what cannot run on a CUDA device is refused, naming what to do") {
   SimulationOptions checked = on("cuda");
   checked.checked = true;
   CHECK(refusal(checked).find("checked mode runs on CPUs only") != std::string::npos);
+  // More rows than a launch's grid has along y; as many run.
+  nodes = {std::make_shared<Rows>(65536)};
+  CHECK(refusal(on("cuda")) ==
+        "simulation: node \"rows\" has 65536 cells along axis 0 (nx); on a GPU every axis but "
+        "the last may have at most 65535: shard the domain along it "
+        "(SimulationOptions::shard_axes, --shard) or run on \"cpu\"");
+  CHECK(refusal(on("cpu")) == "no error");
+  nodes = {std::make_shared<Rows>(65535)};
+  CHECK(refusal(on("cuda")) == "no error");
 }
 
 TEST_CASE("a simulation built on one thread steps on another") {
