@@ -9,5 +9,7 @@ export PMIX_MCA_mca_base_component_path
 PMIX_MCA_mca_base_component_path=$(find "$uwjit_gpu/mpi" -type d -path '*/pmix2/lib/pmix' | head -1)
 export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
 export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
+# Containers often forbid the cross-memory attach vader copies with by default.
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 # hwloc (under Open MPI) loads no plugins: those of the machine may be of another hwloc.
 export HWLOC_PLUGINS_PATH="$uwjit_gpu/lib/hwloc"
