@@ -20,7 +20,8 @@ when every check passed, 1 when one failed, 77 when there is no GPU (nothing els
                                    compiles nothing, the states are equal bit for bit
   mpiexec -np 1|2 uwjit run heat --device cuda --shard x, and heat on the CPU: equal states,
                                    and two ranks compile what one rank compiles
-  uwjit-bench --sections gpu       MLUPS, fraction of the copy, compile and load times
+  uwjit-bench --sections gpu       MLUPS, fraction of the copy, compile and load times, Clang
+                                   against NVIDIA's compiler (NVRTC) where it is installed
 
 options:
   --out DIR     where the outputs go (default: uwjit-gpu-check)
