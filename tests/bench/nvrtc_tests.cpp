@@ -40,7 +40,7 @@ TEST_CASE("every built-in node's GPU kernel compiles with NVRTC as uwjit's does"
     const auto node = uwjit::nodes::make(
         type, type, uwjit::nodes::sized_params(type, std::vector<std::int64_t>{12}));
     for (const auto& kernel : uwjit::runtime::node_kernels(*node, true)) {
-      const std::string ptx = Nvrtc::get().ptx(cuda_cxx(kernel.source), "sm_90");
+      const std::string ptx = Nvrtc::get().ptx(cuda_cxx(kernel.source, "uwjit_nvrtc"), "sm_90");
       CHECK(count(ptx, ".target sm_90") == 1);
       CHECK(count(ptx, ".entry uwjit_nvrtc(") == 1);
       CHECK(count(ptx, "shfl.sync.down.b32") > 0);  // the warp's reduction
@@ -57,7 +57,8 @@ TEST_CASE("the runtime's halo kernels compile with NVRTC") {
   for (const auto dtype : {uwjit::codegen::Dtype::f64, uwjit::codegen::Dtype::f32}) {
     for (const auto& source :
          {uwjit::runtime::halo_fill_kernel(dtype), uwjit::runtime::halo_layers_kernel(dtype)}) {
-      CHECK(count(Nvrtc::get().ptx(cuda_cxx(source), "sm_90"), ".entry uwjit_nvrtc(") == 1);
+      CHECK(count(Nvrtc::get().ptx(cuda_cxx(source, "uwjit_nvrtc"), "sm_90"),
+                  ".entry uwjit_nvrtc(") == 1);
     }
   }
 }
@@ -67,7 +68,7 @@ TEST_CASE("a kernel of the CPU form has no CUDA C++ form") {
       "heat", "heat", uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{12}));
   const auto cpu = uwjit::runtime::node_kernels(*node, false).at(0);
   try {
-    (void)cuda_cxx(cpu.source);
+    (void)cuda_cxx(cpu.source, "uwjit_nvrtc");
     FAIL("the CPU form was taken");
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::usage);

@@ -52,6 +52,15 @@ CUresult cuInit(unsigned flags) {
   initialised = 1;
   return ok;
 }
+/* The driver's private tables, which NVIDIA's runtime compiler (NVRTC) asks a libcuda.so.1 for
+ * when one is loaded: the stand-in has none, and says so. */
+CUresult cuGetExportTable(const void** table, const void* id) {
+  (void)id;
+  if (table != NULL) {
+    *table = NULL;
+  }
+  return 500; /* CUDA_ERROR_NOT_FOUND */
+}
 CUresult cuDriverGetVersion(int* version) {
   if (version == NULL) {
     return invalid_value;

@@ -52,6 +52,7 @@ struct DeviceKernel {
   double load_ms = 0;    ///< cuModuleLoadDataEx: the driver's JIT of the PTX to machine code
   cuda::Module module = nullptr;
   cuda::Function function = nullptr;
+  std::string entry; ///< its symbol, and that of NVRTC's form of it
   std::vector<std::unique_ptr<DeviceMemory>> memory;
   std::vector<std::pair<DevicePtr, std::size_t>> outputs; ///< the state it writes, and its bytes
   uwjit_kernel_args args{};
@@ -85,7 +86,8 @@ DeviceKernel load(engine::Engine& engine, const engine::Target& target, const st
   check(driver().api().cuModuleLoadDataEx(&k.module, ptx.ptx->c_str(), 0, nullptr, nullptr),
         "cuModuleLoadDataEx");
   k.load_ms = ms_since(start);
-  check(driver().api().cuModuleGetFunction(&k.function, k.module, ptx.info->entry.c_str()),
+  k.entry = ptx.info->entry;
+  check(driver().api().cuModuleGetFunction(&k.function, k.module, k.entry.c_str()),
         "cuModuleGetFunction");
   auto upload = [&](const void* data, std::size_t bytes) {
     k.memory.push_back(std::make_unique<DeviceMemory>(data, bytes));
@@ -152,11 +154,10 @@ std::vector<std::byte> written_by(DeviceKernel& k, cuda::Function function) {
 // k's cells compiled by NVRTC from the CUDA C++ form of its source and loaded; whether that
 // kernel writes the bits k's does (both without contraction: the same IEEE operations).
 void load_nvrtc(const Nvrtc& nvrtc, DeviceKernel& k, const std::string& arch) {
-  const std::string ptx = nvrtc.ptx(cuda_cxx(*k.source), arch);
+  const std::string ptx = nvrtc.ptx(cuda_cxx(*k.source, k.entry), arch);
   check(driver().api().cuModuleLoadDataEx(&k.nvrtc_module, ptx.c_str(), 0, nullptr, nullptr),
         "cuModuleLoadDataEx");
-  const std::string entry(k_nvrtc_entry);
-  check(driver().api().cuModuleGetFunction(&k.nvrtc_function, k.nvrtc_module, entry.c_str()),
+  check(driver().api().cuModuleGetFunction(&k.nvrtc_function, k.nvrtc_module, k.entry.c_str()),
         "cuModuleGetFunction");
   const auto clang_state = written_by(k, k.function);
   const auto nvrtc_state = written_by(k, k.nvrtc_function);

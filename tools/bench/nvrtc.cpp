@@ -56,8 +56,8 @@ constexpr std::string_view k_clang_entry = "__attribute__((nvptx_kernel))";
 
 } // namespace
 
-std::string cuda_cxx(const codegen::KernelSource& source) {
-  std::string text = source.instantiate(k_nvrtc_entry, "nvrtc");
+std::string cuda_cxx(const codegen::KernelSource& source, std::string_view entry) {
+  std::string text = source.instantiate(entry, "nvrtc");
   std::size_t entries = 0;
   for (std::size_t at = text.find(k_clang_entry); at != std::string::npos;
        at = text.find(k_clang_entry, at)) {

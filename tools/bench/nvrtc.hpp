@@ -10,14 +10,12 @@
 
 namespace uwjit::bench {
 
-/// The entry's name in the CUDA C++ form of a kernel.
-inline constexpr std::string_view k_nvrtc_entry = "uwjit_nvrtc";
-
 /// `source` (a kernel of KernelWriter's GPU form) as CUDA C++: its text as it is compiled, its
-/// entry `extern "C" __global__` named k_nvrtc_entry, and the NVVM builtins it calls (thread
-/// registers, the lane, the warp shuffle, the double atomic) defined by CUDA's own. Compiled with
-/// NVRTC's --device-as-default-execution-space, its inline functions are device functions.
-[[nodiscard]] std::string cuda_cxx(const codegen::KernelSource& source);
+/// entry `extern "C" __global__` named `entry` (e.g. the symbol uwjit gives it: a module of its
+/// own holds it), and the NVVM builtins it calls (thread registers, the lane, the warp shuffle,
+/// the double atomic) defined by CUDA's own. Compiled with NVRTC's
+/// --device-as-default-execution-space, its inline functions are device functions.
+[[nodiscard]] std::string cuda_cxx(const codegen::KernelSource& source, std::string_view entry);
 
 /// NVRTC, opened once per process: from the CUDA installation (engine::cuda_installation()'s
 /// lib64/ or lib/libnvrtc.so), else libnvrtc.so.13 or .so.12 on the loader's path.
