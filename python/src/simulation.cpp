@@ -155,7 +155,8 @@ read beyond a buffer's halo or a write outside the update box fails the step wit
 naming the node, step, field or static key and index; halos the runtime does not fill read as
 NaN (README, "Checked mode"). device: "cpu", "cuda" (NVIDIA GPU 0; under MPI the rank's place on
 its node modulo the node's GPUs) or "cuda:N": state and static arrays in device memory, the same
-state bit for bit as on the CPU (README, "Running on a GPU"); no driver or no such GPU is a
+state bit for bit as on the CPU but where a kernel calls exp, log, pow, tanh and the like (README,
+"Running on a GPU"); no driver or no such GPU is a
 UsageError naming what is missing. Raises UsageError naming the node and what is
 wrong, CompileError, JitError. The GIL is released while it works. Not thread-safe: use one
 thread per Simulation.)doc")

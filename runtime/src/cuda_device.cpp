@@ -69,7 +69,7 @@ LoadedModule::~LoadedModule() {
   (void)driver().api().cuModuleUnload(m_module);
 }
 
-CudaDevice::CudaDevice(int ordinal) : m_ordinal(ordinal) {
+CudaDevice::CudaDevice(int ordinal) {
   (void)driver(); // Error(usage) saying why there is no driver
   const cuda::DriverProbe probe = cuda::probe();
   if (ordinal >= static_cast<int>(probe.devices.size())) {
@@ -168,15 +168,14 @@ void CudaDevice::fill_halos(const cuda::DeviceMemory& data, const Field& layout,
     }
     const auto kernel = m_halo_kernels.find(layout.dtype());
     UWJIT_ASSERT(kernel != m_halo_kernels.end(), "fill_halos: no halo kernel for the dtype");
-    // The padded array as [outer][n + 2h][inner], as fill_face sees it.
-    const std::int64_t inner = layout.strides()[d];
-    const std::int64_t outer = layout.padded_count() / (inner * (shape[d] + 2 * h));
-    run_halo_kernel(*kernel->second,
-                    {{data.pointer(), 0},
-                     {outer, shape[d], h, inner, static_cast<uw_i64>(boundaries[d].low.kind),
-                      static_cast<uw_i64>(boundaries[d].high.kind)},
-                     {boundaries[d].low.value, boundaries[d].high.value}},
-                    outer * 2 * h * inner);
+    const AxisView view(layout, d); // as fill_face sees the array
+    run_halo_kernel(
+        *kernel->second,
+        {{data.pointer(), 0},
+         {view.outer, view.n, h, view.inner, static_cast<uw_i64>(boundaries[d].low.kind),
+          static_cast<uw_i64>(boundaries[d].high.kind)},
+         {boundaries[d].low.value, boundaries[d].high.value}},
+        view.outer * 2 * h * view.inner);
   }
 }
 
@@ -218,16 +217,13 @@ const LoadedModule& CudaDevice::layers_kernel(codegen::Dtype dtype) const {
 std::vector<CudaDevice::Layers> CudaDevice::face_layers(const Field& field, bool interior) {
   std::vector<Layers> layers;
   for (std::size_t d = 0; d < field.shape().size(); ++d) {
-    const std::int64_t h = field.halo()[d];
-    if (h == 0) {
+    const AxisView v(field, d);
+    if (v.h == 0) {
       continue;
     }
-    const std::int64_t n = field.shape()[d];
-    const std::int64_t inner = field.strides()[d];
-    const std::int64_t outer = field.padded_count() / (inner * (n + 2 * h));
     // Low then high: the interior's first and last h layers, or the two halos.
-    layers.push_back({outer, n + 2 * h, inner, interior ? h : 0, h});
-    layers.push_back({outer, n + 2 * h, inner, interior ? n : n + h, h});
+    layers.push_back({v.outer, v.padded(), v.inner, interior ? v.h : 0, v.h});
+    layers.push_back({v.outer, v.padded(), v.inner, interior ? v.n : v.n + v.h, v.h});
   }
   return layers;
 }

@@ -83,7 +83,6 @@ public:
   /// message says why it cannot be had), or a device of that ordinal (naming how many there are).
   explicit CudaDevice(int ordinal);
 
-  [[nodiscard]] int ordinal() const noexcept { return m_ordinal; }
   /// Makes the device's context current on this thread: the simulation calls it before it uses
   /// the device, so that it may be stepped on another thread than the one that built it.
   void bind() const;
@@ -168,7 +167,6 @@ private:
   void move_face_layers(const cuda::DeviceMemory& data, Field& host, bool down);
   const LoadedModule& layers_kernel(codegen::Dtype dtype) const;
 
-  int m_ordinal = 0;
   cuda::Context m_context = nullptr;
   std::string m_arch; // the device's own "sm_XX"
   engine::Target m_target;

@@ -13,6 +13,17 @@ namespace uwjit::runtime::detail {
 
 enum class Side { low, high };
 
+/// A field's padded array seen along `axis` as [outer][n + 2h][inner]: `outer` slabs of
+/// `padded()` layers, each layer `inner` contiguous elements (a halo side is h layers a slab).
+struct AxisView {
+  std::int64_t outer, n, h, inner;
+  AxisView(const Field& field, std::size_t axis)
+      : n(field.shape()[axis]), h(field.halo()[axis]), inner(field.strides()[axis]) {
+    outer = field.padded_count() / (inner * (n + 2 * h));
+  }
+  [[nodiscard]] std::int64_t padded() const noexcept { return n + 2 * h; }
+};
+
 /// Fills the `side` halo of `axis` by `face` (periodic: from the opposite end of this field).
 /// Unchecked: the caller has checked the boundary (boundary_problem) and the dtype
 /// (computed_dtype_problem). Allocates nothing.

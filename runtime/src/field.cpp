@@ -97,16 +97,16 @@ void fill_face(Field& field, std::size_t axis, Side side, const BoundaryFace& fa
   if (h == 0) {
     return;
   }
-  const std::int64_t n = field.shape()[axis];
-  // The padded array as [outer][n + 2h][inner]: each halo layer is `inner` contiguous elements.
-  const std::int64_t inner = field.strides()[axis];
-  const std::int64_t outer = field.padded_count() / (inner * (n + 2 * h));
+  const AxisView view(field, axis);
+  const std::int64_t n = view.n;
+  const std::int64_t inner = view.inner;
+  const std::int64_t outer = view.outer;
   const std::size_t element = codegen::size_of(field.dtype());
   const std::size_t layer = static_cast<std::size_t>(inner) * element;
   auto* base = static_cast<std::byte*>(field.data());
   const bool low = side == Side::low;
   for (std::int64_t o = 0; o < outer; ++o) {
-    std::byte* slab = base + static_cast<std::size_t>(o * (n + 2 * h) * inner) * element;
+    std::byte* slab = base + static_cast<std::size_t>(o * view.padded() * inner) * element;
     auto at = [&](std::int64_t padded_index) {
       return slab + static_cast<std::size_t>(padded_index * inner) * element;
     };

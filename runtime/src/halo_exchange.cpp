@@ -14,24 +14,17 @@ namespace {
 
 // A field seen along one axis as [outer][n + 2h][inner]: a halo side is `outer` chunks of
 // h * inner contiguous elements.
-struct Layers {
-  std::int64_t outer = 0;
-  std::int64_t inner = 0;
-  std::int64_t n = 0;
-  std::int64_t h = 0;
+struct Layers : AxisView {
   std::size_t element = 0;
 
   Layers(const Field& field, std::size_t axis)
-      : inner(field.strides()[axis]), n(field.shape()[axis]), h(field.halo()[axis]),
-        element(codegen::size_of(field.dtype())) {
-    outer = field.padded_count() / (inner * (n + 2 * h));
-  }
+      : AxisView(field, axis), element(codegen::size_of(field.dtype())) {}
   [[nodiscard]] std::size_t chunk() const { return static_cast<std::size_t>(h * inner) * element; }
   [[nodiscard]] std::size_t bytes() const { return static_cast<std::size_t>(outer) * chunk(); }
   // The address of padded layer `layer` in slab `o`.
   [[nodiscard]] std::byte* at(Field& field, std::int64_t o, std::int64_t layer) const {
     return static_cast<std::byte*>(field.data()) +
-           static_cast<std::size_t>((o * (n + 2 * h) + layer) * inner) * element;
+           static_cast<std::size_t>((o * padded() + layer) * inner) * element;
   }
 };
 

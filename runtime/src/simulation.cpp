@@ -342,8 +342,8 @@ const std::vector<KernelReport>& Simulation::kernels() const noexcept {
 }
 
 void Simulation::step(std::int64_t count) {
-  m_impl->pulled_at = -1; // the host's copies are behind from the first kernel on
-  if (m_impl->cuda) {
+  if (m_impl->cuda && count > 0) {
+    m_impl->pulled_at = -1; // the host's copies are behind from the first kernel on
     m_impl->cuda->bind();
   }
   for (std::int64_t i = 0; i < count; ++i) {

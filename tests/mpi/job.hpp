@@ -72,19 +72,19 @@ inline std::string same_failure_everywhere(const std::function<void()>& body) {
   return message;
 }
 
-/// Checks that the gathered state `whole` of a sharded run (`sharded`) is the state of the serial
-/// run `serial` of the same nodes: every field bit for bit, each integral within 1e-12 of
-/// max(|value|, 1) (the ranks' partial sums are added in another order). Rank 0's view.
-inline void check_same_as_serial(const uwjit::runtime::Snapshot& whole,
-                                 const uwjit::runtime::Simulation& sharded,
-                                 const uwjit::runtime::Simulation& serial) {
-  for (const auto& node : serial.nodes()) {
+/// Checks that a run's state is `expected`'s: every field of `fields` (the run itself, or its
+/// gathered Snapshot) bit for bit, each integral of `run` within 1e-12 of max(|value|, 1) (partial
+/// sums are added in another order when sharded or overlapped).
+template <class Fields>
+void check_same_state(const Fields& fields, const uwjit::runtime::Simulation& run,
+                      const uwjit::runtime::Simulation& expected) {
+  for (const auto& node : expected.nodes()) {
     for (const auto& f : node->layout().fields) {
       MPI_CHECK(
-          whole.field(node->name(), f.name).interior_equals(serial.field(node->name(), f.name)));
+          fields.field(node->name(), f.name).interior_equals(expected.field(node->name(), f.name)));
     }
-    const auto mine = sharded.integrals(node->name());
-    const auto theirs = serial.integrals(node->name());
+    const auto mine = run.integrals(node->name());
+    const auto theirs = expected.integrals(node->name());
     MPI_CHECK(mine.size() == theirs.size());
     for (std::size_t i = 0; i < mine.size() && i < theirs.size(); ++i) {
       MPI_CHECK(std::abs(mine[i] - theirs[i]) <=

@@ -77,7 +77,7 @@ void equals_serial(const NodeList& nodes, std::vector<int> axes, std::int64_t st
   auto serial_engine = make_engine(cache / "serial");
   Simulation serial(*serial_engine, nodes);
   serial.step(steps);
-  uwjit_test::check_same_as_serial(whole, simulation, serial);
+  uwjit_test::check_same_state(whole, simulation, serial);
 }
 
 // Whether overlap mode should update interiors while transfers are in flight.
@@ -93,18 +93,7 @@ void overlap_equals_sync(const NodeList& nodes, std::vector<int> axes, std::int6
   Simulation overlap(*engine, nodes, sharded(axes, ExchangeMode::overlap));
   sync.step(steps);
   overlap.step(steps);
-  for (const auto& node : nodes) {
-    for (const auto& f : node->layout().fields) {
-      MPI_CHECK(
-          sync.field(node->name(), f.name).interior_equals(overlap.field(node->name(), f.name)));
-    }
-    const auto a = sync.integrals(node->name());
-    const auto b = overlap.integrals(node->name());
-    MPI_CHECK(a.size() == b.size());
-    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
-      MPI_CHECK(close(a[i], b[i], 1e-12));
-    }
-  }
+  uwjit_test::check_same_state(overlap, overlap, sync);
   const std::int64_t node_steps = steps * static_cast<std::int64_t>(nodes.size());
   MPI_CHECK(sync.exchange_stats().exchanges == node_steps);
   MPI_CHECK(sync.exchange_stats().overlapped == 0);

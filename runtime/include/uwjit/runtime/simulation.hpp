@@ -95,11 +95,14 @@ struct SimulationOptions {
   /// when bound, rebind_static uploads the new contents); halos are filled there by a small GPU
   /// kernel, sharded ones exchanged through host memory; integrals are read back each step that
   /// computes them; fields are copied to the host only when asked (field(), gathered(),
-  /// checkpoint()). The state is the same bit for bit as on the CPU (floating-point contraction
-  /// is off in both unless a node opts in); integrals, summed in another order, agree to about
-  /// 1e-12. libcuda.so.1 is opened only when a CUDA device is asked for. Error(usage) for another
-  /// text, with checked mode or coupled inputs (NodeLayout::inputs), or naming what is missing
-  /// when there is no driver or no such device (sharded: on every rank alike).
+  /// checkpoint()); coupled inputs are read from their owners' device fields. The state is the
+  /// same bit for bit as on the CPU (floating-point contraction is off in both unless a node
+  /// opts in), but for kernels calling functions libdevice implements (exp, log, pow, tanh, ...:
+  /// libdevice's on the GPU, the C library's on the CPU, each within a few ulp); integrals,
+  /// summed in another order, agree to about 1e-12. libcuda.so.1 is opened only when a CUDA
+  /// device is asked for. Error(usage) for another text, with checked mode, for more than 65535
+  /// cells along an axis but the last (in a rank's shard), or naming what is missing when there
+  /// is no driver or no such device (sharded: on every rank alike).
   std::string device = "cpu";
 };
 
