@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -49,6 +50,14 @@ FileStatus from_stat(const struct stat& st) {
   status.regular = S_ISREG(st.st_mode);
   status.directory = S_ISDIR(st.st_mode);
   status.symlink = S_ISLNK(st.st_mode);
+  status.type = S_ISREG(st.st_mode)    ? "regular file"
+                : S_ISDIR(st.st_mode)  ? "directory"
+                : S_ISLNK(st.st_mode)  ? "symlink"
+                : S_ISCHR(st.st_mode)  ? "character device"
+                : S_ISBLK(st.st_mode)  ? "block device"
+                : S_ISFIFO(st.st_mode) ? "FIFO"
+                : S_ISSOCK(st.st_mode) ? "socket"
+                                       : "special file";
   status.size = static_cast<std::uint64_t>(st.st_size);
   status.device = static_cast<std::uint64_t>(st.st_dev);
   status.inode = static_cast<std::uint64_t>(st.st_ino);
@@ -133,6 +142,77 @@ ReadResult read_file_at(int dir_fd, const std::string& name, std::uint64_t limit
 ReadResult read_file_at(int dir_fd, const std::string& name, std::uint64_t limit,
                         std::vector<char>& out) {
   return read_whole(dir_fd, name, limit, out);
+}
+
+namespace {
+// Opened without blocking (a FIFO has no writer to wait for) and judged by fstat of what was
+// opened, so that nothing can be swapped in between the check and the read.
+UniqueFd open_input(const std::filesystem::path& path, std::string_view what, FileStatus& status) {
+  UniqueFd fd(open_at(AT_FDCWD, path.string(), O_RDONLY | O_NONBLOCK));
+  if (!fd) {
+    const int error = errno;
+    struct stat st{};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) { // a socket cannot be opened
+      throw Error(ErrorKind::io,
+                  format("{}: is a {}, not a regular file", what, from_stat(st).type));
+    }
+    throw_io(format("{}: cannot open", what), error);
+  }
+  const auto found = status_of(fd.get());
+  if (!found) {
+    throw_io(format("{}: cannot examine", what), errno);
+  }
+  if (!found->regular) {
+    throw Error(ErrorKind::io, format("{}: is a {}, not a regular file", what, found->type));
+  }
+  status = *found;
+  return fd;
+}
+
+// Reads into `out` from `at` until it holds `size` bytes or the file ends; returns the size read.
+std::size_t read_into(int fd, std::string& out, std::size_t at, std::string_view what) {
+  while (at < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + at, out.size() - at);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      throw_io(format("{}: cannot read", what), errno);
+    }
+    if (n == 0) {
+      break;
+    }
+    at += static_cast<std::size_t>(n);
+  }
+  return at;
+}
+} // namespace
+
+std::string read_input_file(const std::filesystem::path& path, const InputRule& rule) {
+  FileStatus status;
+  const UniqueFd fd = open_input(path, rule.what, status);
+  if (status.size > rule.limit) {
+    throw Error(ErrorKind::io, format("{}: {} bytes, more than the {} accepted", rule.what,
+                                      status.size, rule.limit));
+  }
+  std::string out(std::min<std::uint64_t>(status.size, rule.magic.size()), '\0');
+  if (read_into(fd.get(), out, 0, rule.what) < rule.magic.size() ||
+      std::string_view(out) != rule.magic) {
+    throw Error(ErrorKind::io, format("{}: {}", rule.what, rule.not_magic));
+  }
+  try {
+    out.resize(static_cast<std::size_t>(status.size));
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::io,
+                format("{}: {} bytes do not fit in this process's memory", rule.what, status.size));
+  }
+  out.resize(read_into(fd.get(), out, rule.magic.size(), rule.what));
+  return out;
+}
+
+void check_input_file(const std::filesystem::path& path, std::string_view what) {
+  FileStatus status;
+  (void)open_input(path, what, status);
 }
 
 std::optional<std::vector<std::string>> list_names(int dir_fd, int& error) {
@@ -227,7 +307,21 @@ AtomicFile::AtomicFile(const std::filesystem::path& path, AtomicFileOptions opti
   create_temporary();
 }
 
+// A rename replaces whatever has the final name: a device node (as root, /dev/null itself), a
+// FIFO another program reads, a socket. Only a regular file (or a symlink, which is replaced, never
+// followed) may be replaced.
+void AtomicFile::refuse_special_target() const {
+  const auto existing = status_at(m_dir_fd, m_final);
+  if (existing && !existing->regular && !existing->symlink) {
+    throw Error(ErrorKind::io,
+                format("cannot write \"{}\": it exists and is a {}, not a regular file (uwjit "
+                       "replaces regular files only)",
+                       m_display, existing->type));
+  }
+}
+
 void AtomicFile::create_temporary() {
+  refuse_special_target();
   // O_EXCL makes any file already under the name an error instead of ours to write, and
   // O_NOFOLLOW refuses a symlink there; a clash needs 64 equal random bits, so retries are
   // for a name planted on purpose.
@@ -281,6 +375,7 @@ void AtomicFile::finish() {
 
 void AtomicFile::rename_into_place() {
   finish();
+  refuse_special_target(); // again: it may have appeared while the file was written
   if (::renameat(m_dir_fd, m_temporary.c_str(), m_dir_fd, m_final.c_str()) != 0) {
     throw_io(format("cannot rename a temporary over \"{}\"", m_display), errno);
   }

@@ -6,14 +6,20 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -103,4 +109,59 @@ TEST_CASE("a commit replaces the old file whole, and a directory cannot be repla
   CHECK(names_in(dir.path()) == std::set<std::string>{"data", "taken"});
   CHECK_THROWS_AS(uwjit::posix::write_file_atomically(dir.path() / "missing" / "f", "x"),
                   uwjit::Error);
+}
+
+namespace {
+
+// Makes a special file of each kind a user may have at an output path, inside `dir`: a FIFO, a
+// Unix socket and a directory (no privileges needed).
+std::vector<std::pair<std::string, fs::path>> special_files(const fs::path& dir) {
+  std::vector<std::pair<std::string, fs::path>> made;
+  const auto fifo = dir / "pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  made.emplace_back("FIFO", fifo);
+  const auto socket_path = dir / "sock";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_path.c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+  ::close(fd);
+  made.emplace_back("socket", socket_path);
+  fs::create_directory(dir / "folder");
+  made.emplace_back("directory", dir / "folder");
+  return made;
+}
+
+} // namespace
+
+TEST_CASE("a FIFO, a socket or a directory at the final name is refused, named, and left alone") {
+  const TempDir dir;
+  for (const auto& [type, path] : special_files(dir.path())) {
+    CAPTURE(type);
+    const auto before = fs::symlink_status(path).type();
+    try {
+      uwjit::posix::write_file_atomically(path, "checkpoint bytes");
+      FAIL("no error for a " << type);
+    } catch (const uwjit::Error& error) {
+      CHECK(error.kind() == uwjit::ErrorKind::io);
+      CHECK(std::string(error.what()).find(path.string()) != std::string::npos);
+      CHECK(std::string(error.what()).find("is a " + type + ", not a regular file") !=
+            std::string::npos);
+    }
+    CHECK(fs::symlink_status(path).type() == before);
+  }
+  // Nothing else was created: no temporary left behind.
+  CHECK(names_in(dir.path()) == std::set<std::string>{"pipe", "sock", "folder"});
+}
+
+TEST_CASE("a FIFO that appears at the final name while the file is written is not renamed over") {
+  const TempDir dir;
+  const auto target = dir.path() / "heat.ckpt";
+  uwjit::posix::AtomicFile file(target);
+  file.write(std::string_view("state"));
+  REQUIRE(::mkfifo(target.c_str(), 0600) == 0);
+  CHECK_THROWS_AS(file.commit(), uwjit::Error);
+  CHECK(fs::is_fifo(fs::symlink_status(target)));
 }

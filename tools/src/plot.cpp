@@ -2,6 +2,7 @@
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/posix_file.hpp>
 
 #ifdef UWJIT_HAVE_CAIRO
 #include <cairo.h>
@@ -138,12 +139,20 @@ public:
     text(second, k_plot_width / 2.0, 54, 14, Align::centre);
   }
 
+  // Encoded in memory, then written by the one atomic writer: a picture is never torn, and a
+  // symlink, device or FIFO at its name is never written through.
   void save(const std::filesystem::path& path) {
     cairo_surface_flush(m_surface.get());
+    std::string png;
+    const auto append = [](void* closure, const unsigned char* data, unsigned int length) {
+      static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
+      return CAIRO_STATUS_SUCCESS;
+    };
     if (cairo_status(cr()) != CAIRO_STATUS_SUCCESS ||
-        cairo_surface_write_to_png(m_surface.get(), path.c_str()) != CAIRO_STATUS_SUCCESS) {
-      throw Error(ErrorKind::io, format("{}: cannot write the picture", path.string()));
+        cairo_surface_write_to_png_stream(m_surface.get(), append, &png) != CAIRO_STATUS_SUCCESS) {
+      throw Error(ErrorKind::io, format("{}: cannot draw the picture", path.string()));
     }
+    posix::write_file_atomically(path, png, {.mode = 0644});
   }
 
 private:

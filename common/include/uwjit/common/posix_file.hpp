@@ -54,6 +54,7 @@ struct FileStatus {
   bool regular = false;
   bool directory = false;
   bool symlink = false;
+  std::string_view type = "file"; ///< in words: "regular file", "directory", "FIFO", ...
   std::uint64_t size = 0;
   std::uint64_t device = 0;
   std::uint64_t inode = 0;
@@ -88,6 +89,26 @@ ReadResult read_file_at(int dir_fd, const std::string& name, std::uint64_t limit
 ReadResult read_file_at(int dir_fd, const std::string& name, std::uint64_t limit,
                         std::vector<char>& out);
 
+/// What a user's input file must be before uwjit reads it whole.
+struct InputRule {
+  std::string_view what;            ///< for messages, e.g. "checkpoint heat.ckpt"
+  std::uint64_t limit = UINT64_MAX; ///< the largest size accepted, in bytes
+  std::string_view magic = {};      ///< the bytes it must start with ("": any)
+  std::string_view not_magic = {};  ///< the message when it does not, e.g. "not a checkpoint"
+};
+
+/// The regular file at `path` (a symlink is followed), read whole. Throws Error(io), its message
+/// starting with `rule.what`, when it cannot be opened, is not a regular file (a directory,
+/// FIFO, device or socket: opened without blocking, never read), is larger than `rule.limit`, does
+/// not start with `rule.magic` (checked on the first bytes, before the rest is read), or does not
+/// fit in memory. Thread-safe.
+[[nodiscard]] std::string read_input_file(const std::filesystem::path& path, const InputRule& rule);
+
+/// Throws Error(io) "<what>: ..." unless `path` (a symlink followed) is a regular file this
+/// process can open for reading, without blocking on a FIFO: what `read_input_file` checks first,
+/// for a check before any work. Thread-safe.
+void check_input_file(const std::filesystem::path& path, std::string_view what);
+
 /// The names in a directory (without "." and ".."), or nullopt with errno in `error`.
 [[nodiscard]] std::optional<std::vector<std::string>> list_names(int dir_fd, int& error);
 
@@ -121,7 +142,10 @@ inline constexpr std::string_view k_temporary_prefix = ".uwjit-tmp.";
 /// The one atomic writer. The file is written under a temporary name in its final directory,
 /// created with O_CREAT | O_EXCL | O_NOFOLLOW (a file or symlink already there, planted by
 /// anyone, is never opened), then renamed over the final name, which replaces a symlink there
-/// instead of following it. Readers see the old file or the new one, never a torn one. An
+/// instead of following it. Readers see the old file or the new one, never a torn one. What it
+/// replaces must be a regular file or a symlink: a device, FIFO, socket or directory at the final
+/// name is refused (Error(io) naming it and what it is) when the AtomicFile is made and again
+/// just before the rename, so that `/dev/null` or a user's pipe is never renamed over. An
 /// AtomicFile that is never committed unlinks its temporary on destruction. Not thread-safe
 /// (one writer per object); different objects are independent.
 class AtomicFile {
@@ -152,6 +176,7 @@ public:
 
 private:
   void create_temporary();
+  void refuse_special_target() const;
 
   UniqueFd m_owned_dir;
   int m_dir_fd;
