@@ -3,6 +3,8 @@
 // of the integrals a GPU kernel needs.
 #include <uwjit/codegen/kernel_writer.hpp>
 
+#include "cell_escape.hpp"
+
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
 
@@ -26,6 +28,12 @@ void KernelWriter::for_each_cell(CellLoop loop, std::string_view text) {
   }
   if (text.find_first_not_of(" \t\n") == std::string_view::npos) {
     fail("for_each_cell() was given no text");
+  }
+  if (const auto escape = detail::find_cell_escape(text)) {
+    fail(format("for_each_cell(): \"{}\" at line {}, column {} of the cell's text leaves the "
+                "cell: the text runs once for each cell and must reach its end (use if/else; "
+                "break and continue only in a loop of the text's own)",
+                escape->keyword, escape->line, escape->column));
   }
   if (!m_update_box) {
     update_box();

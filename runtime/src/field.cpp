@@ -5,6 +5,7 @@
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -294,6 +295,60 @@ template <class Fn> void Field::for_each_interior_row(Fn&& fn) const {
       index[d] = 0;
     }
   }
+}
+
+namespace {
+// Signalling NaNs (the quiet bit clear) with a payload of their own: a load, store or copy keeps
+// them, and no arithmetic makes one.
+constexpr std::uint32_t k_unwritten_f32 = 0x7FA5BEEFu;
+constexpr std::uint64_t k_unwritten_f64 = 0x7FF4DEADBEEFCAFEull;
+} // namespace
+
+void Field::mark_interior_unwritten() noexcept {
+  if (m_dtype != Dtype::f32 && m_dtype != Dtype::f64) {
+    return;
+  }
+  const std::int64_t row = m_shape.back();
+  for_each_interior_row([&](std::int64_t at) {
+    if (m_dtype == Dtype::f32) {
+      std::fill_n(static_cast<std::uint32_t*>(data()) + at, row, k_unwritten_f32);
+    } else {
+      std::fill_n(static_cast<std::uint64_t*>(data()) + at, row, k_unwritten_f64);
+    }
+  });
+}
+
+std::optional<Field::Unwritten> Field::find_unwritten() const {
+  if (m_dtype != Dtype::f32 && m_dtype != Dtype::f64) {
+    return std::nullopt;
+  }
+  const std::int64_t row = m_shape.back();
+  Unwritten found;
+  std::int64_t first_at = -1;
+  std::int64_t rows_before = 0;
+  for_each_interior_row([&](std::int64_t at) {
+    for (std::int64_t i = 0; i < row; ++i) {
+      const bool marked =
+          m_dtype == Dtype::f32
+              ? static_cast<const std::uint32_t*>(data())[at + i] == k_unwritten_f32
+              : static_cast<const std::uint64_t*>(data())[at + i] == k_unwritten_f64;
+      if (marked) {
+        if (found.count++ == 0) {
+          first_at = rows_before * row + i;
+        }
+      }
+    }
+    ++rows_before;
+  });
+  if (found.count == 0) {
+    return std::nullopt;
+  }
+  found.first.assign(m_shape.size(), 0);
+  for (std::size_t d = m_shape.size(); d-- > 0;) {
+    found.first[d] = first_at % m_shape[d];
+    first_at /= m_shape[d];
+  }
+  return found;
 }
 
 void Field::copy_interior_to(std::span<std::byte> out) const {

@@ -101,6 +101,7 @@ struct Simulation::Impl {
   int call_split(NodeState& s, std::size_t stage);
   [[nodiscard]] std::string violation(const NodeState& s, std::size_t stage) const;
   [[nodiscard]] Error kernel_failed(const NodeState& s, std::size_t stage, int status) const;
+  [[nodiscard]] std::optional<Error> unwritten_cells(const NodeState& s, std::size_t stage) const;
   // `failure`: what failed instead of the kernel (on a device), raised in place of its status.
   void finish_stage(NodeState& s, std::size_t stage, int status,
                     std::exception_ptr failure = nullptr);

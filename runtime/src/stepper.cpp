@@ -5,11 +5,15 @@
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <exception>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace uwjit::runtime {
 
@@ -205,7 +209,8 @@ void Simulation::Impl::step_overlapped(NodeState& s, std::size_t stage, std::siz
 }
 
 // Points the stage's state tables at the current and next buffers and the inputs. Checked
-// mode poisons the halos of the buffers the kernel writes: they hold older halos otherwise.
+// mode poisons the halos of the buffers the kernel writes (they hold older halos otherwise) and
+// marks their interiors, so that a cell the kernel leaves unwritten is found when it returns.
 void Simulation::Impl::bind_state(NodeState& s, std::size_t stage) {
   StageKernel& k = s.stages[stage];
   const std::size_t fields = s.current.size();
@@ -217,6 +222,9 @@ void Simulation::Impl::bind_state(NodeState& s, std::size_t stage) {
     Field& out = *s.next[k.binding.out_field[slot]];
     if (s.checked && s.has_halo[k.binding.out_field[slot]]) {
       out.poison_halos();
+    }
+    if (s.checked) {
+      out.mark_interior_unwritten();
     }
     k.out_ptrs[slot] = out.data();
   }
@@ -271,6 +279,35 @@ std::string Simulation::Impl::violation(const NodeState& s, std::size_t stage) c
                 buffer->axes[axis].halo, axis);
 }
 
+// Checked mode, after a stage's kernel returned success: Error(kernel) naming the first state
+// output cell it left unwritten (a cell text that returns, breaks or skips a cell), or nullopt.
+// Only f32 and f64 outputs can be marked (Field::mark_interior_unwritten).
+std::optional<Error> Simulation::Impl::unwritten_cells(const NodeState& s,
+                                                       std::size_t stage) const {
+  for (const std::size_t i : s.stages[stage].binding.out_field) {
+    const Field& out = *s.next[i];
+    if (const auto found = out.find_unwritten()) {
+      // Global indices (a field's trailing axes are the domain), as the node's author counts.
+      std::vector<std::string> at;
+      const std::size_t lead =
+          found->first.size() - std::min(found->first.size(), s.shard.offset.size());
+      for (std::size_t d = 0; d < found->first.size(); ++d) {
+        at.push_back(std::to_string(found->first[d] + (d >= lead ? s.shard.offset[d - lead] : 0)));
+      }
+      return Error(ErrorKind::kernel,
+                   format("node \"{}\", step {}{}{}: kernel returned without writing \"{}\" at "
+                          "({}) nor {} other cell{} of the update box (a state output's every "
+                          "cell is written each step; does the cell's text return, break or "
+                          "continue?)",
+                          s.node->name(), steps,
+                          decomposition ? format(", rank {}", decomposition->comm->rank()) : "",
+                          s.stages.size() > 1 ? format(", stage {}", stage) : "", out.name(),
+                          join(at), found->count - 1, found->count == 2 ? "" : "s"));
+    }
+  }
+  return std::nullopt;
+}
+
 Error Simulation::Impl::kernel_failed(const NodeState& s, std::size_t stage, int status) const {
   const std::string bad = violation(s, stage);
   if (!bad.empty()) {
@@ -301,6 +338,11 @@ void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status,
   };
   if (!failure && status != UWJIT_KERNEL_OK) {
     failure = std::make_exception_ptr(kernel_failed(s, stage, status));
+  }
+  if (!failure && s.checked) {
+    if (auto unwritten = unwritten_cells(s, stage)) {
+      failure = std::make_exception_ptr(std::move(*unwritten));
+    }
   }
   if (decomposition) {
     // integrals, then the number of ranks whose kernel failed (sized on the first step)

@@ -407,3 +407,62 @@ TEST_CASE("the cell form's mistakes are usage errors naming the kernel") {
     CHECK(contains(usage_error([&] { (void)w.finish(); }), "checked mode runs on CPUs only"));
   }
 }
+
+TEST_CASE("a cell's text that would leave the cell is refused, naming the statement and line") {
+  struct Case {
+    const char* text;
+    const char* keyword;
+    int line;
+  };
+  const Case cases[] = {
+      {"      if (u(i, j, k) > 1) return 0;\n      u_out(i, j, k) = 1;\n", "return", 1},
+      {"      u_out(i, j, k) = 1;\n      if (i == 3) {\n        return;\n      }\n", "return", 3},
+      {"      u_out(i, j, k) = 1;\n      if (k > 2) break;\n", "break", 2},
+      {"      if (k > 2) continue;\n      u_out(i, j, k) = 1;\n", "continue", 1},
+      {"      u_out(i, j, k) = 1;\n      goto done;\n", "goto", 2},
+      // after a loop of its own, the text's own break no longer belongs to it
+      {"      for (int q = 0; q < 3; ++q) { if (q == 1) break; }\n      break;\n", "break", 2},
+      // a switch owns break, not continue
+      {"      switch (k) { case 1: continue; default: u_out(i, j, k) = 0; }\n", "continue", 1},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.text);
+    KernelWriter w = cell_like();
+    const std::string message =
+        usage_error([&] { w.for_each_cell({.indices = {"i", "j", "k"}}, c.text); });
+    CHECK(contains(message,
+                   std::string("\"") + c.keyword + "\" at line " + std::to_string(c.line) + ","));
+    CHECK(contains(message, "leaves the cell"));
+  }
+}
+
+TEST_CASE("loops, switches, lambdas, comments and strings of a cell's own keep their jumps") {
+  const char* texts[] = {
+      "      double s = 0;\n"
+      "      for (int q = 0; q < 19; ++q) {\n"
+      "        if (q == 3) continue;\n"
+      "        if (q > 9) break;\n"
+      "        s += q;\n"
+      "      }\n"
+      "      u_out(i, j, k) = s;\n",
+      "      int q = 0;\n      while (true) { if (++q > 4) break; }\n"
+      "      do { ++q; if (q > 8) continue; } while (q < 9);\n      u_out(i, j, k) = q;\n",
+      "      double v = 0;\n"
+      "      switch (k % 3) { case 0: v = 1; break; default: v = 2; }\n"
+      "      u_out(i, j, k) = v;\n",
+      "      auto sq = [](double x) { return x * x; };\n"
+      "      struct P { double f() const { return 2; } };\n"
+      "      u_out(i, j, k) = sq(u(i, j, k)) + P{}.f();\n",
+      "      // return early? no: break and continue are words here\n"
+      "      /* return; */ const char* why = \"return; break; continue;\";\n"
+      "      const char c = '\\'';\n"
+      "      const double returned = 1e-3, break_even = 0x1p+3;\n"
+      "      u_out(i, j, k) = returned + break_even + (why[0] != c);\n",
+      "#pragma unroll\n      for (int q = 0; q < 2; ++q) continue;\n      u_out(i, j, k) = 0;\n",
+  };
+  for (const char* text : texts) {
+    CAPTURE(text);
+    KernelWriter w = cell_like();
+    CHECK_NOTHROW(w.for_each_cell({.indices = {"i", "j", "k"}}, text));
+  }
+}

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -168,6 +169,19 @@ public:
   /// nobody filled shows: a quiet NaN for f32 and f64, the lowest value for signed integers, 255
   /// for u8. The interior is left alone. Allocates nothing. (Checked mode's poison.)
   void poison_halos() noexcept;
+
+  /// Checked mode's mark of cells a kernel has not written: fills the interior of an f32 or f64
+  /// field with a signalling NaN whose payload no arithmetic produces (arithmetic only makes quiet
+  /// NaNs). Integer fields have no value to spare and are left alone. Allocates nothing.
+  void mark_interior_unwritten() noexcept;
+
+  /// Interior cells that still hold mark_interior_unwritten()'s mark.
+  struct Unwritten {
+    std::vector<std::int64_t> first; ///< the first such cell, row-major, interior-relative
+    std::int64_t count = 0;          ///< how many there are
+  };
+  /// The cells still marked; nullopt when there are none (always for an integer field).
+  [[nodiscard]] std::optional<Unwritten> find_unwritten() const;
 
   /// Copies the interior, row-major without halos, to `out` (interior_count() * element size
   /// bytes) or from `in`. Allocates nothing.
