@@ -40,6 +40,37 @@ bool is_identifier(std::string_view name) noexcept {
   });
 }
 
+bool is_safe_name(std::string_view name) noexcept {
+  const auto allowed = [](char c, bool first) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           (!first && (c == '-' || c == '.'));
+  };
+  if (name.empty() || name.size() > 64 || !allowed(name[0], true)) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [&](char c) { return allowed(c, false); });
+}
+
+std::string printable(std::string_view text, std::size_t limit) {
+  std::string out;
+  for (const char c : text.substr(0, limit)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (byte >= 0x20 && byte < 0x7f) {
+      out += c;
+    } else {
+      out += "\\x";
+      out += k_hex[byte >> 4];
+      out += k_hex[byte & 0xF];
+    }
+  }
+  if (text.size() > limit) {
+    out += "...";
+  }
+  return out;
+}
+
 std::string hex_text(std::span<const unsigned char> bytes) {
   std::string out(2 * bytes.size(), '0');
   for (std::size_t i = 0; i < bytes.size(); ++i) {

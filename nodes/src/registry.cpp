@@ -2,11 +2,13 @@
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 #include <uwjit/nodes/fvm.hpp>
 #include <uwjit/nodes/heat.hpp>
 #include <uwjit/nodes/mlp.hpp>
 #include <uwjit/nodes/pipe_flow.hpp>
 
+#include <algorithm>
 #include <array>
 
 namespace uwjit::nodes {
@@ -109,6 +111,18 @@ runtime::Params sized_params(std::string_view type, std::span<const std::int64_t
 
 std::shared_ptr<const BuiltinNode> make(std::string_view type, std::string name,
                                         const runtime::Params& params) {
+  // A param the node does not know would be kept, written to checkpoints and ignored: refused.
+  const auto docs = param_docs(type);
+  for (const auto& [key, value] : params.values()) {
+    if (std::none_of(docs.begin(), docs.end(), [&](const ParamDoc& d) { return d.name == key; })) {
+      std::vector<std::string> known;
+      for (const auto& d : docs) {
+        known.emplace_back(d.name);
+      }
+      throw Error(ErrorKind::usage, format("{}: unknown param \"{}\" (known: {})", type,
+                                           printable(key), join(known)));
+    }
+  }
   if (type == "heat") {
     return std::make_shared<HeatNode>(std::move(name), params);
   }

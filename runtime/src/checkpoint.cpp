@@ -13,8 +13,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace uwjit::runtime {
 
@@ -137,6 +135,28 @@ void Snapshot::checkpoint(const std::filesystem::path& path) const {
 
 namespace {
 
+// The params of `file` and `rebuilt` that differ, in words ("kappa: 1 in the file, 0.5 now;
+// rate: only in the file"), or "" when they are the same.
+std::string params_differ(const Params& file, const Params& rebuilt) {
+  std::vector<std::string> differences;
+  const auto same = [](const Value& a, const Value& b) { return a == b || a.text() == b.text(); };
+  for (const auto& [key, value] : file.values()) {
+    const auto it = rebuilt.values().find(key);
+    if (it == rebuilt.values().end()) {
+      differences.push_back(format("{}: only in the file ({})", printable(key), value.text()));
+    } else if (!same(value, it->second)) {
+      differences.push_back(
+          format("{}: {} in the file, {} now", printable(key), value.text(), it->second.text()));
+    }
+  }
+  for (const auto& [key, value] : rebuilt.values()) {
+    if (!file.values().contains(key)) {
+      differences.push_back(format("{}: not in the file ({} now)", key, value.text()));
+    }
+  }
+  return join(differences, "; ");
+}
+
 struct FieldRecord {
   std::string name;
   std::uint8_t dtype;
@@ -158,14 +178,11 @@ struct NodeRecord {
 Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::path& path,
                                const NodeFactory& factory, SimulationOptions options) {
   const std::string what = "checkpoint " + path.string();
+  // A regular file only (a FIFO or device is refused without blocking), and its magic read
+  // before the rest, so that a large file of another kind is refused without being read.
   const auto read_file = [&] {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      throw Error(ErrorKind::io, format("{}: cannot open", what));
-    }
-    std::ostringstream slurp;
-    slurp << in.rdbuf();
-    return std::move(slurp).str();
+    return posix::read_input_file(
+        path, {.what = what, .magic = k_magic, .not_magic = "not a uwjit checkpoint (bad magic)"});
   };
   std::string file;
   if (options.comm != nullptr && options.comm->size() > 1) {
@@ -176,9 +193,6 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
     file = comm.broadcast(std::move(file), 0);
   } else {
     file = read_file();
-  }
-  if (file.size() < k_magic.size() || file.compare(0, k_magic.size(), k_magic) != 0) {
-    throw Error(ErrorKind::io, format("{}: not a uwjit checkpoint (bad magic)", what));
   }
   if (file.size() < k_magic.size() + 4 + 64) {
     throw Error(ErrorKind::io, format("{}: truncated", what));
@@ -195,15 +209,32 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
                                       what, version, k_checkpoint_version));
   }
   const std::int64_t steps = reader.i64();
+  if (steps < 0 || steps > k_max_steps) {
+    throw Error(ErrorKind::io, format("{}: step count {} is outside 0 to 2^53", what, steps));
+  }
   const std::uint32_t node_count = reader.u32();
   std::vector<NodeRecord> records;
   for (std::uint32_t n = 0; n < node_count; ++n) {
     NodeRecord record;
     record.type = reader.str();
     record.name = reader.str();
+    // The name becomes file names (outputs): checked before anything is built from it.
+    for (const auto* text : {&record.type, &record.name}) {
+      if (!is_safe_name(*text)) {
+        throw Error(ErrorKind::io,
+                    format("{}: node {} \"{}\" is not a valid node {} (1 to 64 letters, digits, "
+                           "'_', '-' or '.', starting with a letter, a digit or '_')",
+                           what, text == &record.type ? "type" : "name", printable(*text),
+                           text == &record.type ? "type" : "name"));
+      }
+    }
     const std::uint32_t param_count = reader.u32();
     for (std::uint32_t p = 0; p < param_count; ++p) {
       std::string key = reader.str();
+      if (record.params.values().contains(key)) {
+        throw Error(ErrorKind::io, format("{}: node \"{}\" has param \"{}\" twice", what,
+                                          record.name, printable(key)));
+      }
       record.params.set(std::move(key), reader.value());
     }
     const std::uint32_t field_count = reader.u32();
@@ -218,7 +249,32 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
       if (rank > 16) {
         throw Error(ErrorKind::io, format("{}: field \"{}\" has rank {}", what, field.name, rank));
       }
-      field.bytes = reader.raw(reader.u64());
+      const auto dtype = static_cast<codegen::Dtype>(field.dtype);
+      if (!codegen::is_supported(dtype)) {
+        throw Error(ErrorKind::io, format("{}: field \"{}\" of node \"{}\" has an unknown dtype "
+                                          "code {}",
+                                          what, field.name, record.name, field.dtype));
+      }
+      // The byte count follows from the dtype and shape; a file that says otherwise is named
+      // for what it is, not as truncated.
+      std::uint64_t expected = codegen::size_of(dtype);
+      for (const std::int64_t extent : field.shape) {
+        if (extent < 0 ||
+            (extent > 0 && expected > UINT64_MAX / static_cast<std::uint64_t>(extent))) {
+          throw Error(ErrorKind::io, format("{}: field \"{}\" of node \"{}\" has shape {}", what,
+                                            field.name, record.name, shape_text(field.shape)));
+        }
+        expected *= static_cast<std::uint64_t>(extent);
+      }
+      const std::uint64_t stored = reader.u64();
+      if (stored != expected) {
+        throw Error(ErrorKind::io,
+                    format("{}: field \"{}\" of node \"{}\" holds {} bytes, but a {} field of {} "
+                           "takes {}",
+                           what, field.name, record.name, stored, shape_text(field.shape),
+                           codegen::to_string(dtype), expected));
+      }
+      field.bytes = reader.raw(stored);
       record.fields.push_back(std::move(field));
     }
     const std::uint32_t integral_count = reader.u32();
@@ -238,11 +294,25 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
 
   std::vector<std::shared_ptr<const Node>> nodes;
   for (const auto& record : records) {
-    auto node = factory(record.type, record.name, record.params);
+    std::shared_ptr<const Node> node;
+    try {
+      node = factory(record.type, record.name, record.params);
+    } catch (const Error& e) {
+      throw Error(e.kind(), format("{}: node \"{}\" of type \"{}\": {}", what, record.name,
+                                   record.type, e.what()));
+    }
     if (node == nullptr || node->type() != record.type || node->name() != record.name) {
       throw Error(ErrorKind::usage, format("{}: the factory did not rebuild node \"{}\" of type "
                                            "\"{}\"",
                                            what, record.name, record.type));
+    }
+    // The state continues only with the physics that made it: the rebuilt node's params are
+    // the file's, every one, and no other.
+    if (const auto differ = params_differ(record.params, node->params()); !differ.empty()) {
+      throw Error(ErrorKind::usage,
+                  format("{}: node \"{}\" was rebuilt with other params than the checkpoint's: "
+                         "{}",
+                         what, record.name, differ));
     }
     nodes.push_back(std::move(node));
   }

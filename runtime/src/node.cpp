@@ -2,6 +2,7 @@
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 
 namespace uwjit::runtime {
 
@@ -25,9 +26,14 @@ std::vector<DomainAxis> NodeLayout::grid(const std::vector<std::int64_t>& cells,
 
 Node::Node(std::string type, std::string name, Params params)
     : m_type(std::move(type)), m_name(std::move(name)), m_params(std::move(params)) {
-  if (m_type.empty() || m_name.empty()) {
-    throw Error(ErrorKind::usage,
-                format("node type \"{}\", name \"{}\": both must be non-empty", m_type, m_name));
+  // Output files are named after the node: a name is one plain file name, whoever chose it.
+  for (const auto& [what, text] : {std::pair{"type", &m_type}, std::pair{"name", &m_name}}) {
+    if (!is_safe_name(*text)) {
+      throw Error(ErrorKind::usage,
+                  format("node {} \"{}\": expected 1 to 64 letters, digits, '_', '-' or '.', "
+                         "starting with a letter, a digit or '_'",
+                         what, printable(*text)));
+    }
   }
 }
 

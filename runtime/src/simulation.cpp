@@ -341,7 +341,16 @@ const std::vector<KernelReport>& Simulation::kernels() const noexcept {
   return m_impl->reports;
 }
 
+void Simulation::step_count_check(std::int64_t count) const {
+  if (count < 0 || count > k_max_steps - m_impl->steps) {
+    throw Error(ErrorKind::usage,
+                format("step count {}: expected 0 to {} (at most 2^53 steps in all; {} taken)",
+                       count, k_max_steps - m_impl->steps, m_impl->steps));
+  }
+}
+
 void Simulation::step(std::int64_t count) {
+  step_count_check(count);
   if (m_impl->cuda && count > 0) {
     m_impl->pulled_at = -1; // the host's copies are behind from the first kernel on
     m_impl->cuda->bind();
@@ -363,6 +372,7 @@ void Simulation::step(std::int64_t count) {
 }
 
 void Simulation::run(std::int64_t count, const std::function<void(const Simulation&)>& after_step) {
+  step_count_check(count);
   for (std::int64_t i = 0; i < count; ++i) {
     step(1);
     if (after_step) {

@@ -240,7 +240,7 @@ expect_code 1 "--checkpoint naming a directory"
 expect_err "run: --checkpoint $out_dir: is a directory" "--checkpoint naming a directory is explained"
 run "$uwjit" run heat --restore "$sandbox/missing.ckpt"
 expect_code 1 "--restore of a missing file"
-expect_err "run: --restore $sandbox/missing.ckpt: no such file" "--restore of a missing file is explained"
+expect_err "run: --restore $sandbox/missing.ckpt: cannot open: No such file" "--restore of a missing file is explained"
 
 # Ctrl-C: the run stops after the current step, reports, writes its output and checkpoint, exits
 # 130; the checkpoint resumes. The signal is sent once the report's kernel line shows that the

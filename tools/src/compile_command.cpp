@@ -5,6 +5,7 @@
 #include <uwjit/codegen/kernel_source.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/posix_file.hpp>
 #include <uwjit/engine/engine.hpp>
 
 #include <nlohmann/json.hpp>
@@ -53,14 +54,11 @@ ArgSpec compile_spec() {
   return spec;
 }
 
+// A kernel is source text of a few kilobytes: a regular file only (a FIFO or device is never
+// read), at most 16 MiB.
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(ErrorKind::io, format("{}: cannot open the kernel file", path));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return std::move(text).str();
+  return posix::read_input_file(
+      path, {.what = format("kernel file {}", path), .limit = std::uint64_t{16} << 20});
 }
 
 int parse_level(const ArgSpec& spec, const std::string& text) {

@@ -7,6 +7,7 @@
 #include "node_args.hpp"
 #include "plot.hpp"
 #include "progress.hpp"
+#include "run_paths.hpp"
 #include "run_report.hpp"
 #include "text.hpp"
 
@@ -18,7 +19,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -209,64 +209,6 @@ private:
   struct sigaction m_saved[2]{};
 };
 
-// --- Paths, checked before any work ------------------------------------------------------------
-
-[[noreturn]] void path_error(std::string_view option, const std::filesystem::path& path,
-                             const std::string& reason) {
-  throw Error(ErrorKind::io, format("run: {} {}: {}", option, path.string(), reason));
-}
-
-// Creates `directory` if missing and proves that a file can be created in it.
-void check_writable_directory(std::string_view option, const std::filesystem::path& shown,
-                              const std::filesystem::path& directory) {
-  std::error_code error;
-  if (std::filesystem::exists(directory, error) &&
-      !std::filesystem::is_directory(directory, error)) {
-    path_error(option, shown, format("{} exists and is not a directory", directory.string()));
-  }
-  std::filesystem::create_directories(directory, error);
-  if (error) {
-    path_error(option, shown,
-               format("cannot create the directory {}: {}", directory.string(), error.message()));
-  }
-  std::string probe = (directory / ".uwjit-probe-XXXXXX").string();
-  const int fd = ::mkstemp(probe.data());
-  if (fd < 0) {
-    path_error(option, shown,
-               format("cannot write in {}: {}", directory.string(), std::strerror(errno)));
-  }
-  ::close(fd);
-  ::unlink(probe.c_str());
-}
-
-void check_output(const std::filesystem::path& directory) {
-  check_writable_directory("--output", directory, directory);
-}
-
-void check_checkpoint(const std::filesystem::path& file) {
-  std::error_code error;
-  if (std::filesystem::is_directory(file, error)) {
-    path_error("--checkpoint", file, "is a directory");
-  }
-  const auto parent = file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();
-  check_writable_directory("--checkpoint", file, parent);
-}
-
-void check_restore(const std::filesystem::path& file) {
-  std::error_code error;
-  if (!std::filesystem::exists(file, error)) {
-    path_error("--restore", file, "no such file");
-  }
-  if (std::filesystem::is_directory(file, error)) {
-    path_error("--restore", file, "is a directory, not a checkpoint");
-  }
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    path_error("--restore", file, format("cannot read: {}", std::strerror(errno)));
-  }
-  ::close(fd);
-}
-
 // --- --set help --------------------------------------------------------------------------------
 
 std::string params_help(const std::string& type, const runtime::Params& params) {
@@ -391,6 +333,9 @@ int run_command(const std::vector<std::string>& argv) {
   if (restore) {
     check_restore(*restore);
   }
+  if (checkpoint && made && !print_kernel) {
+    check_checkpoint_apart(*checkpoint, output_dir, made->name());
+  }
   const StopOnSignal stop;
 
   std::unique_ptr<comm::Comm> comm;
@@ -413,6 +358,9 @@ int run_command(const std::vector<std::string>& argv) {
     simulation.emplace(engine, std::vector<std::shared_ptr<const runtime::Node>>{made}, options);
   }
   const auto& node = dynamic_cast<const nodes::BuiltinNode&>(*simulation->nodes()[0]);
+  if (checkpoint && restore && !print_kernel) {
+    check_checkpoint_apart(*checkpoint, output_dir, node.name()); // the name is the file's
+  }
   if (print_kernel) {
     std::cout << simulation->kernels()[0].source->body();
     return 0;

@@ -17,13 +17,23 @@ namespace uwjit {
 /// A shape as people write it: "(2, 3, 4)"; "()" for no axes. Thread-safe.
 [[nodiscard]] std::string shape_text(const std::vector<std::int64_t>& shape);
 
-/// Whether `name` is a C identifier: a letter or '_' first, then letters, digits and '_'.
-/// Keywords are not checked. Thread-safe.
 /// The lines of `text`, without their '\n' (a last line without one counts; none after a final
 /// '\n').
 [[nodiscard]] std::vector<std::string> split_lines(const std::string& text);
 
+/// Whether `name` is a C identifier: a letter or '_' first, then letters, digits and '_'.
+/// Keywords are not checked. Thread-safe.
 [[nodiscard]] bool is_identifier(std::string_view name) noexcept;
+
+/// Whether `name` may name a node or its type: 1 to 64 ASCII letters, digits, '_', '-' and '.',
+/// the first a letter, a digit or '_'. Such a name is one plain file name in any directory (no
+/// '/', no NUL, never "..", never hidden, never read as an option), so the files named after a
+/// node stay in the directory they are written to. Thread-safe.
+[[nodiscard]] bool is_safe_name(std::string_view name) noexcept;
+
+/// `text` as a message may show it: printable ASCII kept (a backslash doubled), every other byte
+/// as \xHH, at most `limit` bytes of `text` shown and "..." after a longer one. Thread-safe.
+[[nodiscard]] std::string printable(std::string_view text, std::size_t limit = 80);
 
 /// Two lowercase hex digits per byte, in order. Thread-safe.
 [[nodiscard]] std::string hex_text(std::span<const unsigned char> bytes);

@@ -166,6 +166,11 @@ using NodeFactory = std::function<std::shared_ptr<const Node>(
 /// rebind them again. Version 1 (2026, before the rebound list) differs only in lacking it.
 inline constexpr std::uint32_t k_checkpoint_version = 2;
 
+/// The most steps a simulation counts: 2^53, so that every count is exact as a double (a time is
+/// steps × dt) and no sum of counts overflows. A checkpoint whose count is negative or larger is
+/// refused, and step() refuses to pass it.
+inline constexpr std::int64_t k_max_steps = std::int64_t{1} << 53;
+
 /// Runs nodes step by step in this process, or sharded over the ranks of options.comm.
 ///
 /// Sharded: each node's domain is split along options.shard_axes over a Cartesian grid of ranks
@@ -219,7 +224,8 @@ public:
   /// Sharded: collective; fills halos from the neighbouring ranks and sums the integrals over
   /// the ranks. A kernel that fails on some ranks only raises the same Error(kernel) on every
   /// rank (the message of the lowest failing rank, which it names), in the same step: the ranks
-  /// learn each other's status in the all-reduce that sums the integrals.
+  /// learn each other's status in the all-reduce that sums the integrals. Error(usage) if
+  /// `count` is negative or would take steps_taken() past k_max_steps (nothing is stepped).
   void step(std::int64_t count = 1);
 
   /// Takes `count` steps, calling after_step(*this) after each. Sharded: collective.
@@ -308,6 +314,7 @@ public:
 private:
   struct Impl;
   explicit Simulation(std::unique_ptr<Impl> impl);
+  void step_count_check(std::int64_t count) const;
   std::unique_ptr<Impl> m_impl;
 };
 

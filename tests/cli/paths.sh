@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# CLI suite: nothing of the user's is replaced or read by mistake. What uwjit run writes (output,
+# series, pictures, checkpoint) and reads (a checkpoint, a kernel file) is a regular file where
+# the user said, never a device, FIFO or socket, never a file outside --output, never one of the
+# run's own outputs; every special file here is made inside the sandbox.
+uwjit=$1
+. "$(dirname "$0")/lib.sh"
+cd "$sandbox" || exit 1
+
+# The special files a user may have at a path: a FIFO, a character device (as root only; made
+# with /dev/null's numbers inside the sandbox), a socket.
+mkfifo pipe
+specials=(pipe)
+if mknod device c 1 3 2>/dev/null; then
+  specials+=(device)
+else
+  echo "skipped (not counted): a character device needs mknod, which this user may not do"
+fi
+python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.bind("sock")'
+specials+=(sock)
+
+for special in "${specials[@]}"; do
+  kind=$(stat -c %F "$special")
+  run "$uwjit" run heat --size 8 --steps 1 --output out --checkpoint "$special"
+  expect_code 1 "--checkpoint at a $kind"
+  expect_err "--checkpoint $special: exists and is not a regular file" "the $kind is named"
+  [ "$(stat -c %F "$special")" = "$kind" ] && ok || fail "the $kind at --checkpoint is still one"
+  [ ! -e out/heat.vti ] && ok || fail "a run refused for its checkpoint path wrote nothing"
+
+  run "$uwjit" run heat --steps 1 --restore "$special"
+  expect_code 1 "--restore of a $kind"
+  expect_err "--restore $special: is a .*, not a regular file" "a $kind is not read as a checkpoint"
+
+  run timeout 20 "$uwjit" compile "$special"
+  expect_code 1 "compile of a $kind"
+  expect_err "is a .*, not a regular file" "a $kind is not read as a kernel"
+done
+run "$uwjit" compile out
+expect_code 1 "compile of a directory"
+expect_err 'is a directory, not a regular file' "a directory is not compiled as an empty kernel"
+
+# A file the run writes at the end that became a FIFO meanwhile is not renamed over either: the
+# Python test does that one; here, the output directory's own files.
+mkdir -p out2
+mkfifo out2/heat.vti
+run "$uwjit" run heat --size 8 --steps 1 --output out2
+expect_code 1 "output over a FIFO"
+expect_err 'out2/heat.vti.*is a FIFO, not a regular file' "the output's FIFO is named"
+[ -p out2/heat.vti ] && ok || fail "the FIFO in --output is still a FIFO"
+
+# A checkpoint path that is one of the run's own outputs is refused before the run.
+for own in series/heat.pvd series/heat.vti series/heat_000001.vti series/heat_u.png; do
+  run "$uwjit" run heat --size 8 --steps 2 --output series --output-every 1 --checkpoint "$own"
+  expect_code 1 "--checkpoint $own"
+  expect_err "is one of the files this run writes in --output" "--checkpoint $own is refused"
+done
+[ ! -e series/heat.pvd ] && ok || fail "a refused run wrote its series"
+run "$uwjit" run heat --size 8 --steps 2 --output series --checkpoint ./series/../series/heat.vti
+expect_code 1 "another spelling of the output directory"
+run "$uwjit" run heat --size 8 --steps 2 --output series --output-every 1 --checkpoint series/heat.ckpt
+expect_code 0 "a checkpoint beside the outputs under a name of its own"
+
+# A checkpoint whose node name is a path: refused when read, nothing written outside --output.
+run "$uwjit" run heat --size 8 --steps 1 --output out3 --checkpoint good.ckpt
+expect_code 0 "a checkpoint to forge"
+mkdir -p victim
+echo "important" >victim/important.vti
+forge() { # forge NAME OUT: good.ckpt with its node renamed NAME, its checksum made valid again
+  python3 - "$1" "$2" <<'PY'
+import hashlib, struct, sys
+data = open("good.ckpt", "rb").read()[:-64]
+at = 8 + 4 + 8 + 4
+(n,) = struct.unpack_from("<I", data, at)
+at += 4 + n                                   # the type
+(n,) = struct.unpack_from("<I", data, at)     # the name
+name = sys.argv[1].encode().replace(b"\\0", b"\0")
+body = data[:at] + struct.pack("<I", len(name)) + name + data[at + 4 + n:]
+open(sys.argv[2], "wb").write(body + hashlib.sha256(body).hexdigest().encode())
+PY
+}
+for bad in '../victim/important' "$sandbox/victim/important" 'heat\0x' '.hidden' '-rf' ''; do
+  forge "$bad" forged.ckpt
+  run "$uwjit" run heat --restore forged.ckpt --steps 1 --output out4 --output-every 1 --plot
+  expect_code 1 "a checkpoint whose node is named '$bad'"
+  expect_err 'is not a valid node name' "the forged name '$bad' is named"
+done
+[ "$(cat victim/important.vti)" = "important" ] && ok || fail "the victim's file is untouched"
+[ -z "$(ls out4 2>/dev/null)" ] && ok || fail "nothing was written for a forged checkpoint"
+
+# A large file that is not a checkpoint is refused from its first bytes: the peak memory of the
+# refusal is that of refusing a tiny file, not 300 MB more.
+head -c 8 /dev/zero >tiny
+head -c 300000000 /dev/zero >zeros
+peak() { /usr/bin/time -f '%M' "$uwjit" run heat --restore "$1" 2>&1 >/dev/null | tail -n 1; }
+run "$uwjit" run heat --restore zeros
+expect_code 1 "a file of zeros"
+expect_err 'not a uwjit checkpoint \(bad magic\)' "zeros are not a checkpoint"
+tiny_kb=$(peak tiny)
+zeros_kb=$(peak zeros)
+[ $((zeros_kb - tiny_kb)) -lt 100000 ] && ok ||
+  fail "300 MB of zeros refused without being read ($zeros_kb kB peak, $tiny_kb kB for 8 bytes)"
+rm -f zeros
+
+finish

@@ -1,0 +1,103 @@
+#include "run_paths.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/posix_file.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace uwjit::tools {
+
+namespace {
+
+[[noreturn]] void path_error(std::string_view option, const std::filesystem::path& path,
+                             const std::string& reason) {
+  throw Error(ErrorKind::io, format("run: {} {}: {}", option, path.string(), reason));
+}
+
+std::filesystem::path directory_of(const std::filesystem::path& file) {
+  return file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();
+}
+
+// Creates `directory` if missing and proves that a file can be created in it.
+void check_writable_directory(std::string_view option, const std::filesystem::path& shown,
+                              const std::filesystem::path& directory) {
+  std::error_code error;
+  if (std::filesystem::exists(directory, error) &&
+      !std::filesystem::is_directory(directory, error)) {
+    path_error(option, shown, format("{} exists and is not a directory", directory.string()));
+  }
+  std::filesystem::create_directories(directory, error);
+  if (error) {
+    path_error(option, shown,
+               format("cannot create the directory {}: {}", directory.string(), error.message()));
+  }
+  std::string probe = (directory / ".uwjit-probe-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    path_error(option, shown,
+               format("cannot write in {}: {}", directory.string(), std::strerror(errno)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+bool same_directory(const std::filesystem::path& a, const std::filesystem::path& b) {
+  struct stat sa{};
+  struct stat sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+} // namespace
+
+void check_output(const std::filesystem::path& directory) {
+  check_writable_directory("--output", directory, directory);
+}
+
+void check_checkpoint(const std::filesystem::path& file) {
+  std::error_code error;
+  if (std::filesystem::is_directory(file, error)) {
+    path_error("--checkpoint", file, "is a directory");
+  }
+  const auto status = std::filesystem::symlink_status(file, error);
+  if (!error && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
+      !std::filesystem::is_symlink(status)) {
+    path_error("--checkpoint", file,
+               "exists and is not a regular file (a device, FIFO or socket is never replaced)");
+  }
+  check_writable_directory("--checkpoint", file, directory_of(file));
+}
+
+void check_restore(const std::filesystem::path& file) {
+  posix::check_input_file(file, format("run: --restore {}", file.string()));
+}
+
+void check_checkpoint_apart(const std::filesystem::path& checkpoint,
+                            const std::filesystem::path& output, std::string_view node) {
+  if (!same_directory(directory_of(checkpoint), output)) {
+    return;
+  }
+  const std::string name = checkpoint.filename().string();
+  const std::string extension = checkpoint.extension().string();
+  const bool named_for_node =
+      name.starts_with(std::string(node) + ".") || name.starts_with(std::string(node) + "_");
+  constexpr std::array<std::string_view, 5> k_written = {".vti", ".vtu", ".pvd", ".png", ".pvti"};
+  if (named_for_node &&
+      std::find(k_written.begin(), k_written.end(), extension) != k_written.end()) {
+    path_error("--checkpoint", checkpoint,
+               format("is one of the files this run writes in --output {} (the fields, their "
+                      "series and pictures of node \"{}\"); choose another name",
+                      output.string(), node));
+  }
+}
+
+} // namespace uwjit::tools
