@@ -5,6 +5,7 @@
 #include <uwjit/common/text.hpp>
 
 #include "embedded_text.hpp"
+#include "layout.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -51,7 +52,7 @@ void append_table(std::string& text, std::string_view table,
 // The slot tables are written into the text as a comment, so that they are covered by the key:
 // one key, one set of slot names. Line markers keep the diagnostics of the body in the body's
 // own line numbers, and those of the prelude out of kernel.cpp.
-std::string make_canonical(std::string_view body, const SlotTables& slots) {
+std::string make_canonical(const std::string& body, const SlotTables& slots) {
   std::string text;
   text.reserve(kernel_abi_text().size() + kernel_prelude_text().size() + body.size() + 256);
   text += "#line 1 \"uwjit_kernel_abi.h\"\n";
@@ -69,10 +70,7 @@ std::string make_canonical(std::string_view body, const SlotTables& slots) {
   text += "#line 1 \"";
   text += k_buffer_name;
   text += "\"\n";
-  text += body;
-  if (!body.empty() && body.back() != '\n') {
-    text += '\n';
-  }
+  text += body; // normalised: every line ends in '\n'
   return text;
 }
 } // namespace
@@ -80,7 +78,14 @@ std::string make_canonical(std::string_view body, const SlotTables& slots) {
 KernelSource::KernelSource(std::string origin, std::string body,
                            std::optional<std::string> fixed_entry, SlotTables slots)
     : m_origin(std::move(origin)), m_body(std::move(body)), m_fixed_entry(std::move(fixed_entry)),
-      m_slots(std::move(slots)), m_canonical(make_canonical(m_body, m_slots)) {
+      m_slots(std::move(slots)) {
+  detail::NormalisedText compiled = detail::normalise_layout(m_body);
+  m_written.reserve(compiled.places.size());
+  for (const auto& place : compiled.places) {
+    m_written.emplace_back(place.line, place.indent);
+  }
+  m_compiled_body_size = compiled.text.size();
+  m_canonical = make_canonical(compiled.text, m_slots);
   for (const auto* table : {&m_slots.state_in, &m_slots.state_out, &m_slots.statics,
                             &m_slots.extents, &m_slots.integrals, &m_slots.params}) {
     for (const auto& name : *table) {
@@ -179,10 +184,122 @@ const LineSpan* LineMap::find(int line) const noexcept {
   return nullptr;
 }
 
+std::pair<int, int> KernelSource::written_position(int line, int column) const noexcept {
+  if (line < 1 || line > static_cast<int>(m_written.size())) {
+    return {line, column};
+  }
+  const auto& [written, shift] = m_written[static_cast<std::size_t>(line - 1)];
+  return {written, column > 0 ? std::max(1, column + shift) : column};
+}
+
+namespace {
+// Reads digits at `p` (at most 9), advancing it; false when there are none.
+bool read_number(std::string_view text, std::size_t& p, int& value) {
+  const std::size_t start = p;
+  value = 0;
+  while (p < text.size() && p - start < 9 && std::isdigit(static_cast<unsigned char>(text[p]))) {
+    value = value * 10 + (text[p] - '0');
+    ++p;
+  }
+  return p > start;
+}
+
+// Line `line` (from 1) of `text`, without its '\n'; "" beyond the end.
+std::string_view nth_line(std::string_view text, int line) {
+  std::size_t at = 0;
+  for (int n = 1; n < line; ++n) {
+    at = text.find('\n', at);
+    if (at == std::string_view::npos) {
+      return {};
+    }
+    ++at;
+  }
+  return text.substr(at, text.find('\n', at) - at);
+}
+} // namespace
+
+std::string KernelSource::written_positions(std::string_view diagnostics) const {
+  // Each "kernel.cpp:LINE:COL" takes the written line and column; the source excerpt the
+  // compiler quotes after it ("  LINE | text", then "     | ^") shows the line as written.
+  const std::string marker = std::string(k_buffer_name) + ":";
+  std::string out;
+  int quoted = 0; // the compiled line the last diagnostic named, whose excerpt may follow
+  std::string_view written_text;   // that line as written
+  std::size_t written_indent = 0;  // its leading blanks as written
+  std::size_t compiled_indent = 0; // and as compiled
+  bool excerpt = false;
+  std::size_t at = 0;
+  while (at < diagnostics.size()) {
+    const auto end = diagnostics.find('\n', at);
+    const std::string_view line =
+        diagnostics.substr(at, end == std::string_view::npos ? diagnostics.size() - at : end - at);
+    at = end == std::string_view::npos ? diagnostics.size() : end + 1;
+    const std::string_view newline = end == std::string_view::npos ? "" : "\n";
+
+    // An excerpt of the last named line ("  LINE | text"), or a line under it ("     | ^~").
+    const auto bar = line.find(" | ");
+    const bool gutter =
+        bar != std::string_view::npos && line.find_first_not_of(" 0123456789") == bar + 1;
+    if (gutter && quoted > 0) {
+      std::size_t p = line.find_first_not_of(' ');
+      int number = 0;
+      const auto indent_of = [](std::string_view text) {
+        const auto first = text.find_first_not_of(" \t");
+        return first == std::string_view::npos ? text.size() : first;
+      };
+      const int written_line = written_position(quoted, 1).first;
+      std::string label = std::to_string(written_line);
+      label = std::string(bar > label.size() ? bar - label.size() : 0, ' ') + label;
+      if (read_number(line, p, number) && p == bar && number == quoted) {
+        written_text = nth_line(m_body, written_line);
+        written_indent = indent_of(written_text);
+        compiled_indent = indent_of(line.substr(bar + 3));
+        out += format("{} | {}{}", label, written_text, newline);
+        excerpt = true;
+        continue;
+      }
+      if (excerpt && p == bar + 1) {
+        // The marks stand under the compiled text: under the written one, they move with it.
+        const std::string_view marks = line.substr(bar + 3);
+        const std::size_t drop = std::min(compiled_indent, indent_of(marks));
+        out += format("{} | {}{}{}", std::string(label.size(), ' '),
+                      written_text.substr(0, written_indent), marks.substr(drop), newline);
+        continue;
+      }
+    }
+    quoted = 0;
+    excerpt = false;
+
+    // A diagnostic's position.
+    std::size_t done = 0;
+    std::string rewritten;
+    for (auto hit = line.find(marker); hit != std::string_view::npos;
+         hit = line.find(marker, done)) {
+      std::size_t p = hit + marker.size();
+      int number = 0;
+      int column = 0;
+      const bool position = read_number(line, p, number) && p < line.size() && line[p] == ':' &&
+                            (++p, read_number(line, p, column));
+      rewritten.append(line.substr(done, hit - done));
+      if (position) {
+        const auto [written_line, written_column] = written_position(number, column);
+        rewritten += format("{}{}:{}", marker, written_line, written_column);
+        quoted = number;
+      } else {
+        rewritten.append(line.substr(hit, p - hit));
+      }
+      done = p;
+    }
+    rewritten.append(line.substr(done));
+    out += rewritten;
+    out += newline;
+  }
+  return out;
+}
+
 int KernelSource::body_first_line() const noexcept {
-  // The body follows the canonical text's last line marker; what precedes it ends in '\n'.
-  const std::size_t prefix =
-      m_canonical.size() - m_body.size() - (!m_body.empty() && m_body.back() != '\n' ? 1 : 0);
+  // The compiled body follows the canonical text's last line marker.
+  const std::size_t prefix = m_canonical.size() - m_compiled_body_size;
   return 1 + static_cast<int>(std::count(m_canonical.begin(),
                                          m_canonical.begin() + static_cast<std::ptrdiff_t>(prefix),
                                          '\n'));

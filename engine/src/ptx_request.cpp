@@ -61,7 +61,8 @@ std::optional<Ptx> Engine::Impl::try_disk_ptx(const codegen::KernelSource& sourc
   auto disk_info = std::make_shared<KernelInfo>(*info);
   disk_info->tier = Tier::disk;
   if (found.manifest) {
-    disk_info->warnings = found.manifest->warnings; // replayed, as the compile printed them
+    // Replayed as the compile printed them, at the positions of this request's text.
+    disk_info->warnings = source.written_positions(found.manifest->warnings);
   }
   disk_info->object_size = found.object.size();
   disk_info->request_ms = ms_since(start);
@@ -93,7 +94,7 @@ Ptx Engine::Impl::build_ptx(const codegen::KernelSource& source, const cache::Ke
   check_ptx_entry(source, info->entry, target,
                   std::string_view(object.bytes.data(), object.bytes.size()));
   info->compile = object.timings;
-  info->warnings = object.warnings;
+  info->warnings = source.written_positions(object.warnings);
   info->object_size = object.bytes.size();
   logger.info("compiled key={} origin={} target={} in {} ms (frontend {} ms, optimise {} ms, "
               "codegen {} ms)",

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <tuple>
 
 namespace uwjit::engine {
 
@@ -64,6 +65,16 @@ std::string_view line_of(std::string_view text, int line) {
 Error describe_compile_failure(const codegen::KernelSource& source, const Error& error,
                                const std::optional<std::filesystem::path>& dump) {
   const auto& map = source.line_map();
+  // The compiler counted positions in the compiled body (without its layout): first, positions
+  // in the body as written.
+  std::vector<CompileDiagnostic> mapped = error.diagnostics();
+  std::vector<int> compiled_lines;
+  for (CompileDiagnostic& d : mapped) {
+    compiled_lines.push_back(d.line);
+    if (d.section == codegen::k_buffer_name) {
+      std::tie(d.line, d.column) = source.written_position(d.line, d.column);
+    }
+  }
   std::string where;
   if (dump) {
     where = format("the failing source is {}", dump->string());
@@ -74,12 +85,13 @@ Error describe_compile_failure(const codegen::KernelSource& source, const Error&
     where = "set UWJIT_DUMP_DIR to a directory to keep the failing source";
   }
   if (map.empty()) {
-    return Error(ErrorKind::compile, std::string(error.what()) + where, error.diagnostics());
+    return Error(ErrorKind::compile, source.written_positions(error.what()) + where,
+                 std::move(mapped));
   }
-  std::vector<CompileDiagnostic> mapped = error.diagnostics();
   std::string message;
-  for (CompileDiagnostic& d : mapped) {
-    const int generated_line = d.line;
+  for (std::size_t i = 0; i < mapped.size(); ++i) {
+    CompileDiagnostic& d = mapped[i];
+    const int written_line = d.line;
     const bool in_body = d.section == codegen::k_buffer_name;
     if (in_body) {
       if (const codegen::LineSpan* span = map.find(d.line)) {
@@ -94,11 +106,11 @@ Error describe_compile_failure(const codegen::KernelSource& source, const Error&
     if (in_body && d.section == "generated") {
       place += format(" (written by the KernelWriter, not by the node; line {} of the "
                       "failing source)",
-                      source.body_first_line() - 1 + generated_line);
+                      source.body_first_line() - 1 + compiled_lines[i]);
     }
     message += format("node \"{}\": {}: {}: {}\n", source.origin(), place, d.severity, d.message);
     if (in_body) {
-      message += format("    {}\n", line_of(source.body(), generated_line));
+      message += format("    {}\n", line_of(source.body(), written_line));
     }
   }
   message += format("node \"{}\": the kernel does not compile; {}", source.origin(), where);
@@ -114,6 +126,7 @@ Flavour::Flavour(const CompileOptions& options, const Target& gpu) : compiler(op
   salt.add("uwjit", k_version)
       .add("format", std::to_string(cache::k_entry_format))
       .add("abi", std::to_string(UWJIT_KERNEL_ABI_VERSION))
+      .add("canonical", std::to_string(codegen::k_canonical_version))
       .add("llvm", target.llvm_version)
       .add("triple", cuda ? std::string(k_nvptx_triple) : target.triple)
       .add("cpu", cuda ? gpu.sm() : target.cpu)
@@ -230,7 +243,7 @@ CompiledObject Engine::Impl::compile(const codegen::KernelSource& source, const 
   // request's error, not a damaged cache entry.
   check_entry(source, info.entry, object.bytes);
   info.compile = object.timings;
-  info.warnings = object.warnings;
+  info.warnings = source.written_positions(object.warnings);
   if (logger.enabled(log::Level::info)) {
     logger.info("compiled key={} origin={} source={} salt={} in {} ms (frontend {} ms, optimise "
                 "{} ms, codegen {} ms)",
@@ -356,7 +369,8 @@ std::optional<Loaded> Engine::Impl::try_disk(const codegen::KernelSource& source
   auto disk_info = std::make_shared<KernelInfo>(*info);
   disk_info->tier = Tier::disk;
   if (found.manifest) {
-    disk_info->warnings = found.manifest->warnings; // replayed, as the compile printed them
+    // Replayed as the compile printed them, at the positions of this request's text.
+    disk_info->warnings = source.written_positions(found.manifest->warnings);
   }
   try {
     auto loaded = load(source, key, found.object, disk_info, start);

@@ -118,3 +118,56 @@ TEST_CASE("kernel options leave the canonical text alone and are validated") {
   CHECK(uwjit::codegen::define_name("N=4") == "N");
   CHECK(uwjit::codegen::define_name("M") == "M");
 }
+
+TEST_CASE("indentation, trailing blanks and blank lines change no canonical text") {
+  const auto a = KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args* args) {\n"
+                                         "  double x = 1;   \n"
+                                         "\n"
+                                         "  return (int)x;\n"
+                                         "}\n",
+                                         "k");
+  const auto b = KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args* args) {\n"
+                                         "\t\t    double x = 1;\n"
+                                         "        return (int)x;\r\n"
+                                         "\n\n  \t\n"
+                                         "}",
+                                         "k");
+  CHECK(a.canonical() == b.canonical());
+  CHECK(a.body() != b.body()); // each keeps the text as written
+  // A change of a token is a change.
+  const auto c = KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args* args) {\n"
+                                         "  double x = 2;\n  return (int)x;\n}\n",
+                                         "k");
+  CHECK(c.canonical() != a.canonical());
+}
+
+TEST_CASE("what layout means inside literals, raw strings and splices is kept") {
+  const auto canonical_body = [](const std::string& body) {
+    const auto text = KernelSource::from_text(body, "k").canonical();
+    return text.substr(text.find("#line 1 \"kernel.cpp\"\n") +
+                       std::strlen("#line 1 \"kernel.cpp\"\n"));
+  };
+  // Spaces inside string and character literals, and a digit separator that is no quote.
+  CHECK(canonical_body("  const char* s = \"  a  b  \";   \n  int n = 1'000; char c = ' ';\n") ==
+        "const char* s = \"  a  b  \";\nint n = 1'000; char c = ' ';\n");
+  // A raw string spanning lines keeps every line as it is, blank ones and blanks included.
+  CHECK(canonical_body("  auto r = R\"x(\n    kept  \n\n  )x\";\n") ==
+        "auto r = R\"x(\n    kept  \n\n  )x\";\n");
+  // A line after a splice keeps its leading blanks (they separate tokens), and an empty one
+  // after a splice (it ends the directive) stays.
+  CHECK(canonical_body("  #define A(x) x \\\n      + 1\n  #define B 2 \\\n\n  int y;\n") ==
+        "#define A(x) x \\\n      + 1\n#define B 2 \\\n\nint y;\n");
+  // Comments are code's neighbours: their lines are stripped like code's.
+  CHECK(canonical_body("  /* one\n\n     two */  int z;\n  // end  \n") ==
+        "/* one\ntwo */  int z;\n// end\n");
+}
+
+TEST_CASE("positions in the compiled text map back to the text as written") {
+  const auto source = KernelSource::from_text("\n\n    int a;\n\t  int b;\n", "k");
+  CHECK(source.written_position(1, 5) == std::pair{3, 9});
+  CHECK(source.written_position(2, 1) == std::pair{4, 4});
+  CHECK(source.written_position(9, 2) == std::pair{9, 2}); // beyond the body: as it is
+  CHECK(source.written_positions("kernel.cpp:2:5: error: x\nkernel.cpp:1:1: note: y\n") ==
+        "kernel.cpp:4:8: error: x\nkernel.cpp:3:5: note: y\n");
+  CHECK(source.body_first_line() > 1);
+}

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace uwjit::codegen {
@@ -49,6 +50,11 @@ struct LineMap {
   [[nodiscard]] bool empty() const noexcept { return spans.empty(); }
   friend bool operator==(const LineMap&, const LineMap&) = default;
 };
+
+/// The version of the canonical form, part of every key's salt: 1, the body as written; 2, the
+/// body without its layout (lines indented anew by brace depth, trailing blanks and blank lines
+/// dropped; literals untouched), so that reformatting a kernel changes no key.
+inline constexpr int k_canonical_version = 2;
 
 /// The placeholders codegen writes instead of generated names. The key is computed over text that
 /// holds them; the real names are substituted only afterwards.
@@ -113,8 +119,9 @@ public:
   /// Throws Error(usage) if `entry` is not a C identifier.
   static KernelSource from_text(std::string body, std::string entry, SlotTables slots = {});
 
-  /// The text the key is computed over: the ABI header, the math prelude, a line marker, the
-  /// body. Deterministic: the same body gives the same text in every process.
+  /// The text the key is computed over and compiled: the ABI header, the math prelude, a line
+  /// marker, the body without its layout (k_canonical_version). Deterministic: the same body
+  /// gives the same text in every process, and so does the same body indented otherwise.
   [[nodiscard]] const std::string& canonical() const noexcept { return m_canonical; }
 
   /// canonical() with the placeholders replaced by real names: what is compiled.
@@ -131,7 +138,17 @@ public:
   [[nodiscard]] const KernelOptions& options() const noexcept { return m_options; }
 
   [[nodiscard]] const std::string& origin() const noexcept { return m_origin; }
+  /// The body as it was written, with its layout.
   [[nodiscard]] const std::string& body() const noexcept { return m_body; }
+
+  /// A position in the compiled body (what a diagnostic of kernel.cpp counts: lines of the body
+  /// in canonical(), from 1) as the same position in body(), as written. A line beyond the body
+  /// is returned as it is.
+  [[nodiscard]] std::pair<int, int> written_position(int line, int column) const noexcept;
+
+  /// `diagnostics` (compiler output) with every "kernel.cpp:LINE:COL" position of the compiled
+  /// body replaced by the position as written.
+  [[nodiscard]] std::string written_positions(std::string_view diagnostics) const;
   [[nodiscard]] const SlotTables& slots() const noexcept { return m_slots; }
   /// The map from body lines to the node's own texts (empty for hand-written kernels).
   [[nodiscard]] const LineMap& line_map() const noexcept { return m_lines; }
@@ -146,6 +163,8 @@ private:
   std::optional<std::string> m_fixed_entry;
   SlotTables m_slots;
   LineMap m_lines;
+  std::vector<std::pair<int, int>> m_written; ///< per compiled line: its line, its column shift
+  std::size_t m_compiled_body_size = 0;
   std::string m_canonical;
   KernelOptions m_options;
 };
