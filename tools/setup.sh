@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages uwjit needs (idempotent), then configures and builds: the uwjit
-# command first, then the rest (libraries' tests, benchmarks). Quiet: apt's and CMake's output go
+# command first, then the library and the Python module (preset "release"), or everything the
+# preset has (tests, benchmarks, examples: "ci" and the others). Quiet: apt's and CMake's output go
 # to a log file, named at the start; a failure shows the log's last lines and keeps the exit status.
 #
 #   tools/setup.sh                    install + configure + build (preset "release")
@@ -98,7 +99,20 @@ shown=$bin # how the next steps name it: relative where the script was run from 
 step "configuring (preset $preset)" cmake --preset "$preset"
 step "building uwjit" cmake --build --preset "$preset" --target uwjit_cli
 echo "setup: $bin/uwjit is ready"
-step "building the rest (library tests, benchmarks)" cmake --build --preset "$preset"
+if [ "$preset" = release ]; then
+  # The main job needs the command, the library (with its MPI part) and the Python module; the
+  # benchmarks and examples are built by the commands that use them (tools/bench/run.sh, the
+  # "ci" preset of tools/test.sh).
+  targets=()
+  available=$(cmake --build --preset "$preset" --target help 2>/dev/null || true)
+  for target in uwjit uwjit_mpi uwjit_python; do
+    grep -q "^$target:" <<<"$available" && targets+=("$target")
+  done
+  step "building the library and the Python module" cmake --build --preset "$preset" \
+    --target "${targets[@]}"
+else
+  step "building the rest (library tests, benchmarks)" cmake --build --preset "$preset"
+fi
 
 # The Python module, importable from the build tree without PYTHONPATH: a uwjit.pth in the user
 # site directory of the interpreter it was built for (that of any python of the same version,
