@@ -109,6 +109,14 @@ runtime::Params sized_params(std::string_view type, std::span<const std::int64_t
   return params;
 }
 
+std::vector<std::string> size_params(std::string_view type) {
+  (void)default_params(type); // an unknown type is an error here too
+  if (type == "fvm") {
+    return {"n"};
+  }
+  return {"nx", "ny", "nz"};
+}
+
 std::shared_ptr<const BuiltinNode> make(std::string_view type, std::string name,
                                         const runtime::Params& params) {
   // A param the node does not know would be kept, written to checkpoints and ignored: refused.

@@ -10,9 +10,13 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
+#include <exception>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace uwjit::python {
 
@@ -25,6 +29,56 @@ void bind_static_array(py::module_& m); // static_array.cpp: StaticArray, static
 void bind_nodes(py::module_& m);        // nodes.cpp: Node (Python subclasses), layout, writer
 void bind_simulation(py::module_& m);   // simulation.cpp: Simulation
 void bind_mpi(py::module_& m);          // mpi.cpp (or a stub): communicators from mpi4py
+
+/// The name of `value`'s type, for messages ("int", "float", "ndarray", ...).
+[[nodiscard]] std::string type_name(const py::handle& value);
+
+/// Whether `value` is an int: a Python int or a numpy integer, never a bool.
+[[nodiscard]] bool is_int(const py::handle& value);
+/// An int (is_int) from `min` to `max`: TypeError `WHAT: expected an int, got TYPE` for another
+/// type; UsageError `WHAT: expected an int from MIN to MAX, got VALUE` for one out of range
+/// (2**70 included).
+[[nodiscard]] std::int64_t int_arg(const py::handle& value, std::string_view what,
+                                   std::int64_t min = std::numeric_limits<std::int64_t>::min(),
+                                   std::int64_t max = std::numeric_limits<std::int64_t>::max());
+/// A list, tuple or 1-D numpy array of such ints (TypeError naming `what` for anything else).
+[[nodiscard]] std::vector<std::int64_t>
+ints_arg(const py::handle& values, std::string_view what,
+         std::int64_t min = std::numeric_limits<std::int64_t>::min(),
+         std::int64_t max = std::numeric_limits<std::int64_t>::max());
+/// A Python float or int, or a numpy number (never a bool) as a double: TypeError naming `what`
+/// otherwise.
+[[nodiscard]] double float_arg(const py::handle& value, std::string_view what);
+
+/// A Python exception raised by Python code that uwjit's C++ code called (a node's method, a
+/// run() callback, a restore factory), on its way back to Python through that C++ code: raised
+/// again as itself when it arrives (errors.cpp registers the translation). what() is
+/// "WHERE raised TYPE: MESSAGE", which is what the other ranks of an MPI job are told of it
+/// (comm::agree rethrows such a foreign exception on its own rank only).
+class PythonError : public std::exception {
+public:
+  /// Takes over the Python exception that `error` holds; the GIL must be held.
+  PythonError(std::string_view where, py::error_already_set error);
+  [[nodiscard]] const char* what() const noexcept override { return m_what.c_str(); }
+  /// Sets the Python exception again, as the current one; the GIL must be held.
+  void restore() const;
+  /// Whether it is a KeyboardInterrupt; the GIL must be held.
+  [[nodiscard]] bool is_interrupt() const;
+
+private:
+  py::error_already_set m_error; // safe to copy and destroy without the GIL
+  std::string m_what;
+};
+
+/// Calls `body` (with the GIL held); a Python exception it raises leaves as a PythonError naming
+/// `where`.
+template <class Body> decltype(auto) calling_python(std::string_view where, Body&& body) {
+  try {
+    return body();
+  } catch (py::error_already_set& error) {
+    throw PythonError(where, std::move(error));
+  }
+}
 
 /// The Dtype of a numpy dtype, or nullopt for one uwjit has no kernel type for.
 [[nodiscard]] std::optional<codegen::Dtype> dtype_of(const py::dtype& dtype);

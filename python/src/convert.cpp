@@ -1,6 +1,9 @@
-// Conversions between Python values and uwjit's: dtypes, Values, Params.
+// Conversions between Python values and uwjit's: numbers, dtypes, Values, Params; and the
+// Python exceptions carried through C++.
 #include "bindings.hpp"
 
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
 
 #include <string>
@@ -8,6 +11,121 @@
 namespace uwjit::python {
 
 using codegen::Dtype;
+
+namespace {
+
+// The kind of a numpy scalar's dtype ('i', 'u', 'f', 'b', ...), or 0 for anything else.
+char numpy_kind(const py::handle& value) {
+  if (py::isinstance<py::array>(value) || !py::hasattr(value, "dtype") ||
+      !py::hasattr(value, "item")) {
+    return 0;
+  }
+  const py::object dtype = value.attr("dtype");
+  if (!py::isinstance<py::dtype>(dtype)) {
+    return 0;
+  }
+  return py::detail::array_descriptor_proxy(dtype.ptr())->kind;
+}
+
+} // namespace
+
+std::string type_name(const py::handle& value) {
+  return py::str(py::type::of(value).attr("__name__")).cast<std::string>();
+}
+
+bool is_int(const py::handle& value) {
+  if (py::isinstance<py::bool_>(value)) {
+    return false;
+  }
+  if (py::isinstance<py::int_>(value)) {
+    return true;
+  }
+  const char kind = numpy_kind(value);
+  return kind == 'i' || kind == 'u';
+}
+
+std::int64_t int_arg(const py::handle& value, std::string_view what, std::int64_t min,
+                     std::int64_t max) {
+  if (!is_int(value)) {
+    throw py::type_error(std::string(what) + ": expected an int, got " + type_name(value));
+  }
+  const auto number = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!number) {
+    throw py::error_already_set();
+  }
+  int overflow = 0;
+  const long long got = PyLong_AsLongLongAndOverflow(number.ptr(), &overflow);
+  if (got == -1 && PyErr_Occurred() != nullptr) {
+    throw py::error_already_set();
+  }
+  if (overflow != 0 || got < min || got > max) {
+    throw Error(ErrorKind::usage, format("{}: expected an int from {} to {}, got {}", what, min,
+                                         max, py::str(number).cast<std::string>()));
+  }
+  return got;
+}
+
+std::vector<std::int64_t> ints_arg(const py::handle& values, std::string_view what,
+                                   std::int64_t min, std::int64_t max) {
+  const bool sequence =
+      py::isinstance<py::list>(values) || py::isinstance<py::tuple>(values) ||
+      (py::isinstance<py::array>(values) && py::reinterpret_borrow<py::array>(values).ndim() == 1);
+  if (!sequence) {
+    throw py::type_error(std::string(what) + ": expected a list of ints, got " + type_name(values));
+  }
+  std::vector<std::int64_t> out;
+  for (const auto item : values) {
+    out.push_back(int_arg(item, what, min, max));
+  }
+  return out;
+}
+
+double float_arg(const py::handle& value, std::string_view what) {
+  const char kind = numpy_kind(value);
+  if (py::isinstance<py::bool_>(value) ||
+      !(py::isinstance<py::float_>(value) || is_int(value) || kind == 'f')) {
+    throw py::type_error(std::string(what) + ": expected a float, got " + type_name(value));
+  }
+  const double got = PyFloat_AsDouble(value.ptr());
+  if (got == -1.0 && PyErr_Occurred() != nullptr) {
+    throw py::error_already_set(); // an int too large for a double
+  }
+  return got;
+}
+
+namespace {
+
+// "ValueError", or "package.module.Error" for a type that is not a builtin.
+std::string exception_type_name(const py::handle& type) {
+  const auto module = py::str(type.attr("__module__")).cast<std::string>();
+  const auto name = py::str(type.attr("__qualname__")).cast<std::string>();
+  return module == "builtins" ? name : module + "." + name;
+}
+
+} // namespace
+
+PythonError::PythonError(std::string_view where, py::error_already_set error)
+    : m_error(std::move(error)) {
+  m_what = std::string(where) + " raised " + exception_type_name(m_error.type());
+  std::string message;
+  try {
+    message = py::str(m_error.value()).cast<std::string>();
+  } catch (const py::error_already_set&) {
+    message = "(its message could not be read)";
+  }
+  if (!message.empty()) {
+    m_what += ": " + message;
+  }
+}
+
+void PythonError::restore() const {
+  PyErr_Restore(m_error.type().inc_ref().ptr(), m_error.value().inc_ref().ptr(),
+                m_error.trace().inc_ref().ptr());
+}
+
+bool PythonError::is_interrupt() const {
+  return m_error.matches(PyExc_KeyboardInterrupt);
+}
 
 std::optional<Dtype> dtype_of(const py::dtype& dtype) {
   // Kind and size, not identity: numpy has several objects for one type (e.g. long vs longlong).
@@ -80,7 +198,7 @@ runtime::Value to_value(const py::handle& value, std::string_view what) {
     throw py::type_error(std::string(what) + ": a bool is not a value (say 0 or 1)");
   }
   if (py::isinstance<py::int_>(value)) {
-    return runtime::Value(value.cast<std::int64_t>());
+    return runtime::Value(int_arg(value, what));
   }
   if (py::isinstance<py::float_>(value)) {
     return runtime::Value(value.cast<double>());
@@ -101,7 +219,7 @@ runtime::Value to_value(const py::handle& value, std::string_view what) {
     return to_value(value.attr("item")(), what);
   }
   throw py::type_error(std::string(what) + ": expected an int, float, str or tuple of those, got " +
-                       py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+                       type_name(value));
 }
 
 py::object from_value(const runtime::Value& value) {
@@ -128,7 +246,7 @@ runtime::Params to_params(const py::handle& params, std::string_view what) {
   }
   if (!py::isinstance<py::dict>(params)) {
     throw py::type_error(std::string(what) + ": expected a dict of params, got " +
-                         py::str(py::type::of(params).attr("__name__")).cast<std::string>());
+                         type_name(params));
   }
   for (const auto [key, value] : params.cast<py::dict>()) {
     if (!py::isinstance<py::str>(key)) {

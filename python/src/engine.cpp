@@ -33,7 +33,7 @@ SlotSpec slot_spec(const py::handle& item, std::string_view table) {
     if (py::isinstance<py::str>(axis)) {
       shape.emplace_back(axis.cast<std::string>());
     } else {
-      shape.emplace_back(axis.cast<std::int64_t>());
+      shape.emplace_back(int_arg(axis, std::string(table) + " \"" + spec.name + "\": shape", 1));
     }
   }
   spec.shape = std::move(shape);
@@ -213,9 +213,8 @@ released while the kernel is looked up or compiled.)doc")
             std::vector<BufferSpecs> specs;
             for (const auto item : sources) {
               if (!py::isinstance<PySource>(item)) {
-                throw py::type_error(
-                    "Engine.kernels: each source must be a uwjit.Source, got " +
-                    py::str(py::type::of(item).attr("__name__")).cast<std::string>());
+                throw py::type_error("Engine.kernels: each source must be a uwjit.Source, got " +
+                                     type_name(item));
               }
               requests.push_back(source_arg(item));
               specs.push_back(item.cast<const PySource&>().specs);
@@ -250,9 +249,8 @@ it; a key mismatch or compile error raises the same error on every rank.)doc")
             } else {
               for (const auto item : py::iterable(sources)) {
                 if (!py::isinstance<PySource>(item)) {
-                  throw py::type_error(
-                      "Engine.ptx: each source must be a uwjit.Source, got " +
-                      py::str(py::type::of(item).attr("__name__")).cast<std::string>());
+                  throw py::type_error("Engine.ptx: each source must be a uwjit.Source, got " +
+                                       type_name(item));
                 }
                 requests.push_back(source_arg(item));
               }

@@ -99,6 +99,8 @@ void bind_errors(py::module_& m) {
       }
     } catch (const Error& error) {
       raise(error);
+    } catch (const PythonError& error) {
+      error.restore();
     }
   });
 }

@@ -20,10 +20,6 @@ namespace {
 
 constexpr const char* k_table_names[3] = {"state_in", "state_out", "statics"};
 
-std::string type_name(const py::handle& value) {
-  return py::str(py::type::of(value).attr("__name__")).cast<std::string>();
-}
-
 std::string shape_of(const py::array& array) {
   return shape_text(std::vector<std::int64_t>(array.shape(), array.shape() + array.ndim()));
 }
@@ -114,28 +110,34 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
   std::vector<std::pair<std::string, std::int64_t>> named_extents;
   std::vector<uw_i64> extent_values;
   for (std::size_t i = 0; i < slots.extents.size(); ++i) {
-    const py::handle item = extents[i];
-    if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item)) {
-      throw py::type_error(what() + ": extent \"" + slots.extents[i] + "\" must be an int, got " +
-                           type_name(item));
-    }
-    const auto value = item.cast<std::int64_t>();
-    if (value < 1) {
-      throw py::value_error(what() + ": extent \"" + slots.extents[i] + "\" must be >= 1, got " +
-                            std::to_string(value));
+    const py::object item = extents[i];
+    // A plain int in range costs no message; anything else goes through int_arg's checks.
+    int overflow = 0;
+    std::int64_t value =
+        PyLong_CheckExact(item.ptr()) ? PyLong_AsLongLongAndOverflow(item.ptr(), &overflow) : 0;
+    if (value < 1 || overflow != 0) {
+      PyErr_Clear();
+      value = int_arg(item, what() + ": extent \"" + slots.extents[i] + "\"", 1);
     }
     named_extents.emplace_back(slots.extents[i], value);
     extent_values.push_back(value);
   }
   // Run-time params by name, in the order of the params slot table.
   std::vector<double> param_values;
+  if (!params.is_none() && !py::isinstance<py::dict>(params)) {
+    throw py::type_error(what() + ": params: expected a dict of name → float, got " +
+                         type_name(params));
+  }
   const py::dict given = params.is_none() ? py::dict() : params.cast<py::dict>();
   for (const auto& name : slots.params) {
     if (!given.contains(name)) {
       throw py::value_error(what() + ": params lacks \"" + name + "\" (the kernel reads " +
                             join(slots.params) + ")");
     }
-    param_values.push_back(given[py::str(name)].cast<double>());
+    const py::object value = given[py::str(name)];
+    param_values.push_back(PyFloat_CheckExact(value.ptr())
+                               ? PyFloat_AS_DOUBLE(value.ptr())
+                               : float_arg(value, what() + ": param \"" + name + "\""));
   }
   for (const auto [key, value] : given) {
     const auto name = py::str(key).cast<std::string>();
@@ -196,6 +198,14 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
 } // namespace
 
 void bind_kernel_call(py::module_& m) {
+  m.def(
+      "_numpy_dtype",
+      [](const py::handle& dtype, std::string_view what) {
+        return numpy_dtype(dtype_arg(dtype, what));
+      },
+      py::arg("dtype"), py::arg("what"),
+      "The numpy dtype of a kernel dtype (\"f64\", numpy.float64, float, ...) for uwjit.empty; "
+      "TypeError naming `what` for another.");
   py::class_<PyKernel>(m, "Kernel", R"doc(
 A loaded kernel, made by Engine.kernel. Calling it runs it once:
 

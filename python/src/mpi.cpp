@@ -20,7 +20,7 @@ std::shared_ptr<comm::Comm> comm_of(const py::handle& comm) {
   const py::module_ mpi = py::module_::import("mpi4py.MPI");
   if (!py::isinstance(comm, mpi.attr("Comm"))) {
     throw py::type_error("comm: expected None or an mpi4py communicator (mpi4py.MPI.Comm), got " +
-                         py::str(py::type::of(comm).attr("__name__")).cast<std::string>());
+                         type_name(comm));
   }
   static const bool imported = import_mpi4py() == 0;
   if (!imported) {

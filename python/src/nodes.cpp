@@ -50,7 +50,7 @@ Boundary boundary_arg(const py::handle& value) {
   }
   throw py::type_error("boundary: expected \"edge\", \"periodic\", a uwjit.BoundaryFace or a "
                        "uwjit.Boundary, got " +
-                       py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+                       type_name(value));
 }
 
 std::string face_repr(const BoundaryFace& face) {
@@ -69,6 +69,73 @@ ExtentMode extent_arg(const std::string& text) {
     return ExtentMode::runtime;
   }
   throw py::value_error("unknown extent mode \"" + text + "\" (accepted: compiled, runtime)");
+}
+
+// uwjit.KernelWriter: one made in Python (owned), or one a node's emit is lent (valid while the
+// emit runs). Every method goes through get(), so that a writer kept after its emit refuses
+// every use instead of reaching memory that is gone.
+class PyKernelWriter {
+public:
+  explicit PyKernelWriter(std::string origin)
+      : m_owned(std::make_unique<KernelWriter>(std::move(origin))), m_writer(m_owned.get()) {}
+  PyKernelWriter(KernelWriter& lent, std::string lender)
+      : m_writer(&lent), m_lender(std::move(lender)) {}
+
+  KernelWriter& get() const {
+    if (m_writer == nullptr) {
+      throw Error(ErrorKind::usage, "this KernelWriter belonged to " + m_lender +
+                                        ", which has ended (keep what it wrote, not the writer)");
+    }
+    return *m_writer;
+  }
+  void end() noexcept { m_writer = nullptr; }
+
+private:
+  std::unique_ptr<KernelWriter> m_owned;
+  KernelWriter* m_writer;
+  std::string m_lender;
+};
+
+// A writer lent to Python for one call of a node's emit (made and ended with the GIL held).
+class LentWriter {
+public:
+  LentWriter(KernelWriter& writer, std::string lender)
+      : m_object(py::cast(PyKernelWriter(writer, std::move(lender)))) {}
+  ~LentWriter() { m_object.cast<PyKernelWriter&>().end(); }
+  LentWriter(const LentWriter&) = delete;
+  LentWriter& operator=(const LentWriter&) = delete;
+  [[nodiscard]] const py::object& object() const noexcept { return m_object; }
+
+private:
+  py::object m_object;
+};
+
+// A binding of KernelWriter's member `method` on uwjit.KernelWriter: the same arguments, through
+// the checked get().
+template <class R, class... Args, bool E>
+auto through(R (KernelWriter::*method)(Args...) noexcept(E)) {
+  return [method](const PyKernelWriter& self, Args... args) -> R {
+    return (self.get().*method)(std::forward<Args>(args)...);
+  };
+}
+template <class R, class... Args, bool E>
+auto through(R (KernelWriter::*method)(Args...) const noexcept(E)) {
+  return [method](const PyKernelWriter& self, Args... args) -> R {
+    return (self.get().*method)(std::forward<Args>(args)...);
+  };
+}
+
+// A node's size: one int N, or a list of them (NX, NY, NZ).
+std::vector<std::int64_t> size_arg(const py::handle& size, const std::string& what) {
+  if (is_int(size)) {
+    return {int_arg(size, what, 1)};
+  }
+  if (!py::isinstance<py::list>(size) && !py::isinstance<py::tuple>(size) &&
+      !py::isinstance<py::array>(size)) {
+    throw py::type_error(what + ": expected an int or a list of three ints, got " +
+                         type_name(size));
+  }
+  return ints_arg(size, what, 1);
 }
 
 std::vector<codegen::Axis> axes_arg(const py::iterable& axes) {
@@ -90,11 +157,11 @@ public:
 
   runtime::NodeLayout layout() const override {
     py::gil_scoped_acquire gil;
-    const py::object layout = method("layout")();
+    const py::object layout = calling_python(where("layout"), [&] { return method("layout")(); });
     if (!py::isinstance<runtime::NodeLayout>(layout)) {
       // Not a cast error: pybind11 would report that as the caller's bad arguments.
       throw py::type_error("node \"" + name() + "\": layout() must return a uwjit.Layout, got " +
-                           py::str(py::type::of(layout).attr("__name__")).cast<std::string>());
+                           type_name(layout));
     }
     return layout.cast<runtime::NodeLayout>();
   }
@@ -111,7 +178,7 @@ public:
       arrays[py::str(field->name())] = array;
       views.push_back(array);
     }
-    method("initial_state")(arrays);
+    calling_python(where("initial_state"), [&] { method("initial_state")(arrays); });
     for (std::size_t i = 0; i < views.size(); ++i) {
       runtime::Field& field = *state.fields()[i];
       const py::array& array = arrays[py::str(field.name())].cast<py::array>();
@@ -128,7 +195,8 @@ public:
 
   void emit_update(KernelWriter& writer) const override {
     py::gil_scoped_acquire gil;
-    method("emit_update")(py::cast(&writer, py::return_value_policy::reference));
+    const LentWriter lent(writer, where("emit_update"));
+    calling_python(where("emit_update"), [&] { method("emit_update")(lent.object()); });
   }
 
   // A subclass that defines emit_stage gets every stage; one that does not gets the C++
@@ -139,7 +207,8 @@ public:
       const py::function override =
           py::get_override(static_cast<const runtime::Node*>(this), "emit_stage");
       if (override) {
-        override(py::cast(&writer, py::return_value_policy::reference), stage);
+        const LentWriter lent(writer, where("emit_stage"));
+        calling_python(where("emit_stage"), [&] { override(lent.object(), stage); });
         return;
       }
     }
@@ -154,10 +223,16 @@ protected:
     if (!override) {
       return {};
     }
-    return static_data_of(override(), "node \"" + name() + "\" static data");
+    const py::object data = calling_python(where("build_static_data"), [&] { return override(); });
+    return static_data_of(data, "node \"" + name() + "\" static data");
   }
 
 private:
+  // `node "NAME"'s METHOD`: where a Python exception or a lent writer came from.
+  std::string where(std::string_view method) const {
+    return "node \"" + name() + "\"'s " + std::string(method);
+  }
+
   py::function method(const char* what) const {
     py::function override = py::get_override(static_cast<const runtime::Node*>(this), what);
     if (!override) {
@@ -237,39 +312,56 @@ body()) or the node reads other nodes' fields.)doc");
       .def_readonly("extent", &codegen::Axis::extent)
       .def_readonly("halo", &codegen::Axis::halo);
 
-  py::class_<KernelWriter>(m, "KernelWriter", R"doc(
+  py::class_<PyKernelWriter>(m, "KernelWriter", R"doc(
 Writes one generated kernel: extents, buffers, integrals, then the node's text. A node's
 emit_update receives one with the domain extents and the state inputs declared. Each buffer
 gets an accessor NAME(i, j, k) in the text (state outputs: NAME_out(...), a reference); each
-integral is a local sum the text adds to. Methods raise UsageError naming what is wrong.)doc")
+integral is a local sum the text adds to. Methods raise UsageError naming what is wrong. The
+writer a node's emit_update or emit_stage is lent is for that call only: kept and used after it
+has returned, every method and property raises UsageError.)doc")
       .def(py::init<std::string>(), py::arg("origin"))
       .def(
           "extent",
-          [](KernelWriter& w, std::string name, std::int64_t value, const std::string& mode) {
-            return w.extent(std::move(name), value, extent_arg(mode));
+          [](const PyKernelWriter& self, std::string name, const py::handle& value,
+             const std::string& mode) {
+            auto& w = self.get();
+            return w.extent(std::move(name), int_arg(value, "KernelWriter.extent: value"),
+                            extent_arg(mode));
           },
           py::arg("name"), py::arg("value"), py::arg("mode") = "compiled",
           "Declares an extent (mode \"compiled\" or \"runtime\").")
       .def(
           "domain_extent",
-          [](KernelWriter& w, int axis, std::string name, std::int64_t value,
+          [](const PyKernelWriter& self, int axis, std::string name, const py::handle& value,
              const std::string& mode) {
-            return w.domain_extent(axis, std::move(name), value, extent_arg(mode));
+            auto& w = self.get();
+            return w.domain_extent(axis, std::move(name),
+                                   int_arg(value, "KernelWriter.domain_extent: value"),
+                                   extent_arg(mode));
           },
           py::arg("axis"), py::arg("name"), py::arg("value"), py::arg("mode") = "compiled")
-      .def("constant", &KernelWriter::constant, py::arg("value"),
-           "An anonymous compiled-in extent, e.g. the 19 directions of a D3Q19 field.")
-      .def("domain", &KernelWriter::domain, py::arg("axis"), "The extent of domain axis `axis`.")
+      .def(
+          "constant",
+          [](const PyKernelWriter& self, const py::handle& value) {
+            auto& w = self.get();
+            return w.constant(int_arg(value, "KernelWriter.constant: value"));
+          },
+          py::arg("value"),
+          "An anonymous compiled-in extent, e.g. the 19 directions of a D3Q19 field.")
+      .def("domain", through(&KernelWriter::domain), py::arg("axis"),
+           "The extent of domain axis `axis`.")
       .def(
           "state_in",
-          [](KernelWriter& w, std::string field, const py::handle& dtype,
+          [](const PyKernelWriter& self, std::string field, const py::handle& dtype,
              const py::iterable& axes) {
-            w.state_in(std::move(field), dtype_arg(dtype, "state_in"), axes_arg(axes));
+            self.get().state_in(std::move(field), dtype_arg(dtype, "state_in"), axes_arg(axes));
           },
           py::arg("field"), py::arg("dtype"), py::arg("axes"))
       .def(
           "state_out",
-          [](KernelWriter& w, std::string field, const py::object& dtype, const py::object& axes) {
+          [](const PyKernelWriter& self, std::string field, const py::object& dtype,
+             const py::object& axes) {
+            auto& w = self.get();
             if (dtype.is_none() && axes.is_none()) {
               w.state_out(std::move(field));
             } else {
@@ -280,29 +372,33 @@ integral is a local sum the text adds to. Methods raise UsageError naming what i
           "Declares that the kernel writes `field` (through the accessor FIELD_out(...)).")
       .def(
           "provide_static",
-          [](KernelWriter& w, std::string key, const py::handle& dtype,
-             std::vector<std::int64_t> shape) {
-            w.provide_static(std::move(key), dtype_arg(dtype, "provide_static"), std::move(shape));
+          [](const PyKernelWriter& self, std::string key, const py::handle& dtype,
+             const py::handle& shape) {
+            auto& w = self.get();
+            w.provide_static(std::move(key), dtype_arg(dtype, "provide_static"),
+                             ints_arg(shape, "provide_static: shape"));
           },
           py::arg("key"), py::arg("dtype"), py::arg("shape"))
       .def(
           "provided_shape",
-          [](const KernelWriter& w, std::string_view key) -> py::object {
-            const auto shape = w.provided_shape(key);
+          [](const PyKernelWriter& self, std::string_view key) -> py::object {
+            const auto shape = self.get().provided_shape(key);
             return shape ? py::object(py::tuple(py::cast(*shape))) : py::object(py::none());
           },
           py::arg("key"), "The shape of the bound static array `key` (None if there is none).")
       .def(
           "provided_dtype",
-          [](const KernelWriter& w, std::string_view key) -> py::object {
-            const auto dtype = w.provided_dtype(key);
+          [](const PyKernelWriter& self, std::string_view key) -> py::object {
+            const auto dtype = self.get().provided_dtype(key);
             return dtype ? py::object(py::str(std::string(to_string(*dtype))))
                          : py::object(py::none());
           },
           py::arg("key"), "The dtype of the bound static array `key` (None if there is none).")
       .def(
           "static_array",
-          [](KernelWriter& w, std::string key, const py::object& dtype, const py::object& axes) {
+          [](const PyKernelWriter& self, std::string key, const py::object& dtype,
+             const py::object& axes) {
+            auto& w = self.get();
             if (dtype.is_none() && axes.is_none()) {
               w.static_array(std::move(key));
             } else {
@@ -312,29 +408,29 @@ integral is a local sum the text adds to. Methods raise UsageError naming what i
           py::arg("key"), py::arg("dtype") = py::none(), py::arg("axes") = py::none(),
           "Declares that the kernel reads static array `key` (by default with its bound dtype and "
           "shape, each axis compiled in).")
-      .def("param", &KernelWriter::param, py::arg("name"), py::arg("value"), R"doc(
+      .def("param", through(&KernelWriter::param), py::arg("name"), py::arg("value"), R"doc(
 Declares a run-time parameter: the kernel text gets a local `const double name` read when the
 kernel runs, and `value` is what the runtime passes. The value is never written into the text, so
 kernels that differ only in it are one kernel (one key): sweeping it compiles nothing. Write a
 value into the text instead where it shapes the code (counts, switches). A Kernel called directly
 takes it as params={name: value}. Raises UsageError if `name` is not a free C identifier.)doc")
       .def_property_readonly(
-          "checked", &KernelWriter::is_checked,
+          "checked", through(&KernelWriter::is_checked),
           "Whether the kernel is written in checked mode (the Simulation's checked option).")
-      .def("update_box", &KernelWriter::update_box)
-      .def("integral", &KernelWriter::integral, py::arg("name"))
-      .def("comment", &KernelWriter::comment, py::arg("line"))
-      .def("helpers", &KernelWriter::helpers, py::arg("text"),
+      .def("update_box", through(&KernelWriter::update_box))
+      .def("integral", through(&KernelWriter::integral), py::arg("name"))
+      .def("comment", through(&KernelWriter::comment), py::arg("line"))
+      .def("helpers", through(&KernelWriter::helpers), py::arg("text"),
            "Appends text at namespace scope before the entry.")
-      .def("body", &KernelWriter::body, py::arg("text"),
+      .def("body", through(&KernelWriter::body), py::arg("text"),
            "Appends text to the entry's body, after the accessors (the kernel's own loops: CPUs "
            "only).")
       .def(
           "for_each_cell",
-          [](KernelWriter& w, std::vector<std::string> indices, std::string_view text,
+          [](const PyKernelWriter& self, std::vector<std::string> indices, std::string_view text,
              bool masked_remainder) {
-            w.for_each_cell({.indices = std::move(indices), .masked_remainder = masked_remainder},
-                            text);
+            self.get().for_each_cell(
+                {.indices = std::move(indices), .masked_remainder = masked_remainder}, text);
           },
           py::arg("indices"), py::arg("text"), py::kw_only(), py::arg("masked_remainder") = false,
           R"doc(
@@ -346,12 +442,14 @@ text must not return, break or continue out of the cell. A kernel has either a b
 for_each_cell(); UsageError otherwise, or if the index count is not the domain's.
 `masked_remainder`: fold the innermost loop's remainder into masked vector iterations (one copy
 of a long cell's code instead of two).)doc")
-      .def_property_readonly("cell_form", &KernelWriter::is_cell_form,
+      .def_property_readonly("cell_form", through(&KernelWriter::is_cell_form),
                              "Whether the kernel is written with for_each_cell().")
-      .def_property_readonly("gpu", &KernelWriter::is_gpu,
+      .def_property_readonly("gpu", through(&KernelWriter::is_gpu),
                              "Whether the kernel is written for a GPU (only cell-form kernels "
                              "can be).")
-      .def("finish", &finish, "The kernel as a Source (for Engine.kernel).");
+      .def(
+          "finish", [](const PyKernelWriter& self) { return finish(self.get()); },
+          "The kernel as a Source (for Engine.kernel).");
 
   py::class_<BoundaryFace>(m, "BoundaryFace", R"doc(
 What the halo beyond one face (the low or the high end) of a domain axis holds; made by
@@ -410,9 +508,10 @@ wider than the axis: a Simulation raises UsageError naming the node and axis oth
 One domain axis of a node: interior cells, halo width, how the halo is filled (boundary: "edge",
 "periodic", a BoundaryFace for both ends or a Boundary), whether the extent is "compiled" into
 the kernel or read at "runtime", and the kernel's name for it ("": nx, ny, nz).)doc")
-      .def(py::init([](std::int64_t cells, int halo, const py::object& boundary,
+      .def(py::init([](const py::handle& cells, int halo, const py::object& boundary,
                        const std::string& extent, std::string name) {
-             return runtime::DomainAxis{cells, halo, boundary_arg(boundary), extent_arg(extent),
+             return runtime::DomainAxis{int_arg(cells, "DomainAxis: cells"), halo,
+                                        boundary_arg(boundary), extent_arg(extent),
                                         std::move(name)};
            }),
            py::arg("cells"), py::arg("halo") = 0, py::arg("boundary") = "edge",
@@ -423,13 +522,11 @@ the kernel or read at "runtime", and the kernel's name for it ("": nx, ny, nz).)
       .def_readonly("name", &runtime::DomainAxis::name);
   py::class_<runtime::StateField>(m, "StateField",
                                   "A state field: name, dtype and leading component extents.")
-      .def(py::init(
-               [](std::string name, const py::handle& dtype, std::vector<std::int64_t> components) {
-                 return runtime::StateField{std::move(name), dtype_arg(dtype, "StateField"),
-                                            std::move(components)};
-               }),
-           py::arg("name"), py::arg("dtype") = "f64",
-           py::arg("components") = std::vector<std::int64_t>{})
+      .def(py::init([](std::string name, const py::handle& dtype, const py::handle& components) {
+             return runtime::StateField{std::move(name), dtype_arg(dtype, "StateField"),
+                                        ints_arg(components, "StateField: components")};
+           }),
+           py::arg("name"), py::arg("dtype") = "f64", py::arg("components") = py::tuple())
       .def_readonly("name", &runtime::StateField::name);
   py::class_<runtime::NodeInput>(m, "NodeInput", R"doc(
 A state field of another node that this node's kernels read (coupling): NodeInput(node, field,
@@ -454,6 +551,9 @@ written by Node.emit_stage(writer, stage)).)doc")
                        std::vector<runtime::StateField> fields, std::vector<std::string> integrals,
                        std::optional<double> dt, int stages,
                        std::vector<runtime::NodeInput> inputs) {
+             if (dt) {
+               runtime::check_dt(*dt, "Layout: dt");
+             }
              return runtime::NodeLayout{std::move(axes),      std::move(fields),
                                         std::move(integrals), dt,
                                         std::move(inputs),    stages};
@@ -469,9 +569,9 @@ written by Node.emit_stage(writer, stage)).)doc")
       .def_readonly("inputs", &runtime::NodeLayout::inputs);
   m.def(
       "grid",
-      [](const std::vector<std::int64_t>& cells, int halo, const py::object& boundary,
-         const std::string& extent) {
-        return runtime::NodeLayout::grid(cells, halo, boundary_arg(boundary), extent_arg(extent));
+      [](const py::handle& cells, int halo, const py::object& boundary, const std::string& extent) {
+        return runtime::NodeLayout::grid(ints_arg(cells, "grid: cells"), halo,
+                                         boundary_arg(boundary), extent_arg(extent));
       },
       py::arg("cells"), py::arg("halo") = 0, py::arg("boundary") = "edge",
       py::arg("extent") = "compiled",
@@ -528,8 +628,8 @@ the node object alive while a Simulation uses it (the Simulation holds a referen
           "built-in node counts (e.g. the fluid sites of a pipe).")
       .def(
           "emit_stage",
-          [](const runtime::Node& n, KernelWriter& writer, int stage) {
-            n.runtime::Node::emit_stage(writer, stage);
+          [](const runtime::Node& n, const PyKernelWriter& writer, int stage) {
+            n.runtime::Node::emit_stage(writer.get(), stage);
           },
           py::arg("writer"), py::arg("stage"),
           "Writes the kernel of stage `stage` of a step (override it for Layout(stages=N)); the "
@@ -542,10 +642,15 @@ the node object alive while a Simulation uses it (the Simulation holds a referen
 
   m.def(
       "node",
-      [](const std::string& type, std::optional<std::string> name,
-         std::optional<std::vector<std::int64_t>> size, const py::kwargs& params) {
-        runtime::Params values =
-            size ? nodes::sized_params(type, *size) : nodes::default_params(type);
+      [](const std::string& type, std::optional<std::string> name, const py::handle& size,
+         const py::kwargs& params) {
+        const std::string what = "node \"" + type + "\"";
+        runtime::Params values = nodes::default_params(type);
+        std::vector<std::string> by_size;
+        if (!size.is_none()) {
+          values = nodes::sized_params(type, size_arg(size, what + ": size"));
+          by_size = nodes::size_params(type);
+        }
         for (const auto [key, value] : params) {
           const auto k = key.cast<std::string>();
           if (!values.contains(k)) {
@@ -553,10 +658,15 @@ the node object alive while a Simulation uses it (the Simulation holds a referen
             for (const auto& [p, _] : values.values()) {
               known.push_back(p);
             }
-            throw py::value_error("node \"" + type + "\": unknown param \"" + k +
-                                  "\" (known: " + join(known) + ")");
+            throw Error(ErrorKind::usage,
+                        what + ": unknown param \"" + k + "\" (known: " + join(known) + ")");
           }
-          auto v = to_value(value, "node \"" + type + "\" param \"" + k + "\"");
+          if (std::find(by_size.begin(), by_size.end(), k) != by_size.end()) {
+            throw Error(ErrorKind::usage, what + ": param \"" + k +
+                                              "\" is given twice: by size and by name (give "
+                                              "one, or a size of three numbers)");
+          }
+          auto v = to_value(value, what + " param \"" + k + "\"");
           if (values.at(k).is_double() && v.is_int()) {
             v = runtime::Value(static_cast<double>(v.as_int()));
           }
@@ -568,8 +678,10 @@ the node object alive while a Simulation uses it (the Simulation holds a referen
       },
       py::arg("type"), py::arg("name") = py::none(), py::arg("size") = py::none(), R"doc(
 A built-in node by type name ("heat", "pipe-flow", "fvm", "mlp"), named `name` (default: the
-type), with its default params (or those of `size`: one number N or three NX, NY, NZ), each
-keyword argument replacing one. Raises UsageError for an unknown type, size or param value.)doc");
+type), with its default params (or those of `size`: one number N or a list of three NX, NY, NZ),
+each keyword argument replacing one. Raises UsageError for an unknown type, size, param or param
+value, and for a param given both by size and by name (nx, ny, nz; fvm: n); what a size only
+derives (a pipe's radius) may be given.)doc");
   m.def(
       "node_types",
       [] {

@@ -1,22 +1,27 @@
 // uwjit.Simulation: nodes stepped by the runtime, fields read back as numpy arrays, integrals,
 // rebinding static arrays, checkpoints and VTK output. The GIL is released while the runtime
 // works (construction, step, run, rebind, checkpoint, restore): a Python node's methods take it
-// back when the runtime calls them, from whichever thread.
+// back when the runtime calls them, from whichever thread. Calls on one Simulation from several
+// threads take turns (a lock per Simulation, waited for with the GIL released), and a long
+// step() or run() looks for Ctrl-C between steps.
 #include "kernel.hpp"
 
+#include <uwjit/comm/verdict.hpp>
 #include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
 #include <uwjit/nodes/builtin.hpp>
 #include <uwjit/nodes/registry.hpp>
 #include <uwjit/runtime/simulation.hpp>
 #include <uwjit/runtime/vtk.hpp>
 
-#include <pybind11/functional.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 
 namespace uwjit::python {
 namespace {
@@ -27,6 +32,9 @@ struct PySimulation {
   py::list nodes; // the Python node objects (a Python subclass lives while its object does)
   std::shared_ptr<comm::Comm> comm;
   std::unique_ptr<runtime::Simulation> simulation;
+  // Held by every call that touches `simulation` (see Turn). Recursive: a run() callback, on the
+  // thread that holds it, may call the simulation again.
+  mutable std::recursive_mutex busy;
 
   runtime::Simulation& get() const {
     if (!simulation) {
@@ -36,9 +44,108 @@ struct PySimulation {
   }
 };
 
+// One call's turn on a Simulation: its lock, held for the call. The wait happens with the GIL
+// released, since the thread whose turn it is may need the GIL to go on (a Python node's methods,
+// a run() callback).
+class Turn {
+public:
+  explicit Turn(const PySimulation& self) : m_lock(self.busy, std::defer_lock) {
+    if (!m_lock.try_lock()) {
+      py::gil_scoped_release release;
+      m_lock.lock();
+    }
+  }
+
+private:
+  std::unique_lock<std::recursive_mutex> m_lock;
+};
+
+// How often a long step() or run() without a callback looks for a signal (taking the GIL):
+// often enough that Ctrl-C feels immediate, rarely enough to cost nothing measurable.
+constexpr auto k_signal_interval = std::chrono::milliseconds(5);
+
+// What stops a long step() or run() after a step: a Python exception (KeyboardInterrupt from
+// Ctrl-C, or what a callback raised); none if `error` is null.
+struct Stop {
+  std::exception_ptr error;
+  bool interrupt = false;
+};
+
+// Calls `body` with the GIL held; a Python exception it raises becomes the Stop.
+template <class Body> Stop stop_if_raised(std::string_view where, Body&& body) {
+  py::gil_scoped_acquire gil;
+  try {
+    body();
+    return {};
+  } catch (py::error_already_set& error) {
+    const PythonError failure(where, std::move(error));
+    return {std::make_exception_ptr(failure), failure.is_interrupt()};
+  }
+}
+
+// Collective over the ranks of a sharded simulation, after a step of a long call: whether any
+// rank stops, so that all stop after the same step. If some rank's callback failed, that rank
+// raises its own exception and the others a UsageError naming it (comm::agree). If ranks were
+// only interrupted, each raises its KeyboardInterrupt, and the others raise one too.
+void agree_to_stop(comm::Comm& ranks, const Stop& stop) {
+  std::uint64_t stopping[2] = {stop.error && stop.interrupt ? 1U : 0U,
+                               stop.error && !stop.interrupt ? 1U : 0U};
+  ranks.all_reduce_sum(stopping);
+  if (stopping[1] != 0) {
+    comm::agree(ranks, stop.error); // throws on every rank
+  }
+  if (stopping[0] == 0) {
+    return;
+  }
+  if (stop.error) {
+    std::rethrow_exception(stop.error);
+  }
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) { // a signal of its own, if it arrived, as its handler says
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+  }
+  throw py::error_already_set();
+}
+
+// Takes `count` steps, one at a time with the GIL released, calling callback(self_object) after
+// each (unless None). Between steps it looks for a signal, so that Ctrl-C (KeyboardInterrupt, or
+// whatever the handler raises) stops the call after the current step, as an exception from the
+// callback does; steps_taken then says how far it got. Sharded over several ranks, the ranks agree
+// after each step, so that every rank stops after the same one. The caller holds the Turn.
+void take_steps(const PySimulation& self, const py::handle& self_object, std::int64_t count,
+                const py::object& callback) {
+  runtime::Simulation& simulation = self.get();
+  comm::Comm* ranks = self.comm && self.comm->size() > 1 ? self.comm.get() : nullptr;
+  const bool calls_back = !callback.is_none();
+  py::gil_scoped_release release;
+  auto next_look = std::chrono::steady_clock::now() + k_signal_interval;
+  for (std::int64_t i = 0; i < count; ++i) {
+    simulation.step(1);
+    const bool last = i + 1 == count;
+    Stop stop;
+    if (calls_back) {
+      stop = stop_if_raised("run callback", [&] { callback(self_object); });
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!stop.error && !last && (calls_back || now >= next_look)) {
+      stop = stop_if_raised("a signal handler", [] {
+        if (PyErr_CheckSignals() != 0) {
+          throw py::error_already_set();
+        }
+      });
+      next_look = now + k_signal_interval;
+    }
+    if (ranks != nullptr && (calls_back || !last)) {
+      agree_to_stop(*ranks, stop);
+    } else if (stop.error) {
+      std::rethrow_exception(stop.error);
+    }
+  }
+}
+
 runtime::SimulationOptions options_of(const std::shared_ptr<comm::Comm>& comm,
                                       std::optional<std::vector<int>> shard_axes,
-                                      std::optional<int> threads, const std::string& exchange,
+                                      const py::handle& threads, const std::string& exchange,
                                       bool checked, const std::string& device) {
   runtime::SimulationOptions options;
   options.comm = comm.get();
@@ -47,8 +154,13 @@ runtime::SimulationOptions options_of(const std::shared_ptr<comm::Comm>& comm,
   if (shard_axes) {
     options.shard_axes = std::move(*shard_axes);
   }
-  if (threads) {
-    options.threads = *threads;
+  if (!threads.is_none()) {
+    if (!is_int(threads)) {
+      throw py::type_error("Simulation: threads: expected an int, got " + type_name(threads));
+    }
+    options.threads = runtime::parse_threads(
+        py::str(py::int_(py::reinterpret_borrow<py::object>(threads))).cast<std::string>(),
+        "Simulation: threads");
   }
   if (exchange == "sync") {
     options.exchange = runtime::ExchangeMode::sync;
@@ -65,8 +177,7 @@ std::vector<std::shared_ptr<const runtime::Node>> nodes_of(const py::list& nodes
   std::vector<std::shared_ptr<const runtime::Node>> out;
   for (const auto item : nodes) {
     if (!py::isinstance<runtime::Node>(item)) {
-      throw py::type_error("Simulation: nodes must be uwjit.Node objects, got " +
-                           py::str(py::type::of(item).attr("__name__")).cast<std::string>());
+      throw py::type_error("Simulation: nodes must be uwjit.Node objects, got " + type_name(item));
     }
     out.push_back(item.cast<std::shared_ptr<runtime::Node>>());
   }
@@ -94,18 +205,9 @@ py::array interior_copy(const runtime::Field& field) {
   return out;
 }
 
-py::dict integrals_of(const runtime::Node& node, std::span<const double> values) {
-  const auto names = node.layout().integrals;
-  py::dict out;
-  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
-    out[py::str(names[i])] = values[i];
-  }
-  return out;
-}
-
-std::vector<std::filesystem::path> write_vtk(const runtime::Snapshot& snapshot,
-                                             const std::filesystem::path& directory,
-                                             const std::string& stem) {
+std::vector<std::filesystem::path> write_vtk_files(const runtime::Snapshot& snapshot,
+                                                   const std::filesystem::path& directory,
+                                                   const std::string& stem) {
   std::vector<std::filesystem::path> written;
   for (const auto& node : snapshot.nodes()) {
     const std::string name = stem.empty() ? node->name() : stem + "_" + node->name();
@@ -124,7 +226,6 @@ std::vector<std::filesystem::path> write_vtk(const runtime::Snapshot& snapshot,
       arrays.push_back(runtime::image_cells(snapshot.field(node->name(), field.name),
                                             static_cast<int>(layout.axes.size())));
     }
-    std::filesystem::create_directories(directory);
     const auto path = directory / (name + ".vti");
     const std::vector<runtime::VtkFieldValue> data = {
         {"step", snapshot.steps_taken()}, {"node_type", node->type()}, {"node_name", node->name()}};
@@ -132,6 +233,35 @@ std::vector<std::filesystem::path> write_vtk(const runtime::Snapshot& snapshot,
     written.push_back(path);
   }
   return written;
+}
+
+py::dict integrals_of(const runtime::Node& node, std::span<const double> values) {
+  const auto names = node.layout().integrals;
+  py::dict out;
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    out[py::str(names[i])] = values[i];
+  }
+  return out;
+}
+
+// Writes the VTK files of every node into `directory` (made if need be). Error(io) naming the
+// directory if it cannot be made or written in (std::filesystem's errors included).
+std::vector<std::filesystem::path> write_vtk(const runtime::Snapshot& snapshot,
+                                             const std::filesystem::path& directory,
+                                             const std::string& stem) {
+  std::error_code failed;
+  std::filesystem::create_directories(directory, failed);
+  if (failed || !std::filesystem::is_directory(directory)) {
+    throw Error(ErrorKind::io,
+                format("write_vtk: \"{}\" is not a directory that can be written in ({})",
+                       directory.string(), failed ? failed.message() : "it is something else"));
+  }
+  try {
+    return write_vtk_files(snapshot, directory, stem);
+  } catch (const std::system_error& error) {
+    throw Error(ErrorKind::io,
+                format("write_vtk: writing in \"{}\": {}", directory.string(), error.what()));
+  }
 }
 
 } // namespace
@@ -148,7 +278,8 @@ nodes: a list of uwjit.Node (built-in ones from uwjit.node(...), or your subclas
 comm: None (serial) or an mpi4py communicator: the domain is split over its ranks along
 shard_axes (default axis 0), and construction, step, run, gather, checkpoint and restore are
 collective (every rank calls them in the same order). threads: threads that run each step's
-kernels (default: the cores this process may use). exchange: "sync" or "overlap" (halo
+kernels, 1 to 4096 as for uwjit run --threads (default: the cores this process may use).
+exchange: "sync" or "overlap" (halo
 transfers overlapped with the interior update). checked: checked mode, for people who write
 nodes (also on when the environment sets UWJIT_CHECK=1): every accessor tests its indices, and a
 read beyond a buffer's halo or a write outside the update box fails the step with KernelError
@@ -158,11 +289,14 @@ its node modulo the node's GPUs) or "cuda:N": state and static arrays in device 
 state bit for bit as on the CPU but where a kernel calls exp, log, pow, tanh and the like (README,
 "Running on a GPU"); no driver or no such GPU is a
 UsageError naming what is missing. Raises UsageError naming the node and what is
-wrong, CompileError, JitError. The GIL is released while it works. Not thread-safe: use one
-thread per Simulation.)doc")
+wrong, CompileError, JitError. The GIL is released while it works. Threads may share a
+Simulation: its calls take turns, each whole (a step(n) or run(n) is not interleaved with another
+thread's calls; a run() callback may call the simulation); a field() view still goes stale at the
+next step, whichever thread takes it. step() and run() stop after the current step on Ctrl-C
+(KeyboardInterrupt; steps_taken says how far they got), on every rank after the same step.)doc")
       .def(py::init([](std::shared_ptr<engine::Engine> engine, const py::list& nodes,
                        const py::object& comm, std::optional<std::vector<int>> shard_axes,
-                       std::optional<int> threads, const std::string& exchange, bool checked,
+                       const py::object& threads, const std::string& exchange, bool checked,
                        const std::string& device) {
              auto self = std::make_unique<PySimulation>();
              self->engine = std::move(engine);
@@ -181,47 +315,59 @@ thread per Simulation.)doc")
            py::arg("exchange") = "sync", py::arg("checked") = false, py::arg("device") = "cpu")
       .def(
           "step",
-          [](PySimulation& self, std::int64_t count) {
-            auto& simulation = self.get();
-            py::gil_scoped_release release;
-            simulation.step(count);
+          [](const py::object& self_object, const py::handle& count) {
+            const auto& self = self_object.cast<const PySimulation&>();
+            const Turn turn(self);
+            take_steps(self, self_object, int_arg(count, "Simulation.step: count", 0), py::none());
           },
-          py::arg("count") = 1,
-          "Takes `count` steps. Raises KernelError naming the node and step if a kernel fails.")
+          py::arg("count") = 1, R"doc(
+Takes `count` steps. Raises KernelError naming the node and step if a kernel fails, and
+KeyboardInterrupt after the current step on Ctrl-C.)doc")
       .def(
           "run",
-          [](py::object self_object, std::int64_t count, const py::object& callback) {
-            auto& simulation = self_object.cast<PySimulation&>().get();
-            if (callback.is_none()) {
-              py::gil_scoped_release release;
-              simulation.step(count);
-              return;
-            }
-            py::gil_scoped_release release;
-            simulation.run(count, [&](const runtime::Simulation&) {
-              py::gil_scoped_acquire gil;
-              callback(self_object);
-            });
+          [](const py::object& self_object, const py::handle& count, const py::object& callback) {
+            const auto& self = self_object.cast<const PySimulation&>();
+            const Turn turn(self);
+            take_steps(self, self_object, int_arg(count, "Simulation.run: count", 0), callback);
           },
-          py::arg("count"), py::arg("callback") = py::none(),
-          "Takes `count` steps, calling callback(simulation) after each.")
+          py::arg("count"), py::arg("callback") = py::none(), R"doc(
+Takes `count` steps, calling callback(simulation) after each (unless None). An exception from the
+callback, or Ctrl-C (KeyboardInterrupt), stops it after the current step; sharded, every rank
+stops after that step (a rank whose callback raised raises that, the others UsageError naming the
+rank, or KeyboardInterrupt for Ctrl-C).)doc")
       .def_property_readonly("steps_taken",
-                             [](const PySimulation& s) { return s.get().steps_taken(); })
-      .def_property_readonly("threads", [](const PySimulation& s) { return s.get().threads(); })
+                             [](const PySimulation& s) {
+                               const Turn turn(s);
+                               return s.get().steps_taken();
+                             })
+      .def_property_readonly("threads",
+                             [](const PySimulation& s) {
+                               const Turn turn(s);
+                               return s.get().threads();
+                             })
       .def_property_readonly(
-          "device", [](const PySimulation& s) { return s.get().device(); },
+          "device",
+          [](const PySimulation& s) {
+            const Turn turn(s);
+            return s.get().device();
+          },
           "Where the kernels run: \"cpu\", or the GPU, e.g. \"cuda:0 (NVIDIA H100 80GB HBM3, "
           "sm_90)\".")
       .def_property_readonly(
-          "checked", [](const PySimulation& s) { return s.get().checked(); },
+          "checked",
+          [](const PySimulation& s) {
+            const Turn turn(s);
+            return s.get().checked();
+          },
           "Whether the simulation runs in checked mode (checked=True or UWJIT_CHECK).")
       .def_property_readonly(
           "nodes", [](const PySimulation& s) { return py::list(s.nodes); },
           "The nodes, in order (a new list).")
       .def(
           "field",
-          [](py::object self_object, std::string_view node, std::string_view field) {
+          [](const py::object& self_object, std::string_view node, std::string_view field) {
             const auto& self = self_object.cast<const PySimulation&>();
+            const Turn turn(self);
             return interior_view(self.get().field(node, field), self_object);
           },
           py::arg("node"), py::arg("field"), R"doc(
@@ -233,6 +379,7 @@ Simulation alive. Raises UsageError naming what is missing.)doc")
       .def(
           "gather",
           [](const PySimulation& self, std::string_view node, std::string_view field) {
+            const Turn turn(self);
             std::optional<runtime::Snapshot> snapshot;
             {
               py::gil_scoped_release release;
@@ -245,6 +392,7 @@ Simulation alive. Raises UsageError naming what is missing.)doc")
       .def(
           "shard",
           [](const PySimulation& self, std::string_view node) {
+            const Turn turn(self);
             const auto& info = self.get().shard(node);
             py::dict out;
             out["grid"] = py::tuple(py::cast(info.grid));
@@ -261,6 +409,7 @@ rank's position), "offset" (global index of the first local cell), "extent" (loc
       .def(
           "integrals",
           [](const PySimulation& self, std::string_view node) {
+            const Turn turn(self);
             const auto& simulation = self.get();
             return integrals_of(simulation.node(node), simulation.integrals(node));
           },
@@ -270,6 +419,7 @@ rank's position), "offset" (global index of the first local cell), "extent" (loc
       .def(
           "kernels",
           [](const PySimulation& self) {
+            const Turn turn(self);
             py::dict out;
             for (const auto& report : self.get().kernels()) {
               if (report.stage == 0) {
@@ -283,6 +433,7 @@ rank's position), "offset" (global index of the first local cell), "extent" (loc
       .def(
           "kernel_reports",
           [](const PySimulation& self) {
+            const Turn turn(self);
             py::list out;
             for (const auto& report : self.get().kernels()) {
               py::dict item;
@@ -298,6 +449,7 @@ rank's position), "offset" (global index of the first local cell), "extent" (loc
       .def(
           "rebound_statics",
           [](const PySimulation& self, std::string_view node) {
+            const Turn turn(self);
             return self.get().rebound_statics(node);
           },
           py::arg("node"), R"doc(
@@ -309,6 +461,7 @@ is no such node.)doc")
           "rebind_static",
           [](PySimulation& self, std::string_view node, std::string key, const py::object& array) {
             auto cpp = static_array_of(array, std::move(key));
+            const Turn turn(self);
             auto& simulation = self.get();
             std::optional<runtime::Simulation::Rebound> rebound;
             {
@@ -330,6 +483,7 @@ Serial only. On an error the simulation is unchanged.)doc")
       .def(
           "checkpoint",
           [](const PySimulation& self, const std::filesystem::path& path) {
+            const Turn turn(self);
             const auto& simulation = self.get();
             py::gil_scoped_release release;
             simulation.checkpoint(path);
@@ -340,7 +494,7 @@ Serial only. On an error the simulation is unchanged.)doc")
           "restore",
           [](std::shared_ptr<engine::Engine> engine, const std::filesystem::path& path,
              const py::object& factory, const py::object& comm,
-             std::optional<std::vector<int>> shard_axes, std::optional<int> threads,
+             std::optional<std::vector<int>> shard_axes, const py::object& threads,
              const std::string& exchange, bool checked, const std::string& device) {
             auto self = std::make_unique<PySimulation>();
             self->engine = std::move(engine);
@@ -354,8 +508,15 @@ Serial only. On an error the simulation is unchanged.)doc")
                     const runtime::Params& params) -> std::shared_ptr<const runtime::Node> {
               if (!factory.is_none()) {
                 py::gil_scoped_acquire gil;
-                py::object node = factory(type, name, from_params(params));
+                const py::object node = calling_python("Simulation.restore's factory", [&] {
+                  return factory(type, name, from_params(params));
+                });
                 if (!node.is_none()) {
+                  if (!py::isinstance<runtime::Node>(node)) {
+                    throw py::type_error("Simulation.restore: factory: expected a uwjit.Node or "
+                                         "None, got " +
+                                         type_name(node));
+                  }
                   made.append(node);
                   return node.cast<std::shared_ptr<runtime::Node>>();
                 }
@@ -405,6 +566,7 @@ rebind them again. Raises IoError for an unreadable or corrupt file.)doc")
           "write_vtk",
           [](const PySimulation& self, const std::filesystem::path& directory,
              const std::string& stem) {
+            const Turn turn(self);
             std::optional<runtime::Snapshot> snapshot;
             {
               py::gil_scoped_release release;

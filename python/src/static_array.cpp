@@ -13,10 +13,6 @@ namespace {
 
 using runtime::Replication;
 
-std::string type_name(const py::handle& value) {
-  return py::str(py::type::of(value).attr("__name__")).cast<std::string>();
-}
-
 // The array's memory, owned by a reference to the numpy array. The reference is dropped with
 // the GIL held: the last C++ copy may go away on a thread that does not hold it.
 std::shared_ptr<const void> keep_alive(const py::array& array) {
@@ -78,7 +74,8 @@ A read-only numpy array bound to kernels as an external buffer, never compiled i
 StaticArray(value, replication="replicate", shard_axis=None)
 
 value must be a numpy.ndarray: C-contiguous, non-empty, of dtype float32, float64, int8, uint8,
-int32 or int64. A 0-d array, or a Python float (float64) or int (int64), is a scalar array of
+int32 or int64. A 0-d array, a numpy scalar (its dtype), or a Python float (float64) or int
+(int64), is a scalar array of
 shape (): a kernel reads it as KEY(), and rebinding another value of the same dtype compiles
 nothing, where a bare scalar in the static data is part of the kernel's key. It is not copied: the StaticArray keeps it alive, and a kernel reads its memory,
 so its contents must not change while a simulation may step. replication is "replicate" (every
@@ -89,11 +86,15 @@ array, an unknown replication, a missing or superfluous shard_axis, an axis out 
 The key is given by the dict of static data that holds the array.)doc")
       .def(py::init([](py::object value, const std::string& replication,
                        std::optional<int> shard_axis) {
-             // A Python float or int is a scalar: a 0-d array of float64 or int64.
+             // A Python float or int is a scalar: a 0-d array of float64 or int64; a numpy
+             // scalar one of its own dtype.
+             const py::module_ numpy = py::module_::import("numpy");
              if (py::isinstance<py::float_>(value) ||
                  (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value))) {
-               value = py::module_::import("numpy").attr("array")(
-                   value, py::isinstance<py::float_>(value) ? "float64" : "int64");
+               value = numpy.attr("array")(value,
+                                           py::isinstance<py::float_>(value) ? "float64" : "int64");
+             } else if (py::isinstance(value, numpy.attr("generic"))) {
+               value = numpy.attr("asarray")(value);
              }
              if (!py::isinstance<py::array>(value)) {
                throw py::type_error("StaticArray: value must be a numpy.ndarray (or a float or "

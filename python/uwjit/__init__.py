@@ -37,20 +37,48 @@ from ._uwjit import (  # noqa: F401
     node_kernels,
     node_types,
     static_data_hash,
+    _numpy_dtype,
 )
 
 
 
+def _extents(shape, what):
+    """`shape` (an int or a sequence of ints, numpy's included) as a tuple of extents >= 0."""
+    import operator
+
+    try:
+        extents = (operator.index(shape),)
+    except TypeError:
+        try:
+            extents = tuple(operator.index(n) for n in shape)
+        except TypeError:
+            raise TypeError("%s: shape: expected an int or a sequence of ints, got %r"
+                            % (what, shape)) from None
+    for n in extents:
+        if n < 0:
+            error = UsageError("%s: shape: extent %d is negative (numpy: negative dimensions are "
+                               "not allowed)" % (what, n))
+            error.kind = "usage"
+            raise error
+    return extents
+
+
 def empty(shape, dtype=float):
     """A new uninitialised C-contiguous numpy array whose data is 64-byte aligned, as the state
-    buffers of kernels made by a KernelWriter must be (numpy guarantees less)."""
+    buffers of kernels made by a KernelWriter must be (numpy guarantees less). shape: an int or a
+    sequence of ints >= 0 (UsageError, a ValueError, for a negative one). dtype: a kernel dtype
+    name ("f32", "f64", "i8", "u8", "i32", "i64") or the numpy dtype of one (float is f64);
+    TypeError for another."""
+    import math
+
+    extents = _extents(shape, "uwjit.empty")
+    dtype = _numpy_dtype(dtype, "uwjit.empty")
+    size = math.prod(extents) * dtype.itemsize
     import numpy as np
 
-    dtype = np.dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64))
-    raw = np.empty(count * dtype.itemsize + 64, dtype=np.uint8)
+    raw = np.empty(size + 64, dtype=np.uint8)
     start = -raw.ctypes.data % 64
-    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
+    return raw[start:start + size].view(dtype).reshape(extents)
 
 
 def zeros(shape, dtype=float):

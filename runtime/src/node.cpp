@@ -4,6 +4,8 @@
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
 
+#include <cmath>
+
 namespace uwjit::runtime {
 
 Field& State::operator[](std::string_view name) const {
@@ -58,6 +60,12 @@ std::vector<std::int64_t> Node::domain() const {
     cells.push_back(axis.cells);
   }
   return cells;
+}
+
+void check_dt(double dt, std::string_view what) {
+  if (!std::isfinite(dt) || dt <= 0) {
+    throw Error(ErrorKind::usage, format("{}: expected a finite number > 0, got {}", what, dt));
+  }
 }
 
 double Node::dt() const {

@@ -84,6 +84,7 @@ Layout read_layout(const Node& node) {
     }
   }
   layout.dt = node.dt();
+  check_dt(layout.dt, format("node \"{}\": dt", node.name()));
   if (declared.stages < 1) {
     node_error(node, format("declares {} stages (need >= 1)", declared.stages));
   }

@@ -10,6 +10,7 @@
 #include <uwjit/common/format.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <set>
 #include <span>
@@ -23,14 +24,23 @@ std::string_view to_string(ExchangeMode mode) noexcept {
   return mode == ExchangeMode::sync ? "sync" : "overlap";
 }
 
+int parse_threads(std::string_view text, std::string_view what) {
+  int threads = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), threads);
+  if (ec != std::errc{} || end != text.data() + text.size() || threads < 1 ||
+      threads > k_max_threads) {
+    throw Error(ErrorKind::usage, format("{}: expected a whole number from 1 to {}, got \"{}\"",
+                                         what, k_max_threads, text));
+  }
+  return threads;
+}
+
 Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node>> list,
                        const SimulationOptions& options, Init init)
     : engine(&e), nodes(std::move(list)), exchange_mode(options.exchange),
       checked(options.checked || env::get_bool(env::vars::checked)) {
-  if (options.threads < 0) {
-    throw Error(
-        ErrorKind::usage,
-        format("simulation: threads must be 0 (the default) or more, not {}", options.threads));
+  if (options.threads != 0) {
+    (void)parse_threads(std::to_string(options.threads), "simulation: threads (0: the default)");
   }
   if (options.comm != nullptr) {
     decomposition = Decomposition::make(options);

@@ -395,15 +395,19 @@ TEST_CASE("heat, pipe-flow and mlp give the same state and integrals bit for bit
   }
 }
 
-TEST_CASE("a negative thread count is a usage error") {
+TEST_CASE("a thread count below 0 or above 4096 is a usage error naming the rule") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   auto node = uwjit::nodes::make("heat", "heat", uwjit::nodes::default_params("heat"));
-  try {
-    Simulation simulation(engine, {node}, {.threads = -1});
-    FAIL("no error");
-  } catch (const uwjit::Error& error) {
-    CHECK(error.kind() == uwjit::ErrorKind::usage);
-    CHECK(std::string(error.what()).find("threads") != std::string::npos);
+  for (const int threads : {-1, 4097, 100000}) {
+    try {
+      Simulation simulation(engine, {node}, {.threads = threads});
+      FAIL("no error");
+    } catch (const uwjit::Error& error) {
+      CHECK(error.kind() == uwjit::ErrorKind::usage);
+      CHECK(std::string(error.what()) ==
+            "simulation: threads (0: the default): expected a whole number from 1 to 4096, got \"" +
+                std::to_string(threads) + "\"");
+    }
   }
 }
 

@@ -14,8 +14,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <new>
 #include <numeric>
+#include <optional>
 #include <unistd.h>
 
 using uwjit::codegen::Dtype;
@@ -136,7 +138,14 @@ public:
     if (m_fault == "negative halo") {
       axes[1].halo = -1;
     }
-    return {.axes = std::move(axes), .fields = {{"u", Dtype::f64}}, .integrals = {"total"}};
+    std::optional<double> dt;
+    if (m_fault == "nan dt") {
+      dt = std::numeric_limits<double>::quiet_NaN();
+    } else if (m_fault == "zero dt") {
+      dt = 0.0;
+    }
+    return {
+        .axes = std::move(axes), .fields = {{"u", Dtype::f64}}, .integrals = {"total"}, .dt = dt};
   }
   void initial_state(uwjit::runtime::State&) const override {}
   void emit_update(KernelWriter& w) const override {
@@ -416,6 +425,16 @@ TEST_CASE("declarations the kernel does not keep are errors naming the node") {
                                            std::make_shared<FaultyNode>("f", "none")});
                  }),
                  "two nodes are named \"f\""));
+}
+
+TEST_CASE("a time step that is not a finite number above zero is an error naming the node") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  CHECK(usage_error([&] {
+          Simulation sim(engine, one(std::make_shared<FaultyNode>("f", "nan dt")));
+        }) == "node \"f\": dt: expected a finite number > 0, got nan");
+  CHECK(usage_error([&] {
+          Simulation sim(engine, one(std::make_shared<FaultyNode>("f", "zero dt")));
+        }) == "node \"f\": dt: expected a finite number > 0, got 0");
 }
 
 TEST_CASE("a kernel that returns an error status stops the step with an error naming the node") {

@@ -81,8 +81,8 @@ def call(engine):
     (dict(state_in=[np.zeros(4), np.zeros(4)]), ValueError, "state_in takes 1 buffer(s) (x), got 2"),
     (dict(state_out=[]), ValueError, "state_out takes 1 buffer(s) (y), got 0"),
     (dict(extents=[]), ValueError, "extents takes 1 value(s) (n), got 0"),
-    (dict(extents=[4.0]), TypeError, "extent \"n\" must be an int"),
-    (dict(extents=[0]), ValueError, "extent \"n\" must be >= 1"),
+    (dict(extents=[4.0]), TypeError, "extent \"n\": expected an int, got float"),
+    (dict(extents=[0]), ValueError, "extent \"n\": expected an int from 1 to"),
 ])
 def test_each_bad_argument_is_a_clear_error(call, changes, error, words):
     if error is None:

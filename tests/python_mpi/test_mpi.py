@@ -123,3 +123,65 @@ def test_a_python_node_sharded_equals_serial(engine):
                                                             rel=1e-12)
     with pytest.raises(uwjit.UsageError):
         sharded.rebind_static("r", "target", uwjit.StaticArray(target * 2, "shard", 0))
+
+
+class FailsOn(uwjit.Node):
+    """A 1-D node whose initial_state raises ValueError on rank `bad` only."""
+
+    def __init__(self, bad):
+        super().__init__("fails-on", "bad", {"n": 12})
+        self.bad = bad
+
+    def layout(self):
+        return uwjit.Layout(uwjit.grid([12], halo=1), [uwjit.StateField("u")])
+
+    def initial_state(self, state):
+        if COMM.rank == self.bad:
+            raise ValueError("no state here")
+        state["u"][...] = 1.0
+
+    def emit_update(self, writer):
+        writer.state_out("u")
+        writer.body("for (uw_i64 i = 0; i < nx; ++i) { u_out(i) = u(i); }")
+
+
+def test_a_python_exception_on_one_rank_keeps_its_type_there_and_is_named_elsewhere(engine):
+    bad = COMM.size - 1
+    if COMM.rank == bad:
+        with pytest.raises(ValueError, match="^no state here$") as caught:
+            uwjit.Simulation(engine, [FailsOn(bad)], comm=COMM, threads=1)
+        assert type(caught.value) is ValueError
+    else:
+        with pytest.raises(uwjit.UsageError) as caught:
+            uwjit.Simulation(engine, [FailsOn(bad)], comm=COMM, threads=1)
+        assert str(caught.value) == (
+            'rank %d: node "bad"\'s initial_state raised ValueError: no state here' % bad)
+    # The job goes on: the ranks still meet in the next collective.
+    assert COMM.allreduce(1) == COMM.size
+
+
+def stop_on(rank, at_step, error):
+    def callback(sim):
+        if COMM.rank == rank and sim.steps_taken == at_step:
+            raise error
+    return callback
+
+
+def test_ctrl_c_on_one_rank_stops_every_rank_after_the_same_step(engine):
+    sim = uwjit.Simulation(engine, [uwjit.node("heat", size=[9, 4, 4])], comm=COMM, threads=1)
+    with pytest.raises(KeyboardInterrupt):
+        sim.run(50, stop_on(COMM.size - 1, 3, KeyboardInterrupt()))
+    assert COMM.allgather(sim.steps_taken) == [3] * COMM.size
+    sim.step(2)
+    assert sim.steps_taken == 5
+
+
+def test_a_run_callback_failing_on_one_rank_stops_every_rank_after_the_same_step(engine):
+    sim = uwjit.Simulation(engine, [uwjit.node("heat", size=[9, 4, 4])], comm=COMM, threads=1)
+    bad = COMM.size - 1
+    expected = ValueError if COMM.rank == bad else uwjit.UsageError
+    with pytest.raises(expected) as caught:
+        sim.run(50, stop_on(bad, 2, ValueError("enough")))
+    if COMM.rank != bad:
+        assert str(caught.value) == "rank %d: run callback raised ValueError: enough" % bad
+    assert COMM.allgather(sim.steps_taken) == [2] * COMM.size

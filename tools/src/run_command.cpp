@@ -109,16 +109,6 @@ ArgSpec run_spec() {
   return spec;
 }
 
-int parse_threads(const std::string& text) {
-  int threads = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), threads);
-  if (ec != std::errc{} || end != text.data() + text.size() || threads < 1 || threads > 4096) {
-    throw Error(ErrorKind::usage,
-                format("--threads: expected a whole number from 1 to 4096, got \"{}\"", text));
-  }
-  return threads;
-}
-
 std::vector<int> parse_shard(const std::string& text) {
   std::vector<int> axes;
   std::string_view rest = text;
@@ -291,7 +281,7 @@ int run_command(const std::vector<std::string>& argv) {
     options.checked = args.has("--checked");
     options.device = args.value("--device");
     if (const auto threads = args.get("--threads")) {
-      options.threads = parse_threads(*threads);
+      options.threads = runtime::parse_threads(*threads, "--threads");
     }
     if (shard) {
 #ifdef UWJIT_HAVE_MPI

@@ -1,5 +1,5 @@
 // The one verdict idiom of collective work: every rank contributes its outcome, and either every
-// rank raises the same error or none does. Never a rank that throws while the others wait.
+// rank raises or none does. Never a rank that throws while the others wait.
 #pragma once
 
 #include <uwjit/comm/comm.hpp>
@@ -12,13 +12,16 @@
 namespace uwjit::comm {
 
 /// Collective: each rank gives `mine`, null if its part succeeded, else the exception it caught.
-/// If no rank failed, returns. Otherwise every rank throws the same uwjit::Error: the kind and
-/// message of the lowest failing rank's exception. Any other exception (a host's or a node's own
-/// code) counts as ErrorKind::usage, with its what(). One all-gather of a few bytes per call.
+/// If no rank failed, returns. Otherwise every rank throws: the same uwjit::Error, with the kind
+/// and message of the lowest failing rank's exception, except on a rank whose own exception is
+/// not a uwjit::Error (a host's or a node's own code, e.g. a Python exception carried through
+/// C++): that rank rethrows its own, as it would serially, so its type survives. Such a foreign
+/// exception counts elsewhere as ErrorKind::usage, with the message `rank R: ` and its what().
+/// One all-gather of a few bytes per call.
 void agree(Collectives& comm, const std::exception_ptr& mine);
 
 /// Collective: runs `body` on every rank, then agree()s on its outcome. Returns body's result
-/// when every rank succeeded; else throws the same Error on every rank (see agree).
+/// when every rank succeeded; else throws on every rank (see agree).
 template <class Body> auto together(Collectives& comm, Body&& body) -> std::invoke_result_t<Body&> {
   using Result = std::invoke_result_t<Body&>;
   if constexpr (std::is_void_v<Result>) {

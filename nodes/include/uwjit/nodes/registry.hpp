@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace uwjit::nodes {
 
@@ -37,6 +38,10 @@ struct NodeKind {
 /// it). Throws Error(usage) for a size the type does not take.
 [[nodiscard]] runtime::Params sized_params(std::string_view type,
                                            std::span<const std::int64_t> size);
+
+/// The params a size gives (sized_params): "nx", "ny" and "nz", or "n" for fvm. Those that merely
+/// follow from it (a pipe's radius) are not among them. Throws Error(usage) for an unknown type.
+[[nodiscard]] std::vector<std::string> size_params(std::string_view type);
 
 /// A node of `type` named `name` with `params` (complete: start from default_params). Throws
 /// Error(usage) naming the param for a missing or out-of-range value.

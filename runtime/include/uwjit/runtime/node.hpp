@@ -61,7 +61,8 @@ struct NodeLayout {
   std::vector<StateField> fields;     ///< the state fields, in the kernel's table order (>= 1)
   std::vector<std::string> integrals; ///< the domain integrals the kernel computes (partial sums
                                       ///< over the cells it updates; shards are added up)
-  std::optional<double> dt = {};      ///< args->dt; unset: the param "dt" if present, else 1.0
+  std::optional<double> dt = {};      ///< args->dt (see check_dt); unset: the param "dt" if
+                                      ///< present, else 1.0
   std::vector<NodeInput> inputs = {}; ///< other nodes' state fields the kernels read
   int stages = 1; ///< kernels per step (>= 1), emitted by emit_stage(writer, stage)
 
@@ -71,6 +72,11 @@ struct NodeLayout {
   grid(const std::vector<std::int64_t>& cells, int halo = 0, Boundary boundary = Boundary::edge,
        codegen::ExtentMode extent = codegen::ExtentMode::compiled);
 };
+
+/// The rule for a time step (NodeLayout::dt, or the param "dt" that stands in for it): a finite
+/// number > 0. Throws Error(usage) `WHAT: expected a finite number > 0, got VALUE` otherwise; a
+/// Simulation checks every node's (`node "NAME": dt: ...`). Thread-safe.
+void check_dt(double dt, std::string_view what);
 
 /// The state of one node: a Field per state field, by name. Handed to Node::initial_state.
 class State {
@@ -116,7 +122,8 @@ public:
   /// The cells of each domain axis of layout().
   [[nodiscard]] std::vector<std::int64_t> domain() const;
 
-  /// The time step a kernel gets as args->dt: layout().dt, else the param "dt", else 1.0.
+  /// The time step a kernel gets as args->dt: layout().dt, else the param "dt", else 1.0 (a
+  /// Simulation refuses one that is not finite and > 0: check_dt).
   [[nodiscard]] double dt() const;
 
   /// Fills the interior of every state field (the halos are filled by the runtime).

@@ -41,6 +41,15 @@ enum class ExchangeMode { sync, overlap };
 /// "sync" or "overlap".
 [[nodiscard]] std::string_view to_string(ExchangeMode mode) noexcept;
 
+/// The most threads a simulation runs its kernels on when asked (SimulationOptions::threads).
+inline constexpr int k_max_threads = 4096;
+
+/// The one rule for a thread count someone asks for (uwjit run --threads, Python's threads=,
+/// SimulationOptions::threads other than 0): a whole number from 1 to k_max_threads, written in
+/// decimal. Returns it; throws Error(usage) `WHAT: expected a whole number from 1 to 4096, got
+/// "TEXT"` otherwise. Thread-safe.
+[[nodiscard]] int parse_threads(std::string_view text, std::string_view what);
+
 struct SimulationOptions {
   /// Threads that compile distinct kernels in parallel when the simulation is built; 0 means
   /// min(hardware threads, 4).
@@ -62,7 +71,7 @@ struct SimulationOptions {
   /// (KernelWriter::update_box()) is called on slabs of the box spread over the threads; other
   /// kernels run on one thread. The slabs depend only on the box, and integrals are summed slab
   /// by slab in a fixed order, so state and integrals are the same bit for bit for any thread
-  /// count. Error(usage) if negative.
+  /// count. Otherwise parse_threads' rule (1 to k_max_threads): Error(usage) naming it.
   int threads = 0;
   /// Sharded: replicate static arrays made with StaticArray::computed() and at least
   /// share_min_bytes large are computed once per node, by the node's first rank, into shared
