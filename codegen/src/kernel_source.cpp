@@ -251,11 +251,14 @@ std::string KernelSource::written_positions(std::string_view diagnostics) const 
       std::string label = std::to_string(written_line);
       label = std::string(bar > label.size() ? bar - label.size() : 0, ' ') + label;
       if (read_number(line, p, number) && p == bar && number == quoted) {
+        // Shown as written when the compiler quoted the line as it is (it escapes bytes that
+        // are not printable, and those stay as it quoted them).
         written_text = nth_line(m_body, written_line);
         written_indent = indent_of(written_text);
-        compiled_indent = indent_of(line.substr(bar + 3));
-        out += format("{} | {}{}", label, written_text, newline);
-        excerpt = true;
+        const std::string_view compiled = line.substr(bar + 3);
+        compiled_indent = indent_of(compiled);
+        excerpt = compiled.substr(compiled_indent) == written_text.substr(written_indent);
+        out += format("{} | {}{}", label, excerpt ? written_text : compiled, newline);
         continue;
       }
       if (excerpt && p == bar + 1) {
