@@ -168,6 +168,13 @@ expect_code 0 "an fvm run too short to judge"
 [ "$(json 'd["check"]["judged"], d["check"]["needs_steps"] > 5, d["check"]["passed"]' <<<"$out")" = "(False, True, True)" ] \
   && ok || fail "--json says the check was not judged and what it needs"
 
+# Checked mode's kernels cannot be vectorised as the cell loops ask; that is not the user's
+# concern and is not printed.
+run "$uwjit" run pipe-flow --checked --size 12 --steps 2 --output "$out_dir"
+expect_code 0 "pipe-flow --checked"
+! grep -q 'vectoriz' <<<"$err" && ok || fail "no optimisation remarks on stderr"
+[ -z "$err" ] && ok || fail "nothing at all on stderr"
+
 # --plot: a PNG per field (a mid-plane slice) and one of the checked profile against Poiseuille.
 run "$uwjit" run pipe-flow --size 20 --output "$out_dir/plots" --plot
 expect_code 0 "run pipe-flow --plot"
