@@ -27,6 +27,37 @@ std::string_view to_string(BoundaryFace::Kind kind) noexcept {
   return "?";
 }
 
+namespace {
+
+// What is wrong with a dirichlet or neumann face's value, or "".
+std::string value_problem(BoundaryFace::Kind kind, double value) {
+  if (std::isfinite(value) && std::abs(value) <= BoundaryFace::k_max_value) {
+    return {};
+  }
+  return format(
+      "{} {} {} is not a finite number within [-1e300, 1e300] (the halo holds {}, "
+      "which must not overflow)",
+      to_string(kind), kind == BoundaryFace::Kind::dirichlet ? "value" : "gradient", value,
+      kind == BoundaryFace::Kind::dirichlet ? "2 value - mirror" : "mirror + gradient (2k - 1)");
+}
+
+BoundaryFace checked_face(BoundaryFace::Kind kind, double value) {
+  if (const auto problem = value_problem(kind, value); !problem.empty()) {
+    throw Error(ErrorKind::usage, format("BoundaryFace::{}: {}", to_string(kind), problem));
+  }
+  return {kind, value};
+}
+
+} // namespace
+
+BoundaryFace BoundaryFace::dirichlet(double value) {
+  return checked_face(Kind::dirichlet, value);
+}
+
+BoundaryFace BoundaryFace::neumann(double gradient) {
+  return checked_face(Kind::neumann, gradient);
+}
+
 std::string to_string(BoundaryFace face) {
   std::string text(to_string(face.kind));
   return face.computed() ? format("{} {}", text, face.value) : text;
@@ -53,6 +84,18 @@ std::string boundary_problem(const Boundary& boundary, std::int64_t cells, int h
                     face.kind == BoundaryFace::Kind::dirichlet ? "dirichlet" : "neumann",
                     face.value);
     }
+    if (face.computed()) {
+      if (const auto problem = value_problem(face.kind, face.value); !problem.empty()) {
+        return format("the {} face's {}", which, problem);
+      }
+    }
+    // The farthest neumann halo cell is (2 halo - 1) gradients beyond its mirror.
+    if (face.kind == BoundaryFace::Kind::neumann &&
+        std::abs(face.value) * (2.0 * halo - 1.0) > BoundaryFace::k_max_value) {
+      return format("the {} face's neumann gradient {} over a halo of {} puts its outer cell {} "
+                    "beyond its mirror, more than 1e300",
+                    which, face.value, halo, std::abs(face.value) * (2.0 * halo - 1.0));
+    }
     if ((face.computed() || low) && halo > cells) {
       return format("a {} halo of {} is wider than the extent {}", to_string(face), halo, cells);
     }
@@ -67,6 +110,20 @@ Boundary static_padding(const Boundary& boundary) noexcept {
 
 bool takes_computed_faces(Dtype dtype) noexcept {
   return dtype == Dtype::f32 || dtype == Dtype::f64;
+}
+
+std::string f32_problem(const Boundary& boundary, Dtype dtype) {
+  constexpr double k_max_f32 = 1e37; // twice it, less a mirror within FLT_MAX, is a float
+  if (dtype != Dtype::f32) {
+    return {};
+  }
+  for (const auto& [face, which] : {std::pair{boundary.low, "low"}, {boundary.high, "high"}}) {
+    if (face.computed() && !(std::abs(face.value) <= k_max_f32)) {
+      return format("the {} face's {} {} is out of range [-1e37, 1e37] for an f32 field", which,
+                    to_string(face.kind), face.value);
+    }
+  }
+  return {};
 }
 
 namespace {
@@ -360,6 +417,10 @@ void Field::fill_halos(std::span<const Boundary> boundary) {
           ErrorKind::usage,
           format("field \"{}\": axis {}: a {} boundary needs a floating-point field, not {}",
                  m_name, d, to_string(boundary[d]), codegen::to_string(m_dtype)));
+    }
+    if (const auto problem = detail::f32_problem(boundary[d], m_dtype);
+        m_halo[d] > 0 && !problem.empty()) {
+      throw Error(ErrorKind::usage, format("field \"{}\": axis {}: {}", m_name, d, problem));
     }
   }
   for (std::size_t d = 0; d < m_shape.size(); ++d) {
