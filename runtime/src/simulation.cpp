@@ -1,5 +1,6 @@
 #include <uwjit/runtime/simulation.hpp>
 
+#include "node_agreement.hpp"
 #include "node_shared.hpp"
 #include "runtime_log.hpp"
 #include "simulation_impl.hpp"
@@ -23,10 +24,33 @@ std::string_view to_string(ExchangeMode mode) noexcept {
   return mode == ExchangeMode::sync ? "sync" : "overlap";
 }
 
+namespace {
+
+// What every rank of a sharded simulation must choose alike, besides its nodes.
+std::vector<Fact> setup_facts(const SimulationOptions& options, bool checked) {
+  std::vector<std::string> axes;
+  for (const int axis : options.shard_axes) {
+    axes.push_back(std::to_string(axis));
+  }
+  return {{"the shard axes", axes.empty() ? "(default: 0)" : join(axes)},
+          {"the grid", options.grid.empty() ? "(balanced)" : grid_text(options.grid)},
+          {"the exchange mode", std::string(to_string(options.exchange))},
+          {"checked mode", checked ? "on" : "off"},
+          {"the device kind", options.device.substr(0, options.device.find(':'))}};
+}
+
+} // namespace
+
 Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node>> list,
                        const SimulationOptions& options, Init init)
     : engine(&e), nodes(std::move(list)), exchange_mode(options.exchange),
       checked(options.checked || env::get_bool(env::vars::checked)) {
+  if (options.comm != nullptr) {
+    // Before anything that reads a node's layout: ranks that build different nodes (or the same
+    // with other params) would otherwise split different domains, or silently run different
+    // physics. Every rank raises the same error naming the first difference.
+    agree_on_nodes(*options.comm, setup_facts(options, checked), nodes);
+  }
   if (options.threads < 0) {
     throw Error(
         ErrorKind::usage,
