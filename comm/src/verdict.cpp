@@ -2,6 +2,7 @@
 
 #include <uwjit/common/error.hpp>
 
+#include <new>
 #include <string>
 
 namespace uwjit::comm {
@@ -17,6 +18,9 @@ std::string encode(const std::exception_ptr& outcome) {
     std::rethrow_exception(outcome);
   } catch (const Error& error) {
     return std::to_string(static_cast<int>(error.kind())) + error.what();
+  } catch (const std::bad_alloc&) {
+    return std::to_string(static_cast<int>(ErrorKind::usage)) +
+           "out of memory: an allocation failed (std::bad_alloc)";
   } catch (const std::exception& error) {
     return std::to_string(static_cast<int>(ErrorKind::usage)) + error.what();
   } catch (...) {

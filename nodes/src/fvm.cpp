@@ -11,6 +11,8 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <span>
+#include <type_traits>
 
 namespace uwjit::nodes {
 
@@ -116,55 +118,95 @@ void FvmNode::initial_state(runtime::State& state) const {
   (void)state; // T = 0 everywhere: the fields start zeroed
 }
 
-runtime::StaticData FvmNode::build_static_data() const {
-  const Mesh& m = *m_mesh;
-  const auto cells = static_cast<std::int64_t>(m.volume.size());
-  const auto faces = static_cast<std::int64_t>(m.owner.size());
-  const auto boundary = static_cast<std::int64_t>(m.boundary_owner.size());
-  runtime::StaticData data;
-  data.add(StaticArray::from_vector("face_owner", m.owner, {faces}));
-  data.add(StaticArray::from_vector("face_neighbour", m.neighbour, {faces}));
-  data.add(StaticArray::from_vector("face_area", m.area, {faces}));
-  data.add(StaticArray::from_vector("cell_volume", m.volume, {cells}));
-  data.add(StaticArray::from_vector("cell_centre", m.centre, {cells, 2}));
-  data.add(StaticArray::from_vector("boundary_owner", m.boundary_owner, {boundary}));
-  data.add(StaticArray::from_vector("boundary_area", m.boundary_area, {boundary}));
-  data.add(StaticArray::from_vector("boundary_point", m.boundary_point, {boundary, 2}));
-  data.add(StaticArray::from_vector("boundary_value", m.boundary_value, {boundary}));
-  // Each cell's faces, for the GPU's kernel, which gathers a cell's fluxes (one cell per thread)
-  // instead of scattering each face's to its two cells: interior faces, then boundary faces, each
-  // in increasing face order, so that a cell adds its terms in the order the scatter does.
-  std::vector<std::int32_t> face_start(static_cast<std::size_t>(cells) + 1, 0);
-  std::vector<std::int32_t> boundary_start(static_cast<std::size_t>(cells) + 1, 0);
+namespace {
+
+// Each cell's faces, for the GPU's kernel, which gathers a cell's fluxes (one cell per thread)
+// instead of scattering each face's to its two cells: interior faces, then boundary faces, each
+// in increasing face order, so that a cell adds its terms in the order the scatter does. `start`
+// has a cell's first entry in `faces` (and one past the last cell's last).
+struct CellFaces {
+  std::vector<std::int32_t> start, faces;
+};
+
+CellFaces interior_faces_of_cells(const detail::VoronoiMesh& m) {
+  CellFaces out;
+  out.start.assign(m.volume.size() + 1, 0);
   for (std::size_t f = 0; f < m.owner.size(); ++f) {
-    ++face_start[static_cast<std::size_t>(m.owner[f]) + 1];
-    ++face_start[static_cast<std::size_t>(m.neighbour[f]) + 1];
+    ++out.start[static_cast<std::size_t>(m.owner[f]) + 1];
+    ++out.start[static_cast<std::size_t>(m.neighbour[f]) + 1];
   }
-  for (const std::int32_t o : m.boundary_owner) {
-    ++boundary_start[static_cast<std::size_t>(o) + 1];
+  for (std::size_t c = 0; c + 1 < out.start.size(); ++c) {
+    out.start[c + 1] += out.start[c];
   }
-  for (std::size_t c = 0; c < static_cast<std::size_t>(cells); ++c) {
-    face_start[c + 1] += face_start[c];
-    boundary_start[c + 1] += boundary_start[c];
-  }
-  std::vector<std::int32_t> faces_of(static_cast<std::size_t>(2 * faces));
-  std::vector<std::int32_t> boundary_of(static_cast<std::size_t>(boundary));
-  std::vector<std::int32_t> next(face_start.begin(), face_start.end() - 1);
+  out.faces.resize(2 * m.owner.size());
+  std::vector<std::int32_t> next(out.start.begin(), out.start.end() - 1);
   for (std::size_t f = 0; f < m.owner.size(); ++f) {
     for (const std::int32_t c : {m.owner[f], m.neighbour[f]}) {
-      faces_of[static_cast<std::size_t>(next[static_cast<std::size_t>(c)]++)] =
+      out.faces[static_cast<std::size_t>(next[static_cast<std::size_t>(c)]++)] =
           static_cast<std::int32_t>(f);
     }
   }
-  next.assign(boundary_start.begin(), boundary_start.end() - 1);
+  return out;
+}
+
+CellFaces boundary_faces_of_cells(const detail::VoronoiMesh& m) {
+  CellFaces out;
+  out.start.assign(m.volume.size() + 1, 0);
+  for (const std::int32_t o : m.boundary_owner) {
+    ++out.start[static_cast<std::size_t>(o) + 1];
+  }
+  for (std::size_t c = 0; c + 1 < out.start.size(); ++c) {
+    out.start[c + 1] += out.start[c];
+  }
+  out.faces.resize(m.boundary_owner.size());
+  std::vector<std::int32_t> next(out.start.begin(), out.start.end() - 1);
   for (std::size_t f = 0; f < m.boundary_owner.size(); ++f) {
     const auto c = static_cast<std::size_t>(m.boundary_owner[f]);
-    boundary_of[static_cast<std::size_t>(next[c]++)] = static_cast<std::int32_t>(f);
+    out.faces[static_cast<std::size_t>(next[c]++)] = static_cast<std::int32_t>(f);
   }
-  data.add(StaticArray::from_vector("cell_face_start", face_start, {cells + 1}));
-  data.add(StaticArray::from_vector("cell_faces", faces_of, {2 * faces}));
-  data.add(StaticArray::from_vector("cell_boundary_start", boundary_start, {cells + 1}));
-  data.add(StaticArray::from_vector("cell_boundary_faces", boundary_of, {boundary}));
+  return out;
+}
+
+} // namespace
+
+runtime::StaticData FvmNode::build_static_data() const {
+  // Computed from the mesh when first read (a run binds them): the kernel's key needs only their
+  // shapes, so `uwjit warm` never copies the mesh into them.
+  const std::shared_ptr<const Mesh> mesh = m_mesh;
+  const auto cells = static_cast<std::int64_t>(mesh->volume.size());
+  const auto faces = static_cast<std::int64_t>(mesh->owner.size());
+  const auto boundary = static_cast<std::int64_t>(mesh->boundary_owner.size());
+  runtime::StaticData data;
+  const auto copy = [&](std::string key, const auto& member, std::vector<std::int64_t> shape) {
+    using T = typename std::remove_cvref_t<decltype((*mesh).*member)>::value_type;
+    data.add(StaticArray::computed<T>(std::move(key), std::move(shape),
+                                      [mesh, member](std::span<T> out) {
+                                        const auto& values = (*mesh).*member;
+                                        std::copy(values.begin(), values.end(), out.begin());
+                                      }));
+  };
+  using M = detail::VoronoiMesh;
+  copy("face_owner", &M::owner, {faces});
+  copy("face_neighbour", &M::neighbour, {faces});
+  copy("face_area", &M::area, {faces});
+  copy("cell_volume", &M::volume, {cells});
+  copy("cell_centre", &M::centre, {cells, 2});
+  copy("boundary_owner", &M::boundary_owner, {boundary});
+  copy("boundary_area", &M::boundary_area, {boundary});
+  copy("boundary_point", &M::boundary_point, {boundary, 2});
+  copy("boundary_value", &M::boundary_value, {boundary});
+  const auto from = [&](std::string key, CellFaces (*make)(const M&),
+                        std::vector<std::int32_t> CellFaces::* part, std::int64_t count) {
+    data.add(StaticArray::computed<std::int32_t>(
+        std::move(key), {count}, [mesh, make, part](std::span<std::int32_t> out) {
+          const auto values = make(*mesh).*part;
+          std::copy(values.begin(), values.end(), out.begin());
+        }));
+  };
+  from("cell_face_start", interior_faces_of_cells, &CellFaces::start, cells + 1);
+  from("cell_faces", interior_faces_of_cells, &CellFaces::faces, 2 * faces);
+  from("cell_boundary_start", boundary_faces_of_cells, &CellFaces::start, cells + 1);
+  from("cell_boundary_faces", boundary_faces_of_cells, &CellFaces::faces, boundary);
   data.add("n_cells", cells);
   data.add("n_faces", faces);
   data.add("n_boundary_faces", boundary);

@@ -5,8 +5,11 @@
 
 #include "params.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <numbers>
+#include <span>
 
 namespace uwjit::nodes {
 
@@ -114,23 +117,29 @@ double HeatNode::discrete_eigenvalue() const {
 
 runtime::StaticData HeatNode::build_static_data() const {
   // A sphere of contrast × kappa, a quarter of the smallest extent in radius, in the middle.
-  const double radius = static_cast<double>(std::min({m_n[0], m_n[1], m_n[2]})) / 4;
-  std::vector<double> kappa(static_cast<std::size_t>(m_n[0] * m_n[1] * m_n[2]));
-  std::size_t at = 0;
-  for (std::int64_t i = 0; i < m_n[0]; ++i) {
-    for (std::int64_t j = 0; j < m_n[1]; ++j) {
-      for (std::int64_t k = 0; k < m_n[2]; ++k) {
-        const double x = static_cast<double>(i) + 0.5 - static_cast<double>(m_n[0]) / 2;
-        const double y = static_cast<double>(j) + 0.5 - static_cast<double>(m_n[1]) / 2;
-        const double z = static_cast<double>(k) + 0.5 - static_cast<double>(m_n[2]) / 2;
-        const bool inside = x * x + y * y + z * z < radius * radius;
-        kappa[at++] = inside ? m_kappa * m_contrast : m_kappa;
+  // Computed when first read (a run binds it): the kernel's key needs only its shape, so
+  // `uwjit warm` never builds it, and a run too large for memory is refused before it is.
+  const std::array<std::int64_t, 3> n = {m_n[0], m_n[1], m_n[2]};
+  const double kappa = m_kappa;
+  const double contrast = m_contrast;
+  auto fill = [n, kappa, contrast](std::span<double> out) {
+    const double radius = static_cast<double>(std::min({n[0], n[1], n[2]})) / 4;
+    std::size_t at = 0;
+    for (std::int64_t i = 0; i < n[0]; ++i) {
+      for (std::int64_t j = 0; j < n[1]; ++j) {
+        for (std::int64_t k = 0; k < n[2]; ++k) {
+          const double x = static_cast<double>(i) + 0.5 - static_cast<double>(n[0]) / 2;
+          const double y = static_cast<double>(j) + 0.5 - static_cast<double>(n[1]) / 2;
+          const double z = static_cast<double>(k) + 0.5 - static_cast<double>(n[2]) / 2;
+          const bool inside = x * x + y * y + z * z < radius * radius;
+          out[at++] = inside ? kappa * contrast : kappa;
+        }
       }
     }
-  }
+  };
   runtime::StaticData data;
-  data.add(runtime::StaticArray::from_vector("kappa", std::move(kappa), {m_n[0], m_n[1], m_n[2]},
-                                             runtime::Replication::shard, 0));
+  data.add(runtime::StaticArray::computed<double>("kappa", {n[0], n[1], n[2]}, std::move(fill),
+                                                  runtime::Replication::shard, 0));
   return data;
 }
 

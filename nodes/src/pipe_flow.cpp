@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <span>
 
 namespace uwjit::nodes {
 
@@ -74,6 +75,17 @@ std::string dot_u(const std::array<int, 3>& c) {
     }
   }
   return out.empty() ? "0.0" : "(" + out + ")";
+}
+
+// Whether site (y, z) of an ny × nz cross-section lies in the wall (or beyond it) of a pipe of
+// `radius` around the centre.
+bool solid_site(std::int64_t ny, std::int64_t nz, double radius, std::int64_t y, std::int64_t z) {
+  if (y < 0 || y >= ny || z < 0 || z >= nz) {
+    return true;
+  }
+  const double dy = static_cast<double>(y) - static_cast<double>(ny - 1) / 2;
+  const double dz = static_cast<double>(z) - static_cast<double>(nz - 1) / 2;
+  return dy * dy + dz * dz >= radius * radius;
 }
 
 } // namespace
@@ -148,12 +160,7 @@ runtime::NodeLayout PipeFlowNode::layout() const {
 }
 
 bool PipeFlowNode::solid(std::int64_t y, std::int64_t z) const {
-  if (y < 0 || y >= m_n[1] || z < 0 || z >= m_n[2]) {
-    return true;
-  }
-  const double dy = static_cast<double>(y) - static_cast<double>(m_n[1] - 1) / 2;
-  const double dz = static_cast<double>(z) - static_cast<double>(m_n[2] - 1) / 2;
-  return dy * dy + dz * dz >= m_radius * m_radius;
+  return solid_site(m_n[1], m_n[2], m_radius, y, z);
 }
 
 std::int64_t PipeFlowNode::fluid_nodes() const {
@@ -167,31 +174,45 @@ std::int64_t PipeFlowNode::fluid_nodes() const {
 }
 
 runtime::StaticData PipeFlowNode::build_static_data() const {
+  // Computed when first read (a run binds them): the kernel's key needs only their shapes, so
+  // `uwjit warm` never builds them, and a run too large for memory is refused before they are.
   const std::int64_t nx = m_n[0], ny = m_n[1], nz = m_n[2];
+  const double radius = m_radius;
+  const auto solid = [ny, nz, radius](std::int64_t y, std::int64_t z) {
+    return solid_site(ny, nz, radius, y, z);
+  };
   const auto cells = static_cast<std::size_t>(nx * ny * nz);
-  std::vector<std::uint8_t> wall(cells);
-  std::vector<std::uint8_t> missing(cells * k_q);
-  for (std::int64_t x = 0; x < nx; ++x) {
-    for (std::int64_t y = 0; y < ny; ++y) {
-      for (std::int64_t z = 0; z < nz; ++z) {
-        const auto at = static_cast<std::size_t>((x * ny + y) * nz + z);
-        wall[at] = solid(y, z) ? 1 : 0;
-        if (wall[at] != 0) {
-          continue;
-        }
-        // Direction q arrives from x - c_q; the pipe does not vary along (periodic) x.
-        for (int q = 1; q < k_q; ++q) {
-          const auto& c = k_c[static_cast<std::size_t>(q)];
-          missing[static_cast<std::size_t>(q) * cells + at] = solid(y - c[1], z - c[2]) ? 1 : 0;
+  auto walls = [=](std::span<std::uint8_t> wall) {
+    for (std::int64_t x = 0; x < nx; ++x) {
+      for (std::int64_t y = 0; y < ny; ++y) {
+        for (std::int64_t z = 0; z < nz; ++z) {
+          wall[static_cast<std::size_t>((x * ny + y) * nz + z)] = solid(y, z) ? 1 : 0;
         }
       }
     }
-  }
+  };
+  auto bounced = [=](std::span<std::uint8_t> missing) {
+    for (std::int64_t x = 0; x < nx; ++x) {
+      for (std::int64_t y = 0; y < ny; ++y) {
+        for (std::int64_t z = 0; z < nz; ++z) {
+          const auto at = static_cast<std::size_t>((x * ny + y) * nz + z);
+          if (solid(y, z)) {
+            continue;
+          }
+          // Direction q arrives from x - c_q; the pipe does not vary along (periodic) x.
+          for (int q = 1; q < k_q; ++q) {
+            const auto& c = k_c[static_cast<std::size_t>(q)];
+            missing[static_cast<std::size_t>(q) * cells + at] = solid(y - c[1], z - c[2]) ? 1 : 0;
+          }
+        }
+      }
+    }
+  };
   runtime::StaticData data;
-  data.add(runtime::StaticArray::from_vector("pipe_wall", std::move(wall), {nx, ny, nz},
-                                             runtime::Replication::shard, 0));
-  data.add(runtime::StaticArray::from_vector("pipe_missing", std::move(missing), {k_q, nx, ny, nz},
-                                             runtime::Replication::shard, 1));
+  data.add(runtime::StaticArray::computed<std::uint8_t>("pipe_wall", {nx, ny, nz}, std::move(walls),
+                                                        runtime::Replication::shard, 0));
+  data.add(runtime::StaticArray::computed<std::uint8_t>(
+      "pipe_missing", {k_q, nx, ny, nz}, std::move(bounced), runtime::Replication::shard, 1));
   return data;
 }
 

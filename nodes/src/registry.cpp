@@ -8,6 +8,7 @@
 #include <uwjit/nodes/pipe_flow.hpp>
 
 #include <array>
+#include <new>
 
 namespace uwjit::nodes {
 
@@ -107,8 +108,10 @@ runtime::Params sized_params(std::string_view type, std::span<const std::int64_t
   return params;
 }
 
-std::shared_ptr<const BuiltinNode> make(std::string_view type, std::string name,
-                                        const runtime::Params& params) {
+namespace {
+
+std::shared_ptr<const BuiltinNode> make_node(std::string_view type, std::string name,
+                                             const runtime::Params& params) {
   if (type == "heat") {
     return std::make_shared<HeatNode>(std::move(name), params);
   }
@@ -122,6 +125,18 @@ std::shared_ptr<const BuiltinNode> make(std::string_view type, std::string name,
     return std::make_shared<MlpNode>(std::move(name), params);
   }
   unknown(type);
+}
+
+} // namespace
+
+std::shared_ptr<const BuiltinNode> make(std::string_view type, std::string name,
+                                        const runtime::Params& params) {
+  try {
+    return make_node(type, std::move(name), params);
+  } catch (const std::bad_alloc&) {
+    // fvm builds its mesh here.
+    throw Error(ErrorKind::usage, format("{}: out of memory while building the node", type));
+  }
 }
 
 runtime::NodeFactory factory() {

@@ -4,6 +4,7 @@
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <array>
 #include <cmath>
@@ -225,15 +226,34 @@ Field::Field(std::string name, Dtype dtype, std::vector<std::int64_t> shape, std
     }
   }
   m_strides.assign(m_shape.size(), 1);
+  const auto element = static_cast<std::int64_t>(codegen::size_of(m_dtype));
+  const auto too_large = [&] {
+    throw Error(ErrorKind::usage,
+                format("field \"{}\": shape {} with halos {} is too large to address", m_name,
+                       shape_text(m_shape), shape_text({m_halo.begin(), m_halo.end()})));
+  };
   for (std::size_t d = m_shape.size(); d-- > 0;) {
+    const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / element / m_padded;
+    if (m_shape[d] > limit - 2 * std::int64_t{m_halo[d]}) {
+      too_large();
+    }
+    const std::int64_t padded = m_shape[d] + 2 * std::int64_t{m_halo[d]};
     m_interior *= m_shape[d];
-    const std::int64_t padded = m_shape[d] + 2 * m_halo[d];
     m_strides[d] = m_padded;
     m_padded *= padded;
   }
   m_bytes = static_cast<std::size_t>(m_padded) * codegen::size_of(m_dtype);
-  auto* raw = static_cast<std::byte*>(
-      ::operator new[](std::max<std::size_t>(m_bytes, 1), std::align_val_t{k_alignment}));
+  std::byte* raw = nullptr;
+  try {
+    raw = static_cast<std::byte*>(
+        ::operator new[](std::max<std::size_t>(m_bytes, 1), std::align_val_t{k_alignment}));
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::usage,
+                format("field \"{}\": out of memory: cannot allocate {} bytes ({} {} with halos "
+                       "{})",
+                       m_name, m_bytes, codegen::to_string(m_dtype), shape_text(m_shape),
+                       shape_text({m_halo.begin(), m_halo.end()})));
+  }
   std::memset(raw, 0, m_bytes);
   m_storage.reset(raw);
 }

@@ -1,5 +1,6 @@
 #include <uwjit/runtime/simulation.hpp>
 
+#include "memory_budget.hpp"
 #include "node_agreement.hpp"
 #include "node_shared.hpp"
 #include "runtime_log.hpp"
@@ -25,6 +26,33 @@ std::string_view to_string(ExchangeMode mode) noexcept {
 }
 
 namespace {
+
+// What one process holds for a node while it steps: its state fields' two buffers over the
+// shard with halos, and the static arrays it binds (a shard-mode array's slab when sharded).
+void add_need(MemoryNeed& need, const Layout& layout, const ShardInfo& shard,
+              const StaticData& whole) {
+  for (const auto& f : layout.fields) {
+    double cells = codegen::size_of(f.dtype);
+    for (const std::int64_t c : f.components) {
+      cells *= static_cast<double>(c);
+    }
+    for (std::size_t d = 0; d < shard.extent.size(); ++d) {
+      cells *= static_cast<double>(shard.extent[d] + 2 * std::int64_t{layout.halo[d]});
+    }
+    need.state += 2 * cells;
+  }
+  for (const auto& [key, entry] : whole.entries()) {
+    if (const auto* array = std::get_if<StaticArray>(&entry)) {
+      double bytes = static_cast<double>(array->size_bytes());
+      if (array->replication() == Replication::shard) {
+        for (std::size_t d = 0; d < shard.extent.size(); ++d) {
+          bytes *= static_cast<double>(shard.extent[d]) / static_cast<double>(shard.global[d]);
+        }
+      }
+      need.statics += bytes;
+    }
+  }
+}
 
 // What every rank of a sharded simulation must choose alike, besides its nodes.
 std::vector<Fact> setup_facts(const SimulationOptions& options, bool checked) {
@@ -80,6 +108,7 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
   // agree before the first collective that needs every rank.
   collectively(options, [&] {
     open_device(options);
+    MemoryNeed need;
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       NodeState& s = states[n];
       s.node = nodes[n];
@@ -96,6 +125,17 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
         // here, before the first collective.
         decomposition->check(*s.node, s.layout, whole);
         s.shard = decomposition->shard_of(s.layout, options.comm->rank());
+      }
+      add_need(need, s.layout, s.shard, whole);
+    }
+    // From the layouts alone, before any state is allocated or static array computed (a node's
+    // computed arrays are built when first read): a run that cannot fit is refused now, with
+    // the figures, instead of failing in an allocation (or being killed) later.
+    check_fits(need, decomposition ? options.comm->node_size() : 1, available_memory());
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      NodeState& s = states[n];
+      const StaticData& whole = s.node->static_data();
+      if (decomposition) {
         s.plans = decomposition->plans(s.layout, Decomposition::For::state, options.comm->rank());
         StaticData local;
         for (const auto& [key, entry] : whole.entries()) {

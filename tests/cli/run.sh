@@ -175,6 +175,27 @@ expect_code 0 "pipe-flow --checked"
 ! grep -q 'vectoriz' <<<"$err" && ok || fail "no optimisation remarks on stderr"
 [ -z "$err" ] && ok || fail "nothing at all on stderr"
 
+# A grid that cannot fit in memory is refused before anything is allocated, with the figures.
+for node in heat pipe-flow mlp; do
+  run "$uwjit" run "$node" --size 16384 --output "$out_dir"
+  expect_code 2 "$node --size 16384"
+  expect_err "^uwjit: error: run needs about [0-9.]+ [kMGTPE]?B of memory \(state [0-9.]+ [kMGTPE]?B: two buffers per state field, halos included; static data [0-9.]+ [kMGTPE]?B\) and this machine has [0-9.]+ [kMGTPE]?B \((MemAvailable|physical memory|cgroup memory limit|RLIMIT_AS, less what is mapped already)\); use a smaller grid, or shard the run over more machines$" \
+    "$node --size 16384 is refused with what it needs and what there is"
+  ! grep -q 'bad_alloc' <<<"$err" && ok || fail "$node --size 16384: no bare std::bad_alloc"
+done
+# An address-space limit counts as what the machine has.
+run prlimit --as=$((3 * 1024 * 1024 * 1024)) "$uwjit" run heat --size 1024 --output "$out_dir"
+expect_code 2 "heat --size 1024 under a 3 GiB address-space limit"
+expect_err 'and this machine has [0-9.]+ [kMGT]?B \(RLIMIT_AS, less what is mapped already\)' \
+  "the address-space limit is named"
+
+# warm builds only what the kernels' keys depend on: neither the state nor the static arrays'
+# contents, so a grid far larger than the memory it may use warms in full.
+run prlimit --as=$((3 * 1024 * 1024 * 1024)) "$uwjit" warm heat --size 2048
+expect_code 0 "warm heat --size 2048 (a 69 GB state, 34 GB of static data) under a 3 GiB limit"
+run prlimit --as=$((3 * 1024 * 1024 * 1024)) "$uwjit" warm pipe-flow --size 2048
+expect_code 0 "warm pipe-flow --size 2048 under a 3 GiB limit"
+
 # --plot: a PNG per field (a mid-plane slice) and one of the checked profile against Poiseuille.
 run "$uwjit" run pipe-flow --size 20 --output "$out_dir/plots" --plot
 expect_code 0 "run pipe-flow --plot"

@@ -479,6 +479,20 @@ TEST_CASE("a dirichlet value or neumann gradient whose halo could overflow is re
                  "1e37] for an f32 field"));
 }
 
+TEST_CASE("a field too large to allocate is a usage error naming it, never a bare bad_alloc") {
+  // 2^45 doubles (256 TB): more than any address space holds, so nothing is allocated.
+  const auto huge = usage_error(
+      [] { uwjit::runtime::Field field("u", Dtype::f64, {std::int64_t{1} << 45}, {1}); });
+  CHECK(contains(huge, "field \"u\": out of memory: cannot allocate 281474976710672 bytes (f64 "
+                       "(35184372088832) with halos (1))"));
+  const auto overflow = usage_error([] {
+    uwjit::runtime::Field field("v", Dtype::f64, {std::int64_t{1} << 40, std::int64_t{1} << 30},
+                                {0, 0});
+  });
+  CHECK(overflow == "field \"v\": shape (1099511627776, 1073741824) with halos (0, 0) is too "
+                    "large to address");
+}
+
 TEST_CASE("a field's interior copies out and back without its halos") {
   uwjit::runtime::Field a("f", Dtype::i32, {3, 5}, {1, 2});
   uwjit::runtime::Field b("f", Dtype::i32, {3, 5}, {0, 0});
