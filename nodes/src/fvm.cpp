@@ -32,8 +32,8 @@ std::span<const ParamDoc> FvmNode::param_docs() noexcept {
       {"n", "generator points per lattice row (mesh spacing h = 1/(n-1))", "points", "[4, 4096]"},
       {"perturbation", "random shift of the interior points", "lattice spacings", "[0, 0.249]"},
       {"seed", "seed of the perturbation", "", "[0, 2^63)"},
-      {"kappa", "diffusivity", "length^2 per unit time", "(0, 1e12]"},
-      {"safety", "dt as a fraction of the explicit stability limit", "", "(0, 1]"},
+      {"kappa", "diffusivity", "length^2 per unit time", "[1e-100, 1e12]"},
+      {"safety", "dt as a fraction of the explicit stability limit", "", "[1e-6, 1]"},
       {"extents", "mesh sizes compiled into the kernel, or passed at run time", "",
        "compiled, runtime"},
   };
@@ -55,12 +55,13 @@ FvmNode::FvmNode(std::string name, Params params)
   const auto n = detail::int_param(k_type, p, "n", 4, 4096);
   const double perturbation = detail::double_param(k_type, p, "perturbation", 0.0, 0.249, false);
   const auto seed = detail::int_param(k_type, p, "seed", 0);
-  m_kappa = detail::double_param(k_type, p, "kappa", 0.0, 1e12, true);
-  m_safety = detail::double_param(k_type, p, "safety", 0.0, 1.0, true);
+  m_kappa = detail::double_param(k_type, p, "kappa", 1e-100, 1e12, false);
+  m_safety = detail::double_param(k_type, p, "safety", 1e-6, 1.0, false);
   m_extents = detail::extents_param(k_type, p);
-  m_mesh = std::make_unique<Mesh>();
-  static_cast<detail::VoronoiMesh&>(*m_mesh) =
+  auto mesh = std::make_shared<Mesh>();
+  static_cast<detail::VoronoiMesh&>(*mesh) =
       detail::make_voronoi_mesh(n, perturbation, static_cast<std::uint64_t>(seed), exact);
+  m_mesh = std::move(mesh);
   // The explicit limit of each cell: dt <= V / (kappa sum_f A_f / d_f).
   const Mesh& m = *m_mesh;
   std::vector<double> conductance(m.volume.size(), 0.0);
@@ -82,7 +83,9 @@ FvmNode::FvmNode(std::string name, Params params)
   for (std::size_t c = 0; c < conductance.size(); ++c) {
     limit = std::min(limit, m.volume[c] / (m_kappa * conductance[c]));
   }
-  m_dt = m_safety * limit;
+  m_dt = detail::checked_dt(k_type, "dt = safety x the explicit stability limit", m_safety * limit,
+                            p, {"safety", "kappa", "n"});
+  (void)default_steps(); // a run's length, checked here
 }
 
 FvmNode::~FvmNode() = default;
@@ -101,8 +104,8 @@ std::int64_t FvmNode::default_steps() const {
   const double w = m_mesh->width;
   const double h = m_mesh->height;
   const double rate = m_kappa * k_pi * k_pi * (1.0 / (w * w) + 1.0 / (h * h));
-  const auto steps = static_cast<std::int64_t>(std::ceil(std::log(1e9) / (rate * m_dt)));
-  return (steps + 99) / 100 * 100;
+  return detail::checked_steps(k_type, "the steps to a steady state, log(1e9) / (rate dt)",
+                               std::log(1e9) / (rate * m_dt), params(), {"safety", "kappa", "n"});
 }
 
 runtime::NodeLayout FvmNode::layout() const {
@@ -322,7 +325,7 @@ double FvmNode::error(const runtime::Snapshot& simulation) const {
   double scale = 0;
   for (std::size_t c = 0; c < m.volume.size(); ++c) {
     const double expected = exact(m.centre[2 * c], m.centre[2 * c + 1]);
-    worst = std::max(worst, std::abs(t.at<double>(static_cast<std::int64_t>(c)) - expected));
+    worst = detail::worse(worst, std::abs(t.at<double>(static_cast<std::int64_t>(c)) - expected));
     scale = std::max(scale, std::abs(expected));
   }
   return worst / scale;
@@ -340,7 +343,7 @@ Verdict FvmNode::check(const runtime::Snapshot& simulation, const Trace& trace) 
         continue;
       }
       const double imbalance = heat[r] - heat[r - 1] - m_dt * flux[r];
-      worst = std::max(worst, std::abs(imbalance) / std::max(std::abs(heat[r]), 1e-300));
+      worst = detail::worse(worst, std::abs(imbalance) / std::max(std::abs(heat[r]), 1e-300));
     }
     // Each H is a kernel's sum over the cells: allow the round-off of two such sums.
     verdict.add("conservation", "max |H(t) - H(t-1) - dt F(t)| / |H(t)|", worst,

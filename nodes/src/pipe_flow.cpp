@@ -99,7 +99,7 @@ std::span<const ParamDoc> PipeFlowNode::param_docs() noexcept {
        "[2, min(ny, nz)/2 - 1]"},
       {"tau", "BGK relaxation time; viscosity = (tau - 1/2)/3", "time steps", "(0.5, 1e6]"},
       {"u_max", "centreline velocity the body force is chosen for", "lattice units per step",
-       "(0, 0.2]"},
+       "[1e-12, 0.2]"},
       {"extents", "lattice extents compiled into the kernel, or passed at run time", "",
        "compiled, runtime"},
   };
@@ -128,9 +128,10 @@ PipeFlowNode::PipeFlowNode(std::string name, Params params)
   const double max_radius = static_cast<double>(std::min(m_n[1], m_n[2])) / 2.0 - 1.0;
   m_radius = detail::double_param(k_type, p, "radius", 2.0, max_radius, false);
   m_tau = detail::double_param(k_type, p, "tau", 0.5, 1e6, true);
-  m_u_max = detail::double_param(k_type, p, "u_max", 0.0, 0.2, true);
+  m_u_max = detail::double_param(k_type, p, "u_max", 1e-12, 0.2, false);
   m_force = 4.0 * viscosity() * m_u_max / (m_radius * m_radius);
   m_extents = detail::extents_param(k_type, p);
+  (void)default_steps(); // a run's length, checked here
 }
 
 std::string PipeFlowNode::summary() const {
@@ -145,8 +146,8 @@ std::int64_t PipeFlowNode::default_steps() const {
   // The slowest transient decays like exp(-nu j0^2 t / R^2), j0 = 2.405 the first zero of J0:
   // run until it is down to 1e-4, in whole hundreds.
   const double rate = viscosity() * 2.405 * 2.405 / (m_radius * m_radius);
-  const auto steps = static_cast<std::int64_t>(std::ceil(std::log(1e4) / rate));
-  return (steps + 99) / 100 * 100;
+  return detail::checked_steps(k_type, "the steps to a developed flow, log(1e4) R^2 / (nu 2.405^2)",
+                               std::log(1e4) / rate, params(), {"tau", "radius"});
 }
 
 runtime::NodeLayout PipeFlowNode::layout() const {
@@ -337,7 +338,7 @@ Verdict PipeFlowNode::check(const runtime::Snapshot& simulation, const Trace& tr
   if (!mass.empty()) {
     double drift = 0;
     for (const double m : mass) {
-      drift = std::max(drift, std::abs(m - initial) / initial);
+      drift = detail::worse(drift, std::abs(m - initial) / initial);
     }
     verdict.add("mass integral", "max |M_kernel(t) - M(0)| / M(0) (bound: nodes x 19 x 2^-52)",
                 drift, detail::summation_bound(fluid_nodes() * k_q));

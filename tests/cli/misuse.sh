@@ -140,7 +140,8 @@ misuse 'unknown option --stpes \(did you mean --steps\?\)' run run heat --stpes 
 misuse 'unknown option --entyr \(did you mean --entry\?\)' compile compile "$kernel" --entyr main
 misuse 'unknown node type "haet" \(built-in: heat, pipe-flow, fvm, mlp\) \(did you mean heat\?\)' run run haet
 misuse '--set contrst=2: unknown param "contrst" \(known: .*\) \(did you mean contrast\?\)' run run heat --set contrst=2
-misuse 'heat: param "courant" = 0.5 is out of range \(0, 0.166667\]' run run heat --set courant=0.5
+misuse 'heat: param "courant" = 0.5 is out of range \[1e-12, 0.166667\]' run run heat --set courant=0.5
+misuse 'heat: param "kappa" = 1e-320 is out of range \[1e-100, 1e\+12\]' run run heat --set kappa=1e-320
 misuse '--size: expected N or NXxNYxNZ \(positive integers\), got "0"' run run heat --size 0
 misuse '--steps: expected a whole number >= 0, got "-1"' run run heat --steps -1
 misuse '--exchange: expected sync or overlap, got "async"' run run heat --exchange async

@@ -54,9 +54,9 @@ expect_code 2 "a pipe wider than its lattice"
 expect_err 'param "radius" = 50 is out of range' "the radius range is explained"
 run "$uwjit" run heat --set help
 expect_code 0 "--set help"
-expect_out '^  courant = 0.1  \(accepted: \(0, 1/6\]\)$' "--set help gives each param's default and range"
+expect_out '^  courant = 0.1  \(accepted: \[1e-12, 1/6\]\)$' "--set help gives each param's default and range"
 expect_out '^      dt = courant / \(kappa max\(1, contrast\)\); stable below 1/6$' "--set help says what a param means"
-expect_out '^  kappa = 1.0  \(cells\^2 per unit time; accepted: \(0, 1e12\]\)$' "--set help gives the unit"
+expect_out '^  kappa = 1.0  \(cells\^2 per unit time; accepted: \[1e-100, 1e12\]\)$' "--set help gives the unit"
 for node in heat pipe-flow fvm mlp; do
   run "$uwjit" run $node --set help
   documented=$(grep -oE '^  [a-z_0-9]+ = ' <<<"$out" | sed -E 's/^  ([a-z_0-9]+) = /\1/' | sort | tr '\n' ' ')
