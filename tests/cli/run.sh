@@ -168,6 +168,17 @@ expect_code 0 "an fvm run too short to judge"
 [ "$(json 'd["check"]["judged"], d["check"]["needs_steps"] > 5, d["check"]["passed"]' <<<"$out")" = "(False, True, True)" ] \
   && ok || fail "--json says the check was not judged and what it needs"
 
+# A grid too coarse for the mode: the continuum comparison is not judged (exit 0), the rest is.
+for boundary in insulating periodic fixed; do
+  run "$uwjit" run heat --size 3 --steps 10 --set boundary=$boundary --output "$out_dir"
+  expect_code 0 "heat at its smallest size ($boundary)"
+  expect_out '^check: PASS$' "heat at its smallest size ($boundary) is not failed"
+done
+run "$uwjit" run heat --size 3 --steps 10 --output "$out_dir"
+expect_out '^  note  mode decay rate \(continuum\): not judged, mode 1 on 3 cells along x decays [0-9.]+ % off the continuum rate in the exact discrete solution \(the check allows 1 %\); judged from nx = [0-9]+$' \
+  "the report says why the continuum rate is not judged and from which nx it is"
+expect_out '^  pass  mode amplitude \(discrete\)' "the exact discrete solution is still checked"
+
 # Checked mode's kernels cannot be vectorised as the cell loops ask; that is not the user's
 # concern and is not printed.
 run "$uwjit" run pipe-flow --checked --size 12 --steps 2 --output "$out_dir"

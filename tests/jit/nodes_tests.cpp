@@ -406,6 +406,33 @@ TEST_CASE("a run's length derived from the params that exceeds what a run can ta
       uwjit::Error);
 }
 
+TEST_CASE("heat on a grid too coarse for its mode does not judge the continuum rate, and says so") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  for (const char* boundary : {"insulating", "periodic", "fixed"}) {
+    INFO(boundary);
+    const Params params = with(uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{3}),
+                               {{"boundary", boundary}});
+    auto r = run(engine, "heat", params, 10);
+    const Verdict verdict = r.node->check(r.simulation.gathered(), r.trace);
+    require_pass(verdict);
+    bool said = false;
+    for (const auto& note : verdict.notes) {
+      said =
+          said || note.rfind("mode decay rate (continuum): not judged, mode 1 on 3 cells", 0) == 0;
+    }
+    CHECK(said);
+    for (const auto& m : verdict.measurements) {
+      CHECK(m.name != "mode decay rate (continuum)");
+    }
+  }
+  // From the nx the note names on, the continuum rate is judged, and passes.
+  auto r =
+      run(engine, "heat", uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{6}), 10);
+  const Verdict verdict = r.node->check(r.simulation.gathered(), r.trace);
+  require_pass(verdict);
+  CHECK(measurement(verdict, "mode decay rate (continuum)").value <= 0.01);
+}
+
 TEST_CASE("heat, pipe-flow and mlp give the same state and integrals bit for bit at 1, 2, 3 and "
           "7 threads") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
