@@ -61,40 +61,25 @@ bool get_bool(const char* name, bool fallback) {
 }
 
 namespace {
-// The number at the start of `text` and the rest: digits with an optional fraction and an
-// optional exponent ("12.5", "1e9", "2.5E-3"); an "e" not followed by digits is left to the rest.
+// The number at the start of `text` and the rest: digits with an optional fraction ("12.5");
+// no sign, no exponent.
 struct Number {
   std::string_view digits; // as written
   double value = 0;
-  bool whole = true; // digits only: no fraction, no exponent
+  bool whole = true; // digits only, no fraction
   std::string_view rest;
 };
 
 std::optional<Number> split_number(std::string_view text) {
-  const auto digit = [&](std::size_t i) {
-    return i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
-  };
   std::size_t end = 0;
   bool whole = true;
-  while (digit(end) || (end < text.size() && text[end] == '.')) {
+  while (end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) {
     whole = whole && text[end] != '.';
     ++end;
   }
   if (end == 0) {
     return std::nullopt;
-  }
-  if (end < text.size() && (text[end] == 'e' || text[end] == 'E')) {
-    std::size_t exponent = end + 1;
-    if (exponent < text.size() && (text[exponent] == '+' || text[exponent] == '-')) {
-      ++exponent;
-    }
-    if (digit(exponent)) {
-      while (digit(exponent)) {
-        ++exponent;
-      }
-      end = exponent;
-      whole = false;
-    }
   }
   double number = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + end, number);
@@ -150,9 +135,9 @@ std::uint64_t parse_size(std::string_view name, std::string_view text) {
     }
     return count * scale;
   }
-  // A fraction or an exponent: fractions of a byte are dropped.
-  const double bytes = std::floor(parts->value * static_cast<double>(scale));
-  if (!(bytes < 0x1.0p64)) {
+  // A fraction: it must come to whole bytes ("1.5K", not "1.5" or "0.3K").
+  const double bytes = parts->value * static_cast<double>(scale);
+  if (!(bytes < 0x1.0p64) || bytes != std::floor(bytes)) {
     detail::throw_unrecognised(name, text, k_accepted);
   }
   return static_cast<std::uint64_t>(bytes);

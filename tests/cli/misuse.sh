@@ -21,8 +21,8 @@ bad_value() { # VARIABLE VALUE ACCEPTED
   expect_err "^uwjit: error: $message\$" "$1=$2: the CLI names the variable and the accepted values"
 }
 booleans="0, false, no, off, 1, true, yes, on"
-sizes="a number of bytes with an optional suffix K, M, G or T, e.g. 500M or 2G, from 0 to 2^64 - 1 bytes"
-durations="a non-negative number with an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d, at most 1e9 s"
+sizes="a whole number of bytes with an optional suffix K, M, G or T, e.g. 500M or 2G, at most 18446744073709551615"
+durations="a non-negative number with an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d, at most 1000000000 s"
 bad_value UWJIT_CACHE maybe "$booleans"
 bad_value UWJIT_CACHE 2 "$booleans"
 bad_value UWJIT_CACHE_MAX_SIZE big "$sizes"
@@ -34,11 +34,12 @@ bad_value UWJIT_LOCK_TIMEOUT -1 "$durations"
 bad_value UWJIT_LOCK_TIMEOUT 5w "$durations"
 bad_value UWJIT_LOCK_TIMEOUT 99999999999999999999 "$durations"
 # The edges the messages state: accepted at the edge, refused just beyond it.
-bad_value UWJIT_LOCK_TIMEOUT 1.000000001e9 "$durations"
+bad_value UWJIT_LOCK_TIMEOUT 1000000000.001 "$durations"
 bad_value UWJIT_CACHE_MAX_SIZE 18446744073709551616 "$sizes"
 bad_value UWJIT_CACHE_MAX_SIZE 16777216T "$sizes"
-for edge in UWJIT_LOCK_TIMEOUT=1e9 UWJIT_LOCK_TIMEOUT=0 UWJIT_CACHE_MAX_SIZE=18446744073709551615 \
-  UWJIT_CACHE_MAX_SIZE=16777215T UWJIT_CACHE_MAX_SIZE=0; do
+bad_value UWJIT_CACHE_MAX_SIZE 0.5 "$sizes"
+for edge in UWJIT_LOCK_TIMEOUT=1000000000 UWJIT_LOCK_TIMEOUT=0 \
+  UWJIT_CACHE_MAX_SIZE=18446744073709551615 UWJIT_CACHE_MAX_SIZE=16777215T UWJIT_CACHE_MAX_SIZE=0; do
   run env "$edge" "$uwjit" env
   expect_code 0 "$edge (an edge the message states) is accepted"
 done

@@ -76,7 +76,7 @@ TEST_CASE("sizes parse with binary suffixes and reject anything else") {
   CHECK(uwjit::env::parse_size("S", "1.5k") == 1536);
   CHECK(uwjit::env::parse_size("S", "3GiB") == 3ULL * 1024 * 1024 * 1024);
   CHECK(uwjit::env::parse_size("S", "10MB") == 10ULL * 1024 * 1024);
-  for (const char* bad : {"", "G", "-5M", "5X", "5MM", "lots", "1e", "1eK"}) {
+  for (const char* bad : {"", "G", "-5M", "5X", "5MM", "lots", "1e3"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS((void)uwjit::env::parse_size("UWJIT_CACHE_MAX_SIZE", bad), uwjit::Error);
   }
@@ -100,46 +100,44 @@ TEST_CASE("durations parse in seconds, minutes, hours and days") {
 TEST_CASE("durations beyond 1e9 seconds are refused rather than overflow a clock") {
   CHECK(uwjit::env::parse_seconds("T", "1000000000") == 1e9);
   CHECK(uwjit::env::parse_seconds("T", "11574d") == 11574.0 * 86400);
-  for (const char* bad : {"1000000001", "11575d", "99999999999999999999999", "1.1e9"}) {
+  for (const char* bad : {"1000000001", "11575d", "99999999999999999999999", "1e9"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS((void)uwjit::env::parse_seconds("UWJIT_LOCK_TIMEOUT", bad), uwjit::Error);
   }
   CHECK(message_of([] { (void)uwjit::env::parse_seconds("UWJIT_LOCK_TIMEOUT", "9e99d"); }) ==
         "UWJIT_LOCK_TIMEOUT: unrecognised value \"9e99d\" (accepted: a non-negative number with "
-        "an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d, at most 1e9 s)");
+        "an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d, at most 1000000000 s)");
 }
 
 TEST_CASE("every numeric variable accepts the edges its message states and refuses just beyond") {
-  // UWJIT_LOCK_TIMEOUT: "a non-negative number ..., at most 1e9 s".
+  // UWJIT_LOCK_TIMEOUT: "a non-negative number ..., at most 1000000000 s".
   CHECK(uwjit::env::parse_seconds("T", "0") == 0);
-  CHECK(uwjit::env::parse_seconds("T", "1e9") == 1e9);
-  CHECK(uwjit::env::parse_seconds("T", "1e9s") == 1e9);
-  CHECK(uwjit::env::parse_seconds("T", "1E9") == 1e9);
-  CHECK(uwjit::env::parse_seconds("T", "2.5e-3") == 2.5e-3);
+  CHECK(uwjit::env::parse_seconds("T", "1000000000") == 1e9);
+  CHECK(uwjit::env::parse_seconds("T", "1000000000s") == 1e9);
   CHECK(uwjit::env::parse_seconds("T", "11574.074074d") <= 1e9);
-  for (const char* beyond : {"-0.001", "1.000000001e9", "1000000000.001", "11574.075d", "1e10"}) {
+  for (const char* beyond : {"-0.001", "1000000000.001", "16666666.67m", "11574.075d"}) {
     CAPTURE(beyond);
     CHECK_THROWS_AS((void)uwjit::env::parse_seconds("T", beyond), uwjit::Error);
   }
-  // UWJIT_CACHE_MAX_SIZE: "a number of bytes ..., from 0 to 2^64 - 1 bytes".
+  // UWJIT_CACHE_MAX_SIZE: "a whole number of bytes ..., at most 18446744073709551615", read
+  // exactly (through a double, the largest counts were refused or rounded).
   CHECK(uwjit::env::parse_size("S", "0") == 0);
   CHECK(uwjit::env::parse_size("S", "18446744073709551615") == 18446744073709551615ULL);
+  CHECK(uwjit::env::parse_size("S", "18446744073709550000") == 18446744073709550000ULL);
   CHECK(uwjit::env::parse_size("S", "16777215T") == 16777215ULL << 40);
-  CHECK(uwjit::env::parse_size("S", "1e3") == 1000);
-  CHECK(uwjit::env::parse_size("S", "0.5") == 0); // fractions of a byte are dropped
   for (const char* beyond :
-       {"-1", "18446744073709551616", "16777216T", "16777216TiB", "1.8447e19", "1e20"}) {
+       {"-1", "18446744073709551616", "16777216T", "16777216TiB", "0.5", "0.3K"}) {
     CAPTURE(beyond);
     CHECK_THROWS_AS((void)uwjit::env::parse_size("S", beyond), uwjit::Error);
   }
-  // Every numeric row of the table is one of these two kinds.
+  // Every numeric row of the table is one of these two kinds, with these messages.
   for (const auto* variable : uwjit::env::vars::k_all) {
     CAPTURE(variable->name);
-    const bool numeric =
-        variable->kind == uwjit::env::Kind::size || variable->kind == uwjit::env::Kind::duration;
-    if (numeric) {
-      CHECK((variable->accepted == uwjit::env::k_size_accepted ||
-             variable->accepted == uwjit::env::k_duration_accepted));
+    if (variable->kind == uwjit::env::Kind::size) {
+      CHECK(variable->accepted == uwjit::env::k_size_accepted);
+    }
+    if (variable->kind == uwjit::env::Kind::duration) {
+      CHECK(variable->accepted == uwjit::env::k_duration_accepted);
     }
   }
 }
