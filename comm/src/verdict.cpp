@@ -2,6 +2,7 @@
 
 #include <uwjit/common/error.hpp>
 
+#include <new>
 #include <string>
 
 namespace uwjit::comm {
@@ -26,6 +27,9 @@ Outcome encode(const std::exception_ptr& outcome, int rank) {
     std::rethrow_exception(outcome);
   } catch (const Error& error) {
     return {std::to_string(static_cast<int>(error.kind())) + error.what(), false};
+  } catch (const std::bad_alloc&) {
+    // Not foreign: a bare "std::bad_alloc" says nothing; every rank raises this instead.
+    return {usage + place + "out of memory: an allocation failed (std::bad_alloc)", false};
   } catch (const std::exception& error) {
     return {usage + place + error.what(), true};
   } catch (...) {

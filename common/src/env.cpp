@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 namespace uwjit::env {
 
@@ -60,11 +61,21 @@ bool get_bool(const char* name, bool fallback) {
 }
 
 namespace {
-// Splits "12.5G" into 12.5 and "G"; nullopt when the number part is not a plain decimal.
-std::optional<std::pair<double, std::string_view>> split_number(std::string_view text) {
+// The number at the start of `text` and the rest: digits with an optional fraction ("12.5");
+// no sign, no exponent.
+struct Number {
+  std::string_view digits; // as written
+  double value = 0;
+  bool whole = true; // digits only, no fraction
+  std::string_view rest;
+};
+
+std::optional<Number> split_number(std::string_view text) {
   std::size_t end = 0;
+  bool whole = true;
   while (end < text.size() &&
          (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) {
+    whole = whole && text[end] != '.';
     ++end;
   }
   if (end == 0) {
@@ -75,7 +86,7 @@ std::optional<std::pair<double, std::string_view>> split_number(std::string_view
   if (ec != std::errc{} || ptr != text.data() + end || !std::isfinite(number)) {
     return std::nullopt;
   }
-  return std::pair{number, text.substr(end)};
+  return Number{text.substr(0, end), number, whole, text.substr(end)};
 }
 
 std::string_view trim(std::string_view text) {
@@ -95,14 +106,11 @@ std::uint64_t parse_size(std::string_view name, std::string_view text) {
   if (!parts) {
     detail::throw_unrecognised(name, text, k_accepted);
   }
-  auto [number, unit] = *parts;
-  double scale = 1;
+  const std::string_view unit = parts->rest;
+  std::uint64_t scale = 1;
   if (!unit.empty()) {
-    static constexpr std::array<std::pair<char, double>, 4> k_units{
-        {{'K', 1024.0},
-         {'M', 1024.0 * 1024},
-         {'G', 1024.0 * 1024 * 1024},
-         {'T', 1024.0 * 1024 * 1024 * 1024}}};
+    static constexpr std::array<std::pair<char, std::uint64_t>, 4> k_units{
+        {{'K', 1ULL << 10}, {'M', 1ULL << 20}, {'G', 1ULL << 30}, {'T', 1ULL << 40}}};
     const char first = static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])));
     bool known = false;
     for (const auto& [letter, factor] : k_units) {
@@ -117,8 +125,19 @@ std::uint64_t parse_size(std::string_view name, std::string_view text) {
       detail::throw_unrecognised(name, text, k_accepted);
     }
   }
-  const double bytes = number * scale;
-  if (bytes >= 18446744073709551615.0) {
+  if (parts->whole) {
+    // Exactly, up to 2^64 - 1 bytes: a double would round the largest counts.
+    std::uint64_t count = 0;
+    const auto [ptr, ec] =
+        std::from_chars(parts->digits.data(), parts->digits.data() + parts->digits.size(), count);
+    if (ec != std::errc{} || count > std::numeric_limits<std::uint64_t>::max() / scale) {
+      detail::throw_unrecognised(name, text, k_accepted);
+    }
+    return count * scale;
+  }
+  // A fraction: it must come to whole bytes ("1.5K", not "1.5" or "0.3K").
+  const double bytes = parts->value * static_cast<double>(scale);
+  if (!(bytes < 0x1.0p64) || bytes != std::floor(bytes)) {
     detail::throw_unrecognised(name, text, k_accepted);
   }
   return static_cast<std::uint64_t>(bytes);
@@ -130,7 +149,8 @@ double parse_seconds(std::string_view name, std::string_view text) {
   if (!parts) {
     detail::throw_unrecognised(name, text, k_accepted);
   }
-  const auto [number, unit] = *parts;
+  const double number = parts->value;
+  const std::string_view unit = parts->rest;
   double scale = 0;
   if (unit.empty() || unit == "s") {
     scale = 1;

@@ -120,6 +120,30 @@ private:
   clang::DiagnosticConsumer& m_printer;
 };
 
+// The optimiser's and code generator's diagnostics, instead of LLVM's default of printing them
+// to stderr (and exiting on an error). Optimisation remarks and failures (a loop a pragma asked
+// to vectorise that could not be, as checked kernels' bounds tests make) say how the compiler
+// did its work, not what is wrong with the kernel: they are dropped. Other warnings are kept
+// with the frontend's; errors fail the compile. Never throws (an LLVM callback).
+class BackendDiagnostics final : public llvm::DiagnosticHandler {
+public:
+  bool handleDiagnostics(const llvm::DiagnosticInfo& info) override {
+    if (llvm::isa<llvm::DiagnosticInfoOptimizationBase>(info) ||
+        info.getSeverity() == llvm::DS_Remark || info.getSeverity() == llvm::DS_Note) {
+      return true;
+    }
+    std::string text;
+    llvm::raw_string_ostream stream(text);
+    llvm::DiagnosticPrinterRawOStream printer(stream);
+    info.print(printer);
+    stream.flush();
+    (info.getSeverity() == llvm::DS_Error ? errors : warnings).push_back(std::move(text));
+    return true;
+  }
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+};
+
 // A kernel whose object needs constructors would run with zeroed globals: the JIT never runs
 // static initialisers of added objects. Refuse it at compile time, with a reason.
 void reject_static_initialisers(const llvm::Module& module) {
@@ -367,6 +391,15 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing,
 
   // --- Optimise ----------------------------------------------------------------------------------
   start = Clock::now();
+  auto owned_diagnostics = std::make_unique<BackendDiagnostics>();
+  BackendDiagnostics& backend = *owned_diagnostics;
+  context->setDiagnosticHandler(std::move(owned_diagnostics));
+  const auto backend_errors = [&](std::string_view phase) {
+    if (!backend.errors.empty()) {
+      throw Error(ErrorKind::compile,
+                  format("kernel does not compile ({}):\n{}", phase, join(backend.errors, "\n")));
+    }
+  };
   std::string lookup_error;
   const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(triple, lookup_error);
   if (llvm_target == nullptr) {
@@ -409,6 +442,7 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing,
                                                 : builder.buildPerModuleDefaultPipeline(opt);
     passes.run(*module, mam);
   }
+  backend_errors("optimisation");
   reject_static_initialisers(*module);
   if (cuda) {
     detail::reject_undefined_calls(*module, m_impl->target);
@@ -442,6 +476,10 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing,
       throw Error(ErrorKind::internal, "the target cannot emit its output: " + triple);
     }
     passes.run(*module);
+  }
+  backend_errors("code generation");
+  for (const auto& warning : backend.warnings) {
+    result.warnings += "warning: " + warning + "\n";
   }
   result.bytes.assign(object.begin(), object.end());
   if (cuda && listing == Listing::ir_and_assembly) {

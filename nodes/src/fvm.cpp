@@ -11,6 +11,8 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <span>
+#include <type_traits>
 
 namespace uwjit::nodes {
 
@@ -30,8 +32,8 @@ std::span<const ParamDoc> FvmNode::param_docs() noexcept {
       {"n", "generator points per lattice row (mesh spacing h = 1/(n-1))", "points", "[4, 4096]"},
       {"perturbation", "random shift of the interior points", "lattice spacings", "[0, 0.249]"},
       {"seed", "seed of the perturbation", "", "[0, 2^63)"},
-      {"kappa", "diffusivity", "length^2 per unit time", "(0, 1e12]"},
-      {"safety", "dt as a fraction of the explicit stability limit", "", "(0, 1]"},
+      {"kappa", "diffusivity", "length^2 per unit time", "[1e-100, 1e12]"},
+      {"safety", "dt as a fraction of the explicit stability limit", "", "[1e-6, 1]"},
       {"extents", "mesh sizes compiled into the kernel, or passed at run time", "",
        "compiled, runtime"},
   };
@@ -53,12 +55,13 @@ FvmNode::FvmNode(std::string name, Params params)
   const auto n = detail::int_param(k_type, p, "n", 4, 4096);
   const double perturbation = detail::double_param(k_type, p, "perturbation", 0.0, 0.249, false);
   const auto seed = detail::int_param(k_type, p, "seed", 0);
-  m_kappa = detail::double_param(k_type, p, "kappa", 0.0, 1e12, true);
-  m_safety = detail::double_param(k_type, p, "safety", 0.0, 1.0, true);
+  m_kappa = detail::double_param(k_type, p, "kappa", 1e-100, 1e12, false);
+  m_safety = detail::double_param(k_type, p, "safety", 1e-6, 1.0, false);
   m_extents = detail::extents_param(k_type, p);
-  m_mesh = std::make_unique<Mesh>();
-  static_cast<detail::VoronoiMesh&>(*m_mesh) =
+  auto mesh = std::make_shared<Mesh>();
+  static_cast<detail::VoronoiMesh&>(*mesh) =
       detail::make_voronoi_mesh(n, perturbation, static_cast<std::uint64_t>(seed), exact);
+  m_mesh = std::move(mesh);
   // The explicit limit of each cell: dt <= V / (kappa sum_f A_f / d_f).
   const Mesh& m = *m_mesh;
   std::vector<double> conductance(m.volume.size(), 0.0);
@@ -80,7 +83,9 @@ FvmNode::FvmNode(std::string name, Params params)
   for (std::size_t c = 0; c < conductance.size(); ++c) {
     limit = std::min(limit, m.volume[c] / (m_kappa * conductance[c]));
   }
-  m_dt = m_safety * limit;
+  m_dt = detail::checked_dt(k_type, "dt = safety x the explicit stability limit", m_safety * limit,
+                            p, {"safety", "kappa", "n"});
+  (void)default_steps(); // a run's length, checked here
 }
 
 FvmNode::~FvmNode() = default;
@@ -99,8 +104,8 @@ std::int64_t FvmNode::default_steps() const {
   const double w = m_mesh->width;
   const double h = m_mesh->height;
   const double rate = m_kappa * k_pi * k_pi * (1.0 / (w * w) + 1.0 / (h * h));
-  const auto steps = static_cast<std::int64_t>(std::ceil(std::log(1e9) / (rate * m_dt)));
-  return (steps + 99) / 100 * 100;
+  return detail::checked_steps(k_type, "the steps to a steady state, log(1e9) / (rate dt)",
+                               std::log(1e9) / (rate * m_dt), params(), {"safety", "kappa", "n"});
 }
 
 runtime::NodeLayout FvmNode::layout() const {
@@ -116,55 +121,95 @@ void FvmNode::initial_state(runtime::State& state) const {
   (void)state; // T = 0 everywhere: the fields start zeroed
 }
 
-runtime::StaticData FvmNode::build_static_data() const {
-  const Mesh& m = *m_mesh;
-  const auto cells = static_cast<std::int64_t>(m.volume.size());
-  const auto faces = static_cast<std::int64_t>(m.owner.size());
-  const auto boundary = static_cast<std::int64_t>(m.boundary_owner.size());
-  runtime::StaticData data;
-  data.add(StaticArray::from_vector("face_owner", m.owner, {faces}));
-  data.add(StaticArray::from_vector("face_neighbour", m.neighbour, {faces}));
-  data.add(StaticArray::from_vector("face_area", m.area, {faces}));
-  data.add(StaticArray::from_vector("cell_volume", m.volume, {cells}));
-  data.add(StaticArray::from_vector("cell_centre", m.centre, {cells, 2}));
-  data.add(StaticArray::from_vector("boundary_owner", m.boundary_owner, {boundary}));
-  data.add(StaticArray::from_vector("boundary_area", m.boundary_area, {boundary}));
-  data.add(StaticArray::from_vector("boundary_point", m.boundary_point, {boundary, 2}));
-  data.add(StaticArray::from_vector("boundary_value", m.boundary_value, {boundary}));
-  // Each cell's faces, for the GPU's kernel, which gathers a cell's fluxes (one cell per thread)
-  // instead of scattering each face's to its two cells: interior faces, then boundary faces, each
-  // in increasing face order, so that a cell adds its terms in the order the scatter does.
-  std::vector<std::int32_t> face_start(static_cast<std::size_t>(cells) + 1, 0);
-  std::vector<std::int32_t> boundary_start(static_cast<std::size_t>(cells) + 1, 0);
+namespace {
+
+// Each cell's faces, for the GPU's kernel, which gathers a cell's fluxes (one cell per thread)
+// instead of scattering each face's to its two cells: interior faces, then boundary faces, each
+// in increasing face order, so that a cell adds its terms in the order the scatter does. `start`
+// has a cell's first entry in `faces` (and one past the last cell's last).
+struct CellFaces {
+  std::vector<std::int32_t> start, faces;
+};
+
+CellFaces interior_faces_of_cells(const detail::VoronoiMesh& m) {
+  CellFaces out;
+  out.start.assign(m.volume.size() + 1, 0);
   for (std::size_t f = 0; f < m.owner.size(); ++f) {
-    ++face_start[static_cast<std::size_t>(m.owner[f]) + 1];
-    ++face_start[static_cast<std::size_t>(m.neighbour[f]) + 1];
+    ++out.start[static_cast<std::size_t>(m.owner[f]) + 1];
+    ++out.start[static_cast<std::size_t>(m.neighbour[f]) + 1];
   }
-  for (const std::int32_t o : m.boundary_owner) {
-    ++boundary_start[static_cast<std::size_t>(o) + 1];
+  for (std::size_t c = 0; c + 1 < out.start.size(); ++c) {
+    out.start[c + 1] += out.start[c];
   }
-  for (std::size_t c = 0; c < static_cast<std::size_t>(cells); ++c) {
-    face_start[c + 1] += face_start[c];
-    boundary_start[c + 1] += boundary_start[c];
-  }
-  std::vector<std::int32_t> faces_of(static_cast<std::size_t>(2 * faces));
-  std::vector<std::int32_t> boundary_of(static_cast<std::size_t>(boundary));
-  std::vector<std::int32_t> next(face_start.begin(), face_start.end() - 1);
+  out.faces.resize(2 * m.owner.size());
+  std::vector<std::int32_t> next(out.start.begin(), out.start.end() - 1);
   for (std::size_t f = 0; f < m.owner.size(); ++f) {
     for (const std::int32_t c : {m.owner[f], m.neighbour[f]}) {
-      faces_of[static_cast<std::size_t>(next[static_cast<std::size_t>(c)]++)] =
+      out.faces[static_cast<std::size_t>(next[static_cast<std::size_t>(c)]++)] =
           static_cast<std::int32_t>(f);
     }
   }
-  next.assign(boundary_start.begin(), boundary_start.end() - 1);
+  return out;
+}
+
+CellFaces boundary_faces_of_cells(const detail::VoronoiMesh& m) {
+  CellFaces out;
+  out.start.assign(m.volume.size() + 1, 0);
+  for (const std::int32_t o : m.boundary_owner) {
+    ++out.start[static_cast<std::size_t>(o) + 1];
+  }
+  for (std::size_t c = 0; c + 1 < out.start.size(); ++c) {
+    out.start[c + 1] += out.start[c];
+  }
+  out.faces.resize(m.boundary_owner.size());
+  std::vector<std::int32_t> next(out.start.begin(), out.start.end() - 1);
   for (std::size_t f = 0; f < m.boundary_owner.size(); ++f) {
     const auto c = static_cast<std::size_t>(m.boundary_owner[f]);
-    boundary_of[static_cast<std::size_t>(next[c]++)] = static_cast<std::int32_t>(f);
+    out.faces[static_cast<std::size_t>(next[c]++)] = static_cast<std::int32_t>(f);
   }
-  data.add(StaticArray::from_vector("cell_face_start", face_start, {cells + 1}));
-  data.add(StaticArray::from_vector("cell_faces", faces_of, {2 * faces}));
-  data.add(StaticArray::from_vector("cell_boundary_start", boundary_start, {cells + 1}));
-  data.add(StaticArray::from_vector("cell_boundary_faces", boundary_of, {boundary}));
+  return out;
+}
+
+} // namespace
+
+runtime::StaticData FvmNode::build_static_data() const {
+  // Computed from the mesh when first read (a run binds them): the kernel's key needs only their
+  // shapes, so `uwjit warm` never copies the mesh into them.
+  const std::shared_ptr<const Mesh> mesh = m_mesh;
+  const auto cells = static_cast<std::int64_t>(mesh->volume.size());
+  const auto faces = static_cast<std::int64_t>(mesh->owner.size());
+  const auto boundary = static_cast<std::int64_t>(mesh->boundary_owner.size());
+  runtime::StaticData data;
+  const auto copy = [&](std::string key, const auto& member, std::vector<std::int64_t> shape) {
+    using T = typename std::remove_cvref_t<decltype((*mesh).*member)>::value_type;
+    data.add(StaticArray::computed<T>(std::move(key), std::move(shape),
+                                      [mesh, member](std::span<T> out) {
+                                        const auto& values = (*mesh).*member;
+                                        std::copy(values.begin(), values.end(), out.begin());
+                                      }));
+  };
+  using M = detail::VoronoiMesh;
+  copy("face_owner", &M::owner, {faces});
+  copy("face_neighbour", &M::neighbour, {faces});
+  copy("face_area", &M::area, {faces});
+  copy("cell_volume", &M::volume, {cells});
+  copy("cell_centre", &M::centre, {cells, 2});
+  copy("boundary_owner", &M::boundary_owner, {boundary});
+  copy("boundary_area", &M::boundary_area, {boundary});
+  copy("boundary_point", &M::boundary_point, {boundary, 2});
+  copy("boundary_value", &M::boundary_value, {boundary});
+  const auto from = [&](std::string key, CellFaces (*make)(const M&),
+                        std::vector<std::int32_t> CellFaces::* part, std::int64_t count) {
+    data.add(StaticArray::computed<std::int32_t>(
+        std::move(key), {count}, [mesh, make, part](std::span<std::int32_t> out) {
+          const auto values = make(*mesh).*part;
+          std::copy(values.begin(), values.end(), out.begin());
+        }));
+  };
+  from("cell_face_start", interior_faces_of_cells, &CellFaces::start, cells + 1);
+  from("cell_faces", interior_faces_of_cells, &CellFaces::faces, 2 * faces);
+  from("cell_boundary_start", boundary_faces_of_cells, &CellFaces::start, cells + 1);
+  from("cell_boundary_faces", boundary_faces_of_cells, &CellFaces::faces, boundary);
   data.add("n_cells", cells);
   data.add("n_faces", faces);
   data.add("n_boundary_faces", boundary);
@@ -280,7 +325,7 @@ double FvmNode::error(const runtime::Snapshot& simulation) const {
   double scale = 0;
   for (std::size_t c = 0; c < m.volume.size(); ++c) {
     const double expected = exact(m.centre[2 * c], m.centre[2 * c + 1]);
-    worst = std::max(worst, std::abs(t.at<double>(static_cast<std::int64_t>(c)) - expected));
+    worst = detail::worse(worst, std::abs(t.at<double>(static_cast<std::int64_t>(c)) - expected));
     scale = std::max(scale, std::abs(expected));
   }
   return worst / scale;
@@ -298,7 +343,7 @@ Verdict FvmNode::check(const runtime::Snapshot& simulation, const Trace& trace) 
         continue;
       }
       const double imbalance = heat[r] - heat[r - 1] - m_dt * flux[r];
-      worst = std::max(worst, std::abs(imbalance) / std::max(std::abs(heat[r]), 1e-300));
+      worst = detail::worse(worst, std::abs(imbalance) / std::max(std::abs(heat[r]), 1e-300));
     }
     // Each H is a kernel's sum over the cells: allow the round-off of two such sums.
     verdict.add("conservation", "max |H(t) - H(t-1) - dt F(t)| / |H(t)|", worst,

@@ -1,12 +1,16 @@
 #include <uwjit/nodes/heat.hpp>
 
 #include <uwjit/codegen/number.hpp>
+#include <uwjit/common/format.hpp>
 #include <uwjit/runtime/vtk.hpp>
 
 #include "params.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <numbers>
+#include <span>
 
 namespace uwjit::nodes {
 
@@ -23,8 +27,8 @@ std::span<const ParamDoc> HeatNode::param_docs() noexcept {
       {"nx", "grid cells along x", "cells", "[3, 16384]"},
       {"ny", "grid cells along y", "cells", "[3, 16384]"},
       {"nz", "grid cells along z", "cells", "[3, 16384]"},
-      {"kappa", "background conductivity (diffusivity)", "cells^2 per unit time", "(0, 1e12]"},
-      {"contrast", "conductivity of the central sphere / kappa (1: uniform)", "", "(0, 1e12]"},
+      {"kappa", "background conductivity (diffusivity)", "cells^2 per unit time", "[1e-100, 1e12]"},
+      {"contrast", "conductivity of the central sphere / kappa (1: uniform)", "", "[1e-12, 1e12]"},
       {"boundary",
        "the x walls: zero-gradient (insulating), periodic, or fixed u (dirichlet; y and z "
        "insulating)",
@@ -34,7 +38,7 @@ std::span<const ParamDoc> HeatNode::param_docs() noexcept {
       {"mode", "mode of the initial state along x (cosine; sine over the linear profile if fixed)",
        "", "[1, nx - 1] insulating or fixed, [1, (nx - 1) / 2] periodic"},
       {"amplitude", "amplitude of that mode around u = 1", "u", "[-1e12, 1e12]"},
-      {"courant", "dt = courant / (kappa max(1, contrast)); stable below 1/6", "", "(0, 1/6]"},
+      {"courant", "dt = courant / (kappa max(1, contrast)); stable below 1/6", "", "[1e-12, 1/6]"},
       {"extents", "grid extents compiled into the kernel, or passed at run time", "",
        "compiled, runtime"},
   };
@@ -56,8 +60,10 @@ HeatNode::HeatNode(std::string name, Params params)
   m_n[0] = detail::int_param(k_type, p, "nx", 3, 1 << 14);
   m_n[1] = detail::int_param(k_type, p, "ny", 3, 1 << 14);
   m_n[2] = detail::int_param(k_type, p, "nz", 3, 1 << 14);
-  m_kappa = detail::double_param(k_type, p, "kappa", 0, 1e12, true);
-  m_contrast = detail::double_param(k_type, p, "contrast", 0, 1e12, true);
+  // Conductivities whose products (the harmonic mean of two cells, 2ab / (a + b)) stay normal
+  // doubles, so that no face's flux underflows to zero or becomes 0 / 0.
+  m_kappa = detail::double_param(k_type, p, "kappa", 1e-100, 1e12, false);
+  m_contrast = detail::double_param(k_type, p, "contrast", 1e-12, 1e12, false);
   const std::string boundary =
       detail::choice_param(k_type, p, "boundary", {"insulating", "periodic", "fixed"});
   m_periodic = boundary == "periodic";
@@ -69,8 +75,10 @@ HeatNode::HeatNode(std::string name, Params params)
   }
   m_mode = detail::int_param(k_type, p, "mode", 1, m_periodic ? (m_n[0] - 1) / 2 : m_n[0] - 1);
   m_amplitude = detail::double_param(k_type, p, "amplitude", -1e12, 1e12, false);
-  m_courant = detail::double_param(k_type, p, "courant", 0, 1.0 / 6.0, true);
+  m_courant = detail::double_param(k_type, p, "courant", 1e-12, 1.0 / 6.0, false);
   m_extents = detail::extents_param(k_type, p);
+  (void)detail::checked_dt(k_type, "dt = courant / (kappa max(1, contrast))", dt(), p,
+                           {"courant", "kappa", "contrast"});
 }
 
 std::string HeatNode::summary() const {
@@ -114,23 +122,29 @@ double HeatNode::discrete_eigenvalue() const {
 
 runtime::StaticData HeatNode::build_static_data() const {
   // A sphere of contrast × kappa, a quarter of the smallest extent in radius, in the middle.
-  const double radius = static_cast<double>(std::min({m_n[0], m_n[1], m_n[2]})) / 4;
-  std::vector<double> kappa(static_cast<std::size_t>(m_n[0] * m_n[1] * m_n[2]));
-  std::size_t at = 0;
-  for (std::int64_t i = 0; i < m_n[0]; ++i) {
-    for (std::int64_t j = 0; j < m_n[1]; ++j) {
-      for (std::int64_t k = 0; k < m_n[2]; ++k) {
-        const double x = static_cast<double>(i) + 0.5 - static_cast<double>(m_n[0]) / 2;
-        const double y = static_cast<double>(j) + 0.5 - static_cast<double>(m_n[1]) / 2;
-        const double z = static_cast<double>(k) + 0.5 - static_cast<double>(m_n[2]) / 2;
-        const bool inside = x * x + y * y + z * z < radius * radius;
-        kappa[at++] = inside ? m_kappa * m_contrast : m_kappa;
+  // Computed when first read (a run binds it): the kernel's key needs only its shape, so
+  // `uwjit warm` never builds it, and a run too large for memory is refused before it is.
+  const std::array<std::int64_t, 3> n = {m_n[0], m_n[1], m_n[2]};
+  const double kappa = m_kappa;
+  const double contrast = m_contrast;
+  auto fill = [n, kappa, contrast](std::span<double> out) {
+    const double radius = static_cast<double>(std::min({n[0], n[1], n[2]})) / 4;
+    std::size_t at = 0;
+    for (std::int64_t i = 0; i < n[0]; ++i) {
+      for (std::int64_t j = 0; j < n[1]; ++j) {
+        for (std::int64_t k = 0; k < n[2]; ++k) {
+          const double x = static_cast<double>(i) + 0.5 - static_cast<double>(n[0]) / 2;
+          const double y = static_cast<double>(j) + 0.5 - static_cast<double>(n[1]) / 2;
+          const double z = static_cast<double>(k) + 0.5 - static_cast<double>(n[2]) / 2;
+          const bool inside = x * x + y * y + z * z < radius * radius;
+          out[at++] = inside ? kappa * contrast : kappa;
+        }
       }
     }
-  }
+  };
   runtime::StaticData data;
-  data.add(runtime::StaticArray::from_vector("kappa", std::move(kappa), {m_n[0], m_n[1], m_n[2]},
-                                             runtime::Replication::shard, 0));
+  data.add(runtime::StaticArray::computed<double>("kappa", {n[0], n[1], n[2]}, std::move(fill),
+                                                  runtime::Replication::shard, 0));
   return data;
 }
 
@@ -197,7 +211,7 @@ Verdict HeatNode::check(const runtime::Snapshot& simulation, const Trace& trace)
     if (!series.empty()) {
       double drift = 0;
       for (const double heat : series) {
-        drift = std::max(drift, std::abs(heat - initial) / std::abs(initial));
+        drift = detail::worse(drift, std::abs(heat - initial) / std::abs(initial));
       }
       verdict.add("heat integral", "max |H_kernel(t) - H(0)| / |H(0)| (bound: cells x 2^-52)",
                   drift, detail::summation_bound(u.interior_count()));
@@ -224,8 +238,8 @@ Verdict HeatNode::check(const runtime::Snapshot& simulation, const Trace& trace)
           std::max(remaining, std::abs(discrete * mode_shape(static_cast<double>(i) + 0.5)));
     }
     u.for_each_interior([&](std::span<const std::int64_t> index) {
-      deviation = std::max(deviation,
-                           std::abs(u.value(index) - profile(static_cast<double>(index[0]) + 0.5)));
+      deviation = detail::worse(
+          deviation, std::abs(u.value(index) - profile(static_cast<double>(index[0]) + 0.5)));
     });
     verdict.add("steady linear profile",
                 "max |u - (u_low + (u_high - u_low) x / nx)| (bound: the mode's max |A0 (1 - "
@@ -238,6 +252,16 @@ Verdict HeatNode::check(const runtime::Snapshot& simulation, const Trace& trace)
   }
   if (std::abs(discrete) < 1e-6 * std::abs(m_amplitude)) {
     verdict.notes.push_back("mode decay: not checked, the mode has decayed below 1e-6 of A0");
+    return verdict;
+  }
+  // u's round-off is relative to its level (1, or the wall values): a mode far below it cannot
+  // be measured against the 1e-9 of the discrete check.
+  const double level = m_fixed ? std::max(std::abs(m_u_low), std::abs(m_u_high)) : 1.0;
+  if (std::abs(discrete) < 1e-6 * level) {
+    verdict.notes.push_back(
+        format("mode decay: not judged, the mode's amplitude {} is below 1e-6 of the level of u "
+               "({}), where round-off hides it",
+               discrete, level));
     return verdict;
   }
   // Project u onto the mode: A = sum((u - base) phi) / sum(phi^2), the base the mean (insulating,
@@ -257,11 +281,37 @@ Verdict HeatNode::check(const runtime::Snapshot& simulation, const Trace& trace)
   verdict.add("mode amplitude (discrete)", "|A(t) - A0 (1 - dt kappa lambda)^t| / |A0 ...|",
               std::abs(amplitude - discrete) / std::abs(discrete), 1e-9);
   const double k = wavenumber();
-  const double rate = -std::log(amplitude / m_amplitude) / (static_cast<double>(t) * dt());
   const double analytic = m_kappa * k * k;
+  // The discrete scheme decays at -log(growth) / dt: on a grid too coarse for the mode (k h not
+  // small) that is itself further from the continuum rate than the check allows, and the
+  // comparison would judge the grid, not the run.
+  constexpr double k_tolerance = 0.01;
+  if (const double inherent = continuum_deviation(m_n[0]); !(inherent <= k_tolerance)) {
+    std::int64_t needed = m_n[0];
+    while (needed < (1 << 14) && !(continuum_deviation(needed) <= k_tolerance)) {
+      ++needed;
+    }
+    verdict.notes.push_back(
+        format("mode decay rate (continuum): not judged, mode {} on {} cells along x decays {} % "
+               "off the continuum rate in the exact discrete solution (the check allows 1 %); "
+               "judged from nx = {}",
+               m_mode, m_n[0], inherent * 100, needed));
+    return verdict;
+  }
+  const double rate = -std::log(amplitude / m_amplitude) / (static_cast<double>(t) * dt());
   verdict.add("mode decay rate (continuum)", "|rate / (kappa k^2) - 1|",
-              std::abs(rate / analytic - 1.0), 0.01);
+              std::abs(rate / analytic - 1.0), k_tolerance);
   return verdict;
+}
+
+double HeatNode::continuum_deviation(std::int64_t nx) const {
+  // As wavenumber() and discrete_eigenvalue(), for nx cells; with a uniform conductivity dt
+  // kappa is the courant number.
+  const double k = (m_periodic ? 2.0 : 1.0) * std::numbers::pi * static_cast<double>(m_mode) /
+                   static_cast<double>(nx);
+  const double s = std::sin(k / 2);
+  const double discrete_rate = -std::log(1.0 - m_courant * 4 * s * s) / m_courant;
+  return std::abs(discrete_rate / (k * k) - 1.0);
 }
 
 std::vector<std::filesystem::path> HeatNode::write_output(const runtime::Snapshot& simulation,

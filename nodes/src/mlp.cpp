@@ -35,7 +35,7 @@ std::span<const ParamDoc> MlpNode::param_docs() noexcept {
       {"hidden", "width of each hidden layer", "neurons", "[1, 256]"},
       {"layers", "hidden layers", "", "[1, 8]"},
       {"seed", "seed of the generated weights", "", "[0, 2^63)"},
-      {"dt", "forward Euler time step", "time units", "(0, 1e6]"},
+      {"dt", "forward Euler time step", "time units", "[1e-100, 1e6]"},
       {"extents", "grid extents compiled into the kernel, or passed at run time", "",
        "compiled, runtime"},
   };
@@ -57,7 +57,7 @@ MlpNode::MlpNode(std::string name, Params params)
   m_hidden = detail::int_param(k_type, p, "hidden", 1, 256);
   m_layers = detail::int_param(k_type, p, "layers", 1, 8);
   m_seed = detail::int_param(k_type, p, "seed", 0);
-  (void)detail::double_param(k_type, p, "dt", 0.0, 1e6, true);
+  (void)detail::double_param(k_type, p, "dt", 1e-100, 1e6, false);
   m_extents = detail::extents_param(k_type, p);
 }
 
@@ -236,7 +236,7 @@ Verdict MlpNode::check(const runtime::Snapshot& simulation, const Trace& trace) 
     for (std::int64_t i = 0; i < m_n[0]; ++i) {
       for (std::int64_t j = 0; j < m_n[1]; ++j) {
         for (std::int64_t k = 0; k < m_n[2]; ++k, ++at) {
-          worst = std::max(worst, std::abs(u.at<double>(f, i, j, k) - expected[at]));
+          worst = detail::worse(worst, std::abs(u.at<double>(f, i, j, k) - expected[at]));
         }
       }
     }

@@ -6,6 +6,9 @@
 #include <uwjit/common/format.hpp>
 #include <uwjit/runtime/value.hpp>
 
+#include <algorithm>
+#include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -31,6 +34,14 @@ inline std::int64_t int_param(std::string_view node, const runtime::Params& para
   return value;
 }
 
+/// `value` as the shortest text that reads back as it ("1e-320", "50", "0.1"): what a user typed,
+/// not six digits of it.
+inline std::string shortest(double value) {
+  std::array<char, 32> text{};
+  const auto [end, ec] = std::to_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc{} ? std::string(text.data(), end) : format("{}", value);
+}
+
 /// A double param; `positive` requires > 0, otherwise any finite value within [min, max].
 inline double double_param(std::string_view node, const runtime::Params& params,
                            std::string_view key, double min, double max, bool exclusive_min) {
@@ -42,10 +53,64 @@ inline double double_param(std::string_view node, const runtime::Params& params,
   }
   const bool below = exclusive_min ? !(value > min) : !(value >= min);
   if (!std::isfinite(value) || below || value > max) {
-    throw Error(ErrorKind::usage, format("{}: param \"{}\" = {} is out of range {}{}, {}]", node,
-                                         key, value, exclusive_min ? "(" : "[", min, max));
+    throw Error(ErrorKind::usage,
+                format("{}: param \"{}\" = {} is out of range {}{}, {}]", node, key,
+                       shortest(value), exclusive_min ? "(" : "[", min, max));
   }
   return value;
+}
+
+/// A time step derived from params (or given as one): Error(usage) unless it is finite and at
+/// least the smallest normal double, naming how it was derived and the params it came from, e.g.
+/// `heat: dt = courant / (kappa max(1, contrast)) = inf from courant = 0.1, kappa = 1e-320, ...`.
+/// A step that overflows to infinity turns every field into NaN; one that underflows to zero or
+/// to a subnormal number takes steps that change nothing.
+inline double checked_dt(std::string_view node, std::string_view derivation, double dt,
+                         const runtime::Params& params,
+                         std::initializer_list<std::string_view> keys) {
+  if (std::isfinite(dt) && dt >= std::numeric_limits<double>::min()) {
+    return dt;
+  }
+  std::string from;
+  for (const auto key : keys) {
+    from += from.empty() ? "" : ", ";
+    from += format("{} = {}", key, params.contains(key) ? params.at(key).text() : "(unset)");
+  }
+  throw Error(ErrorKind::usage,
+              format("{}: {} = {} from {}: a time step must be finite and positive (at least "
+                     "2.2250738585072014e-308, the smallest normal double); change those params",
+                     node, derivation, shortest(dt), from));
+}
+
+/// The most steps a node's default run may take (what a step counter holds with room to spare).
+inline constexpr double k_max_default_steps = 0x1.0p62;
+
+/// A number of steps derived from params (a default run's length), rounded up to whole hundreds:
+/// Error(usage) unless it is finite and at most k_max_default_steps, naming how it was derived
+/// and the params it came from.
+inline std::int64_t checked_steps(std::string_view node, std::string_view derivation, double steps,
+                                  const runtime::Params& params,
+                                  std::initializer_list<std::string_view> keys) {
+  const double whole = std::ceil(steps);
+  if (whole >= 0 && whole <= k_max_default_steps) {
+    return (static_cast<std::int64_t>(whole) + 99) / 100 * 100;
+  }
+  std::string from;
+  for (const auto key : keys) {
+    from += from.empty() ? "" : ", ";
+    from += format("{} = {}", key, params.contains(key) ? params.at(key).text() : "(unset)");
+  }
+  throw Error(ErrorKind::usage,
+              format("{}: {} = {} steps from {}: more than a run can take (at most 2^62); change "
+                     "those params",
+                     node, derivation, shortest(steps), from));
+}
+
+/// The larger of `worst` and `value`, NaN if either is: a check's running maximum must not let a
+/// NaN (a field that blew up) pass as 0.
+inline double worse(double worst, double value) {
+  return std::isnan(worst) || std::isnan(value) ? std::numeric_limits<double>::quiet_NaN()
+                                                : std::max(worst, value);
 }
 
 inline std::string choice_param(std::string_view node, const runtime::Params& params,

@@ -10,20 +10,23 @@
 
 #include <algorithm>
 #include <array>
+#include <new>
 
 namespace uwjit::nodes {
 
 namespace {
 
+constexpr std::string_view k_along_x = "x, alone or with y and/or z";
+
 constexpr std::array<NodeKind, 4> k_kinds = {{
     {"heat", "3-D diffusion (7-point stencil) with a static conductivity field",
-     "N for an N^3 grid, or NXxNYxNZ (default 32)"},
+     "N for an N^3 grid, or NXxNYxNZ (default 32)", k_along_x},
     {"pipe-flow", "D3Q19 lattice Boltzmann flow in a circular pipe, driven by a body force",
-     "N for an N x 3N/4 x 3N/4 lattice (pipe along x), or NXxNYxNZ (default 32x24x24)"},
+     "N for an N x 3N/4 x 3N/4 lattice (pipe along x), or NXxNYxNZ (default 32x24x24)", k_along_x},
     {"fvm", "finite-volume diffusion on an unstructured Voronoi mesh, to a steady state",
-     "N generator points per row of the mesh (default 32)"},
+     "N generator points per row of the mesh (default 32)", ""},
     {"mlp", "an MLP surrogate right-hand side, integrated pointwise over a field",
-     "N for an N^3 grid, or NXxNYxNZ (default 16)"},
+     "N for an N^3 grid, or NXxNYxNZ (default 16)", ""},
 }};
 
 std::string known_types() {
@@ -117,8 +120,10 @@ std::vector<std::string> size_params(std::string_view type) {
   return {"nx", "ny", "nz"};
 }
 
-std::shared_ptr<const BuiltinNode> make(std::string_view type, std::string name,
-                                        const runtime::Params& params) {
+namespace {
+
+std::shared_ptr<const BuiltinNode> make_node(std::string_view type, std::string name,
+                                             const runtime::Params& params) {
   // A param the node does not know would be kept, written to checkpoints and ignored: refused.
   const auto docs = param_docs(type);
   for (const auto& [key, value] : params.values()) {
@@ -144,6 +149,52 @@ std::shared_ptr<const BuiltinNode> make(std::string_view type, std::string name,
     return std::make_shared<MlpNode>(std::move(name), params);
   }
   unknown(type);
+}
+
+} // namespace
+
+std::shared_ptr<const BuiltinNode> make(std::string_view type, std::string name,
+                                        const runtime::Params& params) {
+  try {
+    return make_node(type, std::move(name), params);
+  } catch (const std::bad_alloc&) {
+    // fvm builds its mesh here.
+    throw Error(ErrorKind::usage, format("{}: out of memory while building the node", type));
+  }
+}
+
+std::string shard_problem(std::string_view type, const std::vector<int>& axes) {
+  const NodeKind* kind = nullptr;
+  for (const auto& k : k_kinds) {
+    if (k.type == type) {
+      kind = &k;
+    }
+  }
+  if (kind == nullptr) {
+    unknown(type);
+  }
+  static constexpr std::string_view k_names[] = {"x", "y", "z"};
+  std::string asked;
+  for (const int axis : axes) {
+    asked += asked.empty() ? "" : ",";
+    asked += axis >= 0 && axis < 3 ? std::string(k_names[axis]) : std::to_string(axis);
+  }
+  std::string shardable;
+  for (const auto& k : k_kinds) {
+    if (!k.shard_help.empty()) {
+      shardable += format("{}{}", shardable.empty() ? "" : " and ", k.type);
+    }
+  }
+  if (kind->shard_help.empty()) {
+    return format("{} cannot be sharded: none of its domain axes has a halo to exchange (only {} "
+                  "can be sharded, along {})",
+                  type, shardable, k_along_x);
+  }
+  if (std::find(axes.begin(), axes.end(), 0) == axes.end()) {
+    return format("{} can be sharded along {} (its static arrays are cut along x), not along {}",
+                  type, kind->shard_help, asked);
+  }
+  return {};
 }
 
 runtime::NodeFactory factory() {

@@ -155,10 +155,13 @@ void Decomposition::check(const Node& node, const Layout& layout, const StaticDa
         names += (names.empty() ? "" : ", ") + std::to_string(a) + " (" +
                  layout.axis_names[static_cast<std::size_t>(a)] + ")";
       }
+      const std::string hint = d >= 0 ? format("; shard the domain along axis {} ({}) too", d,
+                                               layout.axis_names[static_cast<std::size_t>(d)])
+                                      : std::string();
       node_error(node, format("static array \"{}\" is sharded along its axis {}, which is "
                               "not a sharded domain axis (an array's trailing axes are the "
-                              "domain; sharded: {})",
-                              key, *array->shard_axis(), names));
+                              "domain; sharded: {}){}",
+                              key, *array->shard_axis(), names, hint));
     }
     // Sliced like the domain along every sharded axis: the trailing extents must be the
     // domain's there.

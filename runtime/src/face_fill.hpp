@@ -26,12 +26,13 @@ struct AxisView {
 
 /// Fills the `side` halo of `axis` by `face` (periodic: from the opposite end of this field).
 /// Unchecked: the caller has checked the boundary (boundary_problem) and the dtype
-/// (computed_dtype_problem). Allocates nothing.
+/// (takes_computed_faces, f32_problem). Allocates nothing.
 void fill_face(Field& field, std::size_t axis, Side side, const BoundaryFace& face);
 
 /// What is wrong with `boundary` on an axis of `cells` cells and a halo of `halo`, or "" if
-/// nothing: periodic on one face only, a dirichlet or neumann value that is not finite, or a
-/// periodic, dirichlet or neumann halo wider than the cells.
+/// nothing: periodic on one face only, a dirichlet or neumann value that is not finite or beyond
+/// [-1e300, 1e300], a neumann gradient whose outer halo cell would lie more than 1e300 beyond
+/// its mirror, or a periodic, dirichlet or neumann halo wider than the cells.
 [[nodiscard]] std::string boundary_problem(const Boundary& boundary, std::int64_t cells, int halo);
 
 /// How the halos of a static array are filled on an axis whose state has `boundary`: dirichlet
@@ -41,5 +42,9 @@ void fill_face(Field& field, std::size_t axis, Side side, const BoundaryFace& fa
 
 /// Whether a field of `dtype` can take a dirichlet or neumann face (f32, f64).
 [[nodiscard]] bool takes_computed_faces(Dtype dtype) noexcept;
+
+/// What is wrong with `boundary` on a field of `dtype`, or "": a dirichlet or neumann value
+/// beyond [-1e37, 1e37] on an f32 field (its halo values would overflow a float).
+[[nodiscard]] std::string f32_problem(const Boundary& boundary, Dtype dtype);
 
 } // namespace uwjit::runtime::detail

@@ -4,6 +4,7 @@
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <algorithm>
 #include <array>
@@ -26,6 +27,37 @@ std::string_view to_string(BoundaryFace::Kind kind) noexcept {
     return "neumann";
   }
   return "?";
+}
+
+namespace {
+
+// What is wrong with a dirichlet or neumann face's value, or "".
+std::string value_problem(BoundaryFace::Kind kind, double value) {
+  if (std::isfinite(value) && std::abs(value) <= BoundaryFace::k_max_value) {
+    return {};
+  }
+  return format(
+      "{} {} {} is not a finite number within [-1e300, 1e300] (the halo holds {}, "
+      "which must not overflow)",
+      to_string(kind), kind == BoundaryFace::Kind::dirichlet ? "value" : "gradient", value,
+      kind == BoundaryFace::Kind::dirichlet ? "2 value - mirror" : "mirror + gradient (2k - 1)");
+}
+
+BoundaryFace checked_face(BoundaryFace::Kind kind, double value) {
+  if (const auto problem = value_problem(kind, value); !problem.empty()) {
+    throw Error(ErrorKind::usage, format("BoundaryFace::{}: {}", to_string(kind), problem));
+  }
+  return {kind, value};
+}
+
+} // namespace
+
+BoundaryFace BoundaryFace::dirichlet(double value) {
+  return checked_face(Kind::dirichlet, value);
+}
+
+BoundaryFace BoundaryFace::neumann(double gradient) {
+  return checked_face(Kind::neumann, gradient);
 }
 
 std::string to_string(BoundaryFace face) {
@@ -54,6 +86,18 @@ std::string boundary_problem(const Boundary& boundary, std::int64_t cells, int h
                     face.kind == BoundaryFace::Kind::dirichlet ? "dirichlet" : "neumann",
                     face.value);
     }
+    if (face.computed()) {
+      if (const auto problem = value_problem(face.kind, face.value); !problem.empty()) {
+        return format("the {} face's {}", which, problem);
+      }
+    }
+    // The farthest neumann halo cell is (2 halo - 1) gradients beyond its mirror.
+    if (face.kind == BoundaryFace::Kind::neumann &&
+        std::abs(face.value) * (2.0 * halo - 1.0) > BoundaryFace::k_max_value) {
+      return format("the {} face's neumann gradient {} over a halo of {} puts its outer cell {} "
+                    "beyond its mirror, more than 1e300",
+                    which, face.value, halo, std::abs(face.value) * (2.0 * halo - 1.0));
+    }
     if ((face.computed() || low) && halo > cells) {
       return format("a {} halo of {} is wider than the extent {}", to_string(face), halo, cells);
     }
@@ -68,6 +112,20 @@ Boundary static_padding(const Boundary& boundary) noexcept {
 
 bool takes_computed_faces(Dtype dtype) noexcept {
   return dtype == Dtype::f32 || dtype == Dtype::f64;
+}
+
+std::string f32_problem(const Boundary& boundary, Dtype dtype) {
+  constexpr double k_max_f32 = 1e37; // twice it, less a mirror within FLT_MAX, is a float
+  if (dtype != Dtype::f32) {
+    return {};
+  }
+  for (const auto& [face, which] : {std::pair{boundary.low, "low"}, {boundary.high, "high"}}) {
+    if (face.computed() && !(std::abs(face.value) <= k_max_f32)) {
+      return format("the {} face's {} {} is out of range [-1e37, 1e37] for an f32 field", which,
+                    to_string(face.kind), face.value);
+    }
+  }
+  return {};
 }
 
 namespace {
@@ -169,15 +227,34 @@ Field::Field(std::string name, Dtype dtype, std::vector<std::int64_t> shape, std
     }
   }
   m_strides.assign(m_shape.size(), 1);
+  const auto element = static_cast<std::int64_t>(codegen::size_of(m_dtype));
+  const auto too_large = [&] {
+    throw Error(ErrorKind::usage,
+                format("field \"{}\": shape {} with halos {} is too large to address", m_name,
+                       shape_text(m_shape), shape_text({m_halo.begin(), m_halo.end()})));
+  };
   for (std::size_t d = m_shape.size(); d-- > 0;) {
+    const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / element / m_padded;
+    if (m_shape[d] > limit - 2 * std::int64_t{m_halo[d]}) {
+      too_large();
+    }
+    const std::int64_t padded = m_shape[d] + 2 * std::int64_t{m_halo[d]};
     m_interior *= m_shape[d];
-    const std::int64_t padded = m_shape[d] + 2 * m_halo[d];
     m_strides[d] = m_padded;
     m_padded *= padded;
   }
   m_bytes = static_cast<std::size_t>(m_padded) * codegen::size_of(m_dtype);
-  auto* raw = static_cast<std::byte*>(
-      ::operator new[](std::max<std::size_t>(m_bytes, 1), std::align_val_t{k_alignment}));
+  std::byte* raw = nullptr;
+  try {
+    raw = static_cast<std::byte*>(
+        ::operator new[](std::max<std::size_t>(m_bytes, 1), std::align_val_t{k_alignment}));
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::usage,
+                format("field \"{}\": out of memory: cannot allocate {} bytes ({} {} with halos "
+                       "{})",
+                       m_name, m_bytes, codegen::to_string(m_dtype), shape_text(m_shape),
+                       shape_text({m_halo.begin(), m_halo.end()})));
+  }
   std::memset(raw, 0, m_bytes);
   m_storage.reset(raw);
 }
@@ -415,6 +492,10 @@ void Field::fill_halos(std::span<const Boundary> boundary) {
           ErrorKind::usage,
           format("field \"{}\": axis {}: a {} boundary needs a floating-point field, not {}",
                  m_name, d, to_string(boundary[d]), codegen::to_string(m_dtype)));
+    }
+    if (const auto problem = detail::f32_problem(boundary[d], m_dtype);
+        m_halo[d] > 0 && !problem.empty()) {
+      throw Error(ErrorKind::usage, format("field \"{}\": axis {}: {}", m_name, d, problem));
     }
   }
   for (std::size_t d = 0; d < m_shape.size(); ++d) {

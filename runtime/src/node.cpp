@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include <new>
+
 namespace uwjit::runtime {
 
 Field& State::operator[](std::string_view name) const {
@@ -42,7 +44,14 @@ Node::Node(std::string type, std::string name, Params params)
 Node::~Node() = default;
 
 const StaticData& Node::static_data() const {
-  std::call_once(m_static_once, [this] { m_static.emplace(build_static_data()); });
+  std::call_once(m_static_once, [this] {
+    try {
+      m_static.emplace(build_static_data());
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorKind::usage,
+                  format("node \"{}\": out of memory while building its static data", m_name));
+    }
+  });
   return *m_static;
 }
 

@@ -71,6 +71,10 @@ Layout read_layout(const Node& node) {
                                 d, layout.axis_names[d], to_string(boundary), f.name,
                                 codegen::to_string(f.dtype)));
       }
+      if (const auto problem = f32_problem(boundary, f.dtype); !problem.empty()) {
+        node_error(node, format("axis {} ({}), field \"{}\": {}", d, layout.axis_names[d], f.name,
+                                problem));
+      }
     }
   }
   layout.integrals = declared.integrals;

@@ -1,5 +1,7 @@
 #include <uwjit/runtime/simulation.hpp>
 
+#include "memory_budget.hpp"
+#include "node_agreement.hpp"
 #include "node_shared.hpp"
 #include "runtime_log.hpp"
 #include "simulation_impl.hpp"
@@ -35,12 +37,62 @@ int parse_threads(std::string_view text, std::string_view what) {
   return threads;
 }
 
+namespace {
+
+// What one process holds for a node while it steps: its state fields' two buffers over the
+// shard with halos, and the static arrays it binds (a shard-mode array's slab when sharded).
+void add_need(MemoryNeed& need, const Layout& layout, const ShardInfo& shard,
+              const StaticData& whole) {
+  for (const auto& f : layout.fields) {
+    double cells = codegen::size_of(f.dtype);
+    for (const std::int64_t c : f.components) {
+      cells *= static_cast<double>(c);
+    }
+    for (std::size_t d = 0; d < shard.extent.size(); ++d) {
+      cells *= static_cast<double>(shard.extent[d] + 2 * std::int64_t{layout.halo[d]});
+    }
+    need.state += 2 * cells;
+  }
+  for (const auto& [key, entry] : whole.entries()) {
+    if (const auto* array = std::get_if<StaticArray>(&entry)) {
+      double bytes = static_cast<double>(array->size_bytes());
+      if (array->replication() == Replication::shard) {
+        for (std::size_t d = 0; d < shard.extent.size(); ++d) {
+          bytes *= static_cast<double>(shard.extent[d]) / static_cast<double>(shard.global[d]);
+        }
+      }
+      need.statics += bytes;
+    }
+  }
+}
+
+// What every rank of a sharded simulation must choose alike, besides its nodes.
+std::vector<Fact> setup_facts(const SimulationOptions& options, bool checked) {
+  std::vector<std::string> axes;
+  for (const int axis : options.shard_axes) {
+    axes.push_back(std::to_string(axis));
+  }
+  return {{"the shard axes", axes.empty() ? "(default: 0)" : join(axes)},
+          {"the grid", options.grid.empty() ? "(balanced)" : grid_text(options.grid)},
+          {"the exchange mode", std::string(to_string(options.exchange))},
+          {"checked mode", checked ? "on" : "off"},
+          {"the device kind", options.device.substr(0, options.device.find(':'))}};
+}
+
+} // namespace
+
 Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node>> list,
                        const SimulationOptions& options, Init init)
     : engine(&e), nodes(std::move(list)), exchange_mode(options.exchange),
       checked(options.checked || env::get_bool(env::vars::checked)) {
   if (options.threads != 0) {
     (void)parse_threads(std::to_string(options.threads), "simulation: threads (0: the default)");
+  }
+  if (options.comm != nullptr) {
+    // Before anything that reads a node's layout: ranks that build different nodes (or the same
+    // with other params) would otherwise split different domains, or silently run different
+    // physics. Every rank raises the same error naming the first difference.
+    agree_on_nodes(*options.comm, setup_facts(options, checked), nodes);
   }
   if (options.comm != nullptr) {
     decomposition = Decomposition::make(options);
@@ -66,6 +118,7 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
   // agree before the first collective that needs every rank.
   collectively(options, [&] {
     open_device(options);
+    MemoryNeed need;
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       NodeState& s = states[n];
       s.node = nodes[n];
@@ -82,6 +135,17 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
         // here, before the first collective.
         decomposition->check(*s.node, s.layout, whole);
         s.shard = decomposition->shard_of(s.layout, options.comm->rank());
+      }
+      add_need(need, s.layout, s.shard, whole);
+    }
+    // From the layouts alone, before any state is allocated or static array computed (a node's
+    // computed arrays are built when first read): a run that cannot fit is refused now, with
+    // the figures, instead of failing in an allocation (or being killed) later.
+    check_fits(need, decomposition ? options.comm->node_size() : 1, available_memory());
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      NodeState& s = states[n];
+      const StaticData& whole = s.node->static_data();
+      if (decomposition) {
         s.plans = decomposition->plans(s.layout, Decomposition::For::state, options.comm->rank());
         StaticData local;
         for (const auto& [key, entry] : whole.entries()) {

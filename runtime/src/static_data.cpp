@@ -129,7 +129,13 @@ const std::shared_ptr<const void>& StaticArray::shared_data() const {
   }
   Production& p = *m_production;
   std::call_once(p.once, [&] {
-    auto storage = std::make_shared<std::vector<std::byte>>(size_bytes());
+    std::shared_ptr<std::vector<std::byte>> storage;
+    try {
+      storage = std::make_shared<std::vector<std::byte>>(size_bytes());
+    } catch (const std::bad_alloc&) {
+      reject(m_key, format("out of memory: cannot allocate {} bytes for its contents ({} {})",
+                           size_bytes(), codegen::to_string(m_dtype), shape_text(m_shape)));
+    }
     p.fill(*storage);
     p.contents = std::shared_ptr<const void>(storage, storage->data());
   });

@@ -21,8 +21,8 @@ bad_value() { # VARIABLE VALUE ACCEPTED
   expect_err "^uwjit: error: $message\$" "$1=$2: the CLI names the variable and the accepted values"
 }
 booleans="0, false, no, off, 1, true, yes, on"
-sizes="a whole number of bytes with an optional suffix K, M, G or T, e.g. 500M or 2G"
-durations="a non-negative number with an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d, at most 1e9 s"
+sizes="a whole number of bytes with an optional suffix K, M, G or T, e.g. 500M or 2G, at most 18446744073709551615"
+durations="a non-negative number with an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d, at most 1000000000 s"
 bad_value UWJIT_CACHE maybe "$booleans"
 bad_value UWJIT_CACHE 2 "$booleans"
 bad_value UWJIT_CACHE_MAX_SIZE big "$sizes"
@@ -33,6 +33,16 @@ bad_value UWJIT_LOCK_TIMEOUT soon "$durations"
 bad_value UWJIT_LOCK_TIMEOUT -1 "$durations"
 bad_value UWJIT_LOCK_TIMEOUT 5w "$durations"
 bad_value UWJIT_LOCK_TIMEOUT 99999999999999999999 "$durations"
+# The edges the messages state: accepted at the edge, refused just beyond it.
+bad_value UWJIT_LOCK_TIMEOUT 1000000000.001 "$durations"
+bad_value UWJIT_CACHE_MAX_SIZE 18446744073709551616 "$sizes"
+bad_value UWJIT_CACHE_MAX_SIZE 16777216T "$sizes"
+bad_value UWJIT_CACHE_MAX_SIZE 0.5 "$sizes"
+for edge in UWJIT_LOCK_TIMEOUT=1000000000 UWJIT_LOCK_TIMEOUT=0 \
+  UWJIT_CACHE_MAX_SIZE=18446744073709551615 UWJIT_CACHE_MAX_SIZE=16777215T UWJIT_CACHE_MAX_SIZE=0; do
+  run env "$edge" "$uwjit" env
+  expect_code 0 "$edge (an edge the message states) is accepted"
+done
 bad_value UWJIT_LOG_LEVEL loud "trace, debug, info, warn, error, off"
 bad_value UWJIT_DEBUG maybe "$booleans"
 bad_value UWJIT_PERF maybe "$booleans"
@@ -131,7 +141,8 @@ misuse 'unknown option --stpes \(did you mean --steps\?\)' run run heat --stpes 
 misuse 'unknown option --entyr \(did you mean --entry\?\)' compile compile "$kernel" --entyr main
 misuse 'unknown node type "haet" \(built-in: heat, pipe-flow, fvm, mlp\) \(did you mean heat\?\)' run run haet
 misuse '--set contrst=2: unknown param "contrst" \(known: .*\) \(did you mean contrast\?\)' run run heat --set contrst=2
-misuse 'heat: param "courant" = 0.5 is out of range \(0, 0.166667\]' run run heat --set courant=0.5
+misuse 'heat: param "courant" = 0.5 is out of range \[1e-12, 0.166667\]' run run heat --set courant=0.5
+misuse 'heat: param "kappa" = 1e-320 is out of range \[1e-100, 1e\+12\]' run run heat --set kappa=1e-320
 misuse '--size: expected N or NXxNYxNZ \(positive integers\), got "0"' run run heat --size 0
 misuse '--steps: expected a whole number >= 0, got "-1"' run run heat --steps -1
 misuse '--exchange: expected sync or overlap, got "async"' run run heat --exchange async

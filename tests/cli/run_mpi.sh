@@ -34,6 +34,29 @@ expect_out '^check: PASS$' "the resumed sharded run passes the physics check"
 run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard w
 expect_code 2 "a bad --shard"
 expect_err 'shard: expected distinct axes x, y, z' "--shard is explained"
+
+# What each node can be split along is said in --help, and anything else is refused before MPI
+# starts, naming the node and what it accepts (one process: two would interleave their messages).
+run "$uwjit" run --help
+expect_out 'heat and pipe-flow only, along x, alone or with y and/or z' "--help says which nodes shard"
+expect_out '^              --shard: cannot be sharded$' "--help says which nodes cannot be sharded"
+for axes in y z y,z; do
+  run "$uwjit" run heat --shard "$axes" --size 8
+  expect_code 2 "heat --shard $axes"
+  expect_err "^uwjit: error: run: --shard $axes: heat can be sharded along x, alone or with y and/or z \\(its static arrays are cut along x\\), not along $axes\$" \
+    "heat --shard $axes names the axes heat can be split along"
+done
+run "$uwjit" run pipe-flow --shard y --size 12
+expect_code 2 "pipe-flow --shard y"
+expect_err "pipe-flow can be sharded along x, alone or with y and/or z" "pipe-flow --shard y is refused"
+for node in mlp fvm; do
+  run "$uwjit" run "$node" --shard x
+  expect_code 2 "$node --shard x"
+  expect_err "^uwjit: error: run: --shard x: $node cannot be sharded: none of its domain axes has a halo to exchange \\(only heat and pipe-flow can be sharded, along x, alone or with y and/or z\\)\$" \
+    "$node --shard x is refused before the job, naming the nodes that can be sharded"
+done
+run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x,z --size 8 --steps 2 --output "$sandbox/out"
+expect_code 0 "heat --shard x,z (x with another axis) still runs"
 # An error on some ranks only ends the whole job promptly, with its message (never a hang).
 expect_ended() { # expect_ended WHAT
   [ "$code" -ne 0 ] && [ "$code" -ne 124 ] && ok || fail "$1: exit $code (124: the job hung)"

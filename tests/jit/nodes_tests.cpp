@@ -370,6 +370,69 @@ TEST_CASE("the registry knows the four nodes, their sizes and their params") {
       doctest::Contains("param \"radius\""), uwjit::Error);
 }
 
+TEST_CASE("subnormal params are outside every node's accepted range, each named with its range") {
+  const double subnormal = 1e-320;
+  for (const auto& [type, key, range] :
+       {std::tuple{"heat", "kappa", "[1e-100, 1e+12]"},
+        std::tuple{"heat", "contrast", "[1e-12, 1e+12]"},
+        std::tuple{"heat", "courant", "[1e-12, 0.166667]"},
+        std::tuple{"fvm", "kappa", "[1e-100, 1e+12]"}, std::tuple{"fvm", "safety", "[1e-06, 1]"},
+        std::tuple{"pipe-flow", "u_max", "[1e-12, 0.2]"},
+        std::tuple{"mlp", "dt", "[1e-100, 1e+06]"}}) {
+    INFO(type << " " << key);
+    const std::string expected =
+        std::string(type) + ": param \"" + key + "\" = 1e-320 is out of range " + range;
+    CHECK_THROWS_WITH_AS(
+        (void)uwjit::nodes::make(type, type,
+                                 with(uwjit::nodes::default_params(type), {{key, subnormal}})),
+        doctest::Contains(expected.c_str()), uwjit::Error);
+  }
+}
+
+TEST_CASE("a run's length derived from the params that exceeds what a run can take is refused, "
+          "naming the params") {
+  // tau just above 1/2: a viscosity of 4e-17, a flow that develops in some 5e18 steps.
+  CHECK_THROWS_WITH_AS(
+      (void)uwjit::nodes::make(
+          "pipe-flow", "p",
+          with(uwjit::nodes::default_params("pipe-flow"), {{"tau", 0.5000000000000001}})),
+      doctest::Contains("pipe-flow: the steps to a developed flow, log(1e4) R^2 / (nu 2.405^2) = "),
+      uwjit::Error);
+  CHECK_THROWS_WITH_AS(
+      (void)uwjit::nodes::make(
+          "pipe-flow", "p",
+          with(uwjit::nodes::default_params("pipe-flow"), {{"tau", 0.5000000000000001}})),
+      doctest::Contains("from tau = 0.5000000000000001, radius = 11.0: more than a run can take"),
+      uwjit::Error);
+}
+
+TEST_CASE("heat on a grid too coarse for its mode does not judge the continuum rate, and says so") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  for (const char* boundary : {"insulating", "periodic", "fixed"}) {
+    INFO(boundary);
+    const Params params = with(uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{3}),
+                               {{"boundary", boundary}});
+    auto r = run(engine, "heat", params, 10);
+    const Verdict verdict = r.node->check(r.simulation.gathered(), r.trace);
+    require_pass(verdict);
+    bool said = false;
+    for (const auto& note : verdict.notes) {
+      said =
+          said || note.rfind("mode decay rate (continuum): not judged, mode 1 on 3 cells", 0) == 0;
+    }
+    CHECK(said);
+    for (const auto& m : verdict.measurements) {
+      CHECK(m.name != "mode decay rate (continuum)");
+    }
+  }
+  // From the nx the note names on, the continuum rate is judged, and passes.
+  auto r =
+      run(engine, "heat", uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{6}), 10);
+  const Verdict verdict = r.node->check(r.simulation.gathered(), r.trace);
+  require_pass(verdict);
+  CHECK(measurement(verdict, "mode decay rate (continuum)").value <= 0.01);
+}
+
 TEST_CASE("heat, pipe-flow and mlp give the same state and integrals bit for bit at 1, 2, 3 and "
           "7 threads") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});

@@ -210,6 +210,20 @@ TEST_CASE("a simulation compiles its node's kernel, steps it and keeps the integ
   CHECK(sim.integrals("a")[0] == 58.0);
 }
 
+TEST_CASE("a simulation whose state cannot fit in memory is refused before it is allocated, "
+          "with the figures") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  // 2^42 doubles, two buffers: 70 TB.
+  const auto message = uwjit_test::usage_error([&] {
+    Simulation simulation(engine, {std::make_shared<BoxNode>("huge", std::int64_t{1} << 42)});
+  });
+  CHECK(uwjit_test::contains(message, "run needs about 70.4 TB of memory (state 70.4 TB: two "
+                                      "buffers per state field, halos included; static data 0 B) "
+                                      "and this machine has "));
+  CHECK(uwjit_test::contains(message, "; use a smaller grid, or shard the run over more machines"));
+  CHECK(engine.stats().get(uwjit::cache::Stat::compiles) == 0); // refused before any compile
+}
+
 TEST_CASE("static data is built once and returned by reference") {
   const auto node = std::make_shared<LookupNode>("a", std::vector<double>{1});
   const StaticData& first = node->static_data();

@@ -479,6 +479,86 @@ MPI_TEST_CASE("more ranks than cells, or shards narrower than the halo, are erro
   MPI_CHECK(contains(message, "fewer than the halo width 2"));
 }
 
+namespace {
+
+// "rank 0" or "ranks 0,1,2": every rank but the last, as the agreement's messages list them.
+std::string all_but_last() {
+  std::string ranks = comm()->size() == 2 ? "rank " : "ranks ";
+  for (int r = 0; r + 1 < comm()->size(); ++r) {
+    ranks += (r == 0 ? "" : ",") + std::to_string(r);
+  }
+  return ranks;
+}
+
+std::string last_rank() {
+  return "rank " + std::to_string(comm()->size() - 1);
+}
+
+bool is_last_rank() {
+  return comm()->rank() == comm()->size() - 1;
+}
+
+} // namespace
+
+MPI_TEST_CASE("ranks that build a node of another size are the same error on every rank, naming "
+              "the node, the param and each rank's value") {
+  if (comm()->size() == 1) {
+    return; // one rank always agrees with itself
+  }
+  auto engine = make_engine(job_sandbox());
+  const auto message = same_error_everywhere([&] {
+    Simulation s(*engine, builtin("heat", {is_last_rank() ? 12 : 8, 8, 8}), sharded({0}));
+  });
+  MPI_CHECK(contains(message, "simulation: the ranks disagree on node 1 of 1 (\"heat\"): param "
+                              "\"nx\" is 8 on " +
+                                  all_but_last() + " and 12 on " + last_rank()));
+}
+
+MPI_TEST_CASE("ranks that build a node with another physical param are the same error on every "
+              "rank, though the kernels agree") {
+  if (comm()->size() == 1) {
+    return;
+  }
+  auto engine = make_engine(job_sandbox());
+  const auto message = same_error_everywhere([&] {
+    Simulation s(*engine, builtin("heat", {8, 8, 8}, {{"kappa", is_last_rank() ? "2.5" : "1"}}),
+                 sharded({0}));
+  });
+  MPI_CHECK(contains(message,
+                     "param \"kappa\" is 1.0 on " + all_but_last() + " and 2.5 on " + last_rank()));
+}
+
+MPI_TEST_CASE("ranks whose nodes declare other layouts, or other node lists, or other options are "
+              "the same error on every rank") {
+  if (comm()->size() == 1) {
+    return;
+  }
+  auto engine = make_engine(job_sandbox());
+  auto message = same_error_everywhere([&] {
+    Simulation s(*engine,
+                 {std::make_shared<ProbeNode>(is_last_rank() ? 14 : 13, 1, Boundary::edge)},
+                 sharded({0}));
+  });
+  MPI_CHECK(contains(message, "node 1 of 1 (\"probe\"): the domain is (13) on " + all_but_last() +
+                                  " and (14) on " + last_rank()));
+  message = same_error_everywhere([&] {
+    NodeList nodes = builtin("heat", {8, 8, 8});
+    if (is_last_rank()) {
+      nodes.push_back(uwjit::nodes::make("heat", "second", uwjit::nodes::default_params("heat")));
+    }
+    Simulation s(*engine, nodes, sharded({0}));
+  });
+  MPI_CHECK(contains(message, "the ranks build different nodes: 1 node (\"heat\") on " +
+                                  all_but_last() + " and 2 nodes (\"heat\", \"second\") on " +
+                                  last_rank()));
+  message = same_error_everywhere([&] {
+    Simulation s(*engine, builtin("heat", {8, 8, 8}),
+                 sharded({0}, is_last_rank() ? ExchangeMode::overlap : ExchangeMode::sync));
+  });
+  MPI_CHECK(contains(message, "the exchange mode is sync on " + all_but_last() +
+                                  " and overlap on " + last_rank()));
+}
+
 MPI_TEST_CASE("a sharded checkpoint resumes bit for bit, sharded on the same ranks or serially") {
   const auto dir = job_sandbox();
   auto engine = make_engine(dir);

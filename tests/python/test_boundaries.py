@@ -84,3 +84,13 @@ def test_invalid_boundaries_are_usage_errors_naming_the_node(engine, boundary, d
 def test_a_dirichlet_halo_wider_than_the_axis_is_a_usage_error(engine):
     with pytest.raises(uwjit.UsageError, match='"narrow"'):
         uwjit.Simulation(engine, [Peek("narrow", 1, BoundaryFace.dirichlet(0))])
+
+
+@pytest.mark.parametrize("make, value", [
+    (BoundaryFace.dirichlet, 1e308), (BoundaryFace.dirichlet, float("inf")),
+    (BoundaryFace.neumann, -1e301), (BoundaryFace.neumann, float("nan")),
+])
+def test_a_face_value_whose_halo_could_overflow_is_refused_when_the_face_is_made(make, value):
+    with pytest.raises(uwjit.UsageError, match=r"is not a finite number within \[-1e300, 1e300\]"):
+        make(value)
+    assert make(1e300).value == 1e300 and make(-1e300).value == -1e300

@@ -106,7 +106,40 @@ TEST_CASE("durations beyond 1e9 seconds are refused rather than overflow a clock
   }
   CHECK(message_of([] { (void)uwjit::env::parse_seconds("UWJIT_LOCK_TIMEOUT", "9e99d"); }) ==
         "UWJIT_LOCK_TIMEOUT: unrecognised value \"9e99d\" (accepted: a non-negative number with "
-        "an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d, at most 1e9 s)");
+        "an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d, at most 1000000000 s)");
+}
+
+TEST_CASE("every numeric variable accepts the edges its message states and refuses just beyond") {
+  // UWJIT_LOCK_TIMEOUT: "a non-negative number ..., at most 1000000000 s".
+  CHECK(uwjit::env::parse_seconds("T", "0") == 0);
+  CHECK(uwjit::env::parse_seconds("T", "1000000000") == 1e9);
+  CHECK(uwjit::env::parse_seconds("T", "1000000000s") == 1e9);
+  CHECK(uwjit::env::parse_seconds("T", "11574.074074d") <= 1e9);
+  for (const char* beyond : {"-0.001", "1000000000.001", "16666666.67m", "11574.075d"}) {
+    CAPTURE(beyond);
+    CHECK_THROWS_AS((void)uwjit::env::parse_seconds("T", beyond), uwjit::Error);
+  }
+  // UWJIT_CACHE_MAX_SIZE: "a whole number of bytes ..., at most 18446744073709551615", read
+  // exactly (through a double, the largest counts were refused or rounded).
+  CHECK(uwjit::env::parse_size("S", "0") == 0);
+  CHECK(uwjit::env::parse_size("S", "18446744073709551615") == 18446744073709551615ULL);
+  CHECK(uwjit::env::parse_size("S", "18446744073709550000") == 18446744073709550000ULL);
+  CHECK(uwjit::env::parse_size("S", "16777215T") == 16777215ULL << 40);
+  for (const char* beyond :
+       {"-1", "18446744073709551616", "16777216T", "16777216TiB", "0.5", "0.3K"}) {
+    CAPTURE(beyond);
+    CHECK_THROWS_AS((void)uwjit::env::parse_size("S", beyond), uwjit::Error);
+  }
+  // Every numeric row of the table is one of these two kinds, with these messages.
+  for (const auto* variable : uwjit::env::vars::k_all) {
+    CAPTURE(variable->name);
+    if (variable->kind == uwjit::env::Kind::size) {
+      CHECK(variable->accepted == uwjit::env::k_size_accepted);
+    }
+    if (variable->kind == uwjit::env::Kind::duration) {
+      CHECK(variable->accepted == uwjit::env::k_duration_accepted);
+    }
+  }
 }
 
 TEST_CASE("format replaces placeholders in order and ignores the locale") {

@@ -164,10 +164,18 @@ TEST_CASE("a layout with periodic on one face, a value that is not finite, or a 
   using uwjit::runtime::BoundaryFace;
   CHECK(layout_error({.low = BoundaryFace::edge(), .high = BoundaryFace::periodic()}) ==
         "node \"walls\": axis 1 (ny): periodic on the high face only (periodic needs both faces)");
-  CHECK(layout_error(
-            {.low = BoundaryFace::dirichlet(std::nan("")), .high = BoundaryFace::dirichlet(0)}) ==
+  CHECK(layout_error({.low = {BoundaryFace::Kind::dirichlet, std::nan("")},
+                      .high = BoundaryFace::dirichlet(0)}) ==
         "node \"walls\": axis 1 (ny): the low face's dirichlet value is nan (need a finite "
         "number)");
+  CHECK(
+      layout_error({.low = BoundaryFace::edge(), .high = {BoundaryFace::Kind::neumann, -1e301}}) ==
+      "node \"walls\": axis 1 (ny): the high face's neumann gradient -1e+301 is not a finite "
+      "number within [-1e300, 1e300] (the halo holds mirror + gradient (2k - 1), which must not "
+      "overflow)");
+  CHECK(layout_error(Boundary::both(BoundaryFace::dirichlet(1e38)), uwjit::runtime::Dtype::f32) ==
+        "node \"walls\": axis 1 (ny), field \"m\": the low face's dirichlet 1e+38 is out of "
+        "range [-1e37, 1e37] for an f32 field");
   CHECK(layout_error(Boundary::both(BoundaryFace::neumann(1)), uwjit::runtime::Dtype::i32) ==
         "node \"walls\": axis 1 (ny): a neumann 1 boundary needs floating-point state fields, but "
         "\"m\" is i32");

@@ -419,10 +419,15 @@ TEST_CASE("a boundary the halo cannot hold is a usage error naming the field and
   };
   CHECK(contains(fails({.low = BoundaryFace::periodic(), .high = BoundaryFace::edge()}),
                  "field \"u\": axis 1: periodic on the low face only"));
-  CHECK(contains(fails({.low = BoundaryFace::edge(), .high = BoundaryFace::dirichlet(NAN)}),
+  // Written as aggregates: the factories refuse these values outright.
+  using Kind = BoundaryFace::Kind;
+  CHECK(contains(fails({.low = BoundaryFace::edge(), .high = {Kind::dirichlet, NAN}}),
                  "field \"u\": axis 1: the high face's dirichlet value is nan"));
-  CHECK(contains(fails(Boundary::both(BoundaryFace::neumann(INFINITY))),
+  CHECK(contains(fails(Boundary::both({Kind::neumann, INFINITY})),
                  "the low face's neumann value is inf"));
+  CHECK(contains(fails(Boundary::both({Kind::dirichlet, 1e308})),
+                 "field \"u\": axis 1: the low face's dirichlet value 1e+308 is not a finite "
+                 "number within [-1e300, 1e300]"));
   uwjit::runtime::Field narrow("v", Dtype::f64, {1}, {2});
   const Boundary mirror[] = {Boundary::both(BoundaryFace::neumann(0))};
   CHECK(contains(usage_error([&] { narrow.fill_halos(mirror); }),
@@ -434,6 +439,58 @@ TEST_CASE("a boundary the halo cannot hold is a usage error naming the field and
   CHECK(to_string(Boundary{.low = BoundaryFace::dirichlet(1.5), .high = BoundaryFace::edge()}) ==
         "dirichlet 1.5 / edge");
   CHECK(to_string(Boundary::periodic) == "periodic");
+}
+
+TEST_CASE("a dirichlet value or neumann gradient whose halo could overflow is refused when the "
+          "face is made, naming the value and the accepted range") {
+  using uwjit::runtime::BoundaryFace;
+  for (const double bad : {1e308, -1.5e300, HUGE_VAL, -HUGE_VAL, double{NAN}}) {
+    CAPTURE(bad);
+    const auto dirichlet = usage_error([&] { (void)BoundaryFace::dirichlet(bad); });
+    CHECK(contains(dirichlet, "BoundaryFace::dirichlet: dirichlet value "));
+    CHECK(contains(dirichlet, " is not a finite number within [-1e300, 1e300] (the halo holds 2 "
+                              "value - mirror, which must not overflow)"));
+    const auto neumann = usage_error([&] { (void)BoundaryFace::neumann(bad); });
+    CHECK(contains(neumann, "BoundaryFace::neumann: neumann gradient "));
+    CHECK(contains(neumann, " is not a finite number within [-1e300, 1e300]"));
+  }
+  CHECK(usage_error([] { (void)BoundaryFace::dirichlet(1e308); }) ==
+        "BoundaryFace::dirichlet: dirichlet value 1e+308 is not a finite number within [-1e300, "
+        "1e300] (the halo holds 2 value - mirror, which must not overflow)");
+  // The edges themselves are accepted, and their halos are finite.
+  uwjit::runtime::Field field("u", Dtype::f64, {2}, {1});
+  field.at<double>(0) = 1e300;
+  field.at<double>(1) = -1e300;
+  const Boundary edges[] = {
+      {.low = BoundaryFace::dirichlet(-1e300), .high = BoundaryFace::neumann(1e300)}};
+  field.fill_halos(edges);
+  CHECK(std::isfinite(field.at<double>(-1)));
+  CHECK(std::isfinite(field.at<double>(2)));
+  // A wide neumann halo multiplies the gradient; an f32 field takes less.
+  uwjit::runtime::Field wide("w", Dtype::f64, {4}, {3});
+  const Boundary steep[] = {Boundary::both(BoundaryFace::neumann(1e300))};
+  CHECK(contains(usage_error([&] { wide.fill_halos(steep); }),
+                 "field \"w\": axis 0: the low face's neumann gradient 1e+300 over a halo of 3 "
+                 "puts its outer cell 5e+300 beyond its mirror, more than 1e300"));
+  uwjit::runtime::Field single("s", Dtype::f32, {4}, {1});
+  const Boundary hot[] = {Boundary::both(BoundaryFace::dirichlet(1e38))};
+  CHECK(contains(usage_error([&] { single.fill_halos(hot); }),
+                 "field \"s\": axis 0: the low face's dirichlet 1e+38 is out of range [-1e37, "
+                 "1e37] for an f32 field"));
+}
+
+TEST_CASE("a field too large to allocate is a usage error naming it, never a bare bad_alloc") {
+  // 2^45 doubles (256 TB): more than any address space holds, so nothing is allocated.
+  const auto huge = usage_error(
+      [] { uwjit::runtime::Field field("u", Dtype::f64, {std::int64_t{1} << 45}, {1}); });
+  CHECK(contains(huge, "field \"u\": out of memory: cannot allocate 281474976710672 bytes (f64 "
+                       "(35184372088832) with halos (1))"));
+  const auto overflow = usage_error([] {
+    uwjit::runtime::Field field("v", Dtype::f64, {std::int64_t{1} << 40, std::int64_t{1} << 30},
+                                {0, 0});
+  });
+  CHECK(overflow == "field \"v\": shape (1099511627776, 1073741824) with halos (0, 0) is too "
+                    "large to address");
 }
 
 TEST_CASE("a field's interior copies out and back without its halos") {

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <string_view>
 
@@ -131,6 +132,13 @@ int main(int argc, char** argv) {
                   << " --help' for details)\n";
       }
       code = exit_code;
+    } catch (const std::bad_alloc&) {
+      // Where uwjit allocates much (state, static data, nodes) it names what; this is the rest.
+      const std::string message = "out of memory: an allocation failed (std::bad_alloc); the "
+                                  "run is too large for this machine's memory";
+      uwjit::tools::end_mpi_job_on_error(message, 1);
+      std::cerr << "uwjit: error: " << message << "\n";
+      code = 1;
     } catch (const std::exception& error) {
       uwjit::tools::end_mpi_job_on_error(error.what(), 1);
       std::cerr << "uwjit: error: " << error.what() << "\n";

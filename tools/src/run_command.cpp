@@ -47,7 +47,11 @@ ArgSpec run_spec() {
     std::string name(kind.type);
     name.resize(12, ' ');
     nodes_text += "  " + name + std::string(kind.summary) + "\n" + std::string(14, ' ') +
-                  "--size: " + std::string(kind.size_help) + "\n";
+                  "--size: " + std::string(kind.size_help) + "\n" + std::string(14, ' ') +
+                  "--shard: " +
+                  (kind.shard_help.empty() ? std::string("cannot be sharded")
+                                           : std::string(kind.shard_help)) +
+                  "\n";
   }
   ArgSpec spec("run", "Runs a built-in node in this process: emits its kernel, gets it from the "
                       "engine (compiled, or from\nthe cache), takes the steps, checks the physics "
@@ -63,7 +67,8 @@ ArgSpec run_spec() {
       .option("--checkpoint", "FILE", "write a checkpoint after the last step")
       .option("--restore", "FILE", "continue from a checkpoint (the node and params come from it)")
       .option("--shard", "x[,y[,z]]",
-              "split the domain along these axes over the MPI ranks (run under mpirun)")
+              "split the domain along these axes over the MPI ranks (run under mpirun; heat and "
+              "pipe-flow only, along x, alone or with y and/or z: see below)")
       .option("--exchange", "sync|overlap", "how sharded halos are exchanged", "sync")
       .option("--threads", "N",
               "threads per process (default: the cores it may use, shared among the ranks of "
@@ -286,6 +291,9 @@ int run_command(const std::vector<std::string>& argv) {
     if (shard) {
 #ifdef UWJIT_HAVE_MPI
       options.shard_axes = parse_shard(*shard);
+      if (const auto problem = nodes::shard_problem(type, options.shard_axes); !problem.empty()) {
+        throw Error(ErrorKind::usage, format("--shard {}: {}", *shard, problem));
+      }
 #else
       throw Error(ErrorKind::usage, "--shard needs uwjit built with MPI (uwjit::mpi)");
 #endif

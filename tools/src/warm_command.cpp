@@ -3,13 +3,13 @@
 #include "node_args.hpp"
 #include "text.hpp"
 
+#include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/engine/target.hpp>
 #include <uwjit/nodes/registry.hpp>
 #include <uwjit/runtime/node_kernels.hpp>
-#include <uwjit/runtime/simulation.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -66,14 +66,15 @@ int warm_command(const std::vector<std::string>& argv) {
   const auto node = nodes::make(type, type, params);
 
   engine::Engine engine;
-  // The host's kernels come from the simulation a run builds; a GPU's from the node alone (no
-  // GPU is needed to write and compile them).
+  // The kernels from the node alone, as a run writes them: their keys depend on the layout and
+  // the static arrays' shapes, never on the state or the arrays' contents, so nothing of the
+  // size of the grid is allocated (no GPU is needed to write and compile a GPU's kernels).
   std::vector<engine::KernelInfo> infos;
   if (target.is_host()) {
-    const runtime::Simulation simulation(
-        engine, std::vector<std::shared_ptr<const runtime::Node>>{node}, {});
-    for (const auto& report : simulation.kernels()) {
-      infos.push_back(report.info);
+    // What a serial run requests: checked kernels under UWJIT_CHECK, as a Simulation would.
+    for (const auto& kernel :
+         runtime::node_kernels(*node, false, env::get_bool(env::vars::checked))) {
+      infos.push_back(engine.kernel(kernel.source).info());
     }
   } else {
     for (const auto& kernel : runtime::node_kernels(*node, true)) {

@@ -31,11 +31,12 @@ enum class Salt { no, yes };
 inline constexpr std::string_view k_boolean_accepted = "0, false, no, off, 1, true, yes, on";
 /// What parse_size accepts, as its messages list it.
 inline constexpr std::string_view k_size_accepted =
-    "a whole number of bytes with an optional suffix K, M, G or T, e.g. 500M or 2G";
+    "a whole number of bytes with an optional suffix K, M, G or T, e.g. 500M or 2G, at most "
+    "18446744073709551615";
 /// What parse_seconds accepts, as its messages list it.
 inline constexpr std::string_view k_duration_accepted =
-    "a non-negative number with an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d, at most 1e9 "
-    "s";
+    "a non-negative number with an optional unit s, m, h or d, e.g. 30, 1.5, 10m, 7d, at most "
+    "1000000000 s";
 
 /// One environment variable uwjit reads: one row of the table in env_variables.hpp.
 struct Variable {
@@ -71,16 +72,17 @@ template <class T>
                            T fallback);
 
 /// A size in bytes: a whole number with an optional suffix K, M, G or T (powers of 1024, an
-/// optional trailing "B" or "iB"), e.g. "500M", "2G", "4096". Throws Error(usage).
+/// optional trailing "B" or "iB"), e.g. "500M", "2G", "4096", "1.5K" (a fraction must come to whole
+/// bytes), from 0 to 18446744073709551615 (2^64 - 1, read exactly). Throws Error(usage).
 [[nodiscard]] std::uint64_t parse_size(std::string_view name, std::string_view text);
 
 /// The longest duration parse_seconds accepts: 1e9 s (about 31 years), so that any result fits
 /// in integral milliseconds or nanoseconds and can be subtracted from the clock.
 inline constexpr double k_max_seconds = 1e9;
 
-/// A duration in seconds: a number (fractions allowed) with an optional unit s, m, h, d
-/// (default s), e.g. "30", "1.5", "10m", "7d", at most k_max_seconds. Throws Error(usage);
-/// negative values are refused.
+/// A duration in seconds: a number (fractions allowed, no exponent) with an optional unit s, m,
+/// h, d (default s), e.g. "30", "1.5", "10m", "7d", from 0 to k_max_seconds inclusive. Throws
+/// Error(usage); negative values are refused.
 [[nodiscard]] double parse_seconds(std::string_view name, std::string_view text);
 
 /// `variable`'s value as set (any kind, unchecked), or nullopt when unset or empty.

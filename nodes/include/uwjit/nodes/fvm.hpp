@@ -63,7 +63,7 @@ private:
   // The GPU form of the kernel (a gather over each cell's faces), declared after the arrays both
   // forms read; `boundary` is the boundary faces' extent.
   void emit_gather(codegen::KernelWriter& w, codegen::Extent boundary) const;
-  std::unique_ptr<Mesh> m_mesh;
+  std::shared_ptr<const Mesh> m_mesh; // shared with the computed static arrays
   double m_kappa, m_safety, m_dt;
   codegen::ExtentMode m_extents;
 };

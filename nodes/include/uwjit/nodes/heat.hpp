@@ -52,6 +52,9 @@ private:
   [[nodiscard]] double discrete_eigenvalue() const;
   [[nodiscard]] double profile(double x) const;    // the steady state: 1, or linear if fixed
   [[nodiscard]] double mode_shape(double x) const; // cos(k x), or sin(k x) if fixed
+  // |discrete decay rate / continuum rate - 1| of the exact discrete solution with nx cells
+  // along x (uniform conductivity): what the continuum check measures on a perfect run.
+  [[nodiscard]] double continuum_deviation(std::int64_t nx) const;
   std::int64_t m_n[3];
   double m_kappa, m_contrast, m_amplitude, m_courant;
   std::int64_t m_mode;

@@ -20,6 +20,9 @@ struct NodeKind {
   std::string_view type;      ///< "heat", "pipe-flow", "fvm", "mlp"
   std::string_view summary;   ///< one line
   std::string_view size_help; ///< what --size means for it
+  /// The domain axes a sharded run may split it along, for people ("x, alone or with y and/or
+  /// z"); "" when it cannot be sharded.
+  std::string_view shard_help;
 };
 
 /// Every built-in node type, in a fixed order.
@@ -47,6 +50,12 @@ struct NodeKind {
 /// Error(usage) naming the param for a missing or out-of-range value.
 [[nodiscard]] std::shared_ptr<const BuiltinNode> make(std::string_view type, std::string name,
                                                       const runtime::Params& params);
+
+/// What is wrong with sharding a node of `type` along `axes` (0 x, 1 y, 2 z), or "" if nothing:
+/// fvm and mlp cannot be sharded (no domain axis with a halo to exchange), heat and pipe-flow
+/// only along x, alone or with y and/or z (their static arrays are cut along x). The message
+/// names the node, the axes asked for and what it accepts. Error(usage) for an unknown type.
+[[nodiscard]] std::string shard_problem(std::string_view type, const std::vector<int>& axes);
 
 /// A NodeFactory for Simulation::restore that builds the built-in nodes.
 [[nodiscard]] runtime::NodeFactory factory();

@@ -41,19 +41,26 @@ using codegen::Dtype;
 /// take only periodic and edge), per element: a field with component axes (e.g. D3Q19
 /// populations) gets the same rule for each component. Dirichlet and neumann need a halo no
 /// wider than the extent, as periodic does.
+///
+/// A dirichlet value or neumann gradient must be finite and within [-k_max_value, k_max_value]
+/// (1e300), so that no halo value (2 value - mirror, mirror + value (2k - 1)) overflows for any
+/// field value within the same bound; an f32 field takes [-1e37, 1e37]. dirichlet() and
+/// neumann() refuse others (Error(usage) naming the value and the range) when the face is made;
+/// a face written as an aggregate is checked when a layout or fill_halos reads it.
 struct BoundaryFace {
   enum class Kind { periodic, edge, dirichlet, neumann };
   Kind kind = Kind::edge;
   double value = 0.0; ///< dirichlet: the face value; neumann: the outward gradient per cell
 
+  /// The largest |value| a dirichlet or neumann face takes.
+  static constexpr double k_max_value = 1e300;
+
   [[nodiscard]] static constexpr BoundaryFace periodic() noexcept { return {Kind::periodic}; }
   [[nodiscard]] static constexpr BoundaryFace edge() noexcept { return {Kind::edge}; }
-  [[nodiscard]] static constexpr BoundaryFace dirichlet(double value) noexcept {
-    return {Kind::dirichlet, value};
-  }
-  [[nodiscard]] static constexpr BoundaryFace neumann(double gradient) noexcept {
-    return {Kind::neumann, gradient};
-  }
+  /// Throws Error(usage) unless `value` is finite and within [-k_max_value, k_max_value].
+  [[nodiscard]] static BoundaryFace dirichlet(double value);
+  /// Throws Error(usage) unless `gradient` is finite and within [-k_max_value, k_max_value].
+  [[nodiscard]] static BoundaryFace neumann(double gradient);
   /// Dirichlet or neumann: the halo is computed from the interior, not copied.
   [[nodiscard]] constexpr bool computed() const noexcept {
     return kind == Kind::dirichlet || kind == Kind::neumann;

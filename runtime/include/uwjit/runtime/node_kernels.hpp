@@ -28,6 +28,12 @@ struct NodeKernel {
 /// those with the simulation that holds the other nodes).
 [[nodiscard]] std::vector<NodeKernel> node_kernels(const Node& node, bool gpu);
 
+/// As above, in checked mode when `checked` is set (KernelWriter::checked, as a Simulation in
+/// checked mode writes them; Error(usage) as such a Simulation for a shard-mode static array
+/// that is not sharded along a domain axis). The static arrays' contents are never read: only
+/// their keys, dtypes and shapes reach the kernels, so computed arrays stay uncomputed.
+[[nodiscard]] std::vector<NodeKernel> node_kernels(const Node& node, bool gpu, bool checked);
+
 /// The GPU kernel a simulation on a CUDA device launches to fill the halos of a state field of
 /// `dtype`, one launch per axis (both faces, as Field::fill_halos fills them: periodic, edge,
 /// dirichlet, neumann, bit for bit), one thread per halo cell. Its argument struct is the kernel

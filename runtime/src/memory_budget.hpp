@@ -1,0 +1,37 @@
+// What a simulation will hold in memory, estimated from its layout before anything is allocated,
+// and what this machine can give it: a run that cannot fit is refused with both figures.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace uwjit::runtime::detail {
+
+/// The memory this process can still use, the lowest of what is known: MemAvailable (else the
+/// physical memory), the memory limit of its cgroup (v2 memory.max or v1 limit_in_bytes, here or
+/// in a parent group), and the address space RLIMIT_AS leaves beside what is mapped already.
+struct MemoryLimit {
+  double bytes = 0;   ///< +inf when nothing is known
+  std::string source; ///< "MemAvailable", "physical memory", "cgroup memory limit", "RLIMIT_AS"
+};
+
+/// Reads /proc and /sys as described above; never throws. Thread-safe.
+[[nodiscard]] MemoryLimit available_memory();
+
+/// A byte count for people, in decimal units with three significant digits: "812 MB", "35.2 TB".
+[[nodiscard]] std::string bytes_text(double bytes);
+
+/// What one process of a simulation holds while it steps, estimated from the layouts.
+struct MemoryNeed {
+  double state = 0;   ///< every state field's two buffers (current and next), halos included
+  double statics = 0; ///< the static arrays this process binds (a rank's slabs when sharded)
+  [[nodiscard]] double total() const noexcept { return state + statics; }
+};
+
+/// Throws Error(usage) when `processes` processes on this machine, each needing `need`, cannot
+/// fit in `limit`, e.g. "run needs about 70.4 TB of memory (state 35.2 TB: ...; static data
+/// 35.2 TB) and this machine has 22.7 GB (MemAvailable); ...". Does nothing when they fit or
+/// nothing is known of the machine.
+void check_fits(const MemoryNeed& need, int processes, const MemoryLimit& limit);
+
+} // namespace uwjit::runtime::detail
