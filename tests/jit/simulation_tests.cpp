@@ -418,6 +418,40 @@ TEST_CASE("declarations the kernel does not keep are errors naming the node") {
                  "two nodes are named \"f\""));
 }
 
+namespace {
+
+// A 1-D node whose kernel reads a computed static array whose fill throws.
+class FailingFillNode final : public Node {
+public:
+  FailingFillNode() : Node("failing-fill", "fill", Params{}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = 4, .name = "n"}}, .fields = {{"u", Dtype::f64}}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  void emit_update(KernelWriter& w) const override {
+    w.state_out("u");
+    w.static_array("table");
+    w.body("    for (uw_i64 i = 0; i < n; ++i) {\n      u_out(i) = table(i);\n    }\n");
+  }
+
+protected:
+  StaticData build_static_data() const override {
+    StaticData data;
+    data.add(StaticArray::computed<double>(
+        "table", {4}, [](std::span<double>) { throw std::runtime_error("no table today"); }));
+    return data;
+  }
+};
+
+} // namespace
+
+TEST_CASE("a computed static array whose fill throws is a usage error naming the node and the "
+          "array") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  CHECK(usage_error([&] { Simulation sim(engine, {std::make_shared<FailingFillNode>()}); }) ==
+        "node \"fill\": computing static array \"table\": no table today");
+}
+
 TEST_CASE("a kernel that returns an error status stops the step with an error naming the node") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   Simulation sim(engine, one(std::make_shared<FaultyNode>("f", "status")));
