@@ -545,7 +545,7 @@ TEST_CASE("heat, pipe-flow, fvm and mlp give the same state bytes and integral b
   for (const auto& [type, size, steps, slabs] :
        {Case{"heat", {45, 90, 90}, 8, 22}, Case{"pipe-flow", {37, 64, 64}, 5, 9},
         Case{"fvm", {12}, 5, 1}, Case{"mlp", {11, 110, 110}, 3, 8}}) {
-    INFO(type);
+    INFO(std::string(type));
     if (slabs > 1) {
       const std::int64_t cells = size[0] * size[1] * size[2];
       REQUIRE(std::min<std::int64_t>(cells / 16384, 64) == slabs);

@@ -589,17 +589,59 @@ MPI_TEST_CASE("a kernel failing on one rank ends every rank with the same error,
   }
 }
 
-MPI_TEST_CASE("sharded heat and pipe-flow give the same state bytes and integral bits at 1, 2, 3 "
-              "and 7 threads, sync and overlap, on shards of many uneven slabs") {
+namespace {
+
+// A 2-D node whose cells cost a few sines each, so that the threads share each step's slabs
+// even on a busy machine, and whose state varies along x, so that the slabs' integrals differ
+// (pipe-flow's do not: its flow is the same at every x).
+class WavesNode final : public uwjit::runtime::Node {
+public:
+  WavesNode() : Node("waves", "waves", Params{}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = uwjit::runtime::NodeLayout::grid({90, 8100}, 1),
+            .fields = {{"u"}},
+            .integrals = {"total"}};
+  }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t i = 0; i < 90; ++i) {
+      for (std::int64_t j = 0; j < 8100; ++j) {
+        state["u"].at<double>(i, j) =
+            std::sin(0.1 * static_cast<double>(i)) + std::cos(0.001 * static_cast<double>(j));
+      }
+    }
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.integral("total");
+    w.for_each_cell(
+        {.indices = {"i", "j"}},
+        R"(          double v = u(i, j) + 0.1 * (u(i - 1, j) + u(i + 1, j) + u(i, j - 1) + u(i, j + 1) - 4.0 * u(i, j));
+          for (int k = 0; k < 4; ++k) {
+            v += 0.01 * uwm::sin(v + k);
+          }
+          u_out(i, j) = v;
+          total += v;
+)");
+  }
+};
+
+} // namespace
+
+MPI_TEST_CASE("sharded heat, pipe-flow and a node of costly cells give the same state bytes and "
+              "integral bits at 1, 2, 3 and 7 threads, sync and overlap, on shards of many uneven "
+              "slabs") {
   auto engine = make_engine(job_sandbox());
   // Each rank's CPU executor cuts its box along x into slabs of about 16384 cells (at most 64)
   // and adds their integrals in slab order (runtime/src/cpu_executor.cpp). The grids give every
-  // rank many slabs of uneven widths at 1 to 4 ranks (heat: 44 slabs serially, 11 of 2 or 3
-  // planes on a quarter; pipe-flow: 17 and 4), so that an order that followed the threads would
-  // show in the integrals' bits; overlap cuts its interior box the same way.
+  // rank many slabs of uneven widths at 1 to 4 ranks (heat and the costly node: 44 slabs
+  // serially, 11 of 2 or 3 planes on a quarter; pipe-flow: 17 and 4), so that an order that
+  // followed the threads would show in the integrals' bits; overlap cuts its interior box the
+  // same way.
+  const NodeList waves{std::make_shared<WavesNode>()};
   for (const auto mode : {ExchangeMode::sync, ExchangeMode::overlap}) {
-    for (const auto& [nodes, steps] : {std::pair{builtin("heat", {90, 90, 90}), 4},
-                                       std::pair{builtin("pipe-flow", {44, 80, 80}), 2}}) {
+    for (const auto& [nodes, steps] :
+         {std::pair{builtin("heat", {90, 90, 90}), 4},
+          std::pair{builtin("pipe-flow", {44, 80, 80}), 2}, std::pair{waves, 4}}) {
       const auto& node = nodes.front();
       // Every step's integrals: one reordered sum in any step shows.
       auto integrals_per_step = [&](Simulation& simulation) {
