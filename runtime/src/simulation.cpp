@@ -180,6 +180,9 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
   for (auto& stages : emitted) {
     std::move(stages.begin(), stages.end(), std::back_inserter(flat));
   }
+  // A fill is the node's own code: one that throws on some ranks is the same error on every
+  // rank, not one rank leaving while the others wait in the next collective.
+  collectively(options, [&] { fill_computed_arrays(flat); });
   request_all(flat, options);
   std::size_t next_kernel = 0;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
@@ -243,6 +246,36 @@ void Simulation::Impl::share_replicate_arrays(comm::Comm& comm, std::size_t min_
     }
   }
   node_shared = detail::share_on_node(candidates, comm);
+}
+
+void Simulation::Impl::fill_computed_arrays(const std::vector<Emitted>& emitted) const {
+  std::size_t next = 0;
+  for (const NodeState& s : states) {
+    for (int stage = 0; stage < s.layout.stages; ++stage, ++next) {
+      for (const auto& buffer : emitted[next].writer.buffers()) {
+        const StaticArray* array =
+            buffer.role == codegen::BufferRole::statics ? s.bound.array(buffer.name) : nullptr;
+        if (array == nullptr || !array->is_computed()) {
+          continue;
+        }
+        const auto failed = [&](ErrorKind kind, std::string_view what) {
+          return Error(kind, format("{}node \"{}\": computing static array \"{}\": {}",
+                                    decomposition ? format("rank {}: ", decomposition->comm->rank())
+                                                  : std::string(),
+                                    s.node->name(), array->key(), what));
+        };
+        try {
+          (void)array->data(); // filled once, here or by an earlier stage
+        } catch (const Error& error) {
+          throw failed(error.kind(), error.what());
+        } catch (const std::exception& error) {
+          throw failed(ErrorKind::usage, error.what());
+        } catch (...) {
+          throw failed(ErrorKind::usage, "an exception that is not a std::exception");
+        }
+      }
+    }
+  }
 }
 
 void Simulation::Impl::resolve_inputs() {

@@ -70,6 +70,11 @@ struct Simulation::Impl {
 
   // One copy per node of the large computed replicate arrays, before anything reads them.
   void share_replicate_arrays(comm::Comm& comm, std::size_t min_bytes);
+  // Fills the computed static arrays that the kernels in `emitted` (every stage of every node,
+  // flattened in that order) read and that are not filled yet (not shared on the node): each
+  // rank its own copy. A fill that throws is an Error naming the rank (sharded), the node and
+  // the array.
+  void fill_computed_arrays(const std::vector<Emitted>& emitted) const;
   // Requests every kernel (every stage of every node, flattened in that order); distinct keys in
   // parallel, repeats afterwards (memory hits).
   void request_all(std::vector<Emitted>& emitted, const SimulationOptions& options);

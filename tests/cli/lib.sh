@@ -7,6 +7,18 @@ trap 'rm -rf "$sandbox"' EXIT
 export UWJIT_CACHE_DIR="$sandbox/cache"
 unset UWJIT_CACHE XDG_CACHE_HOME UWJIT_LOG_LEVEL
 
+# as_nobody: the prefix that runs a command as user nobody (uid and gid 65534, no groups) when the
+# suite runs as root, for the cases that root's privileges would pass without checking anything
+# (root writes into read-only directories): setpriv, or Python's os.setuid where setpriv is
+# missing. Empty for another user, who runs those cases as itself.
+as_nobody=()
+if [ "$(id -u)" = 0 ]; then
+  if command -v setpriv >/dev/null; then
+    as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  else
+    as_nobody=(python3 -c 'import os, sys; os.setgroups([]); os.setgid(65534); os.setuid(65534); os.execvp(sys.argv[1], sys.argv[1:])')
+  fi
+fi
 # run CMD...: runs it, keeping stdout in $out, stderr in $err and the exit code in $code.
 run() {
   out=$("$@" 2>"$sandbox/stderr") && code=0 || code=$?

@@ -90,8 +90,8 @@ bool same_state(const Simulation& got, const Simulation& expected) {
 
 } // namespace
 
-TEST_CASE("a simulation on the CUDA device steps as on the CPU, bit for bit (mlp: within "
-          "1e-12)") {
+TEST_CASE("a simulation on the CUDA device steps as on the CPU: the same state bit for bit (mlp: "
+          "within 1e-12), integrals within 1e-12") {
   Engine engine(uwjit_gpu_test::engine_options());
   const std::vector<Nodes> runs = {
       {heat("insulating")},

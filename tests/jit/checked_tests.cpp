@@ -146,6 +146,93 @@ public:
   }
 };
 
+// The edges of a 2-D layout (5 x 4 cells; halo 1 along x, 2 along y): a node that copies its
+// field and then makes one access at the cell (at_i, at_j), run-time params, so that every probe
+// is the same kernel: a read of its state "u", of a static array "w" declared with the same
+// halos, or of the coupled input "v" (field "v" of node "source", the same layout), or a write of
+// u_out. The node writes its own loops: its update box is the whole interior, [0, 5) x [0, 4).
+enum class Probe { state, statics, input, output };
+
+std::vector<uwjit::runtime::DomainAxis> edge_axes() {
+  return {{.cells = 5, .halo = 1}, {.cells = 4, .halo = 2}};
+}
+
+class EdgeNode final : public Node {
+public:
+  EdgeNode(Probe probe, std::int64_t i, std::int64_t j)
+      : Node("edge", "edge",
+             Params{{"probe", static_cast<std::int64_t>(probe)}, {"at_i", i}, {"at_j", j}}),
+        m_probe(probe), m_i(i), m_j(j) {}
+  NodeLayout layout() const override {
+    return {.axes = edge_axes(),
+            .fields = {{"u"}},
+            .integrals = {"probe"},
+            .inputs = {{.node = "source", .field = "v"}}};
+  }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t i = 0; i < 5; ++i) {
+      for (std::int64_t j = 0; j < 4; ++j) {
+        state["u"].at<double>(i, j) = static_cast<double>(10 * i + j);
+      }
+    }
+  }
+  StaticData build_static_data() const override {
+    StaticData data;
+    data.add(StaticArray::from_vector("w", std::vector<double>(20, 0.5), {5, 4}));
+    return data;
+  }
+  void emit_update(KernelWriter& w) const override {
+    w.state_out("u");
+    w.integral("probe");
+    w.static_array("w", Dtype::f64, {{w.domain(0), 1}, {w.domain(1), 2}});
+    w.param("which", static_cast<double>(m_probe));
+    w.param("at_i", static_cast<double>(m_i));
+    w.param("at_j", static_cast<double>(m_j));
+    w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+           "      for (uw_i64 j = 0; j < ny; ++j) {\n"
+           "        u_out(i, j) = u(i, j);\n"
+           "      }\n"
+           "    }\n"
+           "    const uw_i64 pi = static_cast<uw_i64>(at_i);\n"
+           "    const uw_i64 pj = static_cast<uw_i64>(at_j);\n"
+           "    if (which == 0.0) {\n"
+           "      probe += u(pi, pj);\n"
+           "    } else if (which == 1.0) {\n"
+           "      probe += w(pi, pj);\n"
+           "    } else if (which == 2.0) {\n"
+           "      probe += v(pi, pj);\n"
+           "    } else {\n"
+           "      u_out(pi, pj) = -1.0;\n"
+           "    }\n");
+  }
+
+private:
+  Probe m_probe;
+  std::int64_t m_i, m_j;
+};
+
+// The owner of the coupled input "v": the same layout, a field it keeps.
+class SourceNode final : public Node {
+public:
+  SourceNode() : Node("source", "source", Params{}) {}
+  NodeLayout layout() const override { return {.axes = edge_axes(), .fields = {{"v"}}}; }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t i = 0; i < 5; ++i) {
+      for (std::int64_t j = 0; j < 4; ++j) {
+        state["v"].at<double>(i, j) = static_cast<double>(i * j);
+      }
+    }
+  }
+  void emit_update(KernelWriter& w) const override {
+    w.state_out("v");
+    w.body("    for (uw_i64 i = 0; i < nx; ++i) {\n"
+           "      for (uw_i64 j = 0; j < ny; ++j) {\n"
+           "        v_out(i, j) = v(i, j);\n"
+           "      }\n"
+           "    }\n");
+  }
+};
+
 SimulationOptions checked() {
   SimulationOptions options;
   options.checked = true;
@@ -184,6 +271,56 @@ TEST_CASE("checked mode: a static array read beyond its declared halo is a kerne
   Simulation sim(engine, {std::make_shared<AdvectNode>(Mistake::static_halo)}, checked());
   CHECK(kernel_error(sim, 1) == "node \"advect\", step 0: kernel read static array "
                                 "\"vel\" at (1, -1), outside its layout (halo 0 on axis 1)");
+}
+
+TEST_CASE("checked mode: a read just past the high halo of a state field, a static array or a "
+          "coupled input is a kernel error on each axis; the last halo cell on each side is not") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  // The one step's error of a probe of the edge node ("" if none).
+  auto probe = [&](Probe what, std::int64_t i, std::int64_t j) {
+    Simulation sim(engine, {std::make_shared<SourceNode>(), std::make_shared<EdgeNode>(what, i, j)},
+                   checked());
+    return kernel_error(sim, 1);
+  };
+  for (const auto& [what, name] : {std::pair{Probe::state, std::string("\"u\"")},
+                                   std::pair{Probe::statics, std::string("static array \"w\"")},
+                                   std::pair{Probe::input, std::string("\"v\"")}}) {
+    CAPTURE(name);
+    // Halo 1 along x: -1 .. 5 may be read; 2 along y: -2 .. 5.
+    for (const auto& [i, j] : {std::pair{5, 0}, std::pair{-1, 0}, std::pair{0, 5}, std::pair{0, -2},
+                               std::pair{5, 5}, std::pair{-1, -2}}) {
+      CAPTURE(i);
+      CAPTURE(j);
+      CHECK(probe(what, i, j).empty());
+    }
+    const std::string read = "node \"edge\", step 0: kernel read " + name + " at ";
+    CHECK(probe(what, 6, 0) == read + "(6, 0), outside its layout (halo 1 on axis 0)");
+    CHECK(probe(what, 0, 6) == read + "(0, 6), outside its layout (halo 2 on axis 1)");
+    CHECK(probe(what, -2, 0) == read + "(-2, 0), outside its layout (halo 1 on axis 0)");
+    CHECK(probe(what, 0, -3) == read + "(0, -3), outside its layout (halo 2 on axis 1)");
+  }
+}
+
+TEST_CASE("checked mode: a write at the update box's end is a kernel error on each axis; its last "
+          "cell is not") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  auto probe = [&](std::int64_t i, std::int64_t j) {
+    Simulation sim(
+        engine, {std::make_shared<SourceNode>(), std::make_shared<EdgeNode>(Probe::output, i, j)},
+        checked());
+    return kernel_error(sim, 1);
+  };
+  CHECK(probe(4, 3).empty());
+  CHECK(probe(0, 0).empty());
+  CHECK(probe(5, 0) ==
+        "node \"edge\", step 0: kernel wrote \"u\" at (5, 0), outside its update box ([0, 5) on "
+        "axis 0)");
+  CHECK(probe(0, 4) ==
+        "node \"edge\", step 0: kernel wrote \"u\" at (0, 4), outside its update box ([0, 4) on "
+        "axis 1)");
+  CHECK(probe(-1, 0) ==
+        "node \"edge\", step 0: kernel wrote \"u\" at (-1, 0), outside its update box ([0, 5) on "
+        "axis 0)");
 }
 
 TEST_CASE("checked mode: a static array sharded along the wrong axis is a usage error, serially") {

@@ -385,7 +385,15 @@ TEST_CASE("a kernel that does not honour its update box runs whole, once per ste
   one.step(3);
   four.step(3);
   CHECK(four.field("a", "u").interior_equals(one.field("a", "u")));
-  CHECK(four.integrals("a")[0] == one.integrals("a")[0]);
+  // Once per step: after 3 steps u(i) = i + 3 lut(i % 3), whose sum (an integer below 2^53, so
+  // exact) the last step's total must be. A kernel called once per slab of its 200000 cells would
+  // have added it up once per slab.
+  std::int64_t total = 0;
+  for (std::int64_t i = 0; i < 200000; ++i) {
+    total += i + 3 * (i % 3 + 1);
+  }
+  CHECK(one.integrals("a")[0] == static_cast<double>(total));
+  CHECK(four.integrals("a")[0] == static_cast<double>(total));
 }
 
 TEST_CASE("a kernel that honours its update box is cut into slabs whose integrals add up to the "
@@ -449,6 +457,40 @@ TEST_CASE("a time step that is not a finite number above zero is an error naming
   CHECK(usage_error([&] {
           Simulation sim(engine, one(std::make_shared<FaultyNode>("f", "zero dt")));
         }) == "node \"f\": dt: expected a finite number > 0, got 0");
+}
+
+namespace {
+
+// A 1-D node whose kernel reads a computed static array whose fill throws.
+class FailingFillNode final : public Node {
+public:
+  FailingFillNode() : Node("failing-fill", "fill", Params{}) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = 4, .name = "n"}}, .fields = {{"u", Dtype::f64}}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  void emit_update(KernelWriter& w) const override {
+    w.state_out("u");
+    w.static_array("table");
+    w.body("    for (uw_i64 i = 0; i < n; ++i) {\n      u_out(i) = table(i);\n    }\n");
+  }
+
+protected:
+  StaticData build_static_data() const override {
+    StaticData data;
+    data.add(StaticArray::computed<double>(
+        "table", {4}, [](std::span<double>) { throw std::runtime_error("no table today"); }));
+    return data;
+  }
+};
+
+} // namespace
+
+TEST_CASE("a computed static array whose fill throws is a usage error naming the node and the "
+          "array") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  CHECK(usage_error([&] { Simulation sim(engine, {std::make_shared<FailingFillNode>()}); }) ==
+        "node \"fill\": computing static array \"table\": no table today");
 }
 
 TEST_CASE("a kernel that returns an error status stops the step with an error naming the node") {

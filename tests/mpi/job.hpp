@@ -12,9 +12,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,23 @@ inline std::string same_failure_everywhere(const std::function<void()>& body) {
     MPI_CHECK(other == message);
   }
   return message;
+}
+
+/// Whether `a` and `b` hold the same doubles, bit for bit.
+inline bool same_bits(std::span<const double> a, std::span<const double> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+/// Checks that every rank holds the same integrals of `run`, bit for bit. Collective.
+inline void check_integrals_alike_on_every_rank(const uwjit::runtime::Simulation& run) {
+  std::string mine;
+  for (const auto& node : run.nodes()) {
+    const auto values = run.integrals(node->name());
+    mine.append(reinterpret_cast<const char*>(values.data()), values.size_bytes());
+  }
+  for (const auto& other : comm()->all_gather(mine)) {
+    MPI_CHECK(other == mine);
+  }
 }
 
 /// Checks that a run's state is `expected`'s: every field of `fields` (the run itself, or its

@@ -34,11 +34,16 @@ double table_value(std::int64_t i) {
   return std::sin(0.001 * static_cast<double>(i));
 }
 
-// A 1-D diffusion with a source read from a large computed replicate table. Counts its fills.
+// Which ranks' fills of the table throw.
+constexpr int k_no_rank = -2;
+constexpr int k_every_rank = -1;
+
+// A 1-D diffusion with a source read from a large computed replicate table. Counts its fills;
+// a fill on rank `fail_on` (or on any rank: k_every_rank) throws.
 class TableNode final : public uwjit::runtime::Node {
 public:
-  explicit TableNode(bool fail = false)
-      : Node("table", "table", uwjit::runtime::Params{}), m_fail(fail) {}
+  explicit TableNode(int fail_on = k_no_rank)
+      : Node("table", "table", uwjit::runtime::Params{}), m_fail_on(fail_on) {}
   uwjit::runtime::NodeLayout layout() const override {
     return {.axes = {{.cells = 29, .halo = 1}}, .fields = {{"u"}}, .integrals = {"total"}};
   }
@@ -65,9 +70,9 @@ protected:
   uwjit::runtime::StaticData build_static_data() const override {
     uwjit::runtime::StaticData data;
     data.add(StaticArray::computed<double>(
-        "table", {k_table}, [fills = m_fills, fail = m_fail](std::span<double> out) {
+        "table", {k_table}, [fills = m_fills, fail_on = m_fail_on](std::span<double> out) {
           fills->fetch_add(1);
-          if (fail) {
+          if (fail_on == k_every_rank || fail_on == comm()->rank()) {
             throw std::runtime_error("the table's source file is missing");
           }
           for (std::size_t i = 0; i < out.size(); ++i) {
@@ -78,7 +83,7 @@ protected:
   }
 
 private:
-  bool m_fail;
+  int m_fail_on;
   std::shared_ptr<std::atomic<int>> m_fills = std::make_shared<std::atomic<int>>(0);
 };
 
@@ -199,13 +204,45 @@ MPI_TEST_CASE("arrays under share_min_bytes stay private to each rank") {
 }
 
 MPI_TEST_CASE("a fill that throws on the node's first rank raises one error on every rank") {
-  const auto node = std::make_shared<TableNode>(true);
+  const auto node = std::make_shared<TableNode>(k_every_rank);
   auto engine = make_engine();
   const auto message = uwjit_test::same_failure_everywhere(
       [&] { Simulation simulation(*engine, {node}, sharded(true)); });
   MPI_CHECK(contains(message, "usage: rank 0: node \"table\": computing static array \"table\": "
                               "the table's source file is missing"));
   MPI_CHECK(sum_over_ranks(node->fills()) == job_nodes());
+}
+
+MPI_TEST_CASE("a private fill that throws on the last rank only raises one error on every rank") {
+  const int last = comm()->size() - 1;
+  const auto node = std::make_shared<TableNode>(last);
+  auto engine = make_engine();
+  const auto message = uwjit_test::same_failure_everywhere(
+      [&] { Simulation simulation(*engine, {node}, sharded(false)); });
+  MPI_CHECK(contains(message, "usage: rank " + std::to_string(last) +
+                                  ": node \"table\": computing static array \"table\": the "
+                                  "table's source file is missing"));
+  MPI_CHECK(sum_over_ranks(node->fills()) == comm()->size());
+  // The job goes on: the ranks still agree in the next collective.
+  MPI_CHECK(comm()->all_gather("alive").size() == static_cast<std::size_t>(comm()->size()));
+}
+
+MPI_TEST_CASE("a fill that throws on rank 1 only, of ranks that keep private copies, raises one "
+              "error on every rank") {
+  const auto node = std::make_shared<TableNode>(1);
+  auto engine = make_engine();
+  // The ranks list different arrays to share: each computes its own copy.
+  SimulationOptions options = sharded(true);
+  options.share_min_bytes = comm()->rank() == 0 ? 0 : std::numeric_limits<std::size_t>::max();
+  const auto message =
+      uwjit_test::same_failure_everywhere([&] { Simulation simulation(*engine, {node}, options); });
+  if (comm()->size() == 1) {
+    MPI_CHECK(message == "(no error)"); // no rank 1
+    return;
+  }
+  MPI_CHECK(contains(message, "usage: rank 1: node \"table\": computing static array \"table\": "
+                              "the table's source file is missing"));
+  MPI_CHECK(comm()->all_gather("alive").size() == static_cast<std::size_t>(comm()->size()));
 }
 
 MPI_TEST_CASE("ranks that list different arrays to share keep private copies, without a hang") {

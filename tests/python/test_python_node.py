@@ -223,3 +223,45 @@ def test_a_kernel_with_its_own_loops_and_the_writers_is_a_usage_error(engine):
 
     with pytest.raises(uwjit.UsageError, match=r"names 1 indices \(i\) for 2 domain axes"):
         uwjit.Simulation(engine, [WrongCount("r", 4, 4, 0.5)])
+
+
+
+class Waves(RelaxCells):
+    """Relaxation towards sin(target + k), k = 0 .. 3, in the writer's iteration: enough work per
+    cell that the threads share the slabs of a step."""
+
+    def emit_update(self, writer):
+        writer.state_out("u")
+        writer.static_array("target", writer.provided_dtype("target"),
+                            [writer.domain(0), writer.domain(1)])
+        writer.integral("total")
+        writer.for_each_cell(["i", "j"], """
+      double v = u(i, j);
+      for (int k = 0; k < 4; ++k) {
+        v += args->dt * (uwm::sin(target(i, j) + k) - v);
+      }
+      u_out(i, j) = v;
+      total += v;
+""")
+
+
+def test_a_cell_form_python_node_gives_the_same_bytes_and_bits_at_any_thread_count(engine):
+    # The CPU executor cuts the box along x into slabs of about 16384 cells (at most 64) and adds
+    # their integrals in slab order: 45 x 8100 cells are 22 slabs of 2 or 3 rows, many enough
+    # that an order that followed the threads would change the integral's last bits.
+    target = np.arange(45 * 8100, dtype=np.float64).reshape(45, 8100)
+
+    def run(threads):
+        sim = uwjit.Simulation(engine, [Waves("w", 45, 8100, 0.25, target)], threads=threads)
+        assert sim.threads == threads
+        totals = []
+        for _ in range(6):
+            sim.step()
+            totals.append(np.float64(sim.integrals("w")["total"]).tobytes())
+        return sim.field("w", "u").tobytes(), totals
+
+    one = run(1)
+    for threads in (2, 3, 7):
+        state, totals = run(threads)
+        assert state == one[0], f"{threads} threads: another state"
+        assert totals == one[1], f"{threads} threads: other integral bits"

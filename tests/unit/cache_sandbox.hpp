@@ -9,15 +9,21 @@
 #include <uwjit/cache/store.hpp>
 
 #include <fcntl.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <sstream>
@@ -39,6 +45,80 @@ public:
 private:
   uwjit_test::TempDir m_dir{"uwjit-cache-test"};
 };
+
+/// The uid and gid of user nobody, whom root's tests become to check what only an unprivileged
+/// user sees (root writes into read-only directories).
+inline constexpr uid_t k_nobody = 65534;
+
+/// A directory in `sandbox` that user nobody owns (mode 0700), with the sandbox opened for
+/// nobody to pass through. Root only.
+inline fs::path directory_of_nobody(const Sandbox& sandbox) {
+  const auto home = sandbox.root() / "nobody";
+  fs::create_directory(home);
+  if (::chown(home.c_str(), k_nobody, k_nobody) != 0 || ::chmod(home.c_str(), 0700) != 0 ||
+      ::chmod(sandbox.root().c_str(), 0711) != 0) {
+    throw std::runtime_error("cannot give " + home.string() +
+                             " to uid 65534: " + std::strerror(errno));
+  }
+  return home;
+}
+
+/// Runs `body` in a child process that has become user nobody (uid and gid 65534, no
+/// supplementary groups) and returns what it returned: "" for success, else what went wrong;
+/// also what went wrong if the child could not become nobody, threw, or died. Root only.
+inline std::string as_nobody(const std::function<std::string()>& body) {
+  int out[2];
+  if (::pipe(out) != 0) {
+    return std::string("pipe: ") + std::strerror(errno);
+  }
+  const pid_t child = ::fork();
+  if (child < 0) {
+    return std::string("fork: ") + std::strerror(errno);
+  }
+  if (child == 0) {
+    ::close(out[0]);
+    std::string said;
+    if (::setgroups(0, nullptr) != 0 || ::setgid(k_nobody) != 0 || ::setuid(k_nobody) != 0) {
+      said = std::string("cannot become uid 65534: ") + std::strerror(errno);
+    } else if (::geteuid() != k_nobody || ::setuid(0) == 0) {
+      said = "still privileged after becoming uid 65534";
+    } else {
+      try {
+        said = body();
+      } catch (const std::exception& error) {
+        said = std::string("threw: ") + error.what();
+      }
+    }
+    for (std::size_t written = 0; written < said.size();) {
+      const ssize_t n = ::write(out[1], said.data() + written, said.size() - written);
+      if (n <= 0) {
+        break;
+      }
+      written += static_cast<std::size_t>(n);
+    }
+    ::_exit(0); // no atexit handlers: the test runner's report is the parent's
+  }
+  ::close(out[1]);
+  std::string said;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      break;
+    }
+    said.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    said += "; the child ended with status " + std::to_string(status);
+  }
+  return said;
+}
 
 using uwjit_test::read_text;
 using uwjit_test::ScopedEnv;
