@@ -45,16 +45,20 @@ public:
             .fields = {{"c"}},
             .integrals = {"total"},
             .dt = 1.0,
-            .inputs = {{.node = p.get_string("flow"), .field = "f"}}};
+            .inputs = {{.node = p.get_string("flow"), .field = "f"}},
+            .slab_initial_state = true};
   }
 
   // The scalar fills the first quarter of the pipe.
+  // Only the cells of this rank's slab (the whole domain serially): index i is offset + i.
   void initial_state(rt::State& state) const override {
     const auto n = domain();
-    for (std::int64_t i = 0; i < n[0] / 4; ++i) {
-      for (std::int64_t j = 0; j < n[1]; ++j) {
-        for (std::int64_t k = 0; k < n[2]; ++k) {
-          state["c"].at<double>(i, j, k) = solid(j, k) ? 0.0 : 1.0;
+    const rt::Slab& slab = state.slab();
+    for (std::int64_t i = 0; i < slab.extent[0]; ++i) {
+      for (std::int64_t j = 0; j < slab.extent[1]; ++j) {
+        for (std::int64_t k = 0; k < slab.extent[2]; ++k) {
+          const std::int64_t x = slab.offset[0] + i, y = slab.offset[1] + j, z = slab.offset[2] + k;
+          state["c"].at<double>(i, j, k) = x < n[0] / 4 && !solid(y, z) ? 1.0 : 0.0;
         }
       }
     }

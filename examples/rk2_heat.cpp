@@ -37,13 +37,16 @@ public:
             .fields = {{"u"}, {"p"}},
             .integrals = {"heat"},
             .dt = 0.2,
-            .stages = 2};
+            .stages = 2,
+            .slab_initial_state = true};
   }
 
+  // The cells of this rank's slab (the whole domain serially): index i is global offset + i.
   void initial_state(rt::State& state) const override {
-    for (std::int64_t i = 0; i < domain()[0]; ++i) {
-      for (std::int64_t j = 0; j < domain()[1]; ++j) {
-        state["u"].at<double>(i, j) = initial(i, j, domain());
+    const rt::Slab& slab = state.slab();
+    for (std::int64_t i = 0; i < slab.extent[0]; ++i) {
+      for (std::int64_t j = 0; j < slab.extent[1]; ++j) {
+        state["u"].at<double>(i, j) = initial(slab.offset[0] + i, slab.offset[1] + j, domain());
       }
     }
   }

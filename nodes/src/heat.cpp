@@ -99,7 +99,8 @@ runtime::NodeLayout HeatNode::layout() const {
   return {.axes = std::move(axes),
           .fields = {{"u", runtime::Dtype::f64}},
           .integrals = {"heat"},
-          .dt = m_courant / (m_kappa * std::max(1.0, m_contrast))};
+          .dt = m_courant / (m_kappa * std::max(1.0, m_contrast)),
+          .slab_initial_state = true};
 }
 
 double HeatNode::wavenumber() const {
@@ -127,12 +128,13 @@ runtime::StaticData HeatNode::build_static_data() const {
   const std::array<std::int64_t, 3> n = {m_n[0], m_n[1], m_n[2]};
   const double kappa = m_kappa;
   const double contrast = m_contrast;
-  auto fill = [n, kappa, contrast](std::span<double> out) {
+  // Box by box: a sharded run computes each rank's slab only.
+  auto fill = [n, kappa, contrast](const runtime::ArrayBox& box, std::span<double> out) {
     const double radius = static_cast<double>(std::min({n[0], n[1], n[2]})) / 4;
     std::size_t at = 0;
-    for (std::int64_t i = 0; i < n[0]; ++i) {
-      for (std::int64_t j = 0; j < n[1]; ++j) {
-        for (std::int64_t k = 0; k < n[2]; ++k) {
+    for (std::int64_t i = box.offset[0]; i < box.offset[0] + box.extent[0]; ++i) {
+      for (std::int64_t j = box.offset[1]; j < box.offset[1] + box.extent[1]; ++j) {
+        for (std::int64_t k = box.offset[2]; k < box.offset[2] + box.extent[2]; ++k) {
           const double x = static_cast<double>(i) + 0.5 - static_cast<double>(n[0]) / 2;
           const double y = static_cast<double>(j) + 0.5 - static_cast<double>(n[1]) / 2;
           const double z = static_cast<double>(k) + 0.5 - static_cast<double>(n[2]) / 2;
@@ -143,18 +145,20 @@ runtime::StaticData HeatNode::build_static_data() const {
     }
   };
   runtime::StaticData data;
-  data.add(runtime::StaticArray::computed<double>("kappa", {n[0], n[1], n[2]}, std::move(fill),
-                                                  runtime::Replication::shard, 0));
+  data.add(runtime::StaticArray::computed_by_box<double>(
+      "kappa", {n[0], n[1], n[2]}, std::move(fill), runtime::Replication::shard, 0));
   return data;
 }
 
 void HeatNode::initial_state(runtime::State& state) const {
+  // The slab of this rank (the whole domain serially): global cell offset + i.
   runtime::Field& u = state["u"];
-  for (std::int64_t i = 0; i < m_n[0]; ++i) {
-    const double x = static_cast<double>(i) + 0.5;
+  const runtime::Slab& slab = state.slab();
+  for (std::int64_t i = 0; i < slab.extent[0]; ++i) {
+    const double x = static_cast<double>(slab.offset[0] + i) + 0.5;
     const double value = profile(x) + m_amplitude * mode_shape(x);
-    for (std::int64_t j = 0; j < m_n[1]; ++j) {
-      for (std::int64_t kk = 0; kk < m_n[2]; ++kk) {
+    for (std::int64_t j = 0; j < slab.extent[1]; ++j) {
+      for (std::int64_t kk = 0; kk < slab.extent[2]; ++kk) {
         u.at<double>(i, j, kk) = value;
       }
     }

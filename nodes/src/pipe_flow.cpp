@@ -157,7 +157,8 @@ runtime::NodeLayout PipeFlowNode::layout() const {
   axes[0].boundary = runtime::Boundary::periodic;
   return {.axes = std::move(axes),
           .fields = {{"f", runtime::Dtype::f64, {k_q}}},
-          .integrals = {"drag", "mass", "momentum"}};
+          .integrals = {"drag", "mass", "momentum"},
+          .slab_initial_state = true};
 }
 
 bool PipeFlowNode::solid(std::int64_t y, std::int64_t z) const {
@@ -182,48 +183,49 @@ runtime::StaticData PipeFlowNode::build_static_data() const {
   const auto solid = [ny, nz, radius](std::int64_t y, std::int64_t z) {
     return solid_site(ny, nz, radius, y, z);
   };
-  const auto cells = static_cast<std::size_t>(nx * ny * nz);
-  auto walls = [=](std::span<std::uint8_t> wall) {
-    for (std::int64_t x = 0; x < nx; ++x) {
-      for (std::int64_t y = 0; y < ny; ++y) {
-        for (std::int64_t z = 0; z < nz; ++z) {
-          wall[static_cast<std::size_t>((x * ny + y) * nz + z)] = solid(y, z) ? 1 : 0;
+  // Box by box: a sharded run computes each rank's slab only (the pipe does not vary along x,
+  // so a box's masks depend on its y and z range alone).
+  auto walls = [=](const runtime::ArrayBox& box, std::span<std::uint8_t> wall) {
+    std::size_t at = 0;
+    for (std::int64_t x = 0; x < box.extent[0]; ++x) {
+      for (std::int64_t y = box.offset[1]; y < box.offset[1] + box.extent[1]; ++y) {
+        for (std::int64_t z = box.offset[2]; z < box.offset[2] + box.extent[2]; ++z) {
+          wall[at++] = solid(y, z) ? 1 : 0;
         }
       }
     }
   };
-  auto bounced = [=](std::span<std::uint8_t> missing) {
-    for (std::int64_t x = 0; x < nx; ++x) {
-      for (std::int64_t y = 0; y < ny; ++y) {
-        for (std::int64_t z = 0; z < nz; ++z) {
-          const auto at = static_cast<std::size_t>((x * ny + y) * nz + z);
-          if (solid(y, z)) {
-            continue;
-          }
-          // Direction q arrives from x - c_q; the pipe does not vary along (periodic) x.
-          for (int q = 1; q < k_q; ++q) {
-            const auto& c = k_c[static_cast<std::size_t>(q)];
-            missing[static_cast<std::size_t>(q) * cells + at] = solid(y - c[1], z - c[2]) ? 1 : 0;
+  auto bounced = [=](const runtime::ArrayBox& box, std::span<std::uint8_t> missing) {
+    std::size_t at = 0;
+    for (std::int64_t q = box.offset[0]; q < box.offset[0] + box.extent[0]; ++q) {
+      const auto& c = k_c[static_cast<std::size_t>(q)];
+      for (std::int64_t x = 0; x < box.extent[1]; ++x) {
+        for (std::int64_t y = box.offset[2]; y < box.offset[2] + box.extent[2]; ++y) {
+          for (std::int64_t z = box.offset[3]; z < box.offset[3] + box.extent[3]; ++z) {
+            // Direction q arrives from x - c_q; the pipe does not vary along (periodic) x.
+            missing[at++] = q > 0 && !solid(y, z) && solid(y - c[1], z - c[2]) ? 1 : 0;
           }
         }
       }
     }
   };
   runtime::StaticData data;
-  data.add(runtime::StaticArray::computed<std::uint8_t>("pipe_wall", {nx, ny, nz}, std::move(walls),
-                                                        runtime::Replication::shard, 0));
-  data.add(runtime::StaticArray::computed<std::uint8_t>(
+  data.add(runtime::StaticArray::computed_by_box<std::uint8_t>(
+      "pipe_wall", {nx, ny, nz}, std::move(walls), runtime::Replication::shard, 0));
+  data.add(runtime::StaticArray::computed_by_box<std::uint8_t>(
       "pipe_missing", {k_q, nx, ny, nz}, std::move(bounced), runtime::Replication::shard, 1));
   return data;
 }
 
 void PipeFlowNode::initial_state(runtime::State& state) const {
+  // At rest, density 1, in every cell of the slab it is given.
   runtime::Field& f = state["f"];
+  const runtime::Slab& slab = state.slab();
   for (int q = 0; q < k_q; ++q) {
-    for (std::int64_t x = 0; x < m_n[0]; ++x) {
-      for (std::int64_t y = 0; y < m_n[1]; ++y) {
-        for (std::int64_t z = 0; z < m_n[2]; ++z) {
-          f.at<double>(q, x, y, z) = weight(q); // at rest, density 1
+    for (std::int64_t x = 0; x < slab.extent[0]; ++x) {
+      for (std::int64_t y = 0; y < slab.extent[1]; ++y) {
+        for (std::int64_t z = 0; z < slab.extent[2]; ++z) {
+          f.at<double>(q, x, y, z) = weight(q);
         }
       }
     }

@@ -170,7 +170,9 @@ public:
   // into the state after the call.
   void initial_state(runtime::State& state) const override {
     py::gil_scoped_acquire gil;
-    py::dict arrays;
+    // uwjit.State: a dict of the fields, with the slab they hold.
+    py::object arrays = py::module_::import("uwjit").attr("State")();
+    arrays.attr("slab") = py::cast(state.slab());
     std::vector<py::array> views;
     for (const runtime::Field* field : state.fields()) {
       py::array array(numpy_dtype(field->dtype()), field->shape());
@@ -181,15 +183,16 @@ public:
     calling_python(where("initial_state"), [&] { method("initial_state")(arrays); });
     for (std::size_t i = 0; i < views.size(); ++i) {
       runtime::Field& field = *state.fields()[i];
-      const py::array& array = arrays[py::str(field.name())].cast<py::array>();
+      const py::object array = arrays[py::str(field.name())];
       if (!array.is(views[i])) {
         throw py::value_error("node \"" + name() +
                               "\": initial_state must fill the arrays it is "
                               "given in place (state[\"" +
                               field.name() + "\"][...] = ...)");
       }
-      field.copy_interior_from(std::span<const std::byte>(
-          static_cast<const std::byte*>(array.data()), static_cast<std::size_t>(array.nbytes())));
+      field.copy_interior_from(
+          std::span<const std::byte>(static_cast<const std::byte*>(views[i].data()),
+                                     static_cast<std::size_t>(views[i].nbytes())));
     }
   }
 
@@ -520,6 +523,21 @@ the kernel or read at "runtime", and the kernel's name for it ("": nx, ny, nz).)
       .def_readonly("halo", &runtime::DomainAxis::halo)
       .def_readonly("boundary", &runtime::DomainAxis::boundary)
       .def_readonly("name", &runtime::DomainAxis::name);
+  py::class_<runtime::Slab>(m, "Slab", R"doc(
+Which cells of the domain a node's initial_state fills, per domain axis: offset (the global index
+of the first cell), extent (how many) and global_extent (the whole domain's). A field's index i on
+domain axis d is the global cell offset[d] + i. The whole domain serially, and sharded unless the
+node's Layout says slab_initial_state=True.)doc")
+      .def_property_readonly("offset",
+                             [](const runtime::Slab& s) { return py::tuple(py::cast(s.offset)); })
+      .def_property_readonly("extent",
+                             [](const runtime::Slab& s) { return py::tuple(py::cast(s.extent)); })
+      .def_property_readonly("global_extent",
+                             [](const runtime::Slab& s) { return py::tuple(py::cast(s.global)); })
+      .def("__repr__", [](const runtime::Slab& s) {
+        return "Slab(offset=" + shape_text(s.offset) + ", extent=" + shape_text(s.extent) +
+               ", global_extent=" + shape_text(s.global) + ")";
+      });
   py::class_<runtime::StateField>(m, "StateField",
                                   "A state field: name, dtype and leading component extents.")
       .def(py::init([](std::string name, const py::handle& dtype, const py::handle& components) {
@@ -549,24 +567,30 @@ nodes' fields its kernels read (inputs: NodeInput) and the kernels of a step (st
 written by Node.emit_stage(writer, stage)).)doc")
       .def(py::init([](std::vector<runtime::DomainAxis> axes,
                        std::vector<runtime::StateField> fields, std::vector<std::string> integrals,
-                       std::optional<double> dt, int stages,
-                       std::vector<runtime::NodeInput> inputs) {
+                       std::optional<double> dt, int stages, std::vector<runtime::NodeInput> inputs,
+                       bool slab_initial_state) {
              if (dt) {
                runtime::check_dt(*dt, "Layout: dt");
              }
-             return runtime::NodeLayout{std::move(axes),      std::move(fields),
-                                        std::move(integrals), dt,
-                                        std::move(inputs),    stages};
+             return runtime::NodeLayout{.axes = std::move(axes),
+                                        .fields = std::move(fields),
+                                        .integrals = std::move(integrals),
+                                        .dt = dt,
+                                        .inputs = std::move(inputs),
+                                        .stages = stages,
+                                        .slab_initial_state = slab_initial_state};
            }),
            py::arg("axes"), py::arg("fields"), py::arg("integrals") = std::vector<std::string>{},
            py::arg("dt") = py::none(), py::arg("stages") = 1,
-           py::arg("inputs") = std::vector<runtime::NodeInput>{})
+           py::arg("inputs") = std::vector<runtime::NodeInput>{},
+           py::arg("slab_initial_state") = false)
       .def_readonly("axes", &runtime::NodeLayout::axes)
       .def_readonly("fields", &runtime::NodeLayout::fields)
       .def_readonly("integrals", &runtime::NodeLayout::integrals)
       .def_readonly("dt", &runtime::NodeLayout::dt)
       .def_readonly("stages", &runtime::NodeLayout::stages)
-      .def_readonly("inputs", &runtime::NodeLayout::inputs);
+      .def_readonly("inputs", &runtime::NodeLayout::inputs)
+      .def_readonly("slab_initial_state", &runtime::NodeLayout::slab_initial_state);
   m.def(
       "grid",
       [](const py::handle& cells, int halo, const py::object& boundary, const std::string& extent) {

@@ -26,6 +26,7 @@ from ._uwjit import (  # noqa: F401
     Node,
     NodeInput,
     Simulation,
+    Slab,
     Source,
     StateField,
     StaticArray,
@@ -40,6 +41,16 @@ from ._uwjit import (  # noqa: F401
     _numpy_dtype,
 )
 
+
+
+class State(dict):
+    """What Node.initial_state fills: each state field's interior by name, as a numpy array to
+    fill in place (state["u"][...] = ...), and `slab`, a uwjit.Slab saying which cells of the
+    domain they hold (offset, extent and global_extent per domain axis). The arrays hold the whole
+    domain serially; sharded, a node whose Layout says slab_initial_state=True is given its
+    rank's slab only (index i on axis d is the global cell slab.offset[d] + i)."""
+
+    slab = None
 
 
 def _extents(shape, what):

@@ -263,40 +263,15 @@ std::vector<AxisPlan> Decomposition::plans(const Layout& layout, For what, int r
 }
 
 StaticArray slice(const StaticArray& array, const ShardInfo& shard) {
+  // The array's trailing axes are the domain's: they take the shard's offsets and extents.
   const auto& shape = array.shape();
   const std::size_t lead = shape.size() - shard.extent.size();
-  std::vector<std::int64_t> local = shape;
-  std::vector<std::int64_t> offset(shape.size(), 0);
+  ArrayBox box{std::vector<std::int64_t>(shape.size(), 0), shape};
   for (std::size_t d = 0; d < shard.extent.size(); ++d) {
-    local[lead + d] = shard.extent[d];
-    offset[lead + d] = shard.offset[d];
+    box.offset[lead + d] = shard.offset[d];
+    box.extent[lead + d] = shard.extent[d];
   }
-  const std::size_t element = codegen::size_of(array.dtype());
-  std::int64_t count = 1;
-  for (const std::int64_t n : local) {
-    count *= n;
-  }
-  auto bytes = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(count) * element);
-  const auto* source = static_cast<const std::byte*>(array.data());
-  // Row by row (the last axis is contiguous in both).
-  const std::size_t row = static_cast<std::size_t>(local.back()) * element;
-  std::vector<std::int64_t> index(shape.size(), 0);
-  for (std::size_t written = 0; written < bytes->size(); written += row) {
-    std::int64_t at = 0;
-    for (std::size_t a = 0; a < shape.size(); ++a) {
-      at = at * shape[a] + index[a] + offset[a];
-    }
-    std::memcpy(bytes->data() + written, source + static_cast<std::size_t>(at) * element, row);
-    for (std::size_t a = shape.size() - 1; a-- > 0;) {
-      if (++index[a] < local[a]) {
-        break;
-      }
-      index[a] = 0;
-    }
-  }
-  std::shared_ptr<const void> data(bytes, bytes->data());
-  return StaticArray(array.key(), std::move(data), array.dtype(), std::move(local),
-                     Replication::shard, array.shard_axis());
+  return array.part(box);
 }
 
 void copy_slab(Field& global, Field& local, const std::vector<std::int64_t>& offset,

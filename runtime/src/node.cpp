@@ -10,6 +10,10 @@
 
 namespace uwjit::runtime {
 
+Slab Slab::whole(const std::vector<std::int64_t>& cells) {
+  return {std::vector<std::int64_t>(cells.size(), 0), cells, cells};
+}
+
 Field& State::operator[](std::string_view name) const {
   for (Field* field : m_fields) {
     if (field->name() == name) {

@@ -93,6 +93,7 @@ Layout read_layout(const Node& node) {
     node_error(node, format("declares {} stages (need >= 1)", declared.stages));
   }
   layout.stages = declared.stages;
+  layout.slab_initial_state = declared.slab_initial_state;
   for (NodeInput input : declared.inputs) {
     if (input.node.empty() || input.field.empty()) {
       node_error(node, "declares an input without a node or field name");

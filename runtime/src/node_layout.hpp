@@ -36,6 +36,7 @@ struct Layout {
   std::vector<std::string> integrals;
   double dt = 1.0;
   int stages = 1;
+  bool slab_initial_state = false;
   std::vector<NodeInput> declared_inputs; // as declared, `as` filled in
   std::vector<Input> inputs;              // resolved: empty until the simulation resolves them
 

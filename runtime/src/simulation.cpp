@@ -403,8 +403,8 @@ void Simulation::Impl::allocate_state(NodeState& s, Init init) {
     }
     fields.push_back(s.current.back().get());
   }
-  if (init == Init::compute && !sharded) {
-    State state(fields);
+  if (init == Init::compute && (!sharded || layout.slab_initial_state)) {
+    State state(fields, Slab{s.shard.offset, s.shard.extent, s.shard.global});
     s.node->initial_state(state);
   } else if (init == Init::compute) {
     // The node fills the whole domain; this rank keeps its slab.
@@ -418,7 +418,7 @@ void Simulation::Impl::allocate_state(NodeState& s, Init init) {
           std::vector<int>(f.components.size() + s.shard.global.size(), 0)));
       whole_fields.push_back(whole.back().get());
     }
-    State state(whole_fields);
+    State state(whole_fields, Slab::whole(s.shard.global));
     s.node->initial_state(state);
     for (std::size_t i = 0; i < fields.size(); ++i) {
       copy_slab(*whole[i], *fields[i], s.shard.offset, Direction::global_to_local);

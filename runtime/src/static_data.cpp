@@ -47,6 +47,10 @@ std::optional<std::int64_t> checked_count(const std::vector<std::int64_t>& shape
 
 struct StaticArray::Production {
   std::function<void(std::span<std::byte>)> fill;
+  // Arrays computed box by box: the fill of the whole array's boxes, and the box of the whole
+  // array this one holds (fill above computes it).
+  BoxFill box_fill;
+  ArrayBox box;
   std::once_flag once;
   std::shared_ptr<const void> contents; // set once, inside `once`
 };
@@ -69,6 +73,70 @@ StaticArray::StaticArray(std::string key, std::function<void(std::span<std::byte
       m_shape(std::move(shape)), m_replication(replication), m_shard_axis(shard_axis) {
   validate();
   m_production->fill = std::move(fill);
+}
+
+StaticArray::StaticArray(std::string key, BoxFill fill, Dtype dtype,
+                         std::vector<std::int64_t> shape, Replication replication,
+                         std::optional<int> shard_axis, ArrayBox box)
+    : StaticArray(std::move(key), std::function<void(std::span<std::byte>)>(), dtype,
+                  std::move(shape), replication, shard_axis) {
+  if (box.extent.empty()) {
+    box = {std::vector<std::int64_t>(m_shape.size(), 0), m_shape};
+  }
+  m_production->fill = [fill, box](std::span<std::byte> storage) { fill(box, storage); };
+  m_production->box_fill = std::move(fill);
+  m_production->box = std::move(box);
+}
+
+bool StaticArray::is_computed_by_box() const noexcept {
+  return m_production != nullptr && static_cast<bool>(m_production->box_fill);
+}
+
+StaticArray StaticArray::part(const ArrayBox& box) const {
+  bool inside = box.offset.size() == m_shape.size() && box.extent.size() == m_shape.size();
+  for (std::size_t a = 0; inside && a < m_shape.size(); ++a) {
+    inside =
+        box.offset[a] >= 0 && box.extent[a] >= 1 && box.extent[a] <= m_shape[a] - box.offset[a];
+  }
+  if (!inside) {
+    reject(m_key, format("the part at {} of extent {} does not lie within its shape {}",
+                         shape_text(box.offset), shape_text(box.extent), shape_text(m_shape)));
+  }
+  if (is_computed_by_box()) {
+    // Offsets into the whole array of which this one may itself be a part.
+    ArrayBox whole = box;
+    for (std::size_t a = 0; a < m_shape.size(); ++a) {
+      whole.offset[a] += m_production->box.offset[a];
+    }
+    return StaticArray(m_key, m_production->box_fill, m_dtype, box.extent, m_replication,
+                       m_shard_axis, std::move(whole));
+  }
+  const std::size_t element = codegen::size_of(m_dtype);
+  std::int64_t count = 1;
+  for (const std::int64_t n : box.extent) {
+    count *= n;
+  }
+  auto bytes = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(count) * element);
+  const auto* source = static_cast<const std::byte*>(data());
+  // Row by row (the last axis is contiguous in both).
+  const std::size_t row =
+      static_cast<std::size_t>(m_shape.empty() ? 1 : box.extent.back()) * element;
+  std::vector<std::int64_t> index(m_shape.size(), 0);
+  for (std::size_t written = 0; written < bytes->size(); written += row) {
+    std::int64_t at = 0;
+    for (std::size_t a = 0; a < m_shape.size(); ++a) {
+      at = at * m_shape[a] + index[a] + box.offset[a];
+    }
+    std::memcpy(bytes->data() + written, source + static_cast<std::size_t>(at) * element, row);
+    for (std::size_t a = m_shape.size() - 1; m_shape.size() > 0 && a-- > 0;) {
+      if (++index[a] < box.extent[a]) {
+        break;
+      }
+      index[a] = 0;
+    }
+  }
+  std::shared_ptr<const void> contents(bytes, bytes->data());
+  return StaticArray(m_key, std::move(contents), m_dtype, box.extent, m_replication, m_shard_axis);
 }
 
 void StaticArray::reject_empty_fill(const std::string& key) {

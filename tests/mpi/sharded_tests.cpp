@@ -425,6 +425,91 @@ MPI_TEST_CASE("periodic on one face only is the same error on every rank, naming
   MPI_CHECK(contains(message, "node \"probe\": axis 0 (nx): periodic on the low face only"));
 }
 
+namespace {
+
+// A 2-D node whose initial state is a function of the global cell, filled by slab or whole as its
+// layout says; it keeps the slabs it was handed, and counts the cells its computed array filled.
+class SlabNode final : public uwjit::runtime::Node {
+public:
+  explicit SlabNode(bool by_slab)
+      : Node("slab", "slab", Params{{"by_slab", std::int64_t{by_slab}}}), m_by_slab(by_slab) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = uwjit::runtime::NodeLayout::grid({13, 6}, 1),
+            .fields = {{"u"}},
+            .integrals = {"total"},
+            .slab_initial_state = m_by_slab};
+  }
+  void initial_state(uwjit::runtime::State& state) const override {
+    slabs.push_back(state.slab());
+    const auto& slab = state.slab();
+    for (std::int64_t i = 0; i < slab.extent[0]; ++i) {
+      for (std::int64_t j = 0; j < slab.extent[1]; ++j) {
+        state["u"].at<double>(i, j) =
+            static_cast<double>(100 * (slab.offset[0] + i) + slab.offset[1] + j);
+      }
+    }
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.static_array("w", uwjit::runtime::Dtype::f64, {{w.domain(0), 1}, {w.domain(1), 1}});
+    w.integral("total");
+    w.for_each_cell({.indices = {"i", "j"}},
+                    "u_out(i, j) = 0.5 * (u(i - 1, j) + u(i + 1, j)) * w(i, j);\n"
+                    "total += u_out(i, j);\n");
+  }
+  mutable std::vector<uwjit::runtime::Slab> slabs;
+  mutable std::int64_t filled = 0;
+
+protected:
+  uwjit::runtime::StaticData build_static_data() const override {
+    uwjit::runtime::StaticData data;
+    data.add(uwjit::runtime::StaticArray::computed_by_box<double>(
+        "w", {13, 6}, [this](const uwjit::runtime::ArrayBox& box, std::span<double> out) {
+          filled += box.extent[0] * box.extent[1];
+          std::size_t at = 0;
+          for (std::int64_t i = box.offset[0]; i < box.offset[0] + box.extent[0]; ++i) {
+            for (std::int64_t j = box.offset[1]; j < box.offset[1] + box.extent[1]; ++j) {
+              out[at++] = 1.0 + 0.01 * static_cast<double>(i * j);
+            }
+          }
+        }));
+    return data;
+  }
+
+private:
+  bool m_by_slab;
+};
+
+} // namespace
+
+MPI_TEST_CASE("a node that fills by slab is handed its rank's slab only, static arrays too, and "
+              "gives the serial state bit for bit") {
+  const auto cache = job_sandbox();
+  auto engine = make_engine(cache / "sharded");
+  for (const bool by_slab : {true, false}) {
+    auto node = std::make_shared<SlabNode>(by_slab);
+    Simulation simulation(*engine, {node}, sharded({0}));
+    const auto& shard = simulation.shard("slab");
+    MPI_CHECK(node->slabs.size() == 1);
+    if (by_slab) {
+      const uwjit::runtime::Slab mine{shard.offset, shard.extent, shard.global};
+      MPI_CHECK(node->slabs[0] == mine);
+    } else {
+      MPI_CHECK(node->slabs[0] == uwjit::runtime::Slab::whole({13, 6}));
+    }
+    // The computed array filled this rank's slab only, whatever the initial state did.
+    MPI_CHECK(node->filled == shard.extent[0] * shard.extent[1]);
+    simulation.step(3);
+    const uwjit::runtime::Snapshot whole = simulation.gathered();
+    if (comm()->rank() == 0) {
+      auto serial_engine = make_engine(cache / "serial");
+      Simulation serial(*serial_engine, {std::make_shared<SlabNode>(by_slab)});
+      serial.step(3);
+      uwjit_test::check_same_state(whole, simulation, serial);
+    }
+  }
+}
+
 MPI_TEST_CASE("a cold sharded job compiles each kernel once in total") {
   const auto cache = job_sandbox();
   auto engine = make_engine(cache);

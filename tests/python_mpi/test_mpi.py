@@ -185,3 +185,44 @@ def test_a_run_callback_failing_on_one_rank_stops_every_rank_after_the_same_step
     if COMM.rank != bad:
         assert str(caught.value) == "rank %d: run callback raised ValueError: enough" % bad
     assert COMM.allgather(sim.steps_taken) == [2] * COMM.size
+
+
+class Ramp2D(uwjit.Node):
+    """u = 100 x + y over 11 x 4 cells, filled by slab or whole as its layout says."""
+
+    def __init__(self, by_slab):
+        super().__init__("ramp2d", "ramp", {"by_slab": int(by_slab)})
+        self.slabs = []
+
+    def layout(self):
+        return uwjit.Layout(uwjit.grid([11, 4], halo=1), [uwjit.StateField("u")],
+                            slab_initial_state=bool(self.params["by_slab"]))
+
+    def initial_state(self, state):
+        self.slabs.append(state.slab)
+        x0, y0 = state.slab.offset
+        nx, ny = state.slab.extent
+        state["u"][...] = (100 * (x0 + np.arange(nx))[:, None] + (y0 + np.arange(ny))[None, :])
+
+    def emit_update(self, writer):
+        writer.state_out("u")
+        writer.for_each_cell(["i", "j"], "u_out(i, j) = 0.5 * (u(i - 1, j) + u(i + 1, j));")
+
+
+def test_a_python_node_that_fills_by_slab_is_handed_its_slab_only(engine):
+    for by_slab in (True, False):
+        node = Ramp2D(by_slab)
+        sim = uwjit.Simulation(engine, [node], comm=COMM)
+        shard = sim.shard("ramp")
+        assert len(node.slabs) == 1
+        slab = node.slabs[0]
+        if by_slab:
+            assert (slab.offset, slab.extent) == (shard["offset"], shard["extent"])
+        else:
+            assert (slab.offset, slab.extent) == ((0, 0), (11, 4))
+        assert slab.global_extent == (11, 4)
+        sim.step(2)
+        whole = sim.gather("ramp", "u")
+        serial = uwjit.Simulation(engine, [Ramp2D(by_slab)])
+        serial.step(2)
+        np.testing.assert_array_equal(whole, serial.gather("ramp", "u"))

@@ -164,6 +164,47 @@ TEST_CASE("a computed array computes its contents once, when first needed, for a
   CHECK(calls->load() == 1);
 }
 
+TEST_CASE("an array computed by box computes a part alone, never the whole, and equals a copy") {
+  // Element (i, j, k) of a 6 x 5 x 4 array is 100 i + 10 j + k; every box asked for is kept.
+  auto boxes = std::make_shared<std::vector<uwjit::runtime::ArrayBox>>();
+  const auto fill = [boxes](const uwjit::runtime::ArrayBox& box, std::span<std::int32_t> out) {
+    boxes->push_back(box);
+    std::size_t at = 0;
+    for (std::int64_t i = box.offset[0]; i < box.offset[0] + box.extent[0]; ++i) {
+      for (std::int64_t j = box.offset[1]; j < box.offset[1] + box.extent[1]; ++j) {
+        for (std::int64_t k = box.offset[2]; k < box.offset[2] + box.extent[2]; ++k) {
+          out[at++] = static_cast<std::int32_t>(100 * i + 10 * j + k);
+        }
+      }
+    }
+  };
+  const auto array = StaticArray::computed_by_box<std::int32_t>("field", {6, 5, 4}, fill);
+  CHECK(array.is_computed_by_box());
+  CHECK(array.replication() == Replication::shard);
+  const uwjit::runtime::ArrayBox slab{{2, 0, 1}, {3, 5, 2}};
+  const StaticArray part = array.part(slab);
+  CHECK(part.shape() == std::vector<std::int64_t>{3, 5, 2});
+  CHECK(part.key() == "field");
+  CHECK(part.values<std::int32_t>()[0] == 201);
+  CHECK(part.values<std::int32_t>()[29] == 100 * 4 + 10 * 4 + 2);
+  REQUIRE(boxes->size() == 1);
+  CHECK(boxes->front() == slab); // the slab alone was computed
+  // A part of a part lies where it says in the whole array.
+  CHECK(part.part({{1, 2, 0}, {1, 1, 1}}).values<std::int32_t>()[0] == 100 * 3 + 10 * 2 + 1);
+  // The whole array is one box, and its part by copy equals the part computed alone.
+  const StaticArray copied =
+      StaticArray::from_vector("field",
+                               std::vector<std::int32_t>(array.values<std::int32_t>().begin(),
+                                                         array.values<std::int32_t>().end()),
+                               {6, 5, 4}, Replication::shard, 0)
+          .part(slab);
+  CHECK(boxes->back() == uwjit::runtime::ArrayBox{{0, 0, 0}, {6, 5, 4}});
+  CHECK(std::equal(copied.values<std::int32_t>().begin(), copied.values<std::int32_t>().end(),
+                   part.values<std::int32_t>().begin()));
+  CHECK(contains(usage_error([&] { (void)array.part({{4, 0, 0}, {3, 5, 4}}); }),
+                 "does not lie within its shape (6, 5, 4)"));
+}
+
 TEST_CASE("a computed array whose fill throws passes the error on and tries again next time") {
   int calls = 0;
   const auto array = StaticArray::computed<double>("weights", {2}, [&calls](std::span<double> out) {

@@ -44,7 +44,7 @@ NodeWorkload::NodeWorkload(const runtime::Node& node, const runtime::NodeKernel&
   for (auto& f : in) {
     fields.push_back(&f);
   }
-  runtime::State state(fields);
+  runtime::State state(fields, runtime::Slab::whole(node.domain()));
   node.initial_state(state);
   for (auto& f : in) {
     // Component axes first, edge; then the domain's boundaries.

@@ -65,6 +65,12 @@ struct NodeLayout {
                                       ///< present, else 1.0
   std::vector<NodeInput> inputs = {}; ///< other nodes' state fields the kernels read
   int stages = 1; ///< kernels per step (>= 1), emitted by emit_stage(writer, stage)
+  /// Whether initial_state fills the slab its State holds, reading State::slab() for where it
+  /// lies: sharded, each rank is then handed its own slab and nothing of the whole domain is
+  /// allocated. False (nodes written before slabs): sharded, every rank has the node fill the
+  /// whole domain (State::slab() is the whole domain) and keeps its slab, holding a whole copy
+  /// of the state while it does.
+  bool slab_initial_state = false;
 
   /// One axis per entry of `cells` (named nx, ny, nz), each with the same halo, boundary and
   /// extent mode: the common case of a grid.
@@ -78,16 +84,34 @@ struct NodeLayout {
 /// Simulation checks every node's (`node "NAME": dt: ...`). Thread-safe.
 void check_dt(double dt, std::string_view what);
 
-/// The state of one node: a Field per state field, by name. Handed to Node::initial_state.
+/// Which cells of the domain a State holds, per domain axis: the global index of its first cell
+/// (offset), how many (extent), and the whole domain's cells (global). Serially, and for a node
+/// that fills the whole domain, offset is 0 and extent is global.
+struct Slab {
+  std::vector<std::int64_t> offset;
+  std::vector<std::int64_t> extent;
+  std::vector<std::int64_t> global;
+  /// The slab of the whole domain of `cells`.
+  [[nodiscard]] static Slab whole(const std::vector<std::int64_t>& cells);
+  friend bool operator==(const Slab&, const Slab&) = default;
+};
+
+/// The state of one node: a Field per state field, by name, over the cells of slab(). Handed to
+/// Node::initial_state. A field's trailing axes are the domain's, with the slab's extents; its
+/// index i on domain axis d is the global cell slab().offset[d] + i.
 class State {
 public:
-  explicit State(std::vector<Field*> fields) : m_fields(std::move(fields)) {}
+  State(std::vector<Field*> fields, Slab slab)
+      : m_fields(std::move(fields)), m_slab(std::move(slab)) {}
   /// The field named `name`; throws Error(usage) naming it if there is none.
   [[nodiscard]] Field& operator[](std::string_view name) const;
   [[nodiscard]] const std::vector<Field*>& fields() const noexcept { return m_fields; }
+  /// The cells the fields hold.
+  [[nodiscard]] const Slab& slab() const noexcept { return m_slab; }
 
 private:
   std::vector<Field*> m_fields;
+  Slab m_slab;
 };
 
 /// A simulation node. A subclass declares its state, its static data and how one step updates

@@ -185,20 +185,21 @@ inline constexpr std::int64_t k_max_steps = std::int64_t{1} << 53;
 /// Sharded: each node's domain is split along options.shard_axes over a Cartesian grid of ranks
 /// (row-major rank order; an axis of n cells over p ranks gives the first n % p ranks one cell
 /// more). Sharded axes take their extents at run time, so every rank emits the same kernel
-/// source and key, and the kernels are requested collectively (one compile per job). Each rank
-/// computes the node's initial state over the whole domain and keeps its slab; shard-mode static
-/// arrays are sliced to the slab along their shard axis, which is a domain axis counted from the
-/// end (an array's trailing axes are the domain, as for state fields); replicate arrays stay
-/// whole. Static halos are exchanged once, edge at the global boundary; state halos every step,
-/// axis by axis (so corners are right), periodic or edge per node. Domain integrals are summed
-/// over the ranks (so their last bits may differ from a serial run's). checkpoint() and
-/// restore() are collective and use one file for the job, the same file a serial run writes, so
-/// a job may be resumed on another rank count or serially; rebind_static() is serial-only
-/// (Error(usage) with a comm of more than one rank); gathered() gives a serial snapshot of the
-/// whole domain that can be checked or written. Construction emits every node's kernel and requests
-/// all of them from the engine up front; distinct kernels compile in parallel. A step fills each
-/// node's halos, calls its kernel on ping-pong state buffers (sharded in overlap mode, possibly
-/// in three calls on boxes that tile the interior; see ExchangeMode) and keeps the domain
+/// source and key, and the kernels are requested collectively (one compile per job). A node
+/// whose layout says slab_initial_state fills its rank's slab only (State::slab()); any other
+/// node fills the whole domain on each rank, which keeps its slab. Shard-mode static arrays are
+/// cut to the slab along their trailing (domain) axes: an array made by
+/// StaticArray::computed_by_box computes the slab alone, any other is computed or given whole and
+/// copied from; replicate arrays stay whole. Static halos are exchanged once, edge at the global
+/// boundary; state halos every step, axis by axis (so corners are right), periodic or edge per
+/// node. Domain integrals are summed over the ranks (so their last bits may differ from a serial
+/// run's). checkpoint() and restore() are collective and use one file for the job, the same file a
+/// serial run writes, so a job may be resumed on another rank count or serially; rebind_static() is
+/// serial-only (Error(usage) with a comm of more than one rank); gathered() gives a serial snapshot
+/// of the whole domain that can be checked or written. Construction emits every node's kernel and
+/// requests all of them from the engine up front; distinct kernels compile in parallel. A step
+/// fills each node's halos, calls its kernel on ping-pong state buffers (sharded in overlap mode,
+/// possibly in three calls on boxes that tile the interior; see ExchangeMode) and keeps the domain
 /// integrals; serially it allocates nothing (sharded, halo buffers are sized on the first step
 /// and reused; the communicator's request handles are its own). Not thread-safe: use one thread per
 /// Simulation. The engine must outlive the simulation.

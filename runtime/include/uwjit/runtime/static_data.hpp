@@ -30,6 +30,13 @@ enum class Replication { replicate, shard };
 
 class StaticArray;
 
+/// A box of an array's elements: per axis, the index of the first element and how many.
+struct ArrayBox {
+  std::vector<std::int64_t> offset;
+  std::vector<std::int64_t> extent;
+  friend bool operator==(const ArrayBox&, const ArrayBox&) = default;
+};
+
 namespace detail {
 /// Where the runtime puts the contents of computed arrays (one copy per node under MPI).
 struct StaticPlacement;
@@ -99,6 +106,36 @@ public:
                        std::move(shape), replication, shard_axis);
   }
 
+  /// An array computed one box at a time: `fill(box, storage)` writes the elements of `box` (an
+  /// ArrayBox of this array's axes) into storage of the box's size, row-major. A sharded
+  /// Simulation asks each rank for its slab only (part()), so that no rank ever holds the whole
+  /// array of a shard-mode array; serially, fill gets the whole array as one box. Otherwise as
+  /// computed(): nothing runs until the contents are needed, once per process, and fill must
+  /// write the same elements for the same box in every call and process.
+  template <class T>
+  [[nodiscard]] static StaticArray
+  computed_by_box(std::string key, std::vector<std::int64_t> shape,
+                  std::function<void(const ArrayBox&, std::span<T>)> fill,
+                  Replication replication = Replication::shard, std::optional<int> shard_axis = 0) {
+    if (!fill) {
+      reject_empty_fill(key);
+    }
+    auto bytes_fill = [fill = std::move(fill)](const ArrayBox& box, std::span<std::byte> storage) {
+      fill(box, std::span<T>(reinterpret_cast<T*>(storage.data()), storage.size() / sizeof(T)));
+    };
+    return StaticArray(std::move(key), std::move(bytes_fill), codegen::dtype_of<T>,
+                       std::move(shape), replication, shard_axis);
+  }
+
+  /// The elements in `box`, as an array of the box's shape with the same key, dtype,
+  /// replication and shard axis: for an array made by computed_by_box, a computed array whose
+  /// fill computes the box alone; for any other, a copy of the box's elements (the whole array
+  /// is read). Throws Error(usage) if `box` does not lie within the shape. Thread-safe.
+  [[nodiscard]] StaticArray part(const ArrayBox& box) const;
+
+  /// Whether the contents are computed box by box (made by computed_by_box).
+  [[nodiscard]] bool is_computed_by_box() const noexcept;
+
   [[nodiscard]] const std::string& key() const noexcept { return m_key; }
   /// The contents (computed arrays compute them here, the first time; that may throw).
   [[nodiscard]] const void* data() const;
@@ -127,6 +164,9 @@ private:
   StaticArray(std::string key, std::function<void(std::span<std::byte>)> fill, Dtype dtype,
               std::vector<std::int64_t> shape, Replication replication,
               std::optional<int> shard_axis);
+  using BoxFill = std::function<void(const ArrayBox&, std::span<std::byte>)>;
+  StaticArray(std::string key, BoxFill fill, Dtype dtype, std::vector<std::int64_t> shape,
+              Replication replication, std::optional<int> shard_axis, ArrayBox box = {});
   void validate();
   [[noreturn]] static void reject_empty_fill(const std::string& key);
   static void check_count(const std::string& key, std::size_t count,
