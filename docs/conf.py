@@ -17,7 +17,8 @@ highlight_language = "text"
 myst_heading_anchors = 3
 myst_enable_extensions = ["deflist"]
 html_theme = "alabaster"
-html_theme_options = {"nosidebar": False}
+# wide enough for the 100-column code of the examples
+html_theme_options = {"page_width": "1240px", "sidebar_width": "220px", "code_font_size": "0.75em"}
 html_static_path = []
 
 breathe_projects = {"uwjit": os.environ.get("UWJIT_DOXYGEN_XML", "")}
