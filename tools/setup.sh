@@ -37,6 +37,8 @@ packages=(
   gdb linux-perf   # the debugger and profiler tests (label debug)
   python3 util-linux
   pybind11-dev python3-dev python3-numpy python3-mpi4py python3-pytest python3-sympy   # uwjit for Python
+  python3-sphinx python3-myst-parser python3-breathe doxygen   # the manual (tools/docs.sh)
+  python3-markdown-it   # its code blocks' test (tests/docs)
 )
 
 invoked_from=$PWD

@@ -115,15 +115,22 @@ void bind_engine(py::module_& m) {
             return d;
           },
           "Compile timings in ms (zero unless tier == \"compiled\").")
-      .def_readonly("load_ms", &engine::KernelInfo::load_ms)
-      .def_readonly("request_ms", &engine::KernelInfo::request_ms)
-      .def_readonly("object_size", &engine::KernelInfo::object_size)
-      .def_readonly("warnings", &engine::KernelInfo::warnings)
+      .def_readonly("load_ms", &engine::KernelInfo::load_ms,
+                    "The JIT link of the object into the process, in ms.")
+      .def_readonly("request_ms", &engine::KernelInfo::request_ms,
+                    "The whole request, from the call to a callable kernel, in ms.")
+      .def_readonly("object_size", &engine::KernelInfo::object_size,
+                    "The size of the object (or PTX) in bytes.")
+      .def_readonly("warnings", &engine::KernelInfo::warnings,
+                    "The compiler's warnings as printed (replayed from the entry on a disk "
+                    "hit); \"\" when there were none.")
       .def_property_readonly(
           "publication",
           [](const engine::KernelInfo& i) { return std::string(to_string(i.publication)); },
           "\"not_needed\", \"published\" or \"not_published\".")
-      .def_readonly("not_published_because", &engine::KernelInfo::not_published_because)
+      .def_readonly("not_published_because", &engine::KernelInfo::not_published_because,
+                    "Why a compiled kernel was not published to the disk cache (UWJIT_CACHE=0, "
+                    "an unusable directory, a failed write); \"\" otherwise.")
       .def("__repr__", [](const engine::KernelInfo& i) {
         return "KernelInfo(key=\"" + i.key + "\", tier=\"" + to_string(i.tier) + "\", origin=\"" +
                i.origin + "\")";
@@ -146,7 +153,24 @@ shape entry is a number or the name of a run-time extent (its value in that call
       .def_property_readonly(
           "canonical", [](const PySource& s) { return s.source.canonical(); },
           "The text the key is computed over.")
-      .def_property_readonly("body", [](const PySource& s) { return s.source.body(); });
+      .def_property_readonly(
+          "body", [](const PySource& s) { return s.source.body(); },
+          "The kernel's own text, as given (without the ABI header and the prelude).")
+      .def("__repr__", [](const PySource& s) {
+        const auto& slots = s.source.slots();
+        std::string text =
+            "Source(origin=" + py::repr(py::str(s.source.origin())).cast<std::string>();
+        const std::pair<const char*, const std::vector<std::string>*> tables[] = {
+            {"state_in", &slots.state_in},   {"state_out", &slots.state_out},
+            {"statics", &slots.statics},     {"extents", &slots.extents},
+            {"integrals", &slots.integrals}, {"params", &slots.params}};
+        for (const auto& [name, names] : tables) {
+          if (!names->empty()) {
+            text += ", " + std::string(name) + "=" + py::repr(py::cast(*names)).cast<std::string>();
+          }
+        }
+        return text + ", " + std::to_string(s.source.body().size()) + " characters)";
+      });
 
   py::class_<engine::Engine, std::shared_ptr<engine::Engine>>(m, "Engine", R"doc(
 Turns kernel sources into loaded kernels: the in-process memory cache, then the verified disk

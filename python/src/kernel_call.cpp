@@ -232,7 +232,9 @@ returns a non-zero status.)doc")
           },
           py::kw_only(), py::arg("state_in") = py::tuple(), py::arg("state_out") = py::tuple(),
           py::arg("statics") = py::tuple(), py::arg("extents") = py::tuple(), py::arg("dt") = 1.0,
-          py::arg("step") = 0, py::arg("domain") = py::none(), py::arg("params") = py::none())
+          py::arg("step") = 0, py::arg("domain") = py::none(), py::arg("params") = py::none(),
+          "Runs the kernel once on the arrays given (keywords only; see the class's docstring) "
+          "and returns its domain integrals by name.")
       .def(
           "_native_call_seconds",
           [](const PyKernel& k, std::int64_t count, const py::sequence& state_in,

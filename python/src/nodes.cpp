@@ -61,6 +61,81 @@ std::string face_repr(const BoundaryFace& face) {
   return text + ")";
 }
 
+// Reprs that show what a value holds, in the spelling that makes it again.
+std::string boundary_repr(const Boundary& boundary) {
+  if (boundary == Boundary::periodic) {
+    return "Boundary.periodic()";
+  }
+  if (boundary == Boundary::edge) {
+    return "Boundary.edge()";
+  }
+  return "Boundary(low=" + face_repr(boundary.low) + ", high=" + face_repr(boundary.high) + ")";
+}
+
+std::string quoted(const std::string& text) {
+  return py::repr(py::str(text)).cast<std::string>();
+}
+
+std::string extent_repr(const codegen::Extent& extent) {
+  return "Extent(id=" + std::to_string(extent.id) + ")";
+}
+
+std::string domain_axis_repr(const runtime::DomainAxis& axis) {
+  std::string text = "DomainAxis(" + std::to_string(axis.cells) +
+                     ", halo=" + std::to_string(axis.halo) +
+                     ", boundary=" + boundary_repr(axis.boundary);
+  if (axis.extent != ExtentMode::compiled) {
+    text += ", extent=" + quoted(std::string(to_string(axis.extent)));
+  }
+  if (!axis.name.empty()) {
+    text += ", name=" + quoted(axis.name);
+  }
+  return text + ")";
+}
+
+std::string state_field_repr(const runtime::StateField& field) {
+  std::string text =
+      "StateField(" + quoted(field.name) + ", " + quoted(std::string(to_string(field.dtype)));
+  if (!field.components.empty()) {
+    text += ", components=" + py::repr(py::cast(field.components)).cast<std::string>();
+  }
+  return text + ")";
+}
+
+std::string node_input_repr(const runtime::NodeInput& input) {
+  std::string text = "NodeInput(" + quoted(input.node) + ", " + quoted(input.field);
+  if (!input.as.empty()) {
+    text += ", as_=" + quoted(input.as);
+  }
+  return text + ")";
+}
+
+template <class T, class F> std::string list_repr(const std::vector<T>& items, F repr) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    text += (i ? ", " : "") + repr(items[i]);
+  }
+  return text + "]";
+}
+
+std::string layout_repr(const runtime::NodeLayout& layout) {
+  std::string text = "Layout(" + list_repr(layout.axes, domain_axis_repr) + ", " +
+                     list_repr(layout.fields, state_field_repr);
+  if (!layout.integrals.empty()) {
+    text += ", integrals=" + list_repr(layout.integrals, quoted);
+  }
+  if (layout.dt) {
+    text += ", dt=" + py::repr(py::float_(*layout.dt)).cast<std::string>();
+  }
+  if (layout.stages != 1) {
+    text += ", stages=" + std::to_string(layout.stages);
+  }
+  if (!layout.inputs.empty()) {
+    text += ", inputs=" + list_repr(layout.inputs, node_input_repr);
+  }
+  return text + ")";
+}
+
 ExtentMode extent_arg(const std::string& text) {
   if (text == "compiled") {
     return ExtentMode::compiled;
@@ -308,12 +383,20 @@ UsageError naming the node when a kernel cannot run on a GPU (it writes its own 
 body()) or the node reads other nodes' fields.)doc");
 
   py::class_<codegen::Extent>(m, "Extent", "A handle on an extent declared on a KernelWriter.")
-      .def_readonly("id", &codegen::Extent::id);
-  py::class_<codegen::Axis>(m, "Axis", "One axis of a buffer: an Extent and a halo width.")
+      .def_readonly("id", &codegen::Extent::id,
+                    "The extent's index among its writer's extents, in declaration order.")
+      .def("__repr__", &extent_repr);
+  py::class_<codegen::Axis>(m, "Axis", R"doc(
+One axis of a buffer a KernelWriter declares: Axis(extent, halo=0), an Extent (from
+KernelWriter.extent, .domain or .constant) and the halo width, in cells on each side. Where a
+writer takes axes, a bare Extent stands for Axis(extent, 0).)doc")
       .def(py::init([](codegen::Extent extent, int halo) { return codegen::Axis{extent, halo}; }),
            py::arg("extent"), py::arg("halo") = 0)
-      .def_readonly("extent", &codegen::Axis::extent)
-      .def_readonly("halo", &codegen::Axis::halo);
+      .def_readonly("extent", &codegen::Axis::extent, "The Extent this axis spans.")
+      .def_readonly("halo", &codegen::Axis::halo, "The halo width: cells on each side.")
+      .def("__repr__", [](const codegen::Axis& a) {
+        return "Axis(" + extent_repr(a.extent) + ", halo=" + std::to_string(a.halo) + ")";
+      });
 
   py::class_<PyKernelWriter>(m, "KernelWriter", R"doc(
 Writes one generated kernel: extents, buffers, integrals, then the node's text. A node's
@@ -342,7 +425,10 @@ has returned, every method and property raises UsageError.)doc")
                                    int_arg(value, "KernelWriter.domain_extent: value"),
                                    extent_arg(mode));
           },
-          py::arg("axis"), py::arg("name"), py::arg("value"), py::arg("mode") = "compiled")
+          py::arg("axis"), py::arg("name"), py::arg("value"), py::arg("mode") = "compiled",
+          "Declares the extent of domain axis `axis` (0 to 2), named `name` in the text (a local "
+          "NAME, and NAME_offset and NAME_global for sharded runs), as extent() does. UsageError "
+          "if that axis is already declared.")
       .def(
           "constant",
           [](const PyKernelWriter& self, const py::handle& value) {
@@ -359,7 +445,9 @@ has returned, every method and property raises UsageError.)doc")
              const py::iterable& axes) {
             self.get().state_in(std::move(field), dtype_arg(dtype, "state_in"), axes_arg(axes));
           },
-          py::arg("field"), py::arg("dtype"), py::arg("axes"))
+          py::arg("field"), py::arg("dtype"), py::arg("axes"),
+          "Declares a state input `field` of `dtype` over `axes` (Axis or Extent each), read in "
+          "the text through the accessor FIELD(i, j, ...).")
       .def(
           "state_out",
           [](const PyKernelWriter& self, std::string field, const py::object& dtype,
@@ -381,7 +469,10 @@ has returned, every method and property raises UsageError.)doc")
             w.provide_static(std::move(key), dtype_arg(dtype, "provide_static"),
                              ints_arg(shape, "provide_static: shape"));
           },
-          py::arg("key"), py::arg("dtype"), py::arg("shape"))
+          py::arg("key"), py::arg("dtype"), py::arg("shape"),
+          "Tells the writer the dtype and shape of a static array the caller will bind (the "
+          "runtime does this for every array of a node's static data); a later static_array(key, "
+          "...) is checked against it.")
       .def(
           "provided_shape",
           [](const PyKernelWriter& self, std::string_view key) -> py::object {
@@ -420,9 +511,15 @@ takes it as params={name: value}. Raises UsageError if `name` is not a free C id
       .def_property_readonly(
           "checked", through(&KernelWriter::is_checked),
           "Whether the kernel is written in checked mode (the Simulation's checked option).")
-      .def("update_box", through(&KernelWriter::update_box))
-      .def("integral", through(&KernelWriter::integral), py::arg("name"))
-      .def("comment", through(&KernelWriter::comment), py::arg("line"))
+      .def("update_box", through(&KernelWriter::update_box),
+           "Declares that the kernel updates exactly the box args->update_begin .. update_end "
+           "(the locals NAME_begin, NAME_end of each domain extent NAME) and sums its integrals "
+           "over it, so that a runtime may call it on several boxes per step (threads, overlap).")
+      .def("integral", through(&KernelWriter::integral), py::arg("name"),
+           "Declares a domain integral `name`: a local sum the text adds to (name += x), "
+           "stored to args->integrals after the text has run.")
+      .def("comment", through(&KernelWriter::comment), py::arg("line"),
+           "Appends a `// line` comment at the top of the text (part of the key).")
       .def("helpers", through(&KernelWriter::helpers), py::arg("text"),
            "Appends text at namespace scope before the entry.")
       .def("body", through(&KernelWriter::body), py::arg("text"),
@@ -457,7 +554,7 @@ of a long cell's code instead of two).)doc")
   py::class_<BoundaryFace>(m, "BoundaryFace", R"doc(
 What the halo beyond one face (the low or the high end) of a domain axis holds; made by
 BoundaryFace.periodic(), .edge(), .dirichlet(value) or .neumann(gradient). The rules are the
-C++ BoundaryFace's (README, "Boundaries"): edge repeats the outermost cell, dirichlet holds
+C++ BoundaryFace's (the manual, how-to/boundaries-stages-coupling): edge repeats the outermost cell, dirichlet holds
 2 value - mirror (the face value, the mean of the two cells beside it, is `value`), neumann
 mirror + gradient (2k - 1) at distance k (`gradient` per cell along the outward normal).
 Dirichlet and neumann take floating-point fields only. Equal faces compare equal.)doc")
@@ -494,8 +591,8 @@ wider than the axis: a Simulation raises UsageError naming the node and axis oth
           "periodic", [] { return Boundary::periodic; }, "Both faces wrap.")
       .def_static(
           "edge", [] { return Boundary::edge; }, "Both faces repeat the outermost cell.")
-      .def_readonly("low", &Boundary::low)
-      .def_readonly("high", &Boundary::high)
+      .def_readonly("low", &Boundary::low, "The BoundaryFace of the axis's low end (index -1).")
+      .def_readonly("high", &Boundary::high, "The BoundaryFace of the axis's high end (index n).")
       .def(py::self == py::self)
       .def("__hash__",
            [](const Boundary& b) {
@@ -503,9 +600,7 @@ wider than the axis: a Simulation raises UsageError naming the node and axis oth
                                             static_cast<int>(b.high.kind), b.high.value));
            })
       .def("__str__", [](const Boundary& b) { return runtime::to_string(b); })
-      .def("__repr__", [](const Boundary& b) {
-        return "Boundary(low=" + face_repr(b.low) + ", high=" + face_repr(b.high) + ")";
-      });
+      .def("__repr__", &boundary_repr);
 
   py::class_<runtime::DomainAxis>(m, "DomainAxis", R"doc(
 One domain axis of a node: interior cells, halo width, how the halo is filled (boundary: "edge",
@@ -519,10 +614,13 @@ the kernel or read at "runtime", and the kernel's name for it ("": nx, ny, nz).)
            }),
            py::arg("cells"), py::arg("halo") = 0, py::arg("boundary") = "edge",
            py::arg("extent") = "compiled", py::arg("name") = "")
-      .def_readonly("cells", &runtime::DomainAxis::cells)
-      .def_readonly("halo", &runtime::DomainAxis::halo)
-      .def_readonly("boundary", &runtime::DomainAxis::boundary)
-      .def_readonly("name", &runtime::DomainAxis::name);
+      .def_readonly("cells", &runtime::DomainAxis::cells, "The interior cells (>= 1).")
+      .def_readonly("halo", &runtime::DomainAxis::halo, "The halo width: cells on each side.")
+      .def_readonly("boundary", &runtime::DomainAxis::boundary,
+                    "How the halos are filled: a Boundary.")
+      .def_readonly("name", &runtime::DomainAxis::name,
+                    "The kernel's name for the extent (\"\": nx, ny, nz by position).")
+      .def("__repr__", &domain_axis_repr);
   py::class_<runtime::Slab>(m, "Slab", R"doc(
 Which cells of the domain a node's initial_state fills, per domain axis: offset (the global index
 of the first cell), extent (how many) and global_extent (the whole domain's). A field's index i on
@@ -538,28 +636,34 @@ node's Layout says slab_initial_state=True.)doc")
         return "Slab(offset=" + shape_text(s.offset) + ", extent=" + shape_text(s.extent) +
                ", global_extent=" + shape_text(s.global) + ")";
       });
-  py::class_<runtime::StateField>(m, "StateField",
-                                  "A state field: name, dtype and leading component extents.")
+  py::class_<runtime::StateField>(m, "StateField", R"doc(
+A state field of a node: StateField(name, dtype="f64", components=()). `name` is a C identifier
+(the kernel reads it as NAME(...) and writes NAME_out(...)), `dtype` one of "f64", "f32", "i64",
+"i32", "i8", "u8" (or its numpy dtype), and `components` the extents of leading component axes,
+e.g. [19] for the D3Q19 populations; the domain axes follow.)doc")
       .def(py::init([](std::string name, const py::handle& dtype, const py::handle& components) {
              return runtime::StateField{std::move(name), dtype_arg(dtype, "StateField"),
                                         ints_arg(components, "StateField: components")};
            }),
            py::arg("name"), py::arg("dtype") = "f64", py::arg("components") = py::tuple())
-      .def_readonly("name", &runtime::StateField::name);
+      .def_readonly("name", &runtime::StateField::name, "The field's name.")
+      .def("__repr__", &state_field_repr);
   py::class_<runtime::NodeInput>(m, "NodeInput", R"doc(
 A state field of another node that this node's kernels read (coupling): NodeInput(node, field,
 as_=""). The kernel reads it as a state input named `as_` (default: `field`), over the owner's
 layout of it, halos filled as the owner's boundaries say. A node reads a node before it in the
-Simulation's order after that node's step, one after it as it was before this step (README,
-"Stages and coupled nodes"). Both nodes must have the same domain cells; a Simulation raises
+Simulation's order after that node's step, one after it as it was before this step (the manual,
+how-to/boundaries-stages-coupling). Both nodes must have the same domain cells; a Simulation raises
 UsageError naming both otherwise, or if the owner or field does not exist.)doc")
       .def(py::init([](std::string node, std::string field, std::string as) {
              return runtime::NodeInput{std::move(node), std::move(field), std::move(as)};
            }),
            py::arg("node"), py::arg("field"), py::arg("as_") = "")
-      .def_readonly("node", &runtime::NodeInput::node)
-      .def_readonly("field", &runtime::NodeInput::field)
-      .def_readonly("as_", &runtime::NodeInput::as);
+      .def_readonly("node", &runtime::NodeInput::node, "The owning node's name.")
+      .def_readonly("field", &runtime::NodeInput::field, "The owner's state field.")
+      .def_readonly("as_", &runtime::NodeInput::as,
+                    "The kernel's name for it (\"\": the field's name).")
+      .def("__repr__", &node_input_repr);
   py::class_<runtime::NodeLayout>(m, "Layout", R"doc(
 What a node declares about its data: domain axes (1 to 3), state fields (at least one), the
 domain integrals its kernels compute, the time step (None: the param "dt", else 1.0), the other
@@ -584,13 +688,19 @@ written by Node.emit_stage(writer, stage)).)doc")
            py::arg("dt") = py::none(), py::arg("stages") = 1,
            py::arg("inputs") = std::vector<runtime::NodeInput>{},
            py::arg("slab_initial_state") = false)
-      .def_readonly("axes", &runtime::NodeLayout::axes)
-      .def_readonly("fields", &runtime::NodeLayout::fields)
-      .def_readonly("integrals", &runtime::NodeLayout::integrals)
-      .def_readonly("dt", &runtime::NodeLayout::dt)
-      .def_readonly("stages", &runtime::NodeLayout::stages)
-      .def_readonly("inputs", &runtime::NodeLayout::inputs)
-      .def_readonly("slab_initial_state", &runtime::NodeLayout::slab_initial_state);
+      .def_readonly("axes", &runtime::NodeLayout::axes, "The domain axes: DomainAxis each.")
+      .def_readonly("fields", &runtime::NodeLayout::fields, "The state fields: StateField each.")
+      .def_readonly("integrals", &runtime::NodeLayout::integrals,
+                    "The names of the domain integrals the kernels compute.")
+      .def_readonly("dt", &runtime::NodeLayout::dt,
+                    "The time step (args->dt), or None: the node param \"dt\", else 1.0.")
+      .def_readonly("stages", &runtime::NodeLayout::stages, "The kernels of a step (>= 1).")
+      .def_readonly("inputs", &runtime::NodeLayout::inputs,
+                    "Other nodes' state fields the kernels read: NodeInput each.")
+      .def_readonly("slab_initial_state", &runtime::NodeLayout::slab_initial_state,
+                    "Whether initial_state fills the slab its State holds (sharded: each rank "
+                    "is handed its own slab only), not the whole domain.")
+      .def("__repr__", &layout_repr);
   m.def(
       "grid",
       [](const py::handle& cells, int halo, const py::object& boundary, const std::string& extent) {
@@ -598,9 +708,21 @@ written by Node.emit_stage(writer, stage)).)doc")
                                          boundary_arg(boundary), extent_arg(extent));
       },
       py::arg("cells"), py::arg("halo") = 0, py::arg("boundary") = "edge",
-      py::arg("extent") = "compiled",
-      "One DomainAxis per entry of `cells` (named nx, ny, nz), each with the same halo, boundary "
-      "(as DomainAxis takes it) and extent mode.");
+      py::arg("extent") = "compiled", R"doc(
+The domain axes of a grid: one DomainAxis per entry of `cells` (1 to 3 ints), named nx, ny, nz
+in kernel text, each with the same halo width, boundary and extent mode; pass the list as
+Layout's `axes`.
+
+`cells` are the interior cells of each axis, e.g. [64, 64]. `halo` is the halo width, cells on
+each side of each axis (0: the kernel reads no neighbour). `boundary` says how the halos at the
+domain's faces are filled: "edge" (repeat the outermost cell), "periodic" (wrap), a
+BoundaryFace for both ends (BoundaryFace.dirichlet(v), .neumann(g)) or a Boundary(low=...,
+high=...). `extent` is "compiled" (the extents are constants in the kernel: one kernel per
+size) or "runtime" (read when the kernel runs: one kernel for every size; sharded axes always
+are).
+
+Example: uwjit.grid([64, 64], halo=1, boundary="periodic"). For axes that differ, make each
+DomainAxis yourself.)doc");
 
   py::class_<runtime::Node, PyNode, std::shared_ptr<runtime::Node>>(m, "Node", R"doc(
 A simulation node. Subclass it in Python:
@@ -631,8 +753,10 @@ the node object alive while a Simulation uses it (the Simulation holds a referen
                                              to_params(params, "Node"));
            }),
            py::arg("type"), py::arg("name"), py::arg("params") = py::none())
-      .def_property_readonly("type", &runtime::Node::type)
-      .def_property_readonly("name", &runtime::Node::name)
+      .def_property_readonly("type", &runtime::Node::type,
+                             "The kind of node, what a checkpoint's factory is asked for.")
+      .def_property_readonly("name", &runtime::Node::name,
+                             "This node's name, unique within a Simulation.")
       .def_property_readonly(
           "params", [](const runtime::Node& n) { return from_params(n.params()); },
           "The params (a new dict each time).")
@@ -719,7 +843,9 @@ derives (a pipe's radius) may be given.)doc");
   m.def(
       "default_params",
       [](const std::string& type) { return from_params(nodes::default_params(type)); },
-      py::arg("type"), "The default params of a built-in node type.");
+      py::arg("type"),
+      "The default node params of a built-in node type (those a size sets included), as a dict; "
+      "UsageError listing the known types for an unknown one.");
 }
 
 } // namespace uwjit::python

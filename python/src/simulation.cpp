@@ -284,10 +284,10 @@ transfers overlapped with the interior update). checked: checked mode, for peopl
 nodes (also on when the environment sets UWJIT_CHECK=1): every accessor tests its indices, and a
 read beyond a buffer's halo or a write outside the update box fails the step with KernelError
 naming the node, step, field or static key and index; halos the runtime does not fill read as
-NaN (README, "Checked mode"). device: "cpu", "cuda" (NVIDIA GPU 0; under MPI the rank's place on
-its node modulo the node's GPUs) or "cuda:N": state and static arrays in device memory, the same
-state bit for bit as on the CPU but where a kernel calls exp, log, pow, tanh and the like (README,
-"Running on a GPU"); no driver or no such GPU is a
+NaN (the manual, how-to/checked-mode). device: "cpu", "cuda" (NVIDIA GPU 0; under MPI the rank's place on
+its machine modulo the machine's GPUs) or "cuda:N": state and static arrays in device memory, the same
+state bit for bit as on the CPU but where a kernel calls exp, log, pow, tanh and the like (the manual,
+how-to/gpus); no driver or no such GPU is a
 UsageError naming what is missing. Raises UsageError naming the node and what is
 wrong, CompileError, JitError. The GIL is released while it works. Threads may share a
 Simulation: its calls take turns, each whole (a step(n) or run(n) is not interleaved with another
@@ -335,16 +335,20 @@ Takes `count` steps, calling callback(simulation) after each (unless None). An e
 callback, or Ctrl-C (KeyboardInterrupt), stops it after the current step; sharded, every rank
 stops after that step (a rank whose callback raised raises that, the others UsageError naming the
 rank, or KeyboardInterrupt for Ctrl-C).)doc")
-      .def_property_readonly("steps_taken",
-                             [](const PySimulation& s) {
-                               const Turn turn(s);
-                               return s.get().steps_taken();
-                             })
-      .def_property_readonly("threads",
-                             [](const PySimulation& s) {
-                               const Turn turn(s);
-                               return s.get().threads();
-                             })
+      .def_property_readonly(
+          "steps_taken",
+          [](const PySimulation& s) {
+            const Turn turn(s);
+            return s.get().steps_taken();
+          },
+          "Steps taken since the initial state (a restored simulation counts the checkpoint's).")
+      .def_property_readonly(
+          "threads",
+          [](const PySimulation& s) {
+            const Turn turn(s);
+            return s.get().threads();
+          },
+          "The threads this rank steps its kernels on.")
       .def_property_readonly(
           "device",
           [](const PySimulation& s) {

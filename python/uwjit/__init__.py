@@ -1,7 +1,8 @@
 """uwjit: run-time compiled simulation kernels with an on-disk kernel cache.
 
 The compiled module is uwjit._uwjit; everything public is re-exported here. See help(uwjit.Engine),
-help(uwjit.Simulation), help(uwjit.Node) and the README's Python quick start.
+help(uwjit.Simulation), help(uwjit.Node), and the manual (docs/, "tools/docs.sh" builds it as
+HTML): its tutorials start from a numpy stencil.
 """
 
 from ._uwjit import (  # noqa: F401

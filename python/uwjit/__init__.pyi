@@ -15,20 +15,33 @@ SlotSpec = Union[str, tuple[str, DtypeLike, Sequence[Union[int, str]]]]
 PathLike = Union[str, os.PathLike[str]]
 
 class Error(RuntimeError):
+    """The base of uwjit's errors; `kind` names it: usage, io, compile, jit, collective, internal,
+    kernel."""
     kind: str
-class UsageError(Error, ValueError): ...
-class IoError(Error): ...
+class UsageError(Error, ValueError):
+    """A misuse: a bad argument, value, layout or environment variable (also a ValueError)."""
+class IoError(Error):
+    """A file or directory could not be read or written (a checkpoint, VTK output)."""
 class CompileError(Error):
+    """A kernel did not compile; `diagnostics` holds (line, column, severity, message), lines
+    counted in your text."""
     diagnostics: list[tuple[int, int, str, str]]
     line: int | None
     column: int | None
     section: str | None
-class JitError(Error): ...
-class CollectiveError(Error): ...
-class InternalError(Error): ...
-class KernelError(Error): ...
+class JitError(Error):
+    """A compiled kernel could not be loaded into the process."""
+class CollectiveError(Error):
+    """Under MPI, the ranks disagreed (e.g. their kernels' keys differ); raised on every rank."""
+class InternalError(Error):
+    """A bug in uwjit: please report it with the message."""
+class KernelError(Error):
+    """A kernel returned a non-zero status, or checked mode found a bad access, while a simulation
+    stepped."""
 
 class KernelInfo:
+    """What a kernel request did and what it cost: key, tier (memory, disk, compiled, received),
+    timings, publication."""
     key: str
     entry: str
     origin: str
@@ -42,6 +55,7 @@ class KernelInfo:
     not_published_because: str
 
 class Source:
+    """A kernel's text and its slot tables, for Engine.kernel and Engine.kernels."""
     def __init__(self, text: str, entry: str | None = None, state_in: Iterable[SlotSpec] = (),
                  state_out: Iterable[SlotSpec] = (), statics: Iterable[SlotSpec] = (),
                  extents: Iterable[str] = (), integrals: Iterable[str] = ()) -> None: ...
@@ -51,6 +65,8 @@ class Source:
     def body(self) -> str: ...
 
 class Kernel:
+    """A loaded kernel: call it with numpy arrays (keywords state_in, state_out, statics, extents,
+    dt, step, domain, params); returns its integrals."""
     def __call__(self, *, state_in: Sequence[np.ndarray] = (), state_out: Sequence[np.ndarray] = (),
                  statics: Sequence[np.ndarray] = (), extents: Sequence[int] = (), dt: float = 1.0,
                  step: int = 0, domain: Sequence[int] | None = None,
@@ -65,6 +81,8 @@ class Kernel:
                              extents: Sequence[int] = ()) -> float: ...
 
 class Engine:
+    """The compiler and its cache: Engine(cache_dir=None, disk_cache=True, lock_timeout=None,
+    dump_dir=None); unset arguments come from the environment."""
     def __init__(self, cache_dir: PathLike | None = None, disk_cache: bool = True,
                  lock_timeout: float | None = None, dump_dir: PathLike | None = None) -> None: ...
     def kernel(self, source: Union[str, Source], entry: str | None = None,
@@ -83,6 +101,8 @@ class Engine:
     def cache_dir(self) -> os.PathLike[str] | None: ...
 
 class StaticArray:
+    """Data a kernel reads but does not update, bound as a buffer (never compiled in): a
+    C-contiguous numpy array or a number (a scalar), replicated or sharded."""
     def __init__(self, value: Union[np.ndarray, float, int], replication: str = "replicate",
                  shard_axis: int | None = None) -> None: ...
     @property
@@ -96,14 +116,21 @@ class StaticArray:
     @property
     def shard_axis(self) -> int | None: ...
 
-def empty(shape: int | Sequence[int], dtype: DtypeLike = float) -> np.ndarray: ...
-def zeros(shape: int | Sequence[int], dtype: DtypeLike = float) -> np.ndarray: ...
+def empty(shape: int | Sequence[int], dtype: DtypeLike = float) -> np.ndarray:
+    """A new uninitialised C-contiguous array whose data is 64-byte aligned, as kernels made by a
+    KernelWriter need."""
+def zeros(shape: int | Sequence[int], dtype: DtypeLike = float) -> np.ndarray:
+    """As empty(), filled with zeros."""
 
-def static_data_hash(data: Mapping[str, Union[StaticArray, Scalar]]) -> str: ...
+def static_data_hash(data: Mapping[str, Union[StaticArray, Scalar]]) -> str:
+    """The hash of a node's static data declarations (keys, shapes, dtypes, replication; never
+    contents), equal to C++'s."""
 
 class Extent:
+    """A handle on an extent declared on a KernelWriter."""
     id: int
 class Axis:
+    """One axis of a buffer a KernelWriter declares: an Extent and a halo width."""
     def __init__(self, extent: Extent, halo: int = 0) -> None: ...
     extent: Extent
     halo: int
@@ -111,6 +138,8 @@ class Axis:
 AxisLike = Union[Axis, Extent]
 
 class KernelWriter:
+    """Writes one generated kernel: extents, accessors, static arrays, run-time params, integrals,
+    then the node's text."""
     def __init__(self, origin: str) -> None: ...
     def extent(self, name: str, value: int, mode: str = "compiled") -> Extent: ...
     def domain_extent(self, axis: int, name: str, value: int, mode: str = "compiled") -> Extent: ...
@@ -141,6 +170,8 @@ class KernelWriter:
     def finish(self) -> Source: ...
 
 class BoundaryFace:
+    """What the halo beyond one face of a domain axis holds: periodic(), edge(), dirichlet(value) or
+    neumann(gradient)."""
     @staticmethod
     def periodic() -> BoundaryFace: ...
     @staticmethod
@@ -154,6 +185,8 @@ class BoundaryFace:
     value: float
 
 class Boundary:
+    """How the halos of one domain axis are filled: a BoundaryFace for its low end and one for its
+    high end."""
     def __init__(self, low: BoundaryFace = ..., high: BoundaryFace = ...) -> None: ...
     @staticmethod
     def both(face: BoundaryFace) -> Boundary: ...
@@ -167,6 +200,8 @@ class Boundary:
 BoundaryLike = Union[str, BoundaryFace, Boundary]
 
 class DomainAxis:
+    """One domain axis of a node: cells, halo width, boundary, extent mode (compiled or runtime) and
+    the kernel's name for it."""
     def __init__(self, cells: int, halo: int = 0, boundary: BoundaryLike = "edge",
                  extent: str = "compiled", name: str = "") -> None: ...
     cells: int
@@ -175,17 +210,22 @@ class DomainAxis:
     name: str
 
 class StateField:
+    """A state field of a node: name, dtype and leading component extents."""
     def __init__(self, name: str, dtype: DtypeLike = "f64",
                  components: Sequence[int] = ()) -> None: ...
     name: str
 
 class NodeInput:
+    """A state field of another node that this node's kernels read (coupling), named `as_` in the
+    kernel."""
     def __init__(self, node: str, field: str, as_: str = "") -> None: ...
     node: str
     field: str
     as_: str
 
 class Layout:
+    """What a node declares about its data: domain axes, state fields, integrals, time step, stages
+    and inputs."""
     def __init__(self, axes: Sequence[DomainAxis], fields: Sequence[StateField],
                  integrals: Sequence[str] = (), dt: float | None = None, stages: int = 1,
                  inputs: Sequence[NodeInput] = (), slab_initial_state: bool = False) -> None: ...
@@ -206,9 +246,13 @@ class State(dict[str, np.ndarray]):
     slab: Slab
 
 def grid(cells: Sequence[int], halo: int = 0, boundary: BoundaryLike = "edge",
-         extent: str = "compiled") -> list[DomainAxis]: ...
+         extent: str = "compiled") -> list[DomainAxis]:
+    """One DomainAxis per entry of `cells` (named nx, ny, nz), each with the same halo, boundary and
+    extent mode."""
 
 class Node:
+    """A simulation component: subclass it and define layout(), initial_state(state),
+    emit_update(writer) and, optionally, build_static_data(); its params are its node params."""
     def __init__(self, type: str, name: str, params: Mapping[str, Scalar] | None = None) -> None: ...
     @property
     def type(self) -> str: ...
@@ -227,12 +271,20 @@ class Node:
     def build_static_data(self) -> Mapping[str, Union[StaticArray, Scalar]]: ...
 
 def node(type: str, name: str | None = None, size: int | Sequence[int] | None = None,
-         **params: Scalar) -> Node: ...
-def node_types() -> dict[str, str]: ...
-def node_kernels(node: Node, gpu: bool = False) -> list[Source]: ...
-def default_params(type: str) -> dict[str, Scalar]: ...
+         **params: Scalar) -> Node:
+    """A built-in node ('heat', 'pipe-flow', 'fvm', 'mlp') by type, with a size and node params by
+    keyword."""
+def node_types() -> dict[str, str]:
+    """The built-in node types, each with its one-line summary."""
+def node_kernels(node: Node, gpu: bool = False) -> list[Source]:
+    """The kernels a simulation of `node` alone would request, as Sources (gpu=True: written for a
+    GPU)."""
+def default_params(type: str) -> dict[str, Scalar]:
+    """A built-in node type's default node params."""
 
 class Simulation:
+    """Runs nodes step by step: serially, on threads, sharded over MPI ranks (comm=) or on a GPU
+    (device=); checkpoints, restores and writes VTK."""
     def __init__(self, engine: Engine, nodes: list[Node], comm: Any = None,
                  shard_axes: Sequence[int] | None = None, threads: int | None = None,
                  exchange: str = "sync", checked: bool = False, device: str = "cpu") -> None: ...

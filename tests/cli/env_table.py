@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CLI suite: the table of environment variables (`uwjit env --json`, from
-common/include/uwjit/common/env_variables.hpp) against the README's table, and every variable of
+common/include/uwjit/common/env_variables.hpp) against the manual's table, and every variable of
 it swept with bad and good values through `uwjit env`, `uwjit compile` and a host program: a bad
 value is rejected by all three with the same message, a good one accepted by all three.
 
@@ -54,7 +54,8 @@ names = [row["name"] for row in table]
 check(len(names) == len(set(names)), "each variable once in the table", str(names))
 
 
-# The README's table is the table: same rows, same order, same words.
+# The manual's table (docs/reference/environment.md) is the table: same rows, same order, same
+# words.
 def readme_row(row):
     default = row["default"] if row["kind"] == "path" else f"`{row['default']}`"
     salt = "yes" if row["salt"] else "no"
@@ -63,16 +64,16 @@ def readme_row(row):
 
 expected = ["| variable | accepted | default | changes the salt | effect |", "|---|---|---|---|---|"]
 expected += [readme_row(row) for row in table]
-with open(os.path.join(src, "README.md"), encoding="utf-8") as readme:
-    lines = readme.read().splitlines()
-start = lines.index("## Environment variables")
+with open(os.path.join(src, "docs", "reference", "environment.md"), encoding="utf-8") as page:
+    lines = page.read().splitlines()
+start = lines.index("## The variables")
 found = []
 for line in lines[start + 1:]:
     if line.startswith("|"):
         found.append(line)
     elif found:
         break
-check(found == expected, "the README's table of environment variables is the library's table",
+check(found == expected, "the manual's table of environment variables is the library's table",
       "expected:\n" + "\n".join(expected))
 
 # Every folder reads its variables through the table's rows (env::get_bool(env::vars::perf),

@@ -34,3 +34,94 @@ def test_the_errors_form_one_family():
     assert all(issubclass(k, uwjit.Error) for k in kinds)
     assert issubclass(uwjit.Error, RuntimeError)
     assert issubclass(uwjit.UsageError, ValueError)
+
+
+def _public_members(cls):
+    """The names a user of `cls` sees: its own attributes, neither private nor inherited from
+    object or the pybind11 machinery."""
+    for name, value in vars(cls).items():
+        # __init__ is described by the class's own docstring, which help() shows first
+        if name.startswith("_") and name != "__call__":
+            continue
+        yield name, value
+
+
+def _doc_of(value):
+    if isinstance(value, property):
+        return value.__doc__ or (value.fget.__doc__ if value.fget else None)
+    if isinstance(value, (staticmethod, classmethod)):
+        return value.__func__.__doc__
+    return getattr(value, "__doc__", None)
+
+
+def _says_more_than_its_signature(doc):
+    """pybind11 writes a bare signature ("grid(cells: list[int], ...) -> list") as the docstring
+    of a function given none: a docstring must have a line of prose besides."""
+    lines = [line.strip() for line in (doc or "").splitlines() if line.strip()]
+    prose = [line for line in lines if not (line.endswith(")") or " -> " in line)
+             and not line.startswith("Overloaded function") and not line[:2].rstrip(".").isdigit()]
+    return bool(prose)
+
+
+def test_every_public_class_member_has_a_docstring():
+    undocumented = []
+    for name in uwjit.__all__:
+        value = getattr(uwjit, name)
+        if not isinstance(value, type) or issubclass(value, BaseException):
+            continue
+        for member, attribute in _public_members(value):
+            if callable(attribute) or isinstance(attribute, (property, staticmethod, classmethod)) \
+                    or type(attribute).__name__ in ("instancemethod", "builtin_function_or_method"):
+                if not _says_more_than_its_signature(_doc_of(attribute)):
+                    undocumented.append(f"{name}.{member}")
+    assert undocumented == []
+
+
+def test_every_public_function_says_more_than_its_signature():
+    bare = [name for name in uwjit.__all__
+            if callable(getattr(uwjit, name)) and not isinstance(getattr(uwjit, name), type)
+            and not _says_more_than_its_signature(getattr(uwjit, name).__doc__)]
+    assert bare == []
+
+
+def test_help_on_grid_says_what_it_makes_and_its_arguments():
+    doc = uwjit.grid.__doc__
+    for word in ("DomainAxis", "halo", "boundary", "extent", "periodic"):
+        assert word in doc
+
+
+def test_the_stub_documents_every_public_name():
+    stub = pathlib.Path(uwjit.__file__).with_suffix(".pyi")
+    tree = ast.parse(stub.read_text())
+    documented = set()
+    for item in tree.body:
+        if isinstance(item, (ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(item):
+            documented.add(item.name)
+    public = {name for name in uwjit.__all__ if callable(getattr(uwjit, name))}
+    assert sorted(public - documented) == []
+
+
+def test_values_print_what_they_hold_not_an_address():
+    values = [
+        uwjit.Layout(uwjit.grid([4, 5], halo=1), [uwjit.StateField("u")], integrals=["total"]),
+        uwjit.StateField("f", "f32", [19]),
+        uwjit.DomainAxis(8, halo=2, boundary="periodic"),
+        uwjit.BoundaryFace.dirichlet(1.5),
+        uwjit.Boundary(low=uwjit.BoundaryFace.edge(), high=uwjit.BoundaryFace.neumann(0.0)),
+        uwjit.Source("extern \"C\" int __UWJIT_ENTRY__(const uwjit_kernel_args* a) { return 0; }",
+                     state_out=["y"]),
+        uwjit.StaticArray(2.0),
+        uwjit.NodeInput("pipe", "f"),
+    ]
+    for value in values:
+        text = repr(value)
+        assert " at 0x" not in text and text.startswith(type(value).__name__), text
+    assert repr(uwjit.StateField("f", "f32", [19])) == "StateField('f', 'f32', components=[19])"
+    assert "dirichlet(1.5)" in repr(uwjit.BoundaryFace.dirichlet(1.5))
+
+
+def test_kernel_info_prints_its_key_and_tier(engine):
+    kernel = engine.kernel(
+        "extern \"C\" int __UWJIT_ENTRY__(const uwjit_kernel_args* a) { return 0; }")
+    text = repr(kernel.info)
+    assert text.startswith("KernelInfo(") and kernel.info.key in text and "compiled" in text

@@ -1,7 +1,7 @@
 // Reading UWJIT_* environment variables: an unrecognised value is an Error(usage) that names
 // the variable and the values it accepts. uwjit's own variables are read through their entry in
 // the table of env_variables.hpp (kind, accepted values, default), so that the library, `uwjit
-// env` and the README agree on each.
+// env` and the manual (docs/reference/environment.md) agree on each.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +48,7 @@ struct Variable {
   /// What applies when it is unset (or empty): a value the kind accepts; for a path, words.
   std::string_view fallback;
   Salt salt;
-  /// What it changes, for people (Markdown: the README's table is this text).
+  /// What it changes, for people (Markdown: the manual's table is this text).
   std::string_view effect;
 };
 

@@ -1,7 +1,8 @@
 // The table of the environment variables uwjit reads: name, kind, accepted values, default,
 // whether it changes the key's salt, and what it changes. Every folder reads its variables
 // through these rows (env::get_bool(vars::perf), ...); `uwjit env` checks every row as the library
-// reads it; the README's table of variables is this table (the test cli_env compares them).
+// reads it; the manual's table of variables (docs/reference/environment.md) is this table (the
+// test cli_env compares them).
 #pragma once
 
 #include <uwjit/common/env.hpp>
@@ -97,7 +98,7 @@ inline constexpr Variable cache_trust_shared{
     Salt::no,
     "on: accept a cache directory that other users can write or that another user owns (e.g. a "
     "read-only site cache); otherwise such a directory is refused with one warning and the "
-    "process runs memory-only. See [Reliability](#reliability) for the trust model"};
+    "process runs memory-only. See [the trust model](../explanation/reliability.md#trust-model)"};
 
 inline constexpr Variable jitdump_dir{
     "JITDUMPDIR", Kind::path, "a directory",
@@ -141,10 +142,11 @@ inline constexpr Variable checked{
     "0",
     Salt::no,
     "on: every `Simulation` runs in checked mode, as with `SimulationOptions::checked` (see "
-    "[Checked mode](#checked-mode)): accessors bounds-checked, halos poisoned; checked kernels "
+    "[Checked mode](../how-to/checked-mode.md)): accessors bounds-checked, halos poisoned; checked "
+    "kernels "
     "are other text, so other keys"};
 
-/// Every row, in the README's order.
+/// Every row, in the manual's order.
 inline constexpr std::array<const Variable*, 14> k_all{
     &cache,     &cache_dir, &xdg_cache_home,     &cache_max_size, &lock_timeout, &dump_dir,
     &debug,     &perf,      &cache_trust_shared, &jitdump_dir,    &cuda_path,    &cuda_home,
