@@ -244,8 +244,14 @@ Field::Field(std::string name, Dtype dtype, std::vector<std::int64_t> shape, std
     m_padded *= padded;
   }
   m_bytes = static_cast<std::size_t>(m_padded) * codegen::size_of(m_dtype);
+  // Beyond what a 64-bit process's address space holds (2^47 bytes on x86-64 and most others),
+  // nothing is asked of the allocator (some, e.g. AddressSanitizer's, abort instead of throwing).
+  constexpr std::size_t k_address_space = std::size_t{1} << 47;
   std::byte* raw = nullptr;
   try {
+    if (m_bytes > k_address_space) {
+      throw std::bad_alloc();
+    }
     raw = static_cast<std::byte*>(
         ::operator new[](std::max<std::size_t>(m_bytes, 1), std::align_val_t{k_alignment}));
   } catch (const std::bad_alloc&) {
