@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   }
   names.emplace_back("help");
   std::cerr << "uwjit: error: unknown command \"" << name << "\""
-            << uwjit::tools::did_you_mean(name, names) << "\n\n";
+            << uwjit::did_you_mean(name, names) << "\n\n";
   print_help(std::cerr);
   return 2;
 }
