@@ -3,6 +3,7 @@
 
 #include <uwjit/cache/stats.hpp>
 #include <uwjit/common/error.hpp>
+#include <uwjit/common/text.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/engine/target.hpp>
 
@@ -115,15 +116,19 @@ void bind_engine(py::module_& m) {
             return d;
           },
           "Compile timings in ms (zero unless tier == \"compiled\").")
-      .def_readonly("load_ms", &engine::KernelInfo::load_ms)
-      .def_readonly("request_ms", &engine::KernelInfo::request_ms)
-      .def_readonly("object_size", &engine::KernelInfo::object_size)
-      .def_readonly("warnings", &engine::KernelInfo::warnings)
+      .def_readonly("load_ms", &engine::KernelInfo::load_ms,
+                    "Milliseconds linking and loading the object.")
+      .def_readonly("request_ms", &engine::KernelInfo::request_ms,
+                    "Milliseconds the whole request took.")
+      .def_readonly("object_size", &engine::KernelInfo::object_size, "The object's size in bytes.")
+      .def_readonly("warnings", &engine::KernelInfo::warnings,
+                    "The compiler's warnings (\"\" for none).")
       .def_property_readonly(
           "publication",
           [](const engine::KernelInfo& i) { return std::string(to_string(i.publication)); },
           "\"not_needed\", \"published\" or \"not_published\".")
-      .def_readonly("not_published_because", &engine::KernelInfo::not_published_because)
+      .def_readonly("not_published_because", &engine::KernelInfo::not_published_because,
+                    "Why a compiled kernel was not written to the disk cache (\"\" if it was).")
       .def("__repr__", [](const engine::KernelInfo& i) {
         return "KernelInfo(key=\"" + i.key + "\", tier=\"" + to_string(i.tier) + "\", origin=\"" +
                i.origin + "\")";
@@ -146,7 +151,14 @@ shape entry is a number or the name of a run-time extent (its value in that call
       .def_property_readonly(
           "canonical", [](const PySource& s) { return s.source.canonical(); },
           "The text the key is computed over.")
-      .def_property_readonly("body", [](const PySource& s) { return s.source.body(); });
+      .def_property_readonly(
+          "body", [](const PySource& s) { return s.source.body(); },
+          "The text the kernel's author wrote (or the writer's generated body), without the ABI "
+          "header and prelude.")
+      .def("__repr__", [](const PySource& s) {
+        return "Source(origin=" + py::repr(py::str(s.source.origin())).cast<std::string>() +
+               ", lines=" + std::to_string(split_lines(s.source.body()).size()) + ")";
+      });
 
   py::class_<engine::Engine, std::shared_ptr<engine::Engine>>(m, "Engine", R"doc(
 Turns kernel sources into loaded kernels: the in-process memory cache, then the verified disk
@@ -223,8 +235,7 @@ released while the kernel is looked up or compiled.)doc")
             std::vector<engine::Kernel> kernels;
             {
               py::gil_scoped_release release;
-              kernels =
-                  communicator ? self.kernels(requests, *communicator) : self.kernels(requests);
+              kernels = self.kernels(requests, communicator.get());
             }
             py::list out;
             for (std::size_t i = 0; i < kernels.size(); ++i) {
@@ -259,13 +270,7 @@ it; a key mismatch or compile error raises the same error on every rank.)doc")
             std::vector<engine::PtxKernel> got;
             {
               py::gil_scoped_release release;
-              if (communicator) {
-                got = self.ptx(requests, parsed, *communicator);
-              } else {
-                for (const auto& request : requests) {
-                  got.push_back(self.ptx(request, parsed));
-                }
-              }
+              got = self.ptx(requests, parsed, communicator.get());
             }
             py::list out;
             for (const auto& kernel : got) {
@@ -298,7 +303,13 @@ CompileError (libdevice missing for exp/log/pow/tanh: set UWJIT_CUDA_PATH).)doc"
           },
           "This engine's counters by name: memory_hits, disk_hits, compiles, rejected, ...")
       .def_property_readonly("cache_dir", &engine::Engine::cache_dir,
-                             "The cache directory in use, or None when memory-only.");
+                             "The cache directory in use, or None when memory-only.")
+      .def("__repr__", [](const engine::Engine& self) {
+        const auto dir = self.cache_dir();
+        return dir ? "Engine(cache_dir=" + py::repr(py::str(dir->string())).cast<std::string>() +
+                         ")"
+                   : std::string("Engine(disk_cache=False)");
+      });
 }
 
 } // namespace uwjit::python
