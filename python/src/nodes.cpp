@@ -305,12 +305,18 @@ UsageError naming the node when a kernel cannot run on a GPU (it writes its own 
 body()) or the node reads other nodes' fields.)doc");
 
   py::class_<codegen::Extent>(m, "Extent", "A handle on an extent declared on a KernelWriter.")
-      .def_readonly("id", &codegen::Extent::id);
+      .def_readonly("id", &codegen::Extent::id, "Its index among the writer's extents.")
+      .def("__repr__",
+           [](const codegen::Extent& e) { return "Extent(id=" + std::to_string(e.id) + ")"; });
   py::class_<codegen::Axis>(m, "Axis", "One axis of a buffer: an Extent and a halo width.")
       .def(py::init([](codegen::Extent extent, int halo) { return codegen::Axis{extent, halo}; }),
            py::arg("extent"), py::arg("halo") = 0)
-      .def_readonly("extent", &codegen::Axis::extent)
-      .def_readonly("halo", &codegen::Axis::halo);
+      .def_readonly("extent", &codegen::Axis::extent, "The Extent of the axis.")
+      .def_readonly("halo", &codegen::Axis::halo, "Halo cells on each side.")
+      .def("__repr__", [](const codegen::Axis& a) {
+        return "Axis(Extent(id=" + std::to_string(a.extent.id) +
+               "), halo=" + std::to_string(a.halo) + ")";
+      });
 
   py::class_<PyKernelWriter>(m, "KernelWriter", R"doc(
 Writes one generated kernel: extents, buffers, integrals, then the node's text. A node's
@@ -339,7 +345,8 @@ has returned, every method and property raises UsageError.)doc")
                                    int_arg(value, "KernelWriter.domain_extent: value"),
                                    extent_arg(mode));
           },
-          py::arg("axis"), py::arg("name"), py::arg("value"), py::arg("mode") = "compiled")
+          py::arg("axis"), py::arg("name"), py::arg("value"), py::arg("mode") = "compiled",
+          "Declares the extent of domain axis `axis` (mode \"compiled\" or \"runtime\").")
       .def(
           "constant",
           [](const PyKernelWriter& self, const py::handle& value) {
@@ -356,7 +363,9 @@ has returned, every method and property raises UsageError.)doc")
              const py::iterable& axes) {
             self.get().state_in(std::move(field), dtype_arg(dtype, "state_in"), axes_arg(axes));
           },
-          py::arg("field"), py::arg("dtype"), py::arg("axes"))
+          py::arg("field"), py::arg("dtype"), py::arg("axes"),
+          "Declares a state field the kernel reads (accessor FIELD(...)) over `axes` (Axis or "
+          "Extent each).")
       .def(
           "state_out",
           [](const PyKernelWriter& self, std::string field, const py::object& dtype,
@@ -378,7 +387,9 @@ has returned, every method and property raises UsageError.)doc")
             w.provide_static(std::move(key), dtype_arg(dtype, "provide_static"),
                              ints_arg(shape, "provide_static: shape"));
           },
-          py::arg("key"), py::arg("dtype"), py::arg("shape"))
+          py::arg("key"), py::arg("dtype"), py::arg("shape"),
+          "Says that a static array `key` of this dtype and shape will be bound (what "
+          "static_array() without a dtype reads).")
       .def(
           "provided_shape",
           [](const PyKernelWriter& self, std::string_view key) -> py::object {
@@ -417,9 +428,14 @@ takes it as params={name: value}. Raises UsageError if `name` is not a free C id
       .def_property_readonly(
           "checked", through(&KernelWriter::is_checked),
           "Whether the kernel is written in checked mode (the Simulation's checked option).")
-      .def("update_box", through(&KernelWriter::update_box))
-      .def("integral", through(&KernelWriter::integral), py::arg("name"))
-      .def("comment", through(&KernelWriter::comment), py::arg("line"))
+      .def("update_box", through(&KernelWriter::update_box),
+           "Declares that the kernel updates exactly the box it is given (NAME_begin..NAME_end "
+           "per domain axis), so that the runtime may call it on slabs and boxes that tile the "
+           "interior.")
+      .def("integral", through(&KernelWriter::integral), py::arg("name"),
+           "Declares a domain integral: a local sum named `name` the text adds to.")
+      .def("comment", through(&KernelWriter::comment), py::arg("line"),
+           "Adds a comment line to the kernel (part of its text, so of its key).")
       .def("helpers", through(&KernelWriter::helpers), py::arg("text"),
            "Appends text at namespace scope before the entry.")
       .def("body", through(&KernelWriter::body), py::arg("text"),
@@ -449,7 +465,15 @@ of a long cell's code instead of two).)doc")
                              "can be).")
       .def(
           "finish", [](const PyKernelWriter& self) { return finish(self.get()); },
-          "The kernel as a Source (for Engine.kernel).");
+          "The kernel as a Source (for Engine.kernel).")
+      .def("__repr__", [](const PyKernelWriter& self) {
+        try {
+          return "KernelWriter(origin=" +
+                 py::repr(py::str(self.get().origin())).cast<std::string>() + ")";
+        } catch (const Error&) {
+          return std::string("KernelWriter(ended)");
+        }
+      });
 
   py::class_<BoundaryFace>(m, "BoundaryFace", R"doc(
 What the halo beyond one face (the low or the high end) of a domain axis holds; made by
@@ -491,8 +515,8 @@ wider than the axis: a Simulation raises UsageError naming the node and axis oth
           "periodic", [] { return Boundary::periodic; }, "Both faces wrap.")
       .def_static(
           "edge", [] { return Boundary::edge; }, "Both faces repeat the outermost cell.")
-      .def_readonly("low", &Boundary::low)
-      .def_readonly("high", &Boundary::high)
+      .def_readonly("low", &Boundary::low, "The face at the axis's start (a BoundaryFace).")
+      .def_readonly("high", &Boundary::high, "The face at the axis's end (a BoundaryFace).")
       .def(py::self == py::self)
       .def("__hash__",
            [](const Boundary& b) {
@@ -516,10 +540,19 @@ the kernel or read at "runtime", and the kernel's name for it ("": nx, ny, nz).)
            }),
            py::arg("cells"), py::arg("halo") = 0, py::arg("boundary") = "edge",
            py::arg("extent") = "compiled", py::arg("name") = "")
-      .def_readonly("cells", &runtime::DomainAxis::cells)
-      .def_readonly("halo", &runtime::DomainAxis::halo)
-      .def_readonly("boundary", &runtime::DomainAxis::boundary)
-      .def_readonly("name", &runtime::DomainAxis::name);
+      .def_readonly("cells", &runtime::DomainAxis::cells, "Interior cells.")
+      .def_readonly("halo", &runtime::DomainAxis::halo, "Halo cells on each side.")
+      .def_readonly("boundary", &runtime::DomainAxis::boundary,
+                    "How the halo is filled (a Boundary).")
+      .def_readonly("name", &runtime::DomainAxis::name,
+                    "The kernel's name for the extent (\"\": nx, ny, nz).")
+      .def("__repr__", [](const runtime::DomainAxis& a) {
+        return "DomainAxis(cells=" + std::to_string(a.cells) + ", halo=" + std::to_string(a.halo) +
+               ", boundary=" + py::repr(py::cast(a.boundary)).cast<std::string>() +
+               (a.extent == ExtentMode::runtime ? ", extent='runtime'" : "") +
+               (a.name.empty() ? "" : ", name=" + py::repr(py::str(a.name)).cast<std::string>()) +
+               ")";
+      });
   py::class_<runtime::StateField>(m, "StateField",
                                   "A state field: name, dtype and leading component extents.")
       .def(py::init([](std::string name, const py::handle& dtype, const py::handle& components) {
@@ -527,7 +560,13 @@ the kernel or read at "runtime", and the kernel's name for it ("": nx, ny, nz).)
                                         ints_arg(components, "StateField: components")};
            }),
            py::arg("name"), py::arg("dtype") = "f64", py::arg("components") = py::tuple())
-      .def_readonly("name", &runtime::StateField::name);
+      .def_readonly("name", &runtime::StateField::name, "The field's name (a C identifier).")
+      .def("__repr__", [](const runtime::StateField& f) {
+        return "StateField(" + py::repr(py::str(f.name)).cast<std::string>() + ", dtype='" +
+               std::string(to_string(f.dtype)) +
+               "', components=" + py::repr(py::tuple(py::cast(f.components))).cast<std::string>() +
+               ")";
+      });
   py::class_<runtime::NodeInput>(m, "NodeInput", R"doc(
 A state field of another node that this node's kernels read (coupling): NodeInput(node, field,
 as_=""). The kernel reads it as a state input named `as_` (default: `field`), over the owner's
@@ -539,9 +578,14 @@ UsageError naming both otherwise, or if the owner or field does not exist.)doc")
              return runtime::NodeInput{std::move(node), std::move(field), std::move(as)};
            }),
            py::arg("node"), py::arg("field"), py::arg("as_") = "")
-      .def_readonly("node", &runtime::NodeInput::node)
-      .def_readonly("field", &runtime::NodeInput::field)
-      .def_readonly("as_", &runtime::NodeInput::as);
+      .def_readonly("node", &runtime::NodeInput::node, "The owning node's name.")
+      .def_readonly("field", &runtime::NodeInput::field, "The owner's state field.")
+      .def_readonly("as_", &runtime::NodeInput::as, "The kernel's name for it (\"\": field).")
+      .def("__repr__", [](const runtime::NodeInput& i) {
+        return "NodeInput(" + py::repr(py::str(i.node)).cast<std::string>() + ", " +
+               py::repr(py::str(i.field)).cast<std::string>() +
+               (i.as.empty() ? "" : ", as_=" + py::repr(py::str(i.as)).cast<std::string>()) + ")";
+      });
   py::class_<runtime::NodeLayout>(m, "Layout", R"doc(
 What a node declares about its data: domain axes (1 to 3), state fields (at least one), the
 domain integrals its kernels compute, the time step (None: the param "dt", else 1.0), the other
@@ -561,12 +605,29 @@ written by Node.emit_stage(writer, stage)).)doc")
            py::arg("axes"), py::arg("fields"), py::arg("integrals") = std::vector<std::string>{},
            py::arg("dt") = py::none(), py::arg("stages") = 1,
            py::arg("inputs") = std::vector<runtime::NodeInput>{})
-      .def_readonly("axes", &runtime::NodeLayout::axes)
-      .def_readonly("fields", &runtime::NodeLayout::fields)
-      .def_readonly("integrals", &runtime::NodeLayout::integrals)
-      .def_readonly("dt", &runtime::NodeLayout::dt)
-      .def_readonly("stages", &runtime::NodeLayout::stages)
-      .def_readonly("inputs", &runtime::NodeLayout::inputs);
+      .def_readonly("axes", &runtime::NodeLayout::axes, "The domain axes (DomainAxis).")
+      .def_readonly("fields", &runtime::NodeLayout::fields, "The state fields (StateField).")
+      .def_readonly("integrals", &runtime::NodeLayout::integrals,
+                    "The domain integrals the kernels compute.")
+      .def_readonly("dt", &runtime::NodeLayout::dt,
+                    "The time step (None: the param \"dt\", else 1).")
+      .def_readonly("stages", &runtime::NodeLayout::stages, "Kernels per step.")
+      .def_readonly("inputs", &runtime::NodeLayout::inputs,
+                    "Other nodes' fields the kernels read (NodeInput).")
+      .def("__repr__", [](const runtime::NodeLayout& l) {
+        std::vector<std::int64_t> cells;
+        std::vector<std::string> fields;
+        for (const auto& a : l.axes) {
+          cells.push_back(a.cells);
+        }
+        for (const auto& f : l.fields) {
+          fields.push_back(f.name);
+        }
+        return "Layout(cells=" + py::repr(py::tuple(py::cast(cells))).cast<std::string>() +
+               ", fields=" + py::repr(py::cast(fields)).cast<std::string>() +
+               ", integrals=" + py::repr(py::cast(l.integrals)).cast<std::string>() +
+               (l.stages == 1 ? "" : ", stages=" + std::to_string(l.stages)) + ")";
+      });
   m.def(
       "grid",
       [](const py::handle& cells, int halo, const py::object& boundary, const std::string& extent) {
@@ -598,20 +659,41 @@ A simulation node. Subclass it in Python:
 A node of several kernels per step (Layout(..., stages=N)) defines emit_stage(writer, stage)
 instead of emit_update; the default emit_stage calls emit_update for stage 0.
 
-Node(type, name, params=None): type names the kind of node (what a restore factory is asked
-for), name this instance; params (a dict of int, float, str, tuple) is everything needed to
-rebuild it. The methods may be called from uwjit's compile threads (with the GIL held). Keep
+Node(type, name, node_params=None): type names the kind of node (what a restore factory is
+asked for), name this instance; node_params (a dict of int, float, str, tuple; the keyword's
+former name params= is deprecated) is everything needed to rebuild it: the node's construction
+values, read back as Node.params and stored in checkpoints. They are not a kernel's run-time
+params (KernelWriter.param), values a kernel reads when it runs. The methods may be called from uwjit's compile threads (with the GIL held). Keep
 the node object alive while a Simulation uses it (the Simulation holds a reference).)doc")
-      .def(py::init([](std::string type, std::string name, const py::object& params) {
+      .def(py::init([](std::string type, std::string name, const py::object& node_params,
+                       const py::object& params) {
+             if (!params.is_none()) {
+               if (!node_params.is_none()) {
+                 throw py::type_error("Node: give node_params, not also params (its deprecated "
+                                      "name)");
+               }
+               if (PyErr_WarnEx(PyExc_DeprecationWarning,
+                                "Node(params=...) is deprecated (removed in the next release): "
+                                "use node_params=",
+                                1) < 0) {
+                 throw py::error_already_set();
+               }
+               return std::make_shared<PyNode>(std::move(type), std::move(name),
+                                               to_params(params, "Node"));
+             }
              return std::make_shared<PyNode>(std::move(type), std::move(name),
-                                             to_params(params, "Node"));
+                                             to_params(node_params, "Node"));
            }),
-           py::arg("type"), py::arg("name"), py::arg("params") = py::none())
-      .def_property_readonly("type", &runtime::Node::type)
-      .def_property_readonly("name", &runtime::Node::name)
+           py::arg("type"), py::arg("name"), py::arg("node_params") = py::none(), py::kw_only(),
+           py::arg("params") = py::none())
+      .def_property_readonly("type", &runtime::Node::type,
+                             "The node's type: what kind of node it is (a restore factory's "
+                             "first argument).")
+      .def_property_readonly("name", &runtime::Node::name,
+                             "This node's name (unique within a Simulation).")
       .def_property_readonly(
           "params", [](const runtime::Node& n) { return from_params(n.params()); },
-          "The params (a new dict each time).")
+          "The node params: everything needed to rebuild the node (a new dict each time).")
       .def_property_readonly(
           "updates_per_step",
           [](const runtime::Node& n) -> std::int64_t {
@@ -634,6 +716,10 @@ the node object alive while a Simulation uses it (the Simulation holds a referen
           py::arg("writer"), py::arg("stage"),
           "Writes the kernel of stage `stage` of a step (override it for Layout(stages=N)); the "
           "default calls emit_update(writer) for stage 0 and raises UsageError for others.")
+      .def(
+          "layout", [](const runtime::Node& n) { return n.layout(); },
+          "The node's domain axes, state fields, integrals, time step, inputs and stages (a "
+          "Layout); a subclass defines it.")
       .def("static_data_hash", &runtime::Node::static_data_hash,
            "static_data_hash of the node's static data (built once, on first use).")
       .def("__repr__", [](const runtime::Node& n) {

@@ -140,12 +140,15 @@ The key is given by the dict of static data that holds the array.)doc")
           "dtype", [](const PyStaticArray& a) { return std::string(to_string(a.checked.dtype())); },
           "\"f64\", \"f32\", \"i64\", \"i32\", \"i8\" or \"u8\".")
       .def_property_readonly(
-          "shape", [](const PyStaticArray& a) { return py::tuple(py::cast(a.checked.shape())); })
+          "shape", [](const PyStaticArray& a) { return py::tuple(py::cast(a.checked.shape())); },
+          "The array's shape (a tuple of ints).")
       .def_property_readonly(
           "replication",
-          [](const PyStaticArray& a) { return std::string(to_string(a.checked.replication())); })
-      .def_property_readonly("shard_axis",
-                             [](const PyStaticArray& a) { return a.checked.shard_axis(); })
+          [](const PyStaticArray& a) { return std::string(to_string(a.checked.replication())); },
+          "\"replicate\" (every rank holds it whole) or \"shard\" (cut along shard_axis).")
+      .def_property_readonly(
+          "shard_axis", [](const PyStaticArray& a) { return a.checked.shard_axis(); },
+          "The axis a shard array is cut along (None for a replicate one).")
       .def("__repr__", [](const PyStaticArray& a) {
         std::string text =
             "StaticArray(dtype=" + std::string(to_string(a.checked.dtype())) +
