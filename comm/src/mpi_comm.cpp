@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <exception>
 #include <numeric>
+#include <optional>
 
 namespace uwjit::mpi {
 
@@ -209,12 +210,12 @@ Session::~Session() {
   MPI_Finalize();
 }
 
-void Session::abort(std::string_view message, int code) const {
+void Session::abort(std::string_view message, int code, std::string_view program) const {
   int rank = 0;
   int size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const std::string line = format("uwjit: error: rank {}/{}: {}\n", rank, size, message);
+  const std::string line = format("{}: error: rank {}/{}: {}\n", program, rank, size, message);
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, code);
@@ -229,6 +230,34 @@ int Session::size() const {
   int size = 1;
   check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
   return size;
+}
+
+namespace {
+
+class MpiJob final : public comm::Job {
+public:
+  std::unique_ptr<comm::Comm> start() override {
+    if (!m_session) {
+      m_session.emplace(nullptr, nullptr);
+    }
+    return m_session->world();
+  }
+  void end_on_error(std::string_view program, std::string_view message, int code) override {
+    if (m_session && m_session->size() > 1) {
+      m_session->abort(message, code, program);
+    }
+  }
+  void finish() override { m_session.reset(); }
+
+private:
+  std::optional<Session> m_session;
+};
+
+} // namespace
+
+comm::Job& job() {
+  static MpiJob instance;
+  return instance;
 }
 
 } // namespace uwjit::mpi

@@ -104,21 +104,34 @@ PtxKernel Engine::ptx(const codegen::KernelSource& source, const Target& target)
 }
 
 std::vector<PtxKernel> Engine::ptx(std::span<const codegen::KernelSource> sources,
-                                   const Target& target, comm::Collectives& comm) {
+                                   const Target& target, comm::Collectives* comm) {
   require_gpu_target(target);
   std::vector<PtxKernel> out;
-  for (auto& got : m_impl->collective_ptx(sources, target, comm)) {
+  if (comm == nullptr) {
+    for (const auto& source : sources) {
+      out.push_back(ptx(source, target));
+    }
+    return out;
+  }
+  for (auto& got : m_impl->collective_ptx(sources, target, *comm)) {
     out.push_back(PtxKernel{std::move(got.text), std::move(got.info)});
   }
   return out;
 }
 
-Kernel Engine::kernel(const codegen::KernelSource& source) {
+Kernel Engine::kernel(const codegen::KernelSource& source, comm::Collectives* comm) {
+  if (comm != nullptr) {
+    return kernels(std::span(&source, 1), comm).front();
+  }
   const Loaded loaded = m_impl->request(source, key_of(source));
   return to_kernel(loaded);
 }
 
-std::vector<Kernel> Engine::kernels(std::span<const codegen::KernelSource> sources) {
+std::vector<Kernel> Engine::kernels(std::span<const codegen::KernelSource> sources,
+                                    comm::Collectives* comm) {
+  if (comm != nullptr) {
+    return m_impl->collective(sources, *comm);
+  }
   std::vector<std::future<Loaded>> pending;
   for (const auto& source : sources) {
     pending.push_back(std::async(
@@ -138,15 +151,6 @@ std::vector<Kernel> Engine::kernels(std::span<const codegen::KernelSource> sourc
     std::rethrow_exception(failure);
   }
   return out;
-}
-
-Kernel Engine::kernel(const codegen::KernelSource& source, comm::Collectives& comm) {
-  return kernels(std::span(&source, 1), comm).front();
-}
-
-std::vector<Kernel> Engine::kernels(std::span<const codegen::KernelSource> sources,
-                                    comm::Collectives& comm) {
-  return m_impl->collective(sources, comm);
 }
 
 } // namespace uwjit::engine

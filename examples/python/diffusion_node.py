@@ -30,6 +30,6 @@ class Diffusion(uwjit.Node):
 sim = uwjit.Simulation(uwjit.Engine(), [Diffusion(64, 0.5)])  # threads: every core
 sim.run(100)
 total = sim.integrals("d")["total"]
-info = sim.kernels()["d"]
+info = sim.kernel_reports()[0].info
 print(f"kernel {info.key} ({info.tier}), {sim.threads} threads: total after 100 steps {total:.15f}")
 assert abs(total - 1.0) < 1e-12

@@ -48,7 +48,7 @@ int main() {
   sim.step(100);
   const double total = sim.integrals("d")[0];
   std::printf("kernel %s (%s), %d threads: total after 100 steps %.15f\n",
-              sim.kernels()[0].info.key.c_str(),
-              uwjit::engine::to_string(sim.kernels()[0].info.tier), sim.threads(), total);
+              sim.kernel_reports()[0].info.key.c_str(),
+              uwjit::engine::to_string(sim.kernel_reports()[0].info.tier), sim.threads(), total);
   return std::abs(total - 1.0) < 1e-12 ? 0 : 1;
 }

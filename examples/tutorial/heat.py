@@ -56,7 +56,7 @@ def main():
     same = np.array_equal(again.gather("plate", "u"), straight)
     heat = sim.integrals("plate")["heat"]
     if rank == 0:
-        print(f"{sim.threads} threads per rank, kernel {sim.kernels()['plate'].tier}; "
+        print(f"{sim.threads} threads per rank, kernel {sim.kernel_reports()[0].info.tier}; "
               f"heat after {sim.steps_taken} steps {heat:.12f} (start {16 * 16})")
         print("restarted at step 50: " + ("the same state bit for bit" if same else "DIFFERENT"))
     assert same and abs(heat - 256) < 1e-9

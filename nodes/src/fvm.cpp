@@ -28,7 +28,7 @@ constexpr double k_pi = std::numbers::pi;
 struct FvmNode::Mesh : detail::VoronoiMesh {};
 
 std::span<const ParamDoc> FvmNode::param_docs() noexcept {
-  static constexpr ParamDoc k_docs[] = {
+  static const ParamDoc k_docs[] = {
       {"n", "generator points per lattice row (mesh spacing h = 1/(n-1))", "points", "[4, 4096]"},
       {"perturbation", "random shift of the interior points", "lattice spacings", "[0, 0.249]"},
       {"seed", "seed of the perturbation", "", "[0, 2^63)"},
@@ -368,9 +368,9 @@ Verdict FvmNode::check(const runtime::Snapshot& simulation, const Trace& trace) 
   return verdict;
 }
 
-std::vector<std::filesystem::path> FvmNode::write_output(const runtime::Snapshot& simulation,
-                                                         const std::filesystem::path& directory,
-                                                         std::string_view stem) const {
+std::vector<std::filesystem::path> FvmNode::write_vtk(const runtime::Snapshot& simulation,
+                                                      const std::filesystem::path& directory,
+                                                      std::string_view stem) const {
   std::filesystem::create_directories(directory);
   const auto path = directory / (std::string(stem) + ".vtu");
   const Mesh& m = *m_mesh;

@@ -23,7 +23,7 @@ constexpr std::string_view k_type = "heat";
 } // namespace
 
 std::span<const ParamDoc> HeatNode::param_docs() noexcept {
-  static constexpr ParamDoc k_docs[] = {
+  static const ParamDoc k_docs[] = {
       {"nx", "grid cells along x", "cells", "[3, 16384]"},
       {"ny", "grid cells along y", "cells", "[3, 16384]"},
       {"nz", "grid cells along z", "cells", "[3, 16384]"},
@@ -318,9 +318,9 @@ double HeatNode::continuum_deviation(std::int64_t nx) const {
   return std::abs(discrete_rate / (k * k) - 1.0);
 }
 
-std::vector<std::filesystem::path> HeatNode::write_output(const runtime::Snapshot& simulation,
-                                                          const std::filesystem::path& directory,
-                                                          std::string_view stem) const {
+std::vector<std::filesystem::path> HeatNode::write_vtk(const runtime::Snapshot& simulation,
+                                                       const std::filesystem::path& directory,
+                                                       std::string_view stem) const {
   std::filesystem::create_directories(directory);
   const auto path = directory / (std::string(stem) + ".vti");
   runtime::ImageGeometry geometry;

@@ -27,7 +27,7 @@ std::string bias_key(std::int64_t layer) {
 } // namespace
 
 std::span<const ParamDoc> MlpNode::param_docs() noexcept {
-  static constexpr ParamDoc k_docs[] = {
+  static const ParamDoc k_docs[] = {
       {"nx", "grid points along x", "points", "[1, 16384]"},
       {"ny", "grid points along y", "points", "[1, 16384]"},
       {"nz", "grid points along z", "points", "[1, 16384]"},
@@ -246,9 +246,9 @@ Verdict MlpNode::check(const runtime::Snapshot& simulation, const Trace& trace) 
   return verdict;
 }
 
-std::vector<std::filesystem::path> MlpNode::write_output(const runtime::Snapshot& simulation,
-                                                         const std::filesystem::path& directory,
-                                                         std::string_view stem) const {
+std::vector<std::filesystem::path> MlpNode::write_vtk(const runtime::Snapshot& simulation,
+                                                      const std::filesystem::path& directory,
+                                                      std::string_view stem) const {
   std::filesystem::create_directories(directory);
   const auto path = directory / (std::string(stem) + ".vti");
   runtime::ImageGeometry geometry;

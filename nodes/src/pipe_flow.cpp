@@ -91,7 +91,7 @@ bool solid_site(std::int64_t ny, std::int64_t nz, double radius, std::int64_t y,
 } // namespace
 
 std::span<const ParamDoc> PipeFlowNode::param_docs() noexcept {
-  static constexpr ParamDoc k_docs[] = {
+  static const ParamDoc k_docs[] = {
       {"nx", "lattice sites along the pipe (x, periodic)", "sites", "[1, 16384]"},
       {"ny", "lattice sites across the pipe (y)", "sites", "[6, 16384]"},
       {"nz", "lattice sites across the pipe (z)", "sites", "[6, 16384]"},
@@ -384,9 +384,9 @@ Verdict PipeFlowNode::check(const runtime::Snapshot& simulation, const Trace& tr
   return verdict;
 }
 
-std::vector<std::filesystem::path>
-PipeFlowNode::write_output(const runtime::Snapshot& simulation,
-                           const std::filesystem::path& directory, std::string_view stem) const {
+std::vector<std::filesystem::path> PipeFlowNode::write_vtk(const runtime::Snapshot& simulation,
+                                                           const std::filesystem::path& directory,
+                                                           std::string_view stem) const {
   std::filesystem::create_directories(directory);
   const auto path = directory / (std::string(stem) + ".vti");
   const runtime::Field& f = simulation.field(name(), "f");

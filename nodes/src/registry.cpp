@@ -18,7 +18,11 @@ namespace {
 
 constexpr std::string_view k_along_x = "x, alone or with y and/or z";
 
-constexpr std::array<NodeKind, 4> k_kinds = {{
+struct Described {
+  std::string_view type, summary, size_help, shard_help;
+};
+
+constexpr std::array<Described, 4> k_described = {{
     {"heat", "3-D diffusion (7-point stencil) with a static conductivity field",
      "N for an N^3 grid, or NXxNYxNZ (default 32)", k_along_x},
     {"pipe-flow", "D3Q19 lattice Boltzmann flow in a circular pipe, driven by a body force",
@@ -29,9 +33,47 @@ constexpr std::array<NodeKind, 4> k_kinds = {{
      "N for an N^3 grid, or NXxNYxNZ (default 16)", ""},
 }};
 
+const BuiltinNode& builtin(const runtime::Node& node) {
+  return dynamic_cast<const BuiltinNode&>(node);
+}
+
+// The kinds, made once: what each built-in node gives the driver.
+std::vector<NodeKind> make_kinds() {
+  std::vector<NodeKind> kinds;
+  for (const auto& d : k_described) {
+    const std::string type(d.type);
+    const auto docs = param_docs(type);
+    kinds.push_back({
+        .type = type,
+        .summary = std::string(d.summary),
+        .node_params = default_params(type),
+        .param_docs = std::vector<ParamDoc>(docs.begin(), docs.end()),
+        .make = [](const std::string& t, const std::string& name, const runtime::Params& params)
+            -> std::shared_ptr<const runtime::Node> { return make(t, name, params); },
+        .sized = [type](std::span<const std::int64_t> size) { return sized_params(type, size); },
+        .size_help = std::string(d.size_help),
+        .shard_help = std::string(d.shard_help),
+        .shard_problem =
+            [type](std::span<const int> axes) {
+              return shard_problem(type, std::vector<int>(axes.begin(), axes.end()));
+            },
+        .default_steps = [](const runtime::Node& node) { return builtin(node).default_steps(); },
+        .updates_per_step =
+            [](const runtime::Node& node) { return builtin(node).updates_per_step(); },
+        .check = [](const runtime::Node& node, const runtime::Snapshot& snapshot,
+                    const Trace& trace) { return builtin(node).judge(snapshot, trace); },
+        .figures =
+            [](const runtime::Node& node, const runtime::Snapshot& snapshot) {
+              return builtin(node).figures(snapshot);
+            },
+    });
+  }
+  return kinds;
+}
+
 std::string known_types() {
   std::string out;
-  for (const auto& kind : k_kinds) {
+  for (const auto& kind : k_described) {
     out += out.empty() ? "" : ", ";
     out += kind.type;
   }
@@ -46,6 +88,7 @@ std::string known_types() {
 } // namespace
 
 std::span<const NodeKind> kinds() noexcept {
+  static const std::vector<NodeKind> k_kinds = make_kinds();
   return k_kinds;
 }
 
@@ -164,8 +207,8 @@ std::shared_ptr<const BuiltinNode> make(std::string_view type, std::string name,
 }
 
 std::string shard_problem(std::string_view type, const std::vector<int>& axes) {
-  const NodeKind* kind = nullptr;
-  for (const auto& k : k_kinds) {
+  const Described* kind = nullptr;
+  for (const auto& k : k_described) {
     if (k.type == type) {
       kind = &k;
     }
@@ -180,7 +223,7 @@ std::string shard_problem(std::string_view type, const std::vector<int>& axes) {
     asked += axis >= 0 && axis < 3 ? std::string(k_names[axis]) : std::to_string(axis);
   }
   std::string shardable;
-  for (const auto& k : k_kinds) {
+  for (const auto& k : k_described) {
     if (!k.shard_help.empty()) {
       shardable += format("{}{}", shardable.empty() ? "" : " and ", k.type);
     }

@@ -4,6 +4,8 @@
 
 #include <uwjit/codegen/dtype.hpp>
 #include <uwjit/comm/comm.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/runtime/field.hpp>
 #include <uwjit/runtime/static_data.hpp>
 #include <uwjit/runtime/value.hpp>
 
@@ -14,6 +16,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +32,7 @@ void bind_static_array(py::module_& m); // static_array.cpp: StaticArray, static
 void bind_nodes(py::module_& m);        // nodes.cpp: Node (Python subclasses), layout, writer
 void bind_simulation(py::module_& m);   // simulation.cpp: Simulation
 void bind_mpi(py::module_& m);          // mpi.cpp (or a stub): communicators from mpi4py
+void bind_driver(py::module_& m);       // driver.cpp: NodeKind, Verdict, Snapshot, run_cli
 
 /// The name of `value`'s type, for messages ("int", "float", "ndarray", ...).
 [[nodiscard]] std::string type_name(const py::handle& value);
@@ -64,11 +68,17 @@ public:
   void restore() const;
   /// Whether it is a KeyboardInterrupt; the GIL must be held.
   [[nodiscard]] bool is_interrupt() const;
+  /// Whether it is an instance of the Python exception class `type`; the GIL must be held.
+  [[nodiscard]] bool matches(const py::handle& type) const;
 
 private:
   py::error_already_set m_error; // safe to copy and destroy without the GIL
   std::string m_what;
 };
+
+/// The kind of uwjit.Error (UsageError, IoError, ...) that `error` holds, if it holds one: what
+/// Python code raised to say that its caller's input is wrong. The GIL must be held.
+[[nodiscard]] std::optional<ErrorKind> error_kind_of(const PythonError& error);
 
 /// Calls `body` (with the GIL held); a Python exception it raises leaves as a PythonError naming
 /// `where`.
@@ -99,6 +109,9 @@ template <class Body> decltype(auto) calling_python(std::string_view where, Body
 [[nodiscard]] runtime::StaticArray static_array_of(const py::handle& value, std::string key);
 /// A dict of key → StaticArray or scalar as StaticData; TypeError/ValueError naming the key.
 [[nodiscard]] runtime::StaticData static_data_of(const py::handle& data, std::string_view what);
+
+/// A new numpy array holding a copy of `field`'s interior (simulation.cpp).
+[[nodiscard]] py::array interior_copy(const runtime::Field& field);
 
 /// The communicator of a Python `comm` argument: None → nullptr (serial); an mpi4py
 /// communicator → a uwjit Comm over a duplicate of it; TypeError otherwise.

@@ -127,6 +127,10 @@ bool PythonError::is_interrupt() const {
   return m_error.matches(PyExc_KeyboardInterrupt);
 }
 
+bool PythonError::matches(const py::handle& type) const {
+  return m_error.matches(type);
+}
+
 std::optional<Dtype> dtype_of(const py::dtype& dtype) {
   // Kind and size, not identity: numpy has several objects for one type (e.g. long vs longlong).
   // Read from the descriptor itself: this runs for every buffer of every kernel call.

@@ -3,6 +3,7 @@
 
 #include <uwjit/cache/stats.hpp>
 #include <uwjit/common/error.hpp>
+#include <uwjit/common/text.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/engine/target.hpp>
 
@@ -247,8 +248,7 @@ released while the kernel is looked up or compiled.)doc")
             std::vector<engine::Kernel> kernels;
             {
               py::gil_scoped_release release;
-              kernels =
-                  communicator ? self.kernels(requests, *communicator) : self.kernels(requests);
+              kernels = self.kernels(requests, communicator.get());
             }
             py::list out;
             for (std::size_t i = 0; i < kernels.size(); ++i) {
@@ -283,13 +283,7 @@ it; a key mismatch or compile error raises the same error on every rank.)doc")
             std::vector<engine::PtxKernel> got;
             {
               py::gil_scoped_release release;
-              if (communicator) {
-                got = self.ptx(requests, parsed, *communicator);
-              } else {
-                for (const auto& request : requests) {
-                  got.push_back(self.ptx(request, parsed));
-                }
-              }
+              got = self.ptx(requests, parsed, communicator.get());
             }
             py::list out;
             for (const auto& kernel : got) {
@@ -322,7 +316,13 @@ CompileError (libdevice missing for exp/log/pow/tanh: set UWJIT_CUDA_PATH).)doc"
           },
           "This engine's counters by name: memory_hits, disk_hits, compiles, rejected, ...")
       .def_property_readonly("cache_dir", &engine::Engine::cache_dir,
-                             "The cache directory in use, or None when memory-only.");
+                             "The cache directory in use, or None when memory-only.")
+      .def("__repr__", [](const engine::Engine& self) {
+        const auto dir = self.cache_dir();
+        return dir ? "Engine(cache_dir=" + py::repr(py::str(dir->string())).cast<std::string>() +
+                         ")"
+                   : std::string("Engine(disk_cache=False)");
+      });
 }
 
 } // namespace uwjit::python

@@ -75,6 +75,15 @@ void raise(const Error& error) {
 
 } // namespace
 
+std::optional<ErrorKind> error_kind_of(const PythonError& error) {
+  for (std::size_t k = 0; k < g_classes.size(); ++k) {
+    if (g_classes[k] != nullptr && error.matches(g_classes[k])) {
+      return static_cast<ErrorKind>(k);
+    }
+  }
+  return std::nullopt;
+}
+
 void bind_errors(py::module_& m) {
   g_error = PyErr_NewExceptionWithDoc("uwjit.Error",
                                       "The base of every error uwjit raises; .kind names the kind.",

@@ -125,13 +125,13 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
   // Run-time params by name, in the order of the params slot table.
   std::vector<double> param_values;
   if (!params.is_none() && !py::isinstance<py::dict>(params)) {
-    throw py::type_error(what() + ": params: expected a dict of name → float, got " +
+    throw py::type_error(what() + ": run_time_params: expected a dict of name → float, got " +
                          type_name(params));
   }
   const py::dict given = params.is_none() ? py::dict() : params.cast<py::dict>();
   for (const auto& name : slots.params) {
     if (!given.contains(name)) {
-      throw py::value_error(what() + ": params lacks \"" + name + "\" (the kernel reads " +
+      throw py::value_error(what() + ": run_time_params lacks \"" + name + "\" (the kernel reads " +
                             join(slots.params) + ")");
     }
     const py::object value = given[py::str(name)];
@@ -142,9 +142,9 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
   for (const auto [key, value] : given) {
     const auto name = py::str(key).cast<std::string>();
     if (std::find(slots.params.begin(), slots.params.end(), name) == slots.params.end()) {
-      throw py::value_error(what() + ": unknown param \"" + name + "\" (the kernel reads " +
-                            (slots.params.empty() ? std::string("none") : join(slots.params)) +
-                            ")");
+      throw py::value_error(
+          what() + ": unknown run-time param \"" + name + "\" (the kernel reads " +
+          (slots.params.empty() ? std::string("none") : join(slots.params)) + ")");
     }
   }
   std::vector<void*> pointers[3];
@@ -218,21 +218,38 @@ a numpy.ndarray of a supported dtype (TypeError), C-contiguous (ValueError), wri
 state_out (ValueError), and the dtype (TypeError) and shape (ValueError) declared in the
 Source; a kernel made by a KernelWriter also needs its state buffers 64-byte aligned
 (ValueError; uwjit.empty and uwjit.zeros make such arrays). extents are ints >= 1, one per run-time extent. domain (up to 3 ints) fills the
-ABI's shard_extent, global_extent and update box for kernels that read them. params is a dict
-giving each run-time param of the kernel (KernelWriter.param) its value (ValueError for a
-missing or unknown name). The GIL is released
+ABI's shard_extent, global_extent and update box for kernels that read them. run_time_params is
+a dict giving each run-time param of the kernel (KernelWriter.param: a value the kernel reads
+when it runs, not a node param) its value (ValueError for a missing or unknown name); params= is
+its deprecated former name. The GIL is released
 while the kernel runs. Returns the domain integrals by name; raises KernelError if the kernel
 returns a non-zero status.)doc")
       .def(
           "__call__",
           [](const PyKernel& k, const py::sequence& state_in, const py::sequence& state_out,
              const py::sequence& statics, const py::sequence& extents, double dt, std::int64_t step,
-             const std::optional<std::vector<std::int64_t>>& domain, const py::object& params) {
-            return call(k, state_in, state_out, statics, extents, params, dt, step, domain);
+             const std::optional<std::vector<std::int64_t>>& domain,
+             const py::object& run_time_params, const py::object& params) {
+            if (!params.is_none()) {
+              if (!run_time_params.is_none()) {
+                throw py::type_error("Kernel: give run_time_params, not also params (its "
+                                     "deprecated name)");
+              }
+              if (PyErr_WarnEx(PyExc_DeprecationWarning,
+                               "Kernel(params=...) is deprecated (removed in the next release): "
+                               "use run_time_params=",
+                               1) < 0) {
+                throw py::error_already_set();
+              }
+              return call(k, state_in, state_out, statics, extents, params, dt, step, domain);
+            }
+            return call(k, state_in, state_out, statics, extents, run_time_params, dt, step,
+                        domain);
           },
           py::kw_only(), py::arg("state_in") = py::tuple(), py::arg("state_out") = py::tuple(),
           py::arg("statics") = py::tuple(), py::arg("extents") = py::tuple(), py::arg("dt") = 1.0,
-          py::arg("step") = 0, py::arg("domain") = py::none(), py::arg("params") = py::none(),
+          py::arg("step") = 0, py::arg("domain") = py::none(),
+          py::arg("run_time_params") = py::none(), py::arg("params") = py::none(),
           "Runs the kernel once on the arrays given (keywords only; see the class's docstring) "
           "and returns its domain integrals by name.")
       .def(
@@ -255,6 +272,13 @@ returns a non-zero status.)doc")
       .def_property_readonly(
           "info", [](const PyKernel& k) { return k.kernel.info(); },
           "What the request did: tier, key, timings (a KernelInfo).")
+      .def("__repr__",
+           [](const PyKernel& k) {
+             const auto& info = k.kernel.info();
+             return "Kernel(origin=" + py::repr(py::str(info.origin)).cast<std::string>() +
+                    ", key=" + info.key + ", tier=" + std::string(engine::to_string(info.tier)) +
+                    ")";
+           })
       .def_property_readonly(
           "slots",
           [](const PyKernel& k) {

@@ -549,7 +549,15 @@ of a long cell's code instead of two).)doc")
                              "can be).")
       .def(
           "finish", [](const PyKernelWriter& self) { return finish(self.get()); },
-          "The kernel as a Source (for Engine.kernel).");
+          "The kernel as a Source (for Engine.kernel).")
+      .def("__repr__", [](const PyKernelWriter& self) {
+        try {
+          return "KernelWriter(origin=" +
+                 py::repr(py::str(self.get().origin())).cast<std::string>() + ")";
+        } catch (const Error&) {
+          return std::string("KernelWriter(ended)");
+        }
+      });
 
   py::class_<BoundaryFace>(m, "BoundaryFace", R"doc(
 What the halo beyond one face (the low or the high end) of a domain axis holds; made by
@@ -744,22 +752,40 @@ A simulation node. Subclass it in Python:
 A node of several kernels per step (Layout(..., stages=N)) defines emit_stage(writer, stage)
 instead of emit_update; the default emit_stage calls emit_update for stage 0.
 
-Node(type, name, params=None): type names the kind of node (what a restore factory is asked
-for), name this instance; params (a dict of int, float, str, tuple) is everything needed to
-rebuild it. The methods may be called from uwjit's compile threads (with the GIL held). Keep
+Node(type, name, node_params=None): type names the kind of node (what a restore factory is
+asked for), name this instance; node_params (a dict of int, float, str, tuple; the keyword's
+former name params= is deprecated) is everything needed to rebuild it: the node's construction
+values, read back as Node.params and stored in checkpoints. They are not a kernel's run-time
+params (KernelWriter.param), values a kernel reads when it runs. The methods may be called from uwjit's compile threads (with the GIL held). Keep
 the node object alive while a Simulation uses it (the Simulation holds a reference).)doc")
-      .def(py::init([](std::string type, std::string name, const py::object& params) {
+      .def(py::init([](std::string type, std::string name, const py::object& node_params,
+                       const py::object& params) {
+             if (!params.is_none()) {
+               if (!node_params.is_none()) {
+                 throw py::type_error("Node: give node_params, not also params (its deprecated "
+                                      "name)");
+               }
+               if (PyErr_WarnEx(PyExc_DeprecationWarning,
+                                "Node(params=...) is deprecated (removed in the next release): "
+                                "use node_params=",
+                                1) < 0) {
+                 throw py::error_already_set();
+               }
+               return std::make_shared<PyNode>(std::move(type), std::move(name),
+                                               to_params(params, "Node"));
+             }
              return std::make_shared<PyNode>(std::move(type), std::move(name),
-                                             to_params(params, "Node"));
+                                             to_params(node_params, "Node"));
            }),
-           py::arg("type"), py::arg("name"), py::arg("params") = py::none())
+           py::arg("type"), py::arg("name"), py::arg("node_params") = py::none(), py::kw_only(),
+           py::arg("params") = py::none())
       .def_property_readonly("type", &runtime::Node::type,
                              "The kind of node, what a checkpoint's factory is asked for.")
       .def_property_readonly("name", &runtime::Node::name,
                              "This node's name, unique within a Simulation.")
       .def_property_readonly(
           "params", [](const runtime::Node& n) { return from_params(n.params()); },
-          "The params (a new dict each time).")
+          "The node params: everything needed to rebuild the node (a new dict each time).")
       .def_property_readonly(
           "updates_per_step",
           [](const runtime::Node& n) -> std::int64_t {
@@ -782,6 +808,10 @@ the node object alive while a Simulation uses it (the Simulation holds a referen
           py::arg("writer"), py::arg("stage"),
           "Writes the kernel of stage `stage` of a step (override it for Layout(stages=N)); the "
           "default calls emit_update(writer) for stage 0 and raises UsageError for others.")
+      .def(
+          "layout", [](const runtime::Node& n) { return n.layout(); },
+          "The node's domain axes, state fields, integrals, time step, inputs and stages (a "
+          "Layout); a subclass defines it.")
       .def("static_data_hash", &runtime::Node::static_data_hash,
            "static_data_hash of the node's static data (built once, on first use).")
       .def("__repr__", [](const runtime::Node& n) {

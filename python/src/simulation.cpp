@@ -10,10 +10,8 @@
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
-#include <uwjit/nodes/builtin.hpp>
 #include <uwjit/nodes/registry.hpp>
 #include <uwjit/runtime/simulation.hpp>
-#include <uwjit/runtime/vtk.hpp>
 
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -198,43 +196,6 @@ py::array interior_view(const runtime::Field& field, const py::handle& owner) {
   return view;
 }
 
-py::array interior_copy(const runtime::Field& field) {
-  py::array out(numpy_dtype(field.dtype()), field.shape());
-  field.copy_interior_to(std::span<std::byte>(static_cast<std::byte*>(out.mutable_data()),
-                                              static_cast<std::size_t>(out.nbytes())));
-  return out;
-}
-
-std::vector<std::filesystem::path> write_vtk_files(const runtime::Snapshot& snapshot,
-                                                   const std::filesystem::path& directory,
-                                                   const std::string& stem) {
-  std::vector<std::filesystem::path> written;
-  for (const auto& node : snapshot.nodes()) {
-    const std::string name = stem.empty() ? node->name() : stem + "_" + node->name();
-    if (const auto* builtin = dynamic_cast<const nodes::BuiltinNode*>(node.get())) {
-      const auto paths = builtin->write_output(snapshot, directory, name);
-      written.insert(written.end(), paths.begin(), paths.end());
-      continue;
-    }
-    const auto layout = node->layout();
-    runtime::ImageGeometry geometry;
-    for (std::size_t d = 0; d < layout.axes.size(); ++d) {
-      geometry.cells[d] = layout.axes[d].cells;
-    }
-    std::vector<runtime::VtkArray> arrays;
-    for (const auto& field : layout.fields) {
-      arrays.push_back(runtime::image_cells(snapshot.field(node->name(), field.name),
-                                            static_cast<int>(layout.axes.size())));
-    }
-    const auto path = directory / (name + ".vti");
-    const std::vector<runtime::VtkFieldValue> data = {
-        {"step", snapshot.steps_taken()}, {"node_type", node->type()}, {"node_name", node->name()}};
-    runtime::write_image_data(path, geometry, arrays, data);
-    written.push_back(path);
-  }
-  return written;
-}
-
 py::dict integrals_of(const runtime::Node& node, std::span<const double> values) {
   const auto names = node.layout().integrals;
   py::dict out;
@@ -244,29 +205,44 @@ py::dict integrals_of(const runtime::Node& node, std::span<const double> values)
   return out;
 }
 
-// Writes the VTK files of every node into `directory` (made if need be). Error(io) naming the
-// directory if it cannot be made or written in (std::filesystem's errors included).
-std::vector<std::filesystem::path> write_vtk(const runtime::Snapshot& snapshot,
-                                             const std::filesystem::path& directory,
-                                             const std::string& stem) {
-  std::error_code failed;
-  std::filesystem::create_directories(directory, failed);
-  if (failed || !std::filesystem::is_directory(directory)) {
-    throw Error(ErrorKind::io,
-                format("write_vtk: \"{}\" is not a directory that can be written in ({})",
-                       directory.string(), failed ? failed.message() : "it is something else"));
-  }
-  try {
-    return write_vtk_files(snapshot, directory, stem);
-  } catch (const std::system_error& error) {
-    throw Error(ErrorKind::io,
-                format("write_vtk: writing in \"{}\": {}", directory.string(), error.what()));
-  }
-}
-
 } // namespace
 
+py::array interior_copy(const runtime::Field& field) {
+  py::array out(numpy_dtype(field.dtype()), field.shape());
+  field.copy_interior_to(std::span<std::byte>(static_cast<std::byte*>(out.mutable_data()),
+                                              static_cast<std::size_t>(out.nbytes())));
+  return out;
+}
+
 void bind_simulation(py::module_& m) {
+  py::class_<runtime::KernelReport>(m, "KernelReport", R"doc(
+One kernel a simulation's node uses (Simulation.kernel_reports()): node (its name), stage (which
+stage of the node's step, 0 for a node of one stage) and info (KernelInfo: key, tier, timings).
+report["node"], report["stage"] and report["info"] read the same (the dicts kernel_reports()
+gave before; deprecated).)doc")
+      .def_readonly("node", &runtime::KernelReport::node, "The node's name.")
+      .def_readonly("stage", &runtime::KernelReport::stage, "Which stage of the node's step.")
+      .def_readonly("info", &runtime::KernelReport::info,
+                    "What the engine did for it (a KernelInfo: key, tier, timings).")
+      .def("__getitem__",
+           [](const runtime::KernelReport& r, const std::string& key) -> py::object {
+             if (key == "node") {
+               return py::str(r.node);
+             }
+             if (key == "stage") {
+               return py::int_(r.stage);
+             }
+             if (key == "info") {
+               return py::cast(r.info);
+             }
+             throw py::key_error(key);
+           })
+      .def("__repr__", [](const runtime::KernelReport& r) {
+        return "KernelReport(node=" + py::repr(py::str(r.node)).cast<std::string>() +
+               ", stage=" + std::to_string(r.stage) + ", key=" + r.info.key +
+               ", tier=" + std::string(engine::to_string(r.info.tier)) + ")";
+      });
+
   py::class_<PySimulation>(m, "Simulation", R"doc(
 Nodes stepped together: their kernels are requested from the engine up front (distinct ones
 compiled in parallel), then each step fills the halos and calls every node's kernel.
@@ -349,6 +325,21 @@ rank, or KeyboardInterrupt for Ctrl-C).)doc")
             return s.get().threads();
           },
           "The threads this rank steps its kernels on.")
+      .def("__repr__",
+           [](const PySimulation& s) {
+             if (!s.simulation) {
+               return std::string("Simulation(closed)");
+             }
+             const Turn turn(s);
+             std::vector<std::string> names;
+             for (const auto& node : s.simulation->nodes()) {
+               names.push_back(node->name());
+             }
+             return "Simulation(nodes=" + py::repr(py::cast(names)).cast<std::string>() +
+                    ", steps_taken=" + std::to_string(s.simulation->steps_taken()) +
+                    ", device=" + py::repr(py::str(s.simulation->device())).cast<std::string>() +
+                    ")";
+           })
       .def_property_readonly(
           "device",
           [](const PySimulation& s) {
@@ -392,7 +383,20 @@ Simulation alive. Raises UsageError naming what is missing.)doc")
             return interior_copy(snapshot->field(node, field));
           },
           py::arg("node"), py::arg("field"),
-          "A COPY of the whole domain of field `field` (gathered from every rank: collective).")
+          "A COPY of the whole domain of field `field` (gathered from every rank: collective); "
+          "gathered().field(node, field).")
+      .def(
+          "gathered",
+          [](const PySimulation& self) {
+            const Turn turn(self);
+            const auto& simulation = self.get();
+            py::gil_scoped_release release;
+            return simulation.gathered();
+          },
+          R"doc(
+A Snapshot of the whole simulation at this step (every node's state gathered from the ranks:
+collective when sharded), as C++ Simulation::gathered(): steps_taken, nodes, field(node, field),
+integrals(node).)doc")
       .def(
           "shard",
           [](const PySimulation& self, std::string_view node) {
@@ -421,35 +425,35 @@ rank's position), "offset" (global index of the first local cell), "extent" (loc
           "The domain integrals of the last step by name (zeros before the first; summed over "
           "ranks).")
       .def(
-          "kernels",
+          "kernel_reports",
           [](const PySimulation& self) {
             const Turn turn(self);
+            return self.get().kernel_reports();
+          },
+          R"doc(
+One KernelReport per kernel the nodes use (node, stage, info), in node order and, within a node,
+stage order: C++ Simulation::kernel_reports().)doc")
+      .def(
+          "kernels",
+          [](const PySimulation& self) {
+            if (PyErr_WarnEx(PyExc_DeprecationWarning,
+                             "Simulation.kernels() is deprecated (removed in the next release): "
+                             "use kernel_reports(), one KernelReport (node, stage, info) per "
+                             "kernel",
+                             1) < 0) {
+              throw py::error_already_set();
+            }
+            const Turn turn(self);
             py::dict out;
-            for (const auto& report : self.get().kernels()) {
+            for (const auto& report : self.get().kernel_reports()) {
               if (report.stage == 0) {
                 out[py::str(report.node)] = report.info;
               }
             }
             return out;
           },
-          "The KernelInfo of each node's kernel, by node name (of a node of several stages: "
-          "stage 0's; kernel_reports() lists them all).")
-      .def(
-          "kernel_reports",
-          [](const PySimulation& self) {
-            const Turn turn(self);
-            py::list out;
-            for (const auto& report : self.get().kernels()) {
-              py::dict item;
-              item["node"] = report.node;
-              item["stage"] = report.stage;
-              item["info"] = report.info;
-              out.append(item);
-            }
-            return out;
-          },
-          "One dict {\"node\", \"stage\", \"info\": KernelInfo} per kernel the nodes use, in "
-          "node order and, within a node, stage order.")
+          "Deprecated (removed in the next release): {node name: KernelInfo of its first stage}; "
+          "use kernel_reports().")
       .def(
           "rebound_statics",
           [](const PySimulation& self, std::string_view node) {
@@ -571,20 +575,17 @@ rebind them again. Raises IoError for an unreadable or corrupt file.)doc")
           [](const PySimulation& self, const std::filesystem::path& directory,
              const std::string& stem) {
             const Turn turn(self);
-            std::optional<runtime::Snapshot> snapshot;
-            {
-              py::gil_scoped_release release;
-              snapshot.emplace(self.get().gathered());
-            }
-            if (self.comm && self.comm->rank() != 0) {
-              return std::vector<std::filesystem::path>{};
-            }
-            return write_vtk(*snapshot, directory, stem);
+            const auto& simulation = self.get();
+            py::gil_scoped_release release;
+            return simulation.write_vtk(directory, stem);
           },
           py::arg("directory"), py::arg("stem") = "", R"doc(
-Writes every node's fields to VTK files in `directory` (built-in nodes as `uwjit run` writes
-them; Python nodes as ImageData .vti, one cell array per field) and returns their paths.
-Collective when sharded (rank 0 writes; other ranks get []).)doc");
+Writes every node's fields as VTK XML files in `directory` (made if missing) and returns their
+paths: a node as its write_vtk writes it (built-in nodes as `uwjit run` writes them; others as
+ImageData .vti, one cell array per state field, with step, time, dt, the kernel's key and the
+params as FieldData), named NODE.vti, or STEM_NODE.vti with a `stem`. Collective when sharded:
+rank 0 alone writes each file, and every rank returns the same paths or raises the same error.
+Raises IoError naming the directory or file that cannot be written.)doc");
 }
 
 } // namespace uwjit::python

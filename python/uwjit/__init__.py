@@ -1,8 +1,8 @@
 """uwjit: run-time compiled simulation kernels with an on-disk kernel cache.
 
 The compiled module is uwjit._uwjit; everything public is re-exported here. See help(uwjit.Engine),
-help(uwjit.Simulation), help(uwjit.Node), and the manual (docs/, "tools/docs.sh" builds it as
-HTML): its tutorials start from a numpy stencil.
+help(uwjit.Simulation), help(uwjit.Node), help(uwjit.run_cli), and the manual (docs/,
+"tools/docs.sh" builds it as HTML): its tutorials start from a numpy stencil.
 """
 
 from ._uwjit import (  # noqa: F401
@@ -22,22 +22,30 @@ from ._uwjit import (  # noqa: F401
     Kernel,
     KernelError,
     KernelInfo,
+    KernelReport,
     KernelWriter,
     Layout,
+    Measurement,
     Node,
     NodeInput,
+    NodeKind,
+    ParamDoc,
     Simulation,
     Slab,
+    Snapshot,
     Source,
     StateField,
     StaticArray,
+    Trace,
     UsageError,
+    Verdict,
     default_params,
     grid,
     has_mpi,
     node,
     node_kernels,
     node_types,
+    run_cli,
     static_data_hash,
     _numpy_dtype,
 )
@@ -103,7 +111,8 @@ def zeros(shape, dtype=float):
 __all__ = [
     "__version__", "Axis", "Boundary", "BoundaryFace", "CollectiveError", "CompileError",
     "DomainAxis", "Engine", "Error", "Extent", "InternalError", "IoError", "JitError", "Kernel",
-    "KernelError", "KernelInfo", "KernelWriter", "Layout", "Node", "NodeInput", "Simulation",
-    "Source", "StateField", "StaticArray", "UsageError", "default_params", "empty", "grid",
-    "has_mpi", "node", "node_kernels", "node_types", "static_data_hash", "zeros",
+    "KernelError", "KernelInfo", "KernelReport", "KernelWriter", "Layout", "Measurement", "Node", "NodeInput",
+    "NodeKind", "ParamDoc", "Simulation", "Slab", "Snapshot", "State", "Source", "StateField", "StaticArray",
+    "Trace", "UsageError", "Verdict", "default_params", "empty", "grid", "has_mpi", "node",
+    "node_kernels", "node_types", "run_cli", "static_data_hash", "zeros",
 ]

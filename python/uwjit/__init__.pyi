@@ -54,6 +54,12 @@ class KernelInfo:
     publication: str
     not_published_because: str
 
+class KernelReport:
+    node: str
+    stage: int
+    info: KernelInfo
+    def __getitem__(self, key: str) -> Any: ...  # deprecated: the attributes
+
 class Source:
     """A kernel's text and its slot tables, for Engine.kernel and Engine.kernels."""
     def __init__(self, text: str, entry: str | None = None, state_in: Iterable[SlotSpec] = (),
@@ -70,6 +76,7 @@ class Kernel:
     def __call__(self, *, state_in: Sequence[np.ndarray] = (), state_out: Sequence[np.ndarray] = (),
                  statics: Sequence[np.ndarray] = (), extents: Sequence[int] = (), dt: float = 1.0,
                  step: int = 0, domain: Sequence[int] | None = None,
+                 run_time_params: Mapping[str, float] | None = None,
                  params: Mapping[str, float] | None = None) -> dict[str, float]: ...
     @property
     def info(self) -> KernelInfo: ...
@@ -253,7 +260,8 @@ def grid(cells: Sequence[int], halo: int = 0, boundary: BoundaryLike = "edge",
 class Node:
     """A simulation component: subclass it and define layout(), initial_state(state),
     emit_update(writer) and, optionally, build_static_data(); its params are its node params."""
-    def __init__(self, type: str, name: str, params: Mapping[str, Scalar] | None = None) -> None: ...
+    def __init__(self, type: str, name: str, node_params: Mapping[str, Scalar] | None = None, *,
+                 params: Mapping[str, Scalar] | None = None) -> None: ...
     @property
     def type(self) -> str: ...
     @property
@@ -304,8 +312,9 @@ class Simulation:
     def gather(self, node: str, field: str) -> np.ndarray: ...
     def shard(self, node: str) -> dict[str, tuple[int, ...]]: ...
     def integrals(self, node: str) -> dict[str, float]: ...
-    def kernels(self) -> dict[str, KernelInfo]: ...
-    def kernel_reports(self) -> list[dict[str, Any]]: ...
+    def kernel_reports(self) -> list[KernelReport]: ...
+    def kernels(self) -> dict[str, KernelInfo]: ...  # deprecated: kernel_reports()
+    def gathered(self) -> Snapshot: ...
     def rebound_statics(self, node: str) -> list[str]: ...
     def rebind_static(self, node: str, key: str, array: StaticArray) -> dict[str, Any]: ...
     def checkpoint(self, path: PathLike) -> None: ...
@@ -316,3 +325,60 @@ class Simulation:
                 threads: int | None = None, exchange: str = "sync",
                 checked: bool = False, device: str = "cpu") -> "Simulation": ...
     def write_vtk(self, directory: PathLike, stem: str = "") -> list[os.PathLike[str]]: ...
+
+class ParamDoc:
+    def __init__(self, name: str, meaning: str, unit: str = "", range: str = "") -> None: ...
+    name: str
+    meaning: str
+    unit: str
+    range: str
+
+class Measurement:
+    name: str
+    metric: str
+    value: float
+    limit: float
+    passed: bool
+
+class Verdict:
+    def __init__(self) -> None: ...
+    def add(self, name: str, metric: str, value: float, limit: float) -> None: ...
+    passed: bool
+    measurements: list[Measurement]
+    notes: list[str]
+    needs_steps: int
+    @property
+    def judged(self) -> bool: ...
+
+class Trace:
+    names: list[str]
+    steps: list[int]
+    def series(self, name: str) -> list[float]: ...
+
+class Snapshot:
+    @property
+    def steps_taken(self) -> int: ...
+    @property
+    def nodes(self) -> list[Node]: ...
+    def field(self, node: str, field: str) -> np.ndarray: ...
+    def integrals(self, node: str) -> dict[str, float]: ...
+
+class NodeKind:
+    def __init__(self, type: str, summary: str, node_params: Mapping[str, Scalar],
+                 make: Callable[[str, str, dict[str, Scalar]], Node], *,
+                 param_docs: Sequence[ParamDoc] = (),
+                 sized: Callable[[tuple[int, ...]], Mapping[str, Scalar]] | None = None,
+                 size_help: str = "", shard_help: str = "",
+                 default_steps: int | Callable[[Node], int] | None = None,
+                 updates_per_step: Callable[[Node], int] | None = None,
+                 check: Callable[[Node, Snapshot, Trace], Verdict] | None = None) -> None: ...
+    type: str
+    summary: str
+    @property
+    def node_params(self) -> dict[str, Scalar]: ...
+    param_docs: list[ParamDoc]
+    size_help: str
+    shard_help: str
+
+def run_cli(kinds: NodeKind | Sequence[NodeKind], argv: Sequence[str] | None = None, *,
+            program: str | None = None, summary: str = "", epilog: str = "") -> int: ...

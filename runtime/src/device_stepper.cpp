@@ -69,7 +69,7 @@ void Simulation::Impl::request_on_device(std::vector<Emitted>& emitted,
   }
   std::vector<engine::PtxKernel> ptx;
   if (options.comm != nullptr) {
-    ptx = engine->ptx(sources, cuda->target(), *options.comm);
+    ptx = engine->ptx(sources, cuda->target(), options.comm);
   } else {
     for (const auto& source : sources) {
       ptx.push_back(engine->ptx(source, cuda->target()));

@@ -32,8 +32,8 @@ std::vector<DomainAxis> NodeLayout::grid(const std::vector<std::int64_t>& cells,
   return axes;
 }
 
-Node::Node(std::string type, std::string name, Params params)
-    : m_type(std::move(type)), m_name(std::move(name)), m_params(std::move(params)) {
+Node::Node(std::string type, std::string name, Params node_params)
+    : m_type(std::move(type)), m_name(std::move(name)), m_params(std::move(node_params)) {
   // Output files are named after the node: a name is one plain file name, whoever chose it.
   for (const auto& [what, text] : {std::pair{"type", &m_type}, std::pair{"name", &m_name}}) {
     if (!is_safe_name(*text)) {

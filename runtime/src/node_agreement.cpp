@@ -15,7 +15,7 @@ namespace uwjit::runtime::detail {
 
 namespace {
 
-std::string quoted(std::string_view text) {
+std::string in_quotes(std::string_view text) {
   return format("\"{}\"", text);
 }
 
@@ -25,7 +25,7 @@ std::string names_of(const std::vector<std::string>& names) {
   }
   std::vector<std::string> items;
   for (const auto& name : names) {
-    items.push_back(quoted(name));
+    items.push_back(in_quotes(name));
   }
   return join(items);
 }
@@ -137,8 +137,8 @@ constexpr std::string_view k_rule =
 
 std::vector<Fact> describe(const Node& node) {
   std::vector<Fact> facts;
-  facts.emplace_back("type", quoted(node.type()));
-  facts.emplace_back("name", quoted(node.name()));
+  facts.emplace_back("type", in_quotes(node.type()));
+  facts.emplace_back("name", in_quotes(node.name()));
   for (const auto& [key, value] : node.params().values()) {
     facts.emplace_back(format("param \"{}\"", key), value.text());
   }
@@ -154,7 +154,7 @@ std::vector<Fact> describe(const Node& node) {
     facts.emplace_back(format("the boundary of axis {}", d), to_string(axis.boundary));
     facts.emplace_back(format("the extent of axis {}", d),
                        std::string(codegen::to_string(axis.extent)));
-    facts.emplace_back(format("the name of axis {}", d), quoted(axis.name));
+    facts.emplace_back(format("the name of axis {}", d), in_quotes(axis.name));
   }
   std::vector<std::string> fields;
   for (const auto& f : layout.fields) {

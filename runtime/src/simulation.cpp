@@ -337,7 +337,7 @@ void Simulation::Impl::request_all(std::vector<Emitted>& emitted,
     for (const auto& e : emitted) {
       sources.push_back(e.source);
     }
-    auto loaded = engine->kernels(sources, *options.comm);
+    auto loaded = engine->kernels(sources, options.comm);
     kernels_.clear();
     for (auto& kernel : loaded) {
       kernels_.emplace_back(std::move(kernel));
@@ -444,7 +444,7 @@ Simulation::~Simulation() = default;
 Simulation::Simulation(Simulation&&) noexcept = default;
 Simulation& Simulation::operator=(Simulation&&) noexcept = default;
 
-const std::vector<KernelReport>& Simulation::kernels() const noexcept {
+const std::vector<KernelReport>& Simulation::kernel_reports() const noexcept {
   return m_impl->reports;
 }
 
@@ -522,6 +522,9 @@ Snapshot Simulation::gathered() const {
                             {},
                             s.stages[0].binding.report,
                             std::vector<std::string>(s.rebound.begin(), s.rebound.end())};
+    for (const auto& stage : s.stages) {
+      data.stage_reports.push_back(stage.binding.report);
+    }
     // Serially the data bound now; sharded, the node's own whole arrays (a rank holds slabs).
     data.bound = m_impl->decomposition ? s.node->static_data() : s.bound;
     const Layout whole = read_layout(*s.node);

@@ -20,6 +20,12 @@ Snapshot::Snapshot(std::int64_t steps, std::vector<NodeData> nodes)
     }
     m_node_list.push_back(data.node);
     m_reports.push_back(data.report);
+    if (data.stage_reports.empty()) {
+      m_kernel_reports.push_back(data.report);
+    } else {
+      m_kernel_reports.insert(m_kernel_reports.end(), data.stage_reports.begin(),
+                              data.stage_reports.end());
+    }
   }
 }
 

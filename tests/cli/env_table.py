@@ -84,7 +84,7 @@ import re
 read_by_name = re.compile(r'(getenv|env::get\w*(<[^>]*>)?)\("(?!UWJIT_TEST_FAULT")[A-Z_]+"')
 offenders = []
 scanned = 0
-for folder in ["common/src", "codegen", "cache", "comm", "engine", "runtime", "nodes", "tools/src"]:
+for folder in ["common/src", "codegen", "cache", "comm", "engine", "runtime", "driver", "nodes", "tools/src"]:
     for root, _, files in os.walk(os.path.join(src, folder)):
         for file in files:
             if file.endswith((".cpp", ".hpp")):

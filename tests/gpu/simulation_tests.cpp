@@ -150,7 +150,7 @@ TEST_CASE("static arrays rebound on the CUDA device are uploaded, with no compil
   CHECK_FALSE(cpu.rebind_static("shear", array).new_kernel);
   const auto rebound = gpu.rebind_static("shear", array);
   CHECK_FALSE(rebound.new_kernel);
-  CHECK(rebound.report.info.key == gpu.kernels()[0].info.key);
+  CHECK(rebound.report.info.key == gpu.kernel_reports()[0].info.key);
   cpu.step(3);
   gpu.step(3);
   CHECK(same_state(gpu, cpu));

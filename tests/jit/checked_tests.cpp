@@ -411,7 +411,7 @@ TEST_CASE("checked mode: the built-in nodes give the same state bit for bit, wit
     const auto node = uwjit::nodes::make(type, type, uwjit::nodes::sized_params(type, size));
     Simulation plain(engine, {node});
     Simulation careful(engine, {node}, checked());
-    CHECK(careful.kernels()[0].info.key != plain.kernels()[0].info.key);
+    CHECK(careful.kernel_reports()[0].info.key != plain.kernel_reports()[0].info.key);
     plain.step(5);
     careful.step(5);
     for (const auto& f : node->layout().fields) {
@@ -435,6 +435,6 @@ TEST_CASE("UWJIT_CHECK=1 turns checked mode on for every simulation") {
   Simulation by_env(engine, {node});
   ::unsetenv("UWJIT_CHECK");
   CHECK(by_env.checked());
-  CHECK(by_env.kernels()[0].info.key == explicitly.kernels()[0].info.key);
+  CHECK(by_env.kernel_reports()[0].info.key == explicitly.kernel_reports()[0].info.key);
   CHECK(contains(kernel_error(by_env, 1), "kernel read \"u\" at (1, -1)"));
 }

@@ -106,7 +106,7 @@ TEST_CASE("a node's kernels for the host are the ones its simulation requests") 
     const uwjit::runtime::Simulation simulation(
         engine, std::vector<std::shared_ptr<const uwjit::runtime::Node>>{built}, {});
     const auto kernels = uwjit::runtime::node_kernels(*built, false);
-    REQUIRE(kernels.size() == simulation.kernels().size());
-    CHECK(engine.key_of(kernels[0].source).hex() == simulation.kernels()[0].info.key);
+    REQUIRE(kernels.size() == simulation.kernel_reports().size());
+    CHECK(engine.key_of(kernels[0].source).hex() == simulation.kernel_reports()[0].info.key);
   }
 }

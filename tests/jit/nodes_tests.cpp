@@ -202,9 +202,10 @@ TEST_CASE("heat: compiled-in and run-time extents give the same field bit for bi
   const Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{12, 10, 14});
   auto compiled = run(engine, "heat", base, 40);
   auto runtime = run(engine, "heat", with(base, {{"extents", "runtime"}}), 40);
-  CHECK(compiled.simulation.kernels()[0].info.key != runtime.simulation.kernels()[0].info.key);
-  CHECK(compiled.simulation.kernels()[0].info.slots.extents.empty());
-  CHECK(runtime.simulation.kernels()[0].info.slots.extents ==
+  CHECK(compiled.simulation.kernel_reports()[0].info.key !=
+        runtime.simulation.kernel_reports()[0].info.key);
+  CHECK(compiled.simulation.kernel_reports()[0].info.slots.extents.empty());
+  CHECK(runtime.simulation.kernel_reports()[0].info.slots.extents ==
         std::vector<std::string>{"nx", "ny", "nz"});
   CHECK(compiled.simulation.field("heat", "u")
             .interior_equals(runtime.simulation.field("heat", "u")));
@@ -408,18 +409,18 @@ TEST_CASE("mlp: new weights of the same shapes need no compile and change the re
   const Params params = uwjit::nodes::sized_params("mlp", std::vector<std::int64_t>{6});
   auto first = run(engine, "mlp", params, 10);
   auto second = run(engine, "mlp", with(params, {{"seed", 99}}), 10);
-  CHECK(first.simulation.kernels()[0].info.tier == Tier::compiled);
-  CHECK(second.simulation.kernels()[0].info.tier == Tier::memory);
+  CHECK(first.simulation.kernel_reports()[0].info.tier == Tier::compiled);
+  CHECK(second.simulation.kernel_reports()[0].info.tier == Tier::memory);
   CHECK_FALSE(
       first.simulation.field("mlp", "u").interior_equals(second.simulation.field("mlp", "u")));
   require_pass(second.node->check(second.simulation.gathered(), second.trace));
   // Another width changes a shape: one compile.
   auto wider = run(engine, "mlp", with(params, {{"hidden", 24}}), 1);
-  CHECK(wider.simulation.kernels()[0].info.tier == Tier::compiled);
+  CHECK(wider.simulation.kernel_reports()[0].info.tier == Tier::compiled);
   // Run-time extents: another grid size is the same kernel.
   auto larger =
       run(engine, "mlp", uwjit::nodes::sized_params("mlp", std::vector<std::int64_t>{7, 5, 3}), 1);
-  CHECK(larger.simulation.kernels()[0].info.tier == Tier::memory);
+  CHECK(larger.simulation.kernel_reports()[0].info.tier == Tier::memory);
 }
 
 TEST_CASE("mlp: rebinding other weights follows the new contents without a compile") {
@@ -460,7 +461,8 @@ TEST_CASE("a checkpointed and restored run matches the uninterrupted one bit for
     first.simulation.checkpoint(file);
     Simulation resumed = Simulation::restore(engine, file, uwjit::nodes::factory());
     CHECK(resumed.steps_taken() == 18);
-    CHECK(resumed.kernels()[0].info.tier == Tier::memory); // rebuilt from params: same kernel
+    CHECK(resumed.kernel_reports()[0].info.tier ==
+          Tier::memory); // rebuilt from params: same kernel
     CHECK(same_bits(resumed.integrals(std::size_t{0}), first.simulation.integrals(std::size_t{0})));
     resumed.step(12);
     CHECK(resumed.steps_taken() == 30);
@@ -673,7 +675,7 @@ TEST_CASE("heat and pipe-flow kernels vectorise without run-time overlap checks"
     }
     auto node = uwjit::nodes::make(type, type, params);
     Simulation simulation(engine, {node});
-    const std::string key = simulation.kernels()[0].info.key;
+    const std::string key = simulation.kernel_reports()[0].info.key;
     std::ifstream in(scratch.path() / (std::string(type) + "-" + key + ".ll"));
     REQUIRE(in);
     const std::string ir((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -199,10 +199,10 @@ using uwjit_test::usage_error;
 TEST_CASE("a simulation compiles its node's kernel, steps it and keeps the integrals") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   Simulation sim(engine, one(std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3})));
-  REQUIRE(sim.kernels().size() == 1);
-  CHECK(sim.kernels()[0].info.tier == Tier::compiled);
-  CHECK(sim.kernels()[0].node == "a");
-  CHECK(sim.kernels()[0].source->body().find("// static_data_hash ") != std::string::npos);
+  REQUIRE(sim.kernel_reports().size() == 1);
+  CHECK(sim.kernel_reports()[0].info.tier == Tier::compiled);
+  CHECK(sim.kernel_reports()[0].node == "a");
+  CHECK(sim.kernel_reports()[0].source->body().find("// static_data_hash ") != std::string::npos);
   CHECK(sim.integrals("a")[0] == 0.0);
   sim.step(2);
   CHECK(sim.steps_taken() == 2);
@@ -239,7 +239,7 @@ TEST_CASE("static data is built once and returned by reference") {
 TEST_CASE("rebinding a different array of the same shape compiles nothing and results follow it") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   Simulation sim(engine, one(std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3})));
-  const std::string key = sim.kernels()[0].info.key;
+  const std::string key = sim.kernel_reports()[0].info.key;
   const auto rebound = sim.rebind_static("a", lut({100, 200, 300}));
   CHECK_FALSE(rebound.new_kernel); // the engine was not even asked
   CHECK(rebound.report.info.key == key);
@@ -248,8 +248,8 @@ TEST_CASE("rebinding a different array of the same shape compiles nothing and re
 
   // A new node with other contents of the same shape: the same kernel, from memory.
   Simulation other(engine, one(std::make_shared<LookupNode>("b", std::vector<double>{-1, 0, 1})));
-  CHECK(other.kernels()[0].info.tier == Tier::memory);
-  CHECK(other.kernels()[0].info.key == key);
+  CHECK(other.kernel_reports()[0].info.tier == Tier::memory);
+  CHECK(other.kernel_reports()[0].info.key == key);
   other.step();
   CHECK(values(other, "b") == std::vector<double>{-1, 1, 3, 2, 4, 6, 5, 7});
 }
@@ -257,12 +257,12 @@ TEST_CASE("rebinding a different array of the same shape compiles nothing and re
 TEST_CASE("a static array of a new shape gives exactly one compile, and the old shape none") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   Simulation sim(engine, one(std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3})));
-  const std::string key = sim.kernels()[0].info.key;
+  const std::string key = sim.kernel_reports()[0].info.key;
   const auto longer = sim.rebind_static("a", lut({1, 2, 3, 4}));
   CHECK(longer.new_kernel);
   CHECK(longer.report.info.tier == Tier::compiled);
   CHECK(longer.report.info.key != key);
-  CHECK(sim.kernels()[0].info.key == longer.report.info.key);
+  CHECK(sim.kernel_reports()[0].info.key == longer.report.info.key);
   sim.step();
   CHECK(values(sim, "a") == std::vector<double>{1, 3, 5, 7, 5, 7, 9, 11});
   const auto back = sim.rebind_static("a", lut({0, 0, 0}));
@@ -274,7 +274,7 @@ TEST_CASE("a static array of a new shape gives exactly one compile, and the old 
 TEST_CASE("switching a static array between replicate and shard changes the kernel") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   Simulation sim(engine, one(std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3})));
-  const std::string key = sim.kernels()[0].info.key;
+  const std::string key = sim.kernel_reports()[0].info.key;
   const auto shard = sim.rebind_static("a", lut({1, 2, 3}, Replication::shard));
   CHECK(shard.new_kernel);
   CHECK(shard.report.info.tier == Tier::compiled);
@@ -319,17 +319,17 @@ TEST_CASE("with run-time extents, another domain size is the same kernel") {
   };
   Simulation small(engine, node(6, ExtentMode::runtime));
   Simulation large(engine, node(10, ExtentMode::runtime));
-  CHECK(small.kernels()[0].info.tier == Tier::compiled);
-  CHECK(large.kernels()[0].info.tier == Tier::memory);
-  CHECK(large.kernels()[0].info.slots.extents == std::vector<std::string>{"n"});
+  CHECK(small.kernel_reports()[0].info.tier == Tier::compiled);
+  CHECK(large.kernel_reports()[0].info.tier == Tier::memory);
+  CHECK(large.kernel_reports()[0].info.slots.extents == std::vector<std::string>{"n"});
   large.step();
   CHECK(values(large, "a") == std::vector<double>{1, 3, 3, 5, 5, 7, 7, 9, 9, 11});
   // Compiled in, each size is its own kernel.
   Simulation fixed(engine, node(6, ExtentMode::compiled));
   Simulation fixed_large(engine, node(10, ExtentMode::compiled));
-  CHECK(fixed.kernels()[0].info.tier == Tier::compiled);
-  CHECK(fixed_large.kernels()[0].info.tier == Tier::compiled);
-  CHECK(fixed.kernels()[0].info.slots.extents.empty());
+  CHECK(fixed.kernel_reports()[0].info.tier == Tier::compiled);
+  CHECK(fixed_large.kernel_reports()[0].info.tier == Tier::compiled);
+  CHECK(fixed.kernel_reports()[0].info.slots.extents.empty());
   fixed_large.step();
   CHECK(values(fixed_large, "a") == values(large, "a"));
 }
@@ -343,12 +343,12 @@ TEST_CASE("distinct kernels are compiled once each and repeats come from memory"
                   std::make_shared<LookupNode>("d", std::vector<double>{1}, 5)},
                  {.compile_threads = 2});
   int compiled = 0;
-  for (const auto& report : sim.kernels()) {
+  for (const auto& report : sim.kernel_reports()) {
     compiled += report.info.tier == Tier::compiled ? 1 : 0;
   }
   CHECK(compiled == 3);
-  CHECK(sim.kernels()[1].info.tier == Tier::memory); // b is a's kernel with other data
-  CHECK(sim.kernels()[1].info.key == sim.kernels()[0].info.key);
+  CHECK(sim.kernel_reports()[1].info.tier == Tier::memory); // b is a's kernel with other data
+  CHECK(sim.kernel_reports()[1].info.key == sim.kernel_reports()[0].info.key);
   sim.step();
   CHECK(values(sim, "b")[0] == 4);
   CHECK(values(sim, "d") == std::vector<double>{1, 2, 3, 4, 5});
@@ -594,9 +594,9 @@ TEST_CASE("a node's kernel options reach its kernel and its key") {
   five.step();
   CHECK(three.field("s", "u").at<double>(1) == 6.0);
   CHECK(five.field("s", "u").at<double>(1) == 10.0);
-  const auto& source = *three.kernels()[0].source;
+  const auto& source = *three.kernel_reports()[0].source;
   CHECK(source.options().defines == std::vector<std::string>{"SCALE=3"});
-  CHECK(three.kernels()[0].info.key != five.kernels()[0].info.key);
+  CHECK(three.kernel_reports()[0].info.key != five.kernel_reports()[0].info.key);
   CHECK(engine.salt_of(source).get("flags")->find("-ffp-contract=off -DSCALE=3") !=
         std::string::npos);
 }
@@ -610,7 +610,7 @@ TEST_CASE("a snapshot is a copy of one step: it does not follow the simulation, 
   CHECK(snapshot.steps_taken() == 2);
   CHECK(snapshot.field("a", "u").interior_equals(sim.field("a", "u")));
   CHECK(snapshot.integrals("a")[0] == sim.integrals("a")[0]);
-  CHECK(snapshot.kernels()[0].info.key == sim.kernels()[0].info.key);
+  CHECK(snapshot.kernel_reports()[0].info.key == sim.kernel_reports()[0].info.key);
   const uwjit_test::TempDir dir("uwjit-snapshot");
   sim.checkpoint(dir.path() / "live.ckpt");
   snapshot.checkpoint(dir.path() / "snapshot.ckpt");
@@ -620,6 +620,37 @@ TEST_CASE("a snapshot is a copy of one step: it does not follow the simulation, 
   CHECK(snapshot.steps_taken() == 2);
   CHECK_FALSE(snapshot.field("a", "u").interior_equals(sim.field("a", "u")));
   CHECK_THROWS_AS((void)snapshot.field("b", "u"), uwjit::Error);
+}
+
+TEST_CASE("write_vtk writes any node's state fields as ImageData, with its step, dt, kernel and "
+          "params as FieldData") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  Simulation sim(engine, {std::make_shared<LookupNode>("a", std::vector<double>{1, 2, 3}),
+                          std::make_shared<LookupNode>("b", std::vector<double>{4})});
+  sim.step(3);
+  const uwjit_test::TempDir dir("uwjit-vtk");
+  const auto paths = sim.write_vtk(dir.path() / "made" / "here");
+  REQUIRE(paths.size() == 2);
+  CHECK(paths[0] == dir.path() / "made" / "here" / "a.vti");
+  CHECK(paths[1] == dir.path() / "made" / "here" / "b.vti");
+  const std::string text = uwjit_test::read_text(paths[0]);
+  CHECK(contains(text, "<VTKFile type=\"ImageData\""));
+  CHECK(contains(text, "WholeExtent=\"0 8 0 1 0 1\""));
+  CHECK(contains(text, "Name=\"u\""));
+  CHECK(contains(text, "Name=\"step\" NumberOfTuples=\"1\" format=\"ascii\">\n        3\n"));
+  CHECK(contains(text, "Name=\"kernel_key\""));
+  CHECK(contains(text, "Name=\"param_n\""));
+  // With a stem: STEM_NODE, as a series names its files.
+  CHECK(sim.write_vtk(dir.path(), "run")[1] == dir.path() / "run_b.vti");
+  // A directory that cannot be made is an io error naming it.
+  uwjit_test::write_text(dir.path() / "plain", "a file");
+  try {
+    (void)sim.write_vtk(dir.path() / "plain" / "below");
+    FAIL("no error");
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::io);
+    CHECK(contains(error.what(), "plain/below"));
+  }
 }
 
 namespace {
@@ -760,7 +791,7 @@ private:
 
 int compiles(const Simulation& sim) {
   int n = 0;
-  for (const auto& report : sim.kernels()) {
+  for (const auto& report : sim.kernel_reports()) {
     n += report.info.tier == Tier::compiled ? 1 : 0;
   }
   return n;
@@ -788,10 +819,10 @@ TEST_CASE("a sweep over a run-time param compiles once and each run sees its own
     Engine engine({.disk_cache = uwjit::engine::DiskCache::environment, .cache_dir = cache.path()});
     Simulation sim(engine, one(std::make_shared<AuthorNode>("a", rate)));
     compiled += compiles(sim);
-    key = key.empty() ? sim.kernels()[0].info.key : key;
-    CHECK(sim.kernels()[0].info.key == key);
-    CHECK(sim.kernels()[0].info.slots.params == std::vector<std::string>{"rate"});
-    CHECK(sim.kernels()[0].source->body().find(std::to_string(rate)) == std::string::npos);
+    key = key.empty() ? sim.kernel_reports()[0].info.key : key;
+    CHECK(sim.kernel_reports()[0].info.key == key);
+    CHECK(sim.kernel_reports()[0].info.slots.params == std::vector<std::string>{"rate"});
+    CHECK(sim.kernel_reports()[0].source->body().find(std::to_string(rate)) == std::string::npos);
     sim.step();
     const auto u = values(sim, "a");
     for (std::size_t i = 0; i < u.size(); ++i) {
@@ -804,7 +835,7 @@ TEST_CASE("a sweep over a run-time param compiles once and each run sees its own
   Simulation first(engine, one(std::make_shared<AuthorNode>("a", 1.0)));
   Simulation second(engine, one(std::make_shared<AuthorNode>("b", 4.0)));
   CHECK(compiles(first) == 1);
-  CHECK(second.kernels()[0].info.tier == Tier::memory);
+  CHECK(second.kernel_reports()[0].info.tier == Tier::memory);
 }
 
 TEST_CASE("a scalar static array is read by the kernel, and rebinding it compiles nothing") {
@@ -831,7 +862,7 @@ TEST_CASE("with run-time extents, static arrays that follow the domain keep one 
     Engine engine({.disk_cache = uwjit::engine::DiskCache::environment, .cache_dir = cache.path()});
     Simulation sim(engine, one(std::make_shared<AuthorNode>("a", 1.0, n, ExtentMode::runtime)));
     compiled += compiles(sim);
-    const auto& body = sim.kernels()[0].source->body();
+    const auto& body = sim.kernel_reports()[0].source->body();
     CHECK(body.find("(" + std::to_string(n) + ")") == std::string::npos);
     sim.step();
     const auto u = values(sim, "a");

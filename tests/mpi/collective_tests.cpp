@@ -75,7 +75,7 @@ MPI_TEST_CASE("a cold job compiles each kernel once in total, and every rank com
   {
     Engine engine({.cache_dir = dir});
     const std::vector<KernelSource> sources = {scale(2.0), scale(3.0), scale(4.0)};
-    const auto kernels = engine.kernels(sources, *comm());
+    const auto kernels = engine.kernels(sources, comm().get());
     MPI_CHECK(job_total(engine, Stat::compiles) == 3);
     MPI_CHECK(call(kernels[0], 1.5) == 3.0);
     MPI_CHECK(call(kernels[2], 1.5) == 6.0);
@@ -83,13 +83,13 @@ MPI_TEST_CASE("a cold job compiles each kernel once in total, and every rank com
       MPI_CHECK(kernel.info().tier == (comm()->rank() == 0 ? Tier::compiled : Tier::received));
     }
     // Asked again: every rank has them in memory, nothing is compiled or sent.
-    const auto again = engine.kernels(sources, *comm());
+    const auto again = engine.kernels(sources, comm().get());
     MPI_CHECK(again[1].info().tier == Tier::memory);
     MPI_CHECK(job_total(engine, Stat::compiles) == 3);
   }
   // A new job on the same cache: rank 0 reads the disk, nobody compiles.
   Engine engine({.cache_dir = dir});
-  const auto kernel = engine.kernel(scale(3.0), *comm());
+  const auto kernel = engine.kernel(scale(3.0), comm().get());
   MPI_CHECK(job_total(engine, Stat::compiles) == 0);
   MPI_CHECK(kernel.info().tier == (comm()->rank() == 0 ? Tier::disk : Tier::received));
   MPI_CHECK(call(kernel, 2.0) == 6.0);
@@ -103,8 +103,9 @@ MPI_TEST_CASE("a key mismatch raises the same collective error on every rank") {
   Engine engine({.cache_dir = dir});
   // The last rank emits a different source: a generator that depends on the rank.
   const bool odd = comm()->rank() == comm()->size() - 1;
-  const auto message = same_error_everywhere(
-      [&] { (void)engine.kernel(scale(odd ? 5.0 : 2.0), *comm()); }, uwjit::ErrorKind::collective);
+  const auto message =
+      same_error_everywhere([&] { (void)engine.kernel(scale(odd ? 5.0 : 2.0), comm().get()); },
+                            uwjit::ErrorKind::collective);
   MPI_CHECK(message.find("ranks disagree on kernel 1 of 1") != std::string::npos);
   MPI_CHECK(message.find("rank " + std::to_string(comm()->size() - 1) + " first differs") !=
             std::string::npos);
@@ -116,7 +117,7 @@ MPI_TEST_CASE("a key mismatch raises the same collective error on every rank") {
     written += file.path().extension() == ".cpp" ? 1 : 0;
   }
   MPI_CHECK(written == 2);
-  MPI_CHECK(call(engine.kernel(scale(7.0), *comm()), 1.0) == 7.0);
+  MPI_CHECK(call(engine.kernel(scale(7.0), comm().get()), 1.0) == 7.0);
 }
 
 MPI_TEST_CASE("a rank compiling with other options names the salt components that differ") {
@@ -130,7 +131,7 @@ MPI_TEST_CASE("a rank compiling with other options names the salt components tha
   uwjit::engine::EngineOptions options{.cache_dir = dir};
   options.compile.opt_level = odd ? 2 : 3;
   Engine engine(options);
-  const auto message = same_error_everywhere([&] { (void)engine.kernel(scale(2.0), *comm()); },
+  const auto message = same_error_everywhere([&] { (void)engine.kernel(scale(2.0), comm().get()); },
                                              uwjit::ErrorKind::collective);
   const std::string last = std::to_string(comm()->size() - 1);
   MPI_CHECK(message.find("rank " + last + " has the same source but another salt than rank 0") !=
@@ -143,14 +144,14 @@ MPI_TEST_CASE("a rank compiling with other options names the salt components tha
 MPI_TEST_CASE("a compile error on the compiling rank raises the same error on every rank") {
   const auto dir = job_sandbox();
   Engine engine({.cache_dir = dir});
-  const auto message =
-      same_error_everywhere([&] { (void)engine.kernel(scale(1.0, "  int broken = ;\n"), *comm()); },
-                            uwjit::ErrorKind::compile);
+  const auto message = same_error_everywhere(
+      [&] { (void)engine.kernel(scale(1.0, "  int broken = ;\n"), comm().get()); },
+      uwjit::ErrorKind::compile);
   MPI_CHECK(message.find("kernel.cpp:4:") != std::string::npos);
   MPI_CHECK(job_total(engine, Stat::compiles) == 0);
   // Every rank gets the diagnostics too, not only the message.
   try {
-    (void)engine.kernel(scale(1.0, "  int broken = ;\n"), *comm());
+    (void)engine.kernel(scale(1.0, "  int broken = ;\n"), comm().get());
     MPI_CHECK(false);
   } catch (const uwjit::Error& error) {
     MPI_CHECK(error.diagnostics().size() == 1);
@@ -159,7 +160,7 @@ MPI_TEST_CASE("a compile error on the compiling rank raises the same error on ev
               error.diagnostics()[0].severity == "error");
   }
   // The job goes on: the next request works.
-  MPI_CHECK(call(engine.kernel(scale(8.0), *comm()), 1.0) == 8.0);
+  MPI_CHECK(call(engine.kernel(scale(8.0), comm().get()), 1.0) == 8.0);
 }
 
 MPI_TEST_CASE("ranks asking for different numbers of kernels get a collective error") {
@@ -171,7 +172,7 @@ MPI_TEST_CASE("ranks asking for different numbers of kernels get a collective er
   if (comm()->rank() == 1) {
     sources.push_back(scale(3.0));
   }
-  const auto message = same_error_everywhere([&] { (void)engine.kernels(sources, *comm()); },
+  const auto message = same_error_everywhere([&] { (void)engine.kernels(sources, comm().get()); },
                                              uwjit::ErrorKind::collective);
   MPI_CHECK(message.find("rank 1 asks for 2 kernels, rank 0 for 1") != std::string::npos);
 }
@@ -203,7 +204,7 @@ MPI_TEST_CASE("a cold job compiles each GPU kernel's PTX once in total, and ever
   {
     Engine engine({.cache_dir = dir});
     const std::vector<KernelSource> sources = {gpu_scale(2.0), gpu_scale(3.0)};
-    const auto ptx = engine.ptx(sources, sm90(), *comm());
+    const auto ptx = engine.ptx(sources, sm90(), comm().get());
     MPI_CHECK(ptx.size() == 2);
     MPI_CHECK(job_total(engine, Stat::compiles) == 2);
     for (const auto& kernel : ptx) {
@@ -217,15 +218,15 @@ MPI_TEST_CASE("a cold job compiles each GPU kernel's PTX once in total, and ever
     }
     first = *ptx[0].ptx;
     // Asked again: every rank has them in memory, nothing is compiled or sent.
-    const auto again = engine.ptx(sources, sm90(), *comm());
+    const auto again = engine.ptx(sources, sm90(), comm().get());
     MPI_CHECK(again[1].info->tier == Tier::memory);
     MPI_CHECK(job_total(engine, Stat::compiles) == 2);
     // The host kernel of another source is still a collective request of its own kind.
-    MPI_CHECK(call(engine.kernel(scale(2.0), *comm()), 1.5) == 3.0);
+    MPI_CHECK(call(engine.kernel(scale(2.0), comm().get()), 1.5) == 3.0);
   }
   // A new job on the same cache: rank 0 reads the PTX from disk, nobody compiles.
   Engine engine({.cache_dir = dir});
-  const auto ptx = engine.ptx(std::vector<KernelSource>{gpu_scale(2.0)}, sm90(), *comm());
+  const auto ptx = engine.ptx(std::vector<KernelSource>{gpu_scale(2.0)}, sm90(), comm().get());
   MPI_CHECK(job_total(engine, Stat::compiles) == 0);
   MPI_CHECK(ptx[0].info->tier == (comm()->rank() == 0 ? Tier::disk : Tier::received));
   MPI_CHECK(*ptx[0].ptx == first);
@@ -239,7 +240,7 @@ MPI_TEST_CASE("ranks asking for other GPU architectures get one collective error
   const bool odd = comm()->rank() == comm()->size() - 1;
   const auto target = uwjit::engine::Target::parse(odd ? "cuda:sm_80" : "cuda:sm_90");
   const auto message = same_error_everywhere(
-      [&] { (void)engine.ptx(std::vector<KernelSource>{gpu_scale(2.0)}, target, *comm()); },
+      [&] { (void)engine.ptx(std::vector<KernelSource>{gpu_scale(2.0)}, target, comm().get()); },
       uwjit::ErrorKind::collective);
   const std::string last = std::to_string(comm()->size() - 1);
   MPI_CHECK(message.find("rank " + last + " has the same source but another salt than rank 0") !=
@@ -253,7 +254,7 @@ MPI_TEST_CASE("a GPU compile error on the compiling rank raises the same error o
   const auto message = same_error_everywhere(
       [&] {
         (void)engine.ptx(std::vector<KernelSource>{gpu_scale(1.0, "  int broken = ;\n")}, sm90(),
-                         *comm());
+                         comm().get());
       },
       uwjit::ErrorKind::compile);
   MPI_CHECK(message.find("kernel.cpp:5:") != std::string::npos);
@@ -262,12 +263,13 @@ MPI_TEST_CASE("a GPU compile error on the compiling rank raises the same error o
   const auto usage = same_error_everywhere(
       [&] {
         (void)engine.ptx(std::vector<KernelSource>{gpu_scale(1.0)}, uwjit::engine::Target::host(),
-                         *comm());
+                         comm().get());
       },
       uwjit::ErrorKind::usage);
   MPI_CHECK(usage.find("is not a GPU target") != std::string::npos);
   // The job goes on.
-  MPI_CHECK(engine.ptx(std::vector<KernelSource>{gpu_scale(4.0)}, sm90(), *comm()).size() == 1);
+  MPI_CHECK(engine.ptx(std::vector<KernelSource>{gpu_scale(4.0)}, sm90(), comm().get()).size() ==
+            1);
 }
 
 MPI_TEST_CASE("collectives of the communicator agree with MPI") {

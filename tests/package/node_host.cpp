@@ -46,7 +46,7 @@ private:
 
 int compiles(const uwjit::runtime::Simulation& sim) {
   int n = 0;
-  for (const auto& report : sim.kernels()) {
+  for (const auto& report : sim.kernel_reports()) {
     n += report.info.tier == uwjit::engine::Tier::compiled ? 1 : 0;
   }
   return n;

@@ -27,7 +27,7 @@ cmake -S "$consumer/../../examples/custom_node" -B "$prefix/build-advect" -G Nin
   -DCMAKE_MAKE_PROGRAM="$make_program" -DCMAKE_PREFIX_PATH="$prefix/install" \
   -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$prefix/build-advect" >/dev/null
-"$prefix/build-advect/advect" | tail -n 1 | grep -qx ok
+"$prefix/build-advect/advect" --size 16 --steps 10 --output "$prefix/advect-out" | grep -qx 'check: PASS'
 # A CXX-only project asking for the mpi component (when uwjit was built with MPI).
 if [ -f "$prefix/install/lib/cmake/uwjit/uwjitMpiTargets.cmake" ]; then
   cmake -S "$consumer" -B "$prefix/build-mpi" -G Ninja -DCMAKE_MAKE_PROGRAM="$make_program" \

@@ -80,7 +80,7 @@ def test_indentation_changes_no_key(engine):
     keys = set()
     for indent in ("", "    ", "\t\t"):
         sim = uwjit.Simulation(engine, [Ramp(cell="u_out(i) = u(i)\n  + 1;\n\n", indent=indent)])
-        keys.add(sim.kernels()["ramp"].key)
+        keys.add(sim.kernel_reports()[0].info.key)
     assert len(keys) == 1
     assert engine.stats()["compiles"] == 1
 

@@ -39,7 +39,7 @@ def test_a_sweep_over_a_run_time_param_compiles_once(engine):
     assert engine.stats()["compiles"] == 1
 
 
-def test_a_kernel_called_directly_takes_its_params_by_name(engine):
+def test_a_kernel_called_directly_takes_its_run_time_params_by_name(engine):
     writer = uwjit.KernelWriter("scale")
     n = writer.domain_extent(0, "nx", 4)
     writer.state_in("x", "f64", [n])
@@ -51,12 +51,16 @@ def test_a_kernel_called_directly_takes_its_params_by_name(engine):
     x = uwjit.zeros(4)
     x[...] = [1, 2, 3, 4]
     y = uwjit.zeros(4)
-    kernel(state_in=[x], state_out=[y], params={"factor": 3.0})
+    kernel(state_in=[x], state_out=[y], run_time_params={"factor": 3.0})
     np.testing.assert_array_equal(y, [3, 6, 9, 12])
-    with pytest.raises(ValueError, match='lacks "factor"'):
+    with pytest.raises(ValueError, match='run_time_params lacks "factor"'):
         kernel(state_in=[x], state_out=[y])
-    with pytest.raises(ValueError, match='unknown param "scale"'):
-        kernel(state_in=[x], state_out=[y], params={"factor": 1.0, "scale": 2.0})
+    with pytest.raises(ValueError, match='unknown run-time param "scale"'):
+        kernel(state_in=[x], state_out=[y], run_time_params={"factor": 1.0, "scale": 2.0})
+    # The keyword's former name still works, with a DeprecationWarning.
+    with pytest.warns(DeprecationWarning, match="use run_time_params="):
+        kernel(state_in=[x], state_out=[y], params={"factor": 4.0})
+    np.testing.assert_array_equal(y, [4, 8, 12, 16])
 
 
 def test_a_param_name_that_is_taken_is_a_usage_error():

@@ -55,7 +55,7 @@ def test_a_python_node_matches_numpy(engine):
     expected = reference(node.target, 0.25, 4)
     np.testing.assert_allclose(sim.field("r", "u"), expected, rtol=1e-14)
     assert sim.integrals("r")["total"] == pytest.approx(expected.sum(), rel=1e-12)
-    assert sim.kernels()["r"].origin == "r"
+    assert sim.kernel_reports()[0].info.origin == "r"
 
 
 def test_rebinding_a_same_shape_array_compiles_nothing_and_changes_the_results(engine):

@@ -21,7 +21,7 @@ def test_a_built_in_node_steps_and_conserves_heat(engine):
     # Insulating walls: the heat integral of the kernel is the sum of the field.
     assert sim.integrals("heat")["heat"] == pytest.approx(u0.sum(), rel=1e-12)
     assert sim.integrals("heat")["heat"] == pytest.approx(u3.sum(), rel=1e-12)
-    assert sim.kernels()["heat"].tier == "compiled"
+    assert sim.kernel_reports()[0].info.tier == "compiled"
 
 
 def test_a_field_is_a_read_only_view_that_goes_stale_at_the_next_step(engine):
@@ -61,7 +61,7 @@ def test_checkpoint_and_restore_continue_bit_for_bit(engine, tmp_path):
     assert restored.steps_taken == 2
     restored.step(3)
     np.testing.assert_array_equal(restored.field("heat", "u"), sim.field("heat", "u"))
-    assert restored.kernels()["heat"].tier == "memory"
+    assert restored.kernel_reports()[0].info.tier == "memory"
     with pytest.raises(uwjit.IoError):
         uwjit.Simulation.restore(engine, tmp_path / "missing.ckpt")
 

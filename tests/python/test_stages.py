@@ -56,9 +56,14 @@ def test_a_two_stage_python_node_matches_numpy(engine):
     np.testing.assert_allclose(sim.field("h", "u"), expected, rtol=1e-14)
     assert sim.integrals("h")["total"] == pytest.approx(expected.sum(), rel=1e-12)
     reports = sim.kernel_reports()
-    assert [(r["node"], r["stage"]) for r in reports] == [("h", 0), ("h", 1)]
-    assert reports[0]["info"].key != reports[1]["info"].key
-    assert sim.kernels()["h"].key == reports[0]["info"].key
+    assert [(r.node, r.stage) for r in reports] == [("h", 0), ("h", 1)]
+    assert reports[0].info.key != reports[1].info.key
+    assert repr(reports[1]) == "KernelReport(node='h', stage=1, key=%s, tier=%s)" % (
+        reports[1].info.key, reports[1].info.tier)
+    # The shapes these had before: dict access on a report, kernels() by node name (deprecated).
+    assert reports[1]["stage"] == 1 and reports[1]["info"].key == reports[1].info.key
+    with pytest.warns(DeprecationWarning, match="use kernel_reports"):
+        assert sim.kernels()["h"].key == reports[0].info.key
 
 
 class Source(uwjit.Node):

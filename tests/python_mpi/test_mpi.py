@@ -226,3 +226,51 @@ def test_a_python_node_that_fills_by_slab_is_handed_its_slab_only(engine):
         serial = uwjit.Simulation(engine, [Ramp2D(by_slab)])
         serial.step(2)
         np.testing.assert_array_equal(whole, serial.gather("ramp", "u"))
+
+
+def shared_dir():
+    """A directory for the job, made by rank 0."""
+    path = tempfile.mkdtemp(prefix="uwjit-py-mpi-out-") if COMM.rank == 0 else None
+    return COMM.bcast(path, root=0)
+
+
+def test_write_vtk_sharded_is_written_by_rank_0_and_every_rank_gets_its_paths(engine):
+    sim = uwjit.Simulation(engine, [uwjit.node("heat", size=[9, 6, 5])], comm=COMM)
+    sim.step(2)
+    out = shared_dir()
+    paths = [str(p) for p in sim.write_vtk(out + "/vtk", stem="run")]
+    assert paths == [out + "/vtk/run_heat.vti"]
+    assert len(set(COMM.allgather(tuple(paths)))) == 1
+    # Rank 0 cannot write there: the same IoError on every rank, not an error on one alone.
+    if COMM.rank == 0:
+        open(out + "/plain", "w").write("a file")
+    COMM.Barrier()
+    with pytest.raises(uwjit.IoError) as caught:
+        sim.write_vtk(out + "/plain/below")
+    assert len(set(COMM.allgather(str(caught.value)))) == 1
+    COMM.Barrier()
+    if COMM.rank == 0:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def test_run_cli_shard_runs_a_python_kind_over_the_ranks(engine, capfd, monkeypatch):
+    import pathlib
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "examples" / "python"))
+    import diffuse_cli
+    out = shared_dir()
+    monkeypatch.setenv("UWJIT_CACHE_DIR", out + "/cache")
+    code = uwjit.run_cli(diffuse_cli.KIND, ["--size", "12x8x1", "--steps", "6", "--shard", "x",
+                                            "--output", out, "--json"], program="diffuse")
+    assert COMM.allgather(code) == [0] * COMM.size
+    printed = capfd.readouterr().out
+    if COMM.rank == 0:
+        import json
+        report = json.loads(printed)
+        assert report["ranks"] == COMM.size and report["shard"] == "x"
+        assert report["check"]["passed"]
+    else:
+        assert printed == ""
+    COMM.Barrier()
+    if COMM.rank == 0:
+        shutil.rmtree(out, ignore_errors=True)

@@ -217,10 +217,10 @@ TEST_CASE("a run-time param is read from args->params and its value never appear
     return w;
   };
   const KernelWriter w = with_kappa(0.123456789);
-  REQUIRE(w.params().size() == 2);
-  CHECK(w.params()[0].name == "kappa");
-  CHECK(w.params()[0].value == 0.123456789);
-  CHECK(w.params()[1].slot == 1);
+  REQUIRE(w.run_time_params().size() == 2);
+  CHECK(w.run_time_params()[0].name == "kappa");
+  CHECK(w.run_time_params()[0].value == 0.123456789);
+  CHECK(w.run_time_params()[1].slot == 1);
   const auto source = w.finish();
   CHECK(source.slots().params == std::vector<std::string>{"kappa", "gain"});
   CHECK(contains(source.body(), "const double kappa = args->params[0];"));

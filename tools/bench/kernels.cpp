@@ -180,7 +180,7 @@ KernelSource pipe_flow() {
   engine::Engine engine({.disk_cache = engine::DiskCache::off});
   const runtime::Simulation simulation(
       engine, {nodes::make("pipe-flow", "pipe", nodes::default_params("pipe-flow"))});
-  cached.emplace(*simulation.kernels().front().source);
+  cached.emplace(*simulation.kernel_reports().front().source);
   if (!file.empty()) {
     const auto& slots = cached->slots();
     const Json saved = {{"origin", cached->origin()},  {"body", cached->body()},

@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
       uwjit::engine::Engine engine({.cache_dir = cache});
       comm->barrier();
       const auto start = Clock::now();
-      const auto kernels = engine.kernels(sources, *comm);
+      const auto kernels = engine.kernels(sources, comm.get());
       const double request_ms = ms_since(start);
       comm->barrier();
       const double all_ms = ms_since(start);

@@ -160,7 +160,7 @@ Work vector_work_per_update(const std::string& ir) {
 
 // The work per update of the kernel a simulation runs.
 Work kernel_work(const engine::Engine& engine, const runtime::Simulation& simulation) {
-  const auto& source = *simulation.kernels().front().source;
+  const auto& source = *simulation.kernel_reports().front().source;
   return vector_work_per_update(
       engine.compiler()
           .compile(source.instantiate("bench_work", "bench_work"), engine::Listing::ir)

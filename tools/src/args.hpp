@@ -1,88 +1,15 @@
-// A small command-line parser for the uwjit subcommands: flags, options with values, positionals.
+// The command-line parser of the uwjit subcommands: the driver's (<uwjit/driver/args.hpp>), with
+// its names in uwjit::tools.
 #pragma once
 
-#include <uwjit/common/error.hpp>
-
-#include <map>
-#include <optional>
-#include <set>
-#include <string>
-#include <vector>
+#include <uwjit/driver/args.hpp>
 
 namespace uwjit::tools {
 
-/// A misuse of the command line: main prints the message, then the usage of the command that was
-/// misused, and exits 2.
-class UsageError : public Error {
-public:
-  UsageError(const std::string& message, std::string usage, std::string command)
-      : Error(ErrorKind::usage, message), m_usage(std::move(usage)), m_command(std::move(command)) {
-  }
-  [[nodiscard]] const std::string& usage() const noexcept { return m_usage; }
-  [[nodiscard]] const std::string& command() const noexcept { return m_command; }
-  /// Throws UsageError "<command>: <message>" with this command's usage line.
-  [[noreturn]] void fail(const std::string& message) const;
-
-private:
-  std::string m_usage;
-  std::string m_command;
-};
-
-/// What one subcommand accepts; renders its own --help text.
-class ArgSpec {
-public:
-  ArgSpec(std::string command, std::string summary);
-  ArgSpec& flag(std::string name, std::string help);
-  ArgSpec& option(std::string name, std::string metavar, std::string help,
-                  std::string fallback = {});
-  ArgSpec& positional(std::string name, std::string help, bool required = true);
-  /// Free text printed after the options (examples, notes).
-  ArgSpec& epilog(std::string text);
-
-  [[nodiscard]] std::string help() const;
-  [[nodiscard]] std::string usage_line() const;
-  [[nodiscard]] const std::string& command() const noexcept { return m_command; }
-  /// Throws UsageError "<command>: <message>" with this command's usage line.
-  [[noreturn]] void fail(const std::string& message) const;
-
-  struct Option {
-    std::string name, metavar, help, fallback;
-    bool takes_value;
-  };
-  struct Positional {
-    std::string name, help;
-    bool required;
-  };
-  [[nodiscard]] const std::vector<Option>& options() const noexcept { return m_options; }
-  [[nodiscard]] const std::vector<Positional>& positionals() const noexcept {
-    return m_positionals;
-  }
-
-private:
-  std::string m_command, m_summary, m_epilog;
-  std::vector<Option> m_options;
-  std::vector<Positional> m_positionals;
-};
-
-/// Parsed arguments. parse() throws UsageError naming the offending argument.
-class Args {
-public:
-  static Args parse(const ArgSpec& spec, const std::vector<std::string>& argv);
-  [[nodiscard]] bool has(const std::string& flag) const { return m_flags.count(flag) != 0; }
-  [[nodiscard]] std::optional<std::string> get(const std::string& option) const;
-  [[nodiscard]] std::string value(const std::string& option) const; ///< or its fallback
-  /// Every value given for a repeatable option, in order (get() returns the last).
-  [[nodiscard]] std::vector<std::string> all(const std::string& option) const;
-  [[nodiscard]] const std::vector<std::string>& positional() const noexcept { return m_positional; }
-  [[nodiscard]] bool wants_help() const noexcept { return m_help; }
-
-private:
-  std::set<std::string> m_flags;
-  std::map<std::string, std::string> m_values;
-  std::map<std::string, std::vector<std::string>> m_all;
-  std::map<std::string, std::string> m_fallbacks;
-  std::vector<std::string> m_positional;
-  bool m_help = false;
-};
+using driver::apply_sets;
+using driver::Args;
+using driver::ArgSpec;
+using driver::parse_size;
+using driver::UsageError;
 
 } // namespace uwjit::tools

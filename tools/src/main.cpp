@@ -1,11 +1,11 @@
 // uwjit: the command-line interface to the uwjit engine and its kernel cache.
-#include "args.hpp"
 #include "commands.hpp"
 #include "mpi_job.hpp"
 #include "text.hpp"
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/version.hpp>
+#include <uwjit/driver/args.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -14,6 +14,13 @@
 #include <string_view>
 
 namespace {
+
+// Ends every rank of an MPI job at once on an error (see mpi_job.hpp); nothing serially.
+void end_mpi_job_on_error(std::string_view message, int code) {
+  if (auto* job = uwjit::tools::cli_job()) {
+    job->end_on_error("uwjit", message, code);
+  }
+}
 
 struct Command {
   std::string_view name;
@@ -114,15 +121,15 @@ int main(int argc, char** argv) {
     int code = 0;
     try {
       code = command.run(rest);
-    } catch (const uwjit::tools::UsageError& error) {
-      uwjit::tools::end_mpi_job_on_error(error.what(), 2);
+    } catch (const uwjit::driver::UsageError& error) {
+      end_mpi_job_on_error(error.what(), 2);
       std::cerr << "uwjit: error: " << error.what() << "\n"
                 << error.usage() << (error.usage().ends_with('\n') ? "" : "\n") << "(run 'uwjit "
                 << error.command() << " --help' for details)\n";
       code = 2;
     } catch (const uwjit::Error& error) {
       const int exit_code = error.kind() == uwjit::ErrorKind::usage ? 2 : 1;
-      uwjit::tools::end_mpi_job_on_error(error.what(), exit_code);
+      end_mpi_job_on_error(error.what(), exit_code);
       std::cerr << "uwjit: error: " << error.what() << "\n";
       // The arguments were at fault (e.g. a key prefix that matches no entry): the usage line,
       // as for a parse error. Not for a bad environment variable, which the message names.
@@ -136,15 +143,17 @@ int main(int argc, char** argv) {
       // Where uwjit allocates much (state, static data, nodes) it names what; this is the rest.
       const std::string message = "out of memory: an allocation failed (std::bad_alloc); the "
                                   "run is too large for this machine's memory";
-      uwjit::tools::end_mpi_job_on_error(message, 1);
+      end_mpi_job_on_error(message, 1);
       std::cerr << "uwjit: error: " << message << "\n";
       code = 1;
     } catch (const std::exception& error) {
-      uwjit::tools::end_mpi_job_on_error(error.what(), 1);
+      end_mpi_job_on_error(error.what(), 1);
       std::cerr << "uwjit: error: " << error.what() << "\n";
       code = 1;
     }
-    uwjit::tools::finish_mpi_job();
+    if (auto* job = uwjit::tools::cli_job()) {
+      job->finish();
+    }
     return code;
   }
   std::vector<std::string> names;
@@ -153,7 +162,7 @@ int main(int argc, char** argv) {
   }
   names.emplace_back("help");
   std::cerr << "uwjit: error: unknown command \"" << name << "\""
-            << uwjit::tools::did_you_mean(name, names) << "\n\n";
+            << uwjit::did_you_mean(name, names) << "\n\n";
   print_help(std::cerr);
   return 2;
 }

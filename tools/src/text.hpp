@@ -1,7 +1,9 @@
-// Text helpers shared by the uwjit subcommands: sizes, durations, times, tables, diffs.
+// Text helpers shared by the uwjit subcommands: sizes, times, tables, diffs (and, through
+// <uwjit/common/text.hpp>, numbers, durations and "did you mean").
 #pragma once
 
 #include <uwjit/cache/manifest.hpp>
+#include <uwjit/common/text.hpp> // fixed, general, clock_text, did_you_mean
 
 #include <chrono>
 #include <cstdint>
@@ -16,29 +18,11 @@ namespace uwjit::tools {
 /// "812 B", "4.2 KiB", "1.5 MiB", "2.0 GiB".
 [[nodiscard]] std::string human_size(std::uint64_t bytes);
 
-/// `value` with `digits` decimals, e.g. "12.35" (classic locale).
-[[nodiscard]] std::string fixed(double value, int digits);
-
-/// `value` with up to 10 significant digits (classic locale).
-[[nodiscard]] std::string general(double value);
-
 /// "3.27 ms" below 10 ms, "48.6 ms" above.
 [[nodiscard]] std::string milliseconds(double value);
 
 /// "2026-11-21T16:41:28Z".
 [[nodiscard]] std::string utc_text(std::chrono::system_clock::time_point when);
-
-/// "0:07", "12:34", "1:02:03": a duration in whole seconds, as a clock shows it.
-[[nodiscard]] std::string clock_text(double seconds);
-
-/// The candidate `word` most likely mistypes: the nearest by edit distance (a swap of two
-/// neighbours counts once), if it is at most a third of the word's length away (at least 1).
-[[nodiscard]] std::optional<std::string> closest(std::string_view word,
-                                                 std::span<const std::string> candidates);
-
-/// " (did you mean X?)" for closest(word, candidates), else "".
-[[nodiscard]] std::string did_you_mean(std::string_view word,
-                                       std::span<const std::string> candidates);
 
 /// Left-aligned columns separated by two spaces.
 class Table {

@@ -1,6 +1,5 @@
 #include "args.hpp"
 #include "commands.hpp"
-#include "node_args.hpp"
 #include "text.hpp"
 
 #include <uwjit/common/env_variables.hpp>

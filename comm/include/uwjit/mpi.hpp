@@ -3,6 +3,7 @@
 #pragma once
 
 #include <uwjit/comm/comm.hpp>
+#include <uwjit/comm/job.hpp>
 
 #include <mpi.h>
 
@@ -31,9 +32,10 @@ public:
   Session(int* argc, char*** argv);
   ~Session();
 
-  /// Writes "uwjit: error: rank R/N: MESSAGE" to stderr and ends every rank of the job at once
+  /// Writes "PROGRAM: error: rank R/N: MESSAGE" to stderr and ends every rank of the job at once
   /// (MPI_Abort on MPI_COMM_WORLD with `code`). For an error that some ranks may not share.
-  [[noreturn]] void abort(std::string_view message, int code) const;
+  [[noreturn]] void abort(std::string_view message, int code,
+                          std::string_view program = "uwjit") const;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -46,5 +48,12 @@ private:
   bool m_owned = false;
   int m_unwinding_at_start = 0; // std::uncaught_exceptions() when the session began
 };
+
+/// This process's MPI job (one per process): start() makes a Session (initialising MPI unless
+/// something, e.g. mpi4py, already did) and returns a Comm over MPI_COMM_WORLD; end_on_error()
+/// is Session::abort when the job has more than one rank; finish() ends the Session (finalising
+/// MPI if it initialised it). What uwjit::driver::run_main takes to run sharded
+/// (`Program{.job = &uwjit::mpi::job()}`). Not thread-safe.
+[[nodiscard]] comm::Job& job();
 
 } // namespace uwjit::mpi

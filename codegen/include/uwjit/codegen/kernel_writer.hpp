@@ -61,7 +61,8 @@ struct BufferDecl {
   int slot; ///< index into the role's pointer table
 };
 
-/// A run-time parameter as declared: its local's name, the value the caller will pass, its slot.
+/// A run-time param as declared (KernelWriter::param): its local's name, the value the caller
+/// will pass, its slot. Not a node param (runtime::Params, a node's construction values).
 struct ParamDecl {
   std::string name; ///< the local `const double` in kernel text
   double value;     ///< what the runtime passes in args->params (never written into the text)
@@ -264,10 +265,17 @@ public:
   [[nodiscard]] const std::vector<ExtentDecl>& extents() const noexcept { return m_extents; }
   [[nodiscard]] const std::vector<BufferDecl>& buffers() const noexcept { return m_buffers; }
   [[nodiscard]] const std::vector<std::string>& integrals() const noexcept { return m_integrals; }
-  [[nodiscard]] const std::vector<ParamDecl>& params() const noexcept { return m_params; }
+  /// The run-time params declared with param(), in slot order (values the kernel reads when it
+  /// runs; not a node's params, its construction values).
+  [[nodiscard]] const std::vector<ParamDecl>& run_time_params() const noexcept { return m_params; }
+  /// Deprecated (uwjit 0.1; removed in the next release): run_time_params().
+  [[deprecated("use run_time_params()")]] [[nodiscard]] const std::vector<ParamDecl>&
+  params() const noexcept {
+    return m_params;
+  }
   /// What a caller passes in args->extents: the run-time extents' values, in slot order.
   [[nodiscard]] std::vector<uw_i64> runtime_extent_values() const;
-  /// What a caller passes in args->params: the params' values, in slot order.
+  /// What a caller passes in args->params: the run-time params' values, in slot order.
   [[nodiscard]] std::vector<double> param_values() const;
   /// The declared buffer of `role` named `name`, or nullptr.
   [[nodiscard]] const BufferDecl* find(BufferRole role, std::string_view name) const;

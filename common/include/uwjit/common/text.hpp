@@ -1,7 +1,9 @@
-// Small text helpers shared by every folder: joining lists, shapes, identifiers, hex digits.
+// Small text helpers shared by every folder: joining lists, shapes, identifiers, hex digits,
+// numbers and durations for people, and the nearest of some words to a mistyped one.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,5 +42,24 @@ namespace uwjit {
 
 /// Sixteen lowercase hex digits, the most significant first. Thread-safe.
 [[nodiscard]] std::string hex_text(std::uint64_t value);
+
+/// `value` with `digits` decimals, e.g. "12.35" (classic locale). Thread-safe.
+[[nodiscard]] std::string fixed(double value, int digits);
+
+/// `value` with up to 10 significant digits (classic locale). Thread-safe.
+[[nodiscard]] std::string general(double value);
+
+/// "0:07", "12:34", "1:02:03": a duration in whole seconds, as a clock shows it. Thread-safe.
+[[nodiscard]] std::string clock_text(double seconds);
+
+/// The candidate `word` most likely mistypes: the nearest by edit distance (a swap of two
+/// neighbours counts once), if it is at most a third of the word's length away (at least 1).
+/// Thread-safe.
+[[nodiscard]] std::optional<std::string> closest(std::string_view word,
+                                                 std::span<const std::string> candidates);
+
+/// " (did you mean X?)" for closest(word, candidates), else "". Thread-safe.
+[[nodiscard]] std::string did_you_mean(std::string_view word,
+                                       std::span<const std::string> candidates);
 
 } // namespace uwjit

@@ -84,20 +84,25 @@ public:
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// The kernel for `source`. Throws Error(compile) with diagnostics (Error::diagnostics(); for
-  /// a source with a line map, each names the node and counts lines in the text the node wrote;
-  /// the failing source goes to the dump directory, if any, and the message names the file), or
-  /// naming the functions the kernel defines when its entry is not one of them (checked before
-  /// anything is published, also on memory and disk hits); Error(jit) if the object cannot be
-  /// loaded. A failed request leaves nothing behind and may be retried.
-  [[nodiscard]] Kernel kernel(const codegen::KernelSource& source);
+  /// The kernel for `source`: kernels({source}, comm)[0]. Without a comm (nullptr, the
+  /// default), this process's alone. Throws Error(compile) with diagnostics
+  /// (Error::diagnostics(); for a source with a line map, each names the node and counts lines
+  /// in the text the node wrote; the failing source goes to the dump directory, if any, and the
+  /// message names the file), or naming the functions the kernel defines when its entry is not
+  /// one of them (checked before anything is published, also on memory and disk hits);
+  /// Error(jit) if the object cannot be loaded. A failed request leaves nothing behind and may
+  /// be retried.
+  [[nodiscard]] Kernel kernel(const codegen::KernelSource& source,
+                              comm::Collectives* comm = nullptr);
 
-  /// The kernels for `sources`, in order; distinct cold kernels compile in parallel threads.
-  /// Throws as kernel() does (the first failure, after every request has finished).
-  [[nodiscard]] std::vector<Kernel> kernels(std::span<const codegen::KernelSource> sources);
-
-  /// Collective over `comm`: every rank asks for the same sources, in the same order. The
-  /// ranks' keys are compared first: if they differ, every rank throws the same
+  /// The kernels for `sources`, in order. The comm is optional, as everywhere in uwjit
+  /// (SimulationOptions::comm, Python's comm=None): a pointer, nullptr for this process alone.
+  ///
+  /// Without a comm: distinct cold kernels compile in parallel threads; throws as kernel() does
+  /// (the first failure, after every request has finished).
+  ///
+  /// With a comm: collective over it: every rank asks for the same sources, in the same order.
+  /// The ranks' keys are compared first: if they differ, every rank throws the same
   /// Error(collective) naming the ranks that differ and the first line where their sources
   /// differ, and each distinct source is written to `mismatch/KEY.cpp` in each rank's cache
   /// directory. Otherwise rank 0 alone looks each missing kernel up on disk or compiles it (under
@@ -106,10 +111,20 @@ public:
   /// its node's cache if that lacks it. A compile error on rank 0 raises the same
   /// Error(compile) on every rank. Never hangs: no rank branches into a collective alone.
   [[nodiscard]] std::vector<Kernel> kernels(std::span<const codegen::KernelSource> sources,
-                                            comm::Collectives& comm);
+                                            comm::Collectives* comm = nullptr);
 
-  /// kernels({source}, comm)[0].
-  [[nodiscard]] Kernel kernel(const codegen::KernelSource& source, comm::Collectives& comm);
+  /// Deprecated (uwjit 0.1; removed in the next release): kernels(sources, &comm).
+  [[deprecated(
+      "pass the comm as a pointer: kernels(sources, &comm)")]] [[nodiscard]] std::vector<Kernel>
+  kernels(std::span<const codegen::KernelSource> sources, comm::Collectives& comm) {
+    return kernels(sources, &comm);
+  }
+
+  /// Deprecated (uwjit 0.1; removed in the next release): kernel(source, &comm).
+  [[deprecated("pass the comm as a pointer: kernel(source, &comm)")]] [[nodiscard]] Kernel
+  kernel(const codegen::KernelSource& source, comm::Collectives& comm) {
+    return kernel(source, &comm);
+  }
 
   /// The PTX of `source` compiled for `target` (a cuda target; Error(usage) for the host),
   /// through the same three tiers as kernel(): this process's memory, the verified disk cache
@@ -119,14 +134,24 @@ public:
   /// Compiler::compile does (libdevice missing, an undefined call). Thread-safe.
   [[nodiscard]] PtxKernel ptx(const codegen::KernelSource& source, const Target& target);
 
-  /// Collective over `comm`, as kernels(sources, comm): the ranks' keys for `target` agree (or
-  /// every rank throws the same Error(collective) naming what differs: the source, or salt
-  /// components such as the target's sm), rank 0 alone finds or compiles each PTX some rank
-  /// lacks and broadcasts it (tier `received` on the other ranks), one rank per node publishes
-  /// it to its node's cache, and an error on rank 0 (a compile error, libdevice missing) is the
-  /// same error on every rank. One compile per job. Error(usage) on every rank for a host target.
+  /// The PTX of each of `sources` for `target`, in order. Without a comm (nullptr), ptx(source,
+  /// target) for each. With one, collective over it, as kernels(sources, comm): the ranks' keys
+  /// for `target` agree (or every rank throws the same Error(collective) naming what differs:
+  /// the source, or salt components such as the target's sm), rank 0 alone finds or compiles
+  /// each PTX some rank lacks and broadcasts it (tier `received` on the other ranks), one rank
+  /// per node publishes it to its node's cache, and an error on rank 0 (a compile error,
+  /// libdevice missing) is the same error on every rank. One compile per job. Error(usage) (on
+  /// every rank) for a host target.
   [[nodiscard]] std::vector<PtxKernel> ptx(std::span<const codegen::KernelSource> sources,
-                                           const Target& target, comm::Collectives& comm);
+                                           const Target& target, comm::Collectives* comm = nullptr);
+
+  /// Deprecated (uwjit 0.1; removed in the next release): ptx(sources, target, &comm).
+  [[deprecated("pass the comm as a pointer: ptx(sources, target, &comm)")]] [[nodiscard]] std::
+      vector<PtxKernel>
+      ptx(std::span<const codegen::KernelSource> sources, const Target& target,
+          comm::Collectives& comm) {
+    return ptx(sources, target, &comm);
+  }
 
   /// The cubin of `ptx` for the device of the current CUDA context (`device_arch` is its
   /// "sm_XX"), made by this process's driver: from this engine's memory, else the disk cache's

@@ -1,7 +1,8 @@
-// The built-in nodes by type name: their defaults, sizes, construction, and the checkpoint
-// factory.
+// The built-in nodes by type name: their kinds (what `uwjit run` runs), defaults, sizes,
+// construction, and the checkpoint factory.
 #pragma once
 
+#include <uwjit/driver/node_kind.hpp>
 #include <uwjit/nodes/builtin.hpp>
 #include <uwjit/runtime/simulation.hpp>
 #include <uwjit/runtime/value.hpp>
@@ -15,15 +16,9 @@
 
 namespace uwjit::nodes {
 
-/// A built-in node type.
-struct NodeKind {
-  std::string_view type;      ///< "heat", "pipe-flow", "fvm", "mlp"
-  std::string_view summary;   ///< one line
-  std::string_view size_help; ///< what --size means for it
-  /// The domain axes a sharded run may split it along, for people ("x, alone or with y and/or
-  /// z"); "" when it cannot be sharded.
-  std::string_view shard_help;
-};
+/// A built-in node type: a driver::NodeKind (what `uwjit run` runs), with the built-in node's
+/// check, default run length, updates per step and pictures.
+using NodeKind = driver::NodeKind;
 
 /// Every built-in node type, in a fixed order.
 [[nodiscard]] std::span<const NodeKind> kinds() noexcept;

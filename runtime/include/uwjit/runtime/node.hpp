@@ -7,6 +7,7 @@
 #include <uwjit/runtime/value.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -14,6 +15,8 @@
 #include <vector>
 
 namespace uwjit::runtime {
+
+class Snapshot;
 
 /// A state field: a name (a C identifier), an element type, and the extents of its leading
 /// component axes (e.g. {19} for the D3Q19 populations; empty for a scalar field). The domain
@@ -128,15 +131,17 @@ class Node {
 public:
   /// `type` names the kind of node (e.g. "heat", what a checkpoint's factory is asked for);
   /// `name` names this instance (unique within a Simulation); both must be non-empty
-  /// (Error(usage)).
-  Node(std::string type, std::string name, Params params);
+  /// (Error(usage)). `node_params` are the node's construction values, everything needed to
+  /// rebuild it (what params() returns and a checkpoint stores); not a kernel's run-time params
+  /// (KernelWriter::param), which a node declares from them in emit_update.
+  Node(std::string type, std::string name, Params node_params);
   virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
   [[nodiscard]] const std::string& type() const noexcept { return m_type; }
   [[nodiscard]] const std::string& name() const noexcept { return m_name; }
-  /// Everything needed to rebuild this node (checkpointed).
+  /// The node params: everything needed to rebuild this node (checkpointed).
   [[nodiscard]] const Params& params() const noexcept { return m_params; }
 
   /// The node's domain axes, state fields, integrals and time step. Read once by a Simulation
@@ -196,6 +201,19 @@ public:
   /// How this node's kernel is compiled (fp contraction, fast-math, -O level, defines), over the
   /// engine's options; part of the kernel's key. Default: none (the engine's options).
   [[nodiscard]] virtual codegen::KernelOptions kernel_options() const;
+
+  /// Writes this node's state in `snapshot` (a snapshot that holds this node) as VTK XML files
+  /// in `directory` (which must exist), named `stem` plus the format's suffix, and returns their
+  /// paths. The default writes one ImageData file, STEM.vti: every state field as cell data
+  /// (the domain axes as x, y, z; a field's component axes as the array's components, at most
+  /// 9; its dtype kept), with vtk_field_data(*this, snapshot) as the file's FieldData. A node
+  /// whose cells are not a grid (a mesh) overrides it. Writes each file atomically (a temporary
+  /// name, then a rename; a symlink at the name is replaced, never followed). Throws Error(io)
+  /// for a file that cannot be written, Error(usage) for a field VTK cannot hold. Thread-safe.
+  /// Simulation::write_vtk calls it for every node.
+  virtual std::vector<std::filesystem::path> write_vtk(const Snapshot& snapshot,
+                                                       const std::filesystem::path& directory,
+                                                       std::string_view stem) const;
 
 protected:
   /// Builds the static data from params(); called once, by static_data(). Default: empty.

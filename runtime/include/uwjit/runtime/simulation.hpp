@@ -222,8 +222,15 @@ public:
   Simulation& operator=(Simulation&&) noexcept;
 
   /// One report per kernel, in node order and, within a node, stage order (one per node when
-  /// every node has one stage): the kernels the nodes use now.
-  [[nodiscard]] const std::vector<KernelReport>& kernels() const noexcept;
+  /// every node has one stage): the kernels the nodes use now (Python: kernel_reports()).
+  [[nodiscard]] const std::vector<KernelReport>& kernel_reports() const noexcept;
+
+  /// Deprecated (uwjit 0.1; removed in the next release): kernel_reports(). (`kernels` names
+  /// Kernel objects elsewhere, e.g. Engine::kernels.)
+  [[deprecated("use kernel_reports()")]] [[nodiscard]] const std::vector<KernelReport>&
+  kernels() const noexcept {
+    return kernel_reports();
+  }
 
   /// Takes `count` steps; each steps every node, in order. Throws Error(kernel) naming the node
   /// and step if a kernel returns a non-zero status: that node keeps the state it had before
@@ -309,6 +316,16 @@ public:
   /// same directory, fsync, rename. Throws Error(io). Sharded: collective; the whole domain is
   /// gathered and rank 0 writes it; an error is raised on every rank alike.
   void checkpoint(const std::filesystem::path& path) const;
+
+  /// Writes every node's state as VTK XML files in `directory` (created if missing): each node's
+  /// Node::write_vtk (by default an ImageData file of every state field; the built-in nodes
+  /// write theirs), named after the node (NODE.vti), or STEM_NODE when `stem` is not empty, and
+  /// returns their paths in node order. Throws Error(io) naming the directory or the file that
+  /// cannot be written. Sharded: collective; the whole state is gathered, rank 0 alone makes the
+  /// directory and writes every file (one writer per file), and every rank returns the same
+  /// paths or raises the same error.
+  std::vector<std::filesystem::path> write_vtk(const std::filesystem::path& directory,
+                                               std::string_view stem = {}) const;
 
   /// Rebuilds a simulation from a checkpoint: nodes from `factory`, their kernels from `engine`,
   /// their state and step count from the file. Stepping it on gives, bit for bit, what the

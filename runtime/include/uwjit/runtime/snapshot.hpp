@@ -28,7 +28,7 @@ struct KernelReport {
 /// The whole state of a simulation at one step, as Simulation::gathered() copies it (under MPI,
 /// gathered from every rank): each node's state fields over the whole domain (interiors; halos
 /// zero), the integrals of the last step, the static data and the kernel reports. It cannot
-/// step; it can be checked, written (a node's write_output) and checkpointed. Copies share the
+/// step; it can be checked, written (write_vtk) and checkpointed. Copies share the
 /// fields, which never change. The const member functions are thread-safe.
 class Snapshot {
 public:
@@ -38,9 +38,11 @@ public:
     std::vector<std::shared_ptr<const Field>> fields; ///< in the node's layout order
     std::vector<double> integrals;                    ///< in the layout's integrals order
     StaticData bound;                                 ///< the static data its kernel read
-    KernelReport report;                              ///< its kernel
+    KernelReport report;                              ///< its (first stage's) kernel
     /// Keys of static arrays that were rebound (Simulation::rebound_statics), sorted.
     std::vector<std::string> rebound = {};
+    /// Every stage's kernel, in stage order; empty: `report` alone.
+    std::vector<KernelReport> stage_reports = {};
   };
 
   /// Made by Simulation::gathered(). Error(usage) if two nodes share a name.
@@ -64,12 +66,29 @@ public:
   /// The same, by node index (the order of nodes()).
   [[nodiscard]] std::span<const double> integrals(std::size_t node_index) const;
 
-  /// One report per node, in node order: the kernel each node used.
-  [[nodiscard]] const std::vector<KernelReport>& kernels() const noexcept { return m_reports; }
+  /// One report per kernel, in node order and, within a node, stage order: the kernels the
+  /// nodes used, as Simulation::kernel_reports() gave them.
+  [[nodiscard]] const std::vector<KernelReport>& kernel_reports() const noexcept {
+    return m_kernel_reports;
+  }
+
+  /// Deprecated (uwjit 0.1; removed in the next release): one report per node, its first
+  /// stage's; kernel_reports() has every kernel.
+  [[deprecated("use kernel_reports()")]] [[nodiscard]] const std::vector<KernelReport>&
+  kernels() const noexcept {
+    return m_reports;
+  }
 
   /// The static data the node's kernel read: serially the data bound at the time (rebound
   /// arrays included), sharded the node's own whole static data.
   [[nodiscard]] const StaticData& bound_static_data(std::string_view node) const;
+
+  /// Writes every node's state as VTK files in `directory` (created if missing): each node's
+  /// Node::write_vtk, named after the node (NODE.vti), or STEM_NODE when `stem` is not empty;
+  /// returns their paths in node order. Throws Error(io) naming the directory or the file that
+  /// cannot be written. Serial: Simulation::write_vtk is the collective form.
+  std::vector<std::filesystem::path> write_vtk(const std::filesystem::path& directory,
+                                               std::string_view stem = {}) const;
 
   /// Writes the checkpoint file of simulation.hpp (atomically: a temporary in the same
   /// directory, fsync, rename; a symlink at `path` is never followed). Throws Error(io).
@@ -81,7 +100,8 @@ private:
   std::int64_t m_steps = 0;
   std::vector<NodeData> m_nodes;
   std::vector<std::shared_ptr<const Node>> m_node_list;
-  std::vector<KernelReport> m_reports;
+  std::vector<KernelReport> m_reports; // one per node
+  std::vector<KernelReport> m_kernel_reports;
 };
 
 } // namespace uwjit::runtime

@@ -56,9 +56,10 @@ private:
   std::variant<std::int64_t, double, std::string, Tuple> m_value;
 };
 
-/// A node's parameters: everything needed to rebuild the node, and so its static data, after a
-/// checkpoint. Keys are kept sorted, so iteration is deterministic. Not thread-safe to modify;
-/// thread-safe to read.
+/// A node's params (node params): everything needed to rebuild the node, and so its static data,
+/// after a checkpoint; set with `--set` by the driver. Not a kernel's run-time params
+/// (codegen::KernelWriter::param), which a node derives from these. Keys are kept sorted, so
+/// iteration is deterministic. Not thread-safe to modify; thread-safe to read.
 class Params {
 public:
   Params() = default;

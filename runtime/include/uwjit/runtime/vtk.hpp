@@ -4,6 +4,8 @@
 
 #include <uwjit/codegen/dtype.hpp>
 #include <uwjit/runtime/field.hpp>
+#include <uwjit/runtime/node.hpp>
+#include <uwjit/runtime/snapshot.hpp>
 
 #include <array>
 #include <cstddef>
@@ -43,6 +45,12 @@ struct VtkFieldValue {
   std::string name;
   std::variant<std::int64_t, double, std::string> value;
 };
+
+/// What a node's VTK file records about its dataset (its FieldData): "step", "time" (step × dt),
+/// "dt", "node_type", "node_name", "kernel_key" (its first kernel's key) and each of the node's
+/// params as "param_NAME" (an integer, a number or a string; a tuple as its text). What
+/// Node::write_vtk and the built-in nodes' files carry. Thread-safe.
+[[nodiscard]] std::vector<VtkFieldValue> vtk_field_data(const Node& node, const Snapshot& snapshot);
 
 /// The interior of `field` as ImageData cell data: the last `domain_axes` axes are x, y, z
 /// (VTK's x varies fastest); the leading axes, if any, become the components (their product,

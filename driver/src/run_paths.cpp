@@ -14,13 +14,14 @@
 #include <cstring>
 #include <string>
 
-namespace uwjit::tools {
+namespace uwjit::driver {
 
 namespace {
 
-[[noreturn]] void path_error(std::string_view option, const std::filesystem::path& path,
-                             const std::string& reason) {
-  throw Error(ErrorKind::io, format("run: {} {}: {}", option, path.string(), reason));
+[[noreturn]] void path_error(std::string_view command, std::string_view option,
+                             const std::filesystem::path& path, const std::string& reason) {
+  throw Error(ErrorKind::io, format("{}{}{} {}: {}", command, command.empty() ? "" : ": ", option,
+                                    path.string(), reason));
 }
 
 std::filesystem::path directory_of(const std::filesystem::path& file) {
@@ -28,22 +29,23 @@ std::filesystem::path directory_of(const std::filesystem::path& file) {
 }
 
 // Creates `directory` if missing and proves that a file can be created in it.
-void check_writable_directory(std::string_view option, const std::filesystem::path& shown,
+void check_writable_directory(std::string_view command, std::string_view option,
+                              const std::filesystem::path& shown,
                               const std::filesystem::path& directory) {
   std::error_code error;
   if (std::filesystem::exists(directory, error) &&
       !std::filesystem::is_directory(directory, error)) {
-    path_error(option, shown, format("{} exists and is not a directory", directory.string()));
+    path_error(command, option, shown, format("{} exists and is not a directory", directory.string()));
   }
   std::filesystem::create_directories(directory, error);
   if (error) {
-    path_error(option, shown,
+    path_error(command, option, shown,
                format("cannot create the directory {}: {}", directory.string(), error.message()));
   }
   std::string probe = (directory / ".uwjit-probe-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());
   if (fd < 0) {
-    path_error(option, shown,
+    path_error(command, option, shown,
                format("cannot write in {}: {}", directory.string(), std::strerror(errno)));
   }
   ::close(fd);
@@ -59,29 +61,30 @@ bool same_directory(const std::filesystem::path& a, const std::filesystem::path&
 
 } // namespace
 
-void check_output(const std::filesystem::path& directory) {
-  check_writable_directory("--output", directory, directory);
+void check_output(std::string_view command, const std::filesystem::path& directory) {
+  check_writable_directory(command, "--output", directory, directory);
 }
 
-void check_checkpoint(const std::filesystem::path& file) {
+void check_checkpoint(std::string_view command, const std::filesystem::path& file) {
   std::error_code error;
   if (std::filesystem::is_directory(file, error)) {
-    path_error("--checkpoint", file, "is a directory");
+    path_error(command, "--checkpoint", file, "is a directory");
   }
   const auto status = std::filesystem::symlink_status(file, error);
   if (!error && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
       !std::filesystem::is_symlink(status)) {
-    path_error("--checkpoint", file,
+    path_error(command, "--checkpoint", file,
                "exists and is not a regular file (a device, FIFO or socket is never replaced)");
   }
-  check_writable_directory("--checkpoint", file, directory_of(file));
+  check_writable_directory(command, "--checkpoint", file, directory_of(file));
 }
 
-void check_restore(const std::filesystem::path& file) {
-  posix::check_input_file(file, format("run: --restore {}", file.string()));
+void check_restore(std::string_view command, const std::filesystem::path& file) {
+  posix::check_input_file(
+      file, format("{}{}--restore {}", command, command.empty() ? "" : ": ", file.string()));
 }
 
-void check_checkpoint_apart(const std::filesystem::path& checkpoint,
+void check_checkpoint_apart(std::string_view command, const std::filesystem::path& checkpoint,
                             const std::filesystem::path& output, std::string_view node) {
   if (!same_directory(directory_of(checkpoint), output)) {
     return;
@@ -93,11 +96,11 @@ void check_checkpoint_apart(const std::filesystem::path& checkpoint,
   constexpr std::array<std::string_view, 5> k_written = {".vti", ".vtu", ".pvd", ".png", ".pvti"};
   if (named_for_node &&
       std::find(k_written.begin(), k_written.end(), extension) != k_written.end()) {
-    path_error("--checkpoint", checkpoint,
+    path_error(command, "--checkpoint", checkpoint,
                format("is one of the files this run writes in --output {} (the fields, their "
                       "series and pictures of node \"{}\"); choose another name",
                       output.string(), node));
   }
 }
 
-} // namespace uwjit::tools
+} // namespace uwjit::driver

@@ -1,13 +1,13 @@
-#include "args.hpp"
-
-#include "text.hpp"
+#include <uwjit/driver/args.hpp>
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <algorithm>
+#include <charconv>
 
-namespace uwjit::tools {
+namespace uwjit::driver {
 
 ArgSpec::ArgSpec(std::string command, std::string summary)
     : m_command(std::move(command)), m_summary(std::move(summary)) {}
@@ -29,8 +29,14 @@ ArgSpec& ArgSpec::positional(std::string name, std::string help, bool required) 
   return *this;
 }
 
+ArgSpec& ArgSpec::program(std::string name) {
+  m_program = std::move(name);
+  return *this;
+}
+
 void ArgSpec::fail(const std::string& message) const {
-  throw UsageError(format("{}: {}", m_command, message), usage_line(), m_command);
+  throw UsageError(m_command.empty() ? message : format("{}: {}", m_command, message),
+                   usage_line(), m_command);
 }
 
 ArgSpec& ArgSpec::epilog(std::string text) {
@@ -39,7 +45,7 @@ ArgSpec& ArgSpec::epilog(std::string text) {
 }
 
 std::string ArgSpec::usage_line() const {
-  std::string line = "usage: uwjit " + m_command;
+  std::string line = "usage: " + m_program + (m_command.empty() ? "" : " " + m_command);
   for (const auto& opt : m_options) {
     line += " [" + opt.name + (opt.takes_value ? " " + opt.metavar : "") + "]";
   }
@@ -175,4 +181,62 @@ std::string Args::value(const std::string& option) const {
   return it == m_fallbacks.end() ? std::string() : it->second;
 }
 
-} // namespace uwjit::tools
+namespace {
+
+// "COMMAND: ", or "" for a program that is its own command.
+std::string prefix(std::string_view command) {
+  return command.empty() ? std::string() : format("{}: ", command);
+}
+
+} // namespace
+
+std::vector<std::int64_t> parse_size(const std::string& text, std::string_view command) {
+  std::vector<std::int64_t> dims;
+  std::string_view rest = text;
+  while (true) {
+    const auto x = rest.find('x');
+    const std::string_view part = rest.substr(0, x);
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (part.empty() || ec != std::errc{} || end != part.data() + part.size() || value < 1) {
+      throw Error(ErrorKind::usage,
+                  format("{}--size: expected N or NXxNYxNZ (positive integers), got \"{}\"",
+                         prefix(command), text));
+    }
+    dims.push_back(value);
+    if (x == std::string_view::npos) {
+      break;
+    }
+    rest.remove_prefix(x + 1);
+  }
+  if (dims.size() != 1 && dims.size() != 3) {
+    throw Error(ErrorKind::usage,
+                format("{}--size: expected N or NXxNYxNZ, got {} numbers", prefix(command), dims.size()));
+  }
+  return dims;
+}
+
+void apply_sets(runtime::Params& node_params, const std::vector<std::string>& assignments,
+                std::string_view command) {
+  for (const auto& assignment : assignments) {
+    const auto eq = assignment.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw Error(ErrorKind::usage,
+                  format("{}--set: expected NAME=VALUE, got \"{}\"", prefix(command), assignment));
+    }
+    const std::string key = assignment.substr(0, eq);
+    try {
+      node_params.set_from_text(key, assignment.substr(eq + 1));
+    } catch (const Error& error) {
+      std::vector<std::string> keys;
+      for (const auto& [name, value] : node_params.values()) {
+        keys.push_back(name);
+      }
+      const bool known = std::find(keys.begin(), keys.end(), key) != keys.end();
+      throw Error(ErrorKind::usage, format("{}--set {}: {}{}", prefix(command), assignment, error.what(),
+                                           known ? "" : did_you_mean(key, keys)));
+    }
+  }
+}
+
+} // namespace uwjit::driver

@@ -1,27 +1,27 @@
-// The paths of `uwjit run`, checked before any work: where the output goes, where the checkpoint
-// goes, what is restored, and that none of them is another's file. Each throws Error(io) naming
-// the option and the path.
+// The paths of a run, checked before any work: where the output goes, where the checkpoint goes,
+// what is restored, and that none of them is another's file. Each throws Error(io)
+// "COMMAND: OPTION PATH: why" (without "COMMAND: " for a program that is its own command).
 #pragma once
 
 #include <filesystem>
 #include <string_view>
 
-namespace uwjit::tools {
+namespace uwjit::driver {
 
 /// Creates `directory` if it is missing and proves that a file can be created in it.
-void check_output(const std::filesystem::path& directory);
+void check_output(std::string_view command, const std::filesystem::path& directory);
 
 /// The checkpoint's directory can be written in, and `file` is not a directory, device, FIFO or
 /// socket (only a regular file or nothing is replaced).
-void check_checkpoint(const std::filesystem::path& file);
+void check_checkpoint(std::string_view command, const std::filesystem::path& file);
 
 /// `file` is a regular file that can be read (a FIFO is refused, never waited on).
-void check_restore(const std::filesystem::path& file);
+void check_restore(std::string_view command, const std::filesystem::path& file);
 
 /// The checkpoint is not one of the files the run writes in `output` for node `node`: NODE.vti,
 /// NODE.vtu, NODE.pvd and NODE_*.{vti,vtu,png} (the series and the pictures). Directories are
 /// compared by identity, so that another spelling of the same directory is found.
-void check_checkpoint_apart(const std::filesystem::path& checkpoint,
+void check_checkpoint_apart(std::string_view command, const std::filesystem::path& checkpoint,
                             const std::filesystem::path& output, std::string_view node);
 
-} // namespace uwjit::tools
+} // namespace uwjit::driver

@@ -1,13 +1,13 @@
 #include "run_report.hpp"
 
-#include "text.hpp"
+#include <uwjit/common/text.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <span>
 
-namespace uwjit::tools {
+namespace uwjit::driver {
 
 namespace {
 
@@ -59,7 +59,7 @@ void print_json(const RunReport& r, std::ostream& out) {
   report["device"] = r.simulation->device();
   report["checked"] = r.simulation->checked();
   report["kernels"] = nlohmann::json::array();
-  for (const auto& k : r.simulation->kernels()) {
+  for (const auto& k : r.simulation->kernel_reports()) {
     report["kernels"].push_back({{"node", k.node},
                                  {"key", k.info.key},
                                  {"tier", engine::to_string(k.info.tier)},
@@ -76,7 +76,7 @@ void print_json(const RunReport& r, std::ostream& out) {
   report["dt"] = r.dt;
   report["time"] = time;
   report["seconds"] = r.seconds;
-  report["updates_per_step"] = r.node->updates_per_step();
+  report["updates_per_step"] = r.updates_per_step;
   report["mlups"] = r.mlups;
   nlohmann::json integrals_json = nlohmann::json::object();
   for (std::size_t i = 0; i < integral_names.size(); ++i) {
@@ -94,6 +94,7 @@ void print_json(const RunReport& r, std::ostream& out) {
   report["check"] = {{"passed", r.verdict.passed},
                      {"judged", r.verdict.judged()},
                      {"needs_steps", r.verdict.needs_steps},
+                     {"not_judged", r.verdict.not_judged},
                      {"measurements", measurements},
                      {"notes", r.verdict.notes}};
   auto strings = [](const std::vector<std::filesystem::path>& paths) {
@@ -127,7 +128,7 @@ void print_text(const RunReport& r, std::ostream& out) {
   }
   out << "steps\n  " << r.taken << (r.taken != r.steps ? " of " + std::to_string(r.steps) : "")
       << " steps in " << fixed(r.seconds, 3) << " s: " << fixed(r.mlups, 2) << " MLUPS ("
-      << r.node->updates_per_step() << " cell updates per step); " << r.compiles << " compile"
+      << r.updates_per_step << " cell updates per step); " << r.compiles << " compile"
       << (r.compiles == 1 ? "" : "s") << (r.ranks > 1 ? " for the job" : "") << "; "
       << (r.simulation->device() == "cpu"
               ? std::to_string(r.simulation->threads()) + " thread" +
@@ -153,6 +154,8 @@ void print_text(const RunReport& r, std::ostream& out) {
   }
   if (r.verdict.judged()) {
     out << "check: " << (r.verdict.passed ? "PASS" : "FAIL") << "\n";
+  } else if (!r.verdict.not_judged.empty()) {
+    out << "check: not judged: " << r.verdict.not_judged << "\n";
   } else {
     out << "check: not judged: needs >= " << r.verdict.needs_steps << " steps (this run "
         << (r.simulation->steps_taken() == 1 ? "has 1"
@@ -184,4 +187,4 @@ void print_text(const RunReport& r, std::ostream& out) {
   }
 }
 
-} // namespace uwjit::tools
+} // namespace uwjit::driver

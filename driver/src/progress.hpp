@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace uwjit::tools {
+namespace uwjit::driver {
 
 /// The bar's text for `done` of `total` steps after `elapsed` seconds, at most `width - 1`
 /// characters (so that a terminal never wraps it): the bar, percentage, steps, elapsed time,
@@ -36,4 +36,4 @@ private:
   Clock::time_point m_drawn{};
 };
 
-} // namespace uwjit::tools
+} // namespace uwjit::driver

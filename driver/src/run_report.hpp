@@ -1,7 +1,7 @@
-// The report of `uwjit run`: what a run did, printed as text for people or as JSON.
+// The report of a run: what it did, printed as text for people or as JSON.
 #pragma once
 
-#include <uwjit/nodes/builtin.hpp>
+#include <uwjit/driver/check.hpp>
 #include <uwjit/runtime/simulation.hpp>
 #include <uwjit/runtime/vtk.hpp>
 
@@ -12,12 +12,13 @@
 #include <string>
 #include <vector>
 
-namespace uwjit::tools {
+namespace uwjit::driver {
 
 /// Everything the report of one run says, on the rank that prints it.
 struct RunReport {
-  std::string type;                         ///< the node type, e.g. "heat"
-  const nodes::BuiltinNode* node = nullptr; ///< the node run
+  std::string type;                     ///< the node type, e.g. "heat"
+  const runtime::Node* node = nullptr;  ///< the node run
+  std::int64_t updates_per_step = 0;    ///< cell updates per step (MLUPS)
   const runtime::Simulation* simulation = nullptr;
   int compiles = 0; ///< summed over the ranks
   int ranks = 1;
@@ -31,7 +32,7 @@ struct RunReport {
   double dt = 0;
   double seconds = 0;
   double mlups = 0;
-  nodes::Verdict verdict;
+  Verdict verdict;
   std::vector<std::filesystem::path> outputs;      ///< the final VTK files
   std::optional<std::filesystem::path> collection; ///< the .pvd of a time series
   std::filesystem::path output_dir;
@@ -41,9 +42,9 @@ struct RunReport {
   std::vector<std::string> errors; ///< files that could not be written
 };
 
-/// The run command's JSON report (README: `run --json`).
+/// The JSON report (`--json`).
 void print_json(const RunReport& report, std::ostream& out);
-/// The run command's report for people.
+/// The report for people.
 void print_text(const RunReport& report, std::ostream& out);
 
-} // namespace uwjit::tools
+} // namespace uwjit::driver

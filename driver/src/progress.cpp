@@ -1,6 +1,6 @@
 #include "progress.hpp"
 
-#include "text.hpp"
+#include <uwjit/common/text.hpp>
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace uwjit::tools {
+namespace uwjit::driver {
 
 namespace {
 
@@ -109,4 +109,4 @@ void Progress::finish() {
   m_enabled = false;
 }
 
-} // namespace uwjit::tools
+} // namespace uwjit::driver

@@ -6,6 +6,7 @@
 
 #ifdef UWJIT_HAVE_CAIRO
 #include <cairo.h>
+#include <dlfcn.h>
 #endif
 
 #include <algorithm>
@@ -14,8 +15,9 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <string>
 
-namespace uwjit::tools {
+namespace uwjit::driver {
 
 #ifndef UWJIT_HAVE_CAIRO
 
@@ -23,13 +25,101 @@ bool plots_available() noexcept {
   return false;
 }
 
-std::vector<std::filesystem::path> write_plots(const nodes::Figures&, const PlotCaption&,
+std::vector<std::filesystem::path> write_plots(const Figures&, const PlotCaption&,
                                                const std::filesystem::path&, std::string_view) {
-  throw Error(ErrorKind::usage, "run: --plot: this uwjit was built without cairo (install "
+  throw Error(ErrorKind::usage, "--plot: this uwjit was built without cairo (install "
                                 "libcairo2-dev, e.g. with tools/setup.sh, and rebuild)");
 }
 
 #else
+
+namespace {
+
+// libcairo.so.2, opened with dlopen when the first picture is drawn: a host that links libuwjit
+// and never draws loads nothing of cairo (nor fontconfig, freetype and the rest cairo needs).
+#define UWJIT_CAIRO_FUNCTIONS(X) \
+  X(arc) \
+  X(clip) \
+  X(create) \
+  X(destroy) \
+  X(fill) \
+  X(get_source) \
+  X(image_surface_create) \
+  X(image_surface_get_data) \
+  X(image_surface_get_stride) \
+  X(line_to) \
+  X(move_to) \
+  X(new_sub_path) \
+  X(paint) \
+  X(pattern_add_color_stop_rgb) \
+  X(pattern_create_linear) \
+  X(pattern_destroy) \
+  X(pattern_set_filter) \
+  X(rectangle) \
+  X(restore) \
+  X(rotate) \
+  X(save) \
+  X(scale) \
+  X(select_font_face) \
+  X(set_font_size) \
+  X(set_line_width) \
+  X(set_source) \
+  X(set_source_rgb) \
+  X(set_source_surface) \
+  X(show_text) \
+  X(status) \
+  X(stroke) \
+  X(surface_destroy) \
+  X(surface_flush) \
+  X(surface_mark_dirty) \
+  X(surface_write_to_png_stream) \
+  X(text_extents) \
+  X(translate)
+
+struct CairoApi {
+#define UWJIT_CAIRO_MEMBER(name) decltype(&::cairo_##name) name = nullptr;
+  UWJIT_CAIRO_FUNCTIONS(UWJIT_CAIRO_MEMBER)
+#undef UWJIT_CAIRO_MEMBER
+};
+
+// The outcome of opening libcairo.so.2, once per process: the table, or why it cannot be used.
+struct CairoLoad {
+  CairoApi api;
+  std::string problem; // "" when loaded
+};
+
+const CairoLoad& cairo_load() {
+  static const CairoLoad load = [] {
+    CairoLoad out;
+    void* library = ::dlopen("libcairo.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) {
+      const char* why = ::dlerror();
+      out.problem = format("cannot open libcairo.so.2 ({}); install cairo (Debian: libcairo2)",
+                           why != nullptr ? why : "unknown reason");
+      return out;
+    }
+    std::string missing;
+#define UWJIT_CAIRO_RESOLVE(name)                                                                  \
+  out.api.name = reinterpret_cast<decltype(&::cairo_##name)>(::dlsym(library, "cairo_" #name));  \
+  if (out.api.name == nullptr) {                                                                   \
+    missing += (missing.empty() ? "" : ", ") + std::string("cairo_" #name);                        \
+  }
+    UWJIT_CAIRO_FUNCTIONS(UWJIT_CAIRO_RESOLVE)
+#undef UWJIT_CAIRO_RESOLVE
+    if (!missing.empty()) {
+      out.problem = format("libcairo.so.2 lacks {} (a cairo too old)", missing);
+    }
+    return out;
+  }();
+  return load;
+}
+
+// The table; only called once write_plots has found it usable.
+const CairoApi& api() {
+  return cairo_load().api;
+}
+
+} // namespace
 
 namespace {
 
@@ -98,18 +188,18 @@ std::pair<double, double> widened(double lo, double hi) {
   return {lo, hi};
 }
 
-using Surface = std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)>;
-using Context = std::unique_ptr<cairo_t, decltype(&cairo_destroy)>;
+using Surface = std::unique_ptr<cairo_surface_t, decltype(&::cairo_surface_destroy)>;
+using Context = std::unique_ptr<cairo_t, decltype(&::cairo_destroy)>;
 
 class Canvas {
 public:
   Canvas()
-      : m_surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, k_plot_width, k_plot_height),
-                  cairo_surface_destroy),
-        m_cr(cairo_create(m_surface.get()), cairo_destroy) {
-    cairo_set_source_rgb(cr(), 1, 1, 1);
-    cairo_paint(cr());
-    cairo_select_font_face(cr(), "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+      : m_surface(api().image_surface_create(CAIRO_FORMAT_RGB24, k_plot_width, k_plot_height),
+                  api().surface_destroy),
+        m_cr(api().create(m_surface.get()), api().destroy) {
+    api().set_source_rgb(cr(), 1, 1, 1);
+    api().paint(cr());
+    api().select_font_face(cr(), "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   }
   cairo_t* cr() { return m_cr.get(); }
 
@@ -117,21 +207,21 @@ public:
   // Text with its baseline at y, aligned at x; rotated a quarter turn when `vertical`.
   void text(const std::string& s, double x, double y, double size, Align align,
             bool vertical = false) {
-    cairo_set_font_size(cr(), size);
+    api().set_font_size(cr(), size);
     cairo_text_extents_t extents;
-    cairo_text_extents(cr(), s.c_str(), &extents);
+    api().text_extents(cr(), s.c_str(), &extents);
     const double shift = align == Align::left     ? 0
                          : align == Align::centre ? extents.x_advance / 2
                                                   : extents.x_advance;
-    cairo_save(cr());
-    cairo_set_source_rgb(cr(), 0, 0, 0);
-    cairo_translate(cr(), x, y);
+    api().save(cr());
+    api().set_source_rgb(cr(), 0, 0, 0);
+    api().translate(cr(), x, y);
     if (vertical) {
-      cairo_rotate(cr(), -M_PI / 2);
+      api().rotate(cr(), -M_PI / 2);
     }
-    cairo_move_to(cr(), -shift, 0);
-    cairo_show_text(cr(), s.c_str());
-    cairo_restore(cr());
+    api().move_to(cr(), -shift, 0);
+    api().show_text(cr(), s.c_str());
+    api().restore(cr());
   }
 
   void title(const std::string& first, const std::string& second) {
@@ -142,14 +232,14 @@ public:
   // Encoded in memory, then written by the one atomic writer: a picture is never torn, and a
   // symlink, device or FIFO at its name is never written through.
   void save(const std::filesystem::path& path) {
-    cairo_surface_flush(m_surface.get());
+    api().surface_flush(m_surface.get());
     std::string png;
     const auto append = [](void* closure, const unsigned char* data, unsigned int length) {
       static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
       return CAIRO_STATUS_SUCCESS;
     };
-    if (cairo_status(cr()) != CAIRO_STATUS_SUCCESS ||
-        cairo_surface_write_to_png_stream(m_surface.get(), append, &png) != CAIRO_STATUS_SUCCESS) {
+    if (api().status(cr()) != CAIRO_STATUS_SUCCESS ||
+        api().surface_write_to_png_stream(m_surface.get(), append, &png) != CAIRO_STATUS_SUCCESS) {
       throw Error(ErrorKind::io, format("{}: cannot draw the picture", path.string()));
     }
     posix::write_file_atomically(path, png, {.mode = 0644});
@@ -170,20 +260,20 @@ struct Frame {
 
   void draw(Canvas& canvas, const std::string& x_label, const std::string& y_label) const {
     cairo_t* cr = canvas.cr();
-    cairo_set_source_rgb(cr, 0, 0, 0);
-    cairo_set_line_width(cr, 1);
-    cairo_rectangle(cr, left, top, width, height);
-    cairo_stroke(cr);
+    api().set_source_rgb(cr, 0, 0, 0);
+    api().set_line_width(cr, 1);
+    api().rectangle(cr, left, top, width, height);
+    api().stroke(cr);
     for (const double x : ticks(x0, x1)) {
-      cairo_move_to(cr, px(x), top + height);
-      cairo_line_to(cr, px(x), top + height + 5);
-      cairo_stroke(cr);
+      api().move_to(cr, px(x), top + height);
+      api().line_to(cr, px(x), top + height + 5);
+      api().stroke(cr);
       canvas.text(tick_text(x), px(x), top + height + 20, 12, Canvas::Align::centre);
     }
     for (const double y : ticks(y0, y1)) {
-      cairo_move_to(cr, left - 5, py(y));
-      cairo_line_to(cr, left, py(y));
-      cairo_stroke(cr);
+      api().move_to(cr, left - 5, py(y));
+      api().line_to(cr, left, py(y));
+      api().stroke(cr);
       canvas.text(tick_text(y), left - 8, py(y) + 4, 12, Canvas::Align::right);
     }
     canvas.text(x_label, left + width / 2, top + height + 44, 14, Canvas::Align::centre);
@@ -195,7 +285,7 @@ std::string subtitle(const PlotCaption& caption) {
   return format("step {}, time {}", caption.step, tick_text(caption.time));
 }
 
-void draw_slice(const nodes::Slice& slice, const PlotCaption& caption,
+void draw_slice(const Slice& slice, const PlotCaption& caption,
                 const std::filesystem::path& path) {
   Canvas canvas;
   canvas.title(
@@ -229,12 +319,12 @@ void draw_slice(const nodes::Slice& slice, const PlotCaption& caption,
                     y0,
                     y1};
   // The raster, top row first as images are, drawn scaled with square, unsmoothed cells.
-  Surface raster(cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(slice.width),
+  Surface raster(api().image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(slice.width),
                                             static_cast<int>(slice.height)),
-                 cairo_surface_destroy);
-  cairo_surface_flush(raster.get());
-  auto* pixels = cairo_image_surface_get_data(raster.get());
-  const int stride = cairo_image_surface_get_stride(raster.get());
+                 api().surface_destroy);
+  api().surface_flush(raster.get());
+  auto* pixels = api().image_surface_get_data(raster.get());
+  const int stride = api().image_surface_get_stride(raster.get());
   for (std::int64_t y = 0; y < slice.height; ++y) {
     auto* row = reinterpret_cast<std::uint32_t*>(pixels + (slice.height - 1 - y) * stride);
     for (std::int64_t x = 0; x < slice.width; ++x) {
@@ -244,47 +334,47 @@ void draw_slice(const nodes::Slice& slice, const PlotCaption& caption,
                (static_cast<std::uint32_t>(c.g * 255) << 8) | static_cast<std::uint32_t>(c.b * 255);
     }
   }
-  cairo_surface_mark_dirty(raster.get());
+  api().surface_mark_dirty(raster.get());
   cairo_t* cr = canvas.cr();
-  cairo_save(cr);
-  cairo_translate(cr, frame.left, frame.top);
-  cairo_scale(cr, frame.width / static_cast<double>(slice.width),
+  api().save(cr);
+  api().translate(cr, frame.left, frame.top);
+  api().scale(cr, frame.width / static_cast<double>(slice.width),
               frame.height / static_cast<double>(slice.height));
-  cairo_set_source_surface(cr, raster.get(), 0, 0);
-  cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
-  cairo_rectangle(cr, 0, 0, static_cast<double>(slice.width), static_cast<double>(slice.height));
-  cairo_fill(cr);
-  cairo_restore(cr);
+  api().set_source_surface(cr, raster.get(), 0, 0);
+  api().pattern_set_filter(api().get_source(cr), CAIRO_FILTER_NEAREST);
+  api().rectangle(cr, 0, 0, static_cast<double>(slice.width), static_cast<double>(slice.height));
+  api().fill(cr);
+  api().restore(cr);
   frame.draw(canvas, slice.x_label, slice.y_label);
   // The colour bar: the value range bottom to top, with round ticks.
   const Frame bar{k_plot_width - k_right + 40, k_top, 24, room_h, 0, 1, lo, hi};
   // colour() interpolates linearly between its stops, as a linear gradient does.
-  cairo_pattern_t* gradient = cairo_pattern_create_linear(0, bar.top + bar.height, 0, bar.top);
+  cairo_pattern_t* gradient = api().pattern_create_linear(0, bar.top + bar.height, 0, bar.top);
   constexpr int k_stops = 5;
   for (int i = 0; i <= k_stops; ++i) {
     const double t = static_cast<double>(i) / k_stops;
     const Rgb c = colour(t);
-    cairo_pattern_add_color_stop_rgb(gradient, t, c.r, c.g, c.b);
+    api().pattern_add_color_stop_rgb(gradient, t, c.r, c.g, c.b);
   }
-  cairo_set_source(cr, gradient);
-  cairo_rectangle(cr, bar.left, bar.top, bar.width, bar.height);
-  cairo_fill(cr);
-  cairo_pattern_destroy(gradient);
-  cairo_set_source_rgb(cr, 0, 0, 0);
-  cairo_set_line_width(cr, 1);
-  cairo_rectangle(cr, bar.left, bar.top, bar.width, bar.height);
-  cairo_stroke(cr);
+  api().set_source(cr, gradient);
+  api().rectangle(cr, bar.left, bar.top, bar.width, bar.height);
+  api().fill(cr);
+  api().pattern_destroy(gradient);
+  api().set_source_rgb(cr, 0, 0, 0);
+  api().set_line_width(cr, 1);
+  api().rectangle(cr, bar.left, bar.top, bar.width, bar.height);
+  api().stroke(cr);
   for (const double v : ticks(lo, hi)) {
-    cairo_move_to(cr, bar.left + bar.width, bar.py(v));
-    cairo_line_to(cr, bar.left + bar.width + 5, bar.py(v));
-    cairo_stroke(cr);
+    api().move_to(cr, bar.left + bar.width, bar.py(v));
+    api().line_to(cr, bar.left + bar.width + 5, bar.py(v));
+    api().stroke(cr);
     canvas.text(tick_text(v), bar.left + bar.width + 8, bar.py(v) + 4, 12, Canvas::Align::left);
   }
   canvas.text(slice.field, bar.left + bar.width / 2, bar.top - 10, 14, Canvas::Align::centre);
   canvas.save(path);
 }
 
-void draw_chart(const nodes::Chart& chart, const PlotCaption& caption,
+void draw_chart(const Chart& chart, const PlotCaption& caption,
                 const std::filesystem::path& path) {
   Canvas canvas;
   canvas.title(format("{}: {}", caption.node, chart.title), subtitle(caption));
@@ -308,14 +398,14 @@ void draw_chart(const nodes::Chart& chart, const PlotCaption& caption,
   const Frame frame{100,  80,   k_plot_width - 140.0, k_plot_height - 160.0,
                     x_lo, x_hi, y_lo - margin,        y_hi + margin};
   cairo_t* cr = canvas.cr();
-  cairo_save(cr);
-  cairo_rectangle(cr, frame.left, frame.top, frame.width, frame.height);
-  cairo_clip(cr);
+  api().save(cr);
+  api().rectangle(cr, frame.left, frame.top, frame.width, frame.height);
+  api().clip(cr);
   for (std::size_t c = 0; c < chart.curves.size(); ++c) {
     const auto& curve = chart.curves[c];
     const Rgb colour = k_curve_colours[c % k_curve_colours.size()];
-    cairo_set_source_rgb(cr, colour.r, colour.g, colour.b);
-    cairo_set_line_width(cr, 2);
+    api().set_source_rgb(cr, colour.r, colour.g, colour.b);
+    api().set_line_width(cr, 2);
     bool drawing = false;
     for (std::size_t i = 0; i < curve.x.size() && i < curve.y.size(); ++i) {
       if (!std::isfinite(curve.x[i]) || !std::isfinite(curve.y[i])) {
@@ -325,36 +415,36 @@ void draw_chart(const nodes::Chart& chart, const PlotCaption& caption,
       const double x = frame.px(curve.x[i]);
       const double y = frame.py(curve.y[i]);
       if (curve.points) {
-        cairo_new_sub_path(cr);
-        cairo_arc(cr, x, y, 3, 0, 2 * M_PI);
-        cairo_fill(cr);
+        api().new_sub_path(cr);
+        api().arc(cr, x, y, 3, 0, 2 * M_PI);
+        api().fill(cr);
       } else if (drawing) {
-        cairo_line_to(cr, x, y);
+        api().line_to(cr, x, y);
       } else {
-        cairo_move_to(cr, x, y);
+        api().move_to(cr, x, y);
         drawing = true;
       }
     }
     if (!curve.points) {
-      cairo_stroke(cr);
+      api().stroke(cr);
     }
   }
-  cairo_restore(cr);
+  api().restore(cr);
   frame.draw(canvas, chart.x_label, chart.y_label);
   // The legend, top right inside the frame.
   double y = frame.top + 24;
   for (std::size_t c = 0; c < chart.curves.size(); ++c) {
     const Rgb colour = k_curve_colours[c % k_curve_colours.size()];
     const double x = frame.left + frame.width - 330;
-    cairo_set_source_rgb(cr, colour.r, colour.g, colour.b);
+    api().set_source_rgb(cr, colour.r, colour.g, colour.b);
     if (chart.curves[c].points) {
-      cairo_arc(cr, x + 12, y - 4, 3, 0, 2 * M_PI);
-      cairo_fill(cr);
+      api().arc(cr, x + 12, y - 4, 3, 0, 2 * M_PI);
+      api().fill(cr);
     } else {
-      cairo_set_line_width(cr, 2);
-      cairo_move_to(cr, x, y - 4);
-      cairo_line_to(cr, x + 24, y - 4);
-      cairo_stroke(cr);
+      api().set_line_width(cr, 2);
+      api().move_to(cr, x, y - 4);
+      api().line_to(cr, x + 24, y - 4);
+      api().stroke(cr);
     }
     canvas.text(chart.curves[c].label, x + 32, y, 13, Canvas::Align::left);
     y += 20;
@@ -365,13 +455,16 @@ void draw_chart(const nodes::Chart& chart, const PlotCaption& caption,
 } // namespace
 
 bool plots_available() noexcept {
-  return true;
+  return cairo_load().problem.empty();
 }
 
-std::vector<std::filesystem::path> write_plots(const nodes::Figures& figures,
+std::vector<std::filesystem::path> write_plots(const Figures& figures,
                                                const PlotCaption& caption,
                                                const std::filesystem::path& directory,
                                                std::string_view stem) {
+  if (const auto& problem = cairo_load().problem; !problem.empty()) {
+    throw Error(ErrorKind::usage, format("--plot: {}", problem));
+  }
   std::vector<std::filesystem::path> paths;
   for (const auto& slice : figures.slices) {
     if (slice.width < 1 || slice.height < 1 ||
@@ -392,4 +485,4 @@ std::vector<std::filesystem::path> write_plots(const nodes::Figures& figures,
 
 #endif
 
-} // namespace uwjit::tools
+} // namespace uwjit::driver

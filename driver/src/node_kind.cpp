@@ -1,0 +1,69 @@
+#include <uwjit/driver/node_kind.hpp>
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
+
+#include <algorithm>
+#include <new>
+
+namespace uwjit::driver {
+
+const NodeKind& find_kind(std::span<const NodeKind> kinds, std::string_view type) {
+  std::vector<std::string> types;
+  for (const auto& kind : kinds) {
+    if (kind.type == type) {
+      return kind;
+    }
+    types.push_back(kind.type);
+  }
+  throw Error(ErrorKind::usage, format("unknown node type \"{}\" (known: {}){}", printable(type),
+                                       join(types), did_you_mean(type, types)));
+}
+
+runtime::Params sized_params(const NodeKind& kind, std::span<const std::int64_t> size) {
+  if (!kind.sized) {
+    throw Error(ErrorKind::usage,
+                format("{}: takes no --size (set its node params with --set)", kind.type));
+  }
+  return kind.sized(size);
+}
+
+std::shared_ptr<const runtime::Node> make_node(const NodeKind& kind, std::string name,
+                                               const runtime::Params& node_params) {
+  // A param the kind does not have would be kept, written to checkpoints and ignored: refused.
+  const auto& known = kind.node_params.values();
+  for (const auto& [key, value] : node_params.values()) {
+    if (known.find(key) == known.end()) {
+      std::vector<std::string> names;
+      for (const auto& [k, v] : known) {
+        names.push_back(k);
+      }
+      throw Error(ErrorKind::usage, format("{}: unknown param \"{}\" (known: {})", kind.type,
+                                           printable(key), join(names)));
+    }
+  }
+  if (!kind.make) {
+    throw Error(ErrorKind::usage, format("node kind \"{}\" has no make function", kind.type));
+  }
+  try {
+    auto node = kind.make(kind.type, std::move(name), node_params);
+    if (!node) {
+      throw Error(ErrorKind::usage, format("node kind \"{}\": make returned no node", kind.type));
+    }
+    return node;
+  } catch (const std::bad_alloc&) {
+    // A node may build large things (a mesh) when it is made.
+    throw Error(ErrorKind::usage, format("{}: out of memory while building the node", kind.type));
+  }
+}
+
+runtime::NodeFactory factory(std::span<const NodeKind> kinds) {
+  auto copy = std::make_shared<const std::vector<NodeKind>>(kinds.begin(), kinds.end());
+  return [copy](const std::string& type, const std::string& name,
+                const runtime::Params& node_params) -> std::shared_ptr<const runtime::Node> {
+    return make_node(find_kind(*copy, type), name, node_params);
+  };
+}
+
+} // namespace uwjit::driver
