@@ -49,7 +49,7 @@ mkdir -p "$out/doxygen"
   echo "ENABLE_PREPROCESSING = YES"
   echo "MACRO_EXPANSION = YES"
   echo "STRIP_FROM_INC_PATH = $(printf '%s ' "$root"/*/include)"
-  echo "INPUT = $(printf '%s ' "$root"/{common,codegen,cache,comm,engine,runtime,nodes}/include/uwjit) $root/comm/include/uwjit/mpi.hpp"
+  echo "INPUT = $(printf '%s ' "$root"/{common,codegen,cache,comm,engine,runtime,driver,nodes}/include/uwjit) $root/comm/include/uwjit/mpi.hpp"
 } | doxygen - >"$out/doxygen.log" 2>&1 || {
   cat "$out/doxygen.log" >&2
   exit 1

@@ -41,13 +41,16 @@ public:
                      {.cells = p.get_int("ny"), .halo = 1, .boundary = rt::Boundary::edge}},
             .fields = {{"c"}},
             .integrals = {"mass"},
-            .dt = 0.2};
+            .dt = 0.2,
+            .slab_initial_state = true};
   }
 
+  // The cells of this rank's slab (the whole domain serially): index i is global offset + i.
   void initial_state(rt::State& state) const override {
-    for (std::int64_t i = 0; i < domain()[0]; ++i) {
-      for (std::int64_t j = 0; j < domain()[1]; ++j) {
-        state["c"].at<double>(i, j) = (i < domain()[0] / 2) ? 1.0 : 0.0;
+    const rt::Slab& slab = state.slab();
+    for (std::int64_t i = 0; i < slab.extent[0]; ++i) {
+      for (std::int64_t j = 0; j < slab.extent[1]; ++j) {
+        state["c"].at<double>(i, j) = (slab.offset[0] + i < domain()[0] / 2) ? 1.0 : 0.0;
       }
     }
   }

@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
   const double heat = straight.integrals("plate")[0];
   if (comm->rank() == 0) {
     std::printf("%d ranks of %d threads, kernel %s; heat after %lld steps %.12f (start 256)\n",
-                comm->size(), sim.threads(), uwjit::engine::to_string(sim.kernel_reports()[0].info.tier),
+                comm->size(), sim.threads(),
+                uwjit::engine::to_string(sim.kernel_reports()[0].info.tier),
                 static_cast<long long>(straight.steps_taken()), heat);
     std::printf("restarted at step 50: %s\n", same ? "the same state bit for bit" : "DIFFERENT");
   }

@@ -634,12 +634,15 @@ Which cells of the domain a node's initial_state fills, per domain axis: offset 
 of the first cell), extent (how many) and global_extent (the whole domain's). A field's index i on
 domain axis d is the global cell offset[d] + i. The whole domain serially, and sharded unless the
 node's Layout says slab_initial_state=True.)doc")
-      .def_property_readonly("offset",
-                             [](const runtime::Slab& s) { return py::tuple(py::cast(s.offset)); })
-      .def_property_readonly("extent",
-                             [](const runtime::Slab& s) { return py::tuple(py::cast(s.extent)); })
-      .def_property_readonly("global_extent",
-                             [](const runtime::Slab& s) { return py::tuple(py::cast(s.global)); })
+      .def_property_readonly(
+          "offset", [](const runtime::Slab& s) { return py::tuple(py::cast(s.offset)); },
+          "The global index of the slab's first cell, per domain axis.")
+      .def_property_readonly(
+          "extent", [](const runtime::Slab& s) { return py::tuple(py::cast(s.extent)); },
+          "The slab's cells, per domain axis.")
+      .def_property_readonly(
+          "global_extent", [](const runtime::Slab& s) { return py::tuple(py::cast(s.global)); },
+          "The whole domain's cells, per domain axis.")
       .def("__repr__", [](const runtime::Slab& s) {
         return "Slab(offset=" + shape_text(s.offset) + ", extent=" + shape_text(s.extent) +
                ", global_extent=" + shape_text(s.global) + ")";

@@ -59,7 +59,16 @@ class State(dict):
     domain serially; sharded, a node whose Layout says slab_initial_state=True is given its
     rank's slab only (index i on axis d is the global cell slab.offset[d] + i)."""
 
-    slab = None
+    _slab = None
+
+    @property
+    def slab(self):
+        """The uwjit.Slab of the domain's cells the arrays hold."""
+        return self._slab
+
+    @slab.setter
+    def slab(self, value):
+        self._slab = value
 
 
 def _extents(shape, what):

@@ -55,6 +55,7 @@ class KernelInfo:
     not_published_because: str
 
 class KernelReport:
+    """One kernel a Simulation uses: its node, its stage and its KernelInfo."""
     node: str
     stage: int
     info: KernelInfo
@@ -245,11 +246,13 @@ class Layout:
     slab_initial_state: bool
 
 class Slab:
+    """Which cells of the domain a State holds, per domain axis: offset, extent, global_extent."""
     offset: tuple[int, ...]
     extent: tuple[int, ...]
     global_extent: tuple[int, ...]
 
 class State(dict[str, np.ndarray]):
+    """What Node.initial_state fills: each state field's interior by name, and the slab it holds."""
     slab: Slab
 
 def grid(cells: Sequence[int], halo: int = 0, boundary: BoundaryLike = "edge",
@@ -327,6 +330,7 @@ class Simulation:
     def write_vtk(self, directory: PathLike, stem: str = "") -> list[os.PathLike[str]]: ...
 
 class ParamDoc:
+    """One node param of a NodeKind, for --set help: name, meaning, unit and accepted range."""
     def __init__(self, name: str, meaning: str, unit: str = "", range: str = "") -> None: ...
     name: str
     meaning: str
@@ -334,6 +338,7 @@ class ParamDoc:
     range: str
 
 class Measurement:
+    """One quantity a physics check measured, with its limit and whether it passed."""
     name: str
     metric: str
     value: float
@@ -341,6 +346,7 @@ class Measurement:
     passed: bool
 
 class Verdict:
+    """A node kind's physics check: its measurements, notes and whether the run could be judged."""
     def __init__(self) -> None: ...
     def add(self, name: str, metric: str, value: float, limit: float) -> None: ...
     passed: bool
@@ -351,11 +357,13 @@ class Verdict:
     def judged(self) -> bool: ...
 
 class Trace:
+    """The domain integrals of a run, step by step, that a check may read."""
     names: list[str]
     steps: list[int]
     def series(self, name: str) -> list[float]: ...
 
 class Snapshot:
+    """A simulation's whole state at one step (Simulation.gathered()): fields and integrals."""
     @property
     def steps_taken(self) -> int: ...
     @property
@@ -364,6 +372,7 @@ class Snapshot:
     def integrals(self, node: str) -> dict[str, float]: ...
 
 class NodeKind:
+    """A kind of node for run_cli: its type, summary, default node params and how to make one."""
     def __init__(self, type: str, summary: str, node_params: Mapping[str, Scalar],
                  make: Callable[[str, str, dict[str, Scalar]], Node], *,
                  param_docs: Sequence[ParamDoc] = (),
@@ -381,4 +390,7 @@ class NodeKind:
     shard_help: str
 
 def run_cli(kinds: NodeKind | Sequence[NodeKind], argv: Sequence[str] | None = None, *,
-            program: str | None = None, summary: str = "", epilog: str = "") -> int: ...
+            program: str | None = None, summary: str = "", epilog: str = "") -> int:
+    """Runs node kinds as `uwjit run` runs the built-in ones (--set, --steps, --output-every,
+    --checkpoint/--restore, --shard, --json, Ctrl-C); returns the exit code."""
+
