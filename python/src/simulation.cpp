@@ -440,12 +440,16 @@ rank's position), "offset" (global index of the first local cell), "extent" (loc
               item["node"] = report.node;
               item["stage"] = report.stage;
               item["info"] = report.info;
+              item["first_step_check"] =
+                  report.first_step_check ? py::cast(*report.first_step_check) : py::none();
               out.append(item);
             }
             return out;
           },
-          "One dict {\"node\", \"stage\", \"info\": KernelInfo} per kernel the nodes use, in "
-          "node order and, within a node, stage order.")
+          "One dict {\"node\", \"stage\", \"info\": KernelInfo, \"first_step_check\": KernelInfo "
+          "or None} per kernel the nodes use, in node order and, within a node, stage order; "
+          "first_step_check is the checked kernel that runs the first step of a kernel whose "
+          "text does not show its reads within their halos.")
       .def(
           "rebound_statics",
           [](const PySimulation& self, std::string_view node) {
