@@ -385,6 +385,11 @@ int run_command(const std::vector<std::string>& argv) {
                   << " ms)";
       }
       std::cout << "  key " << info.key << "\n";
+      if (const auto& check = report.first_step_check) {
+        // Its text does not show how far it reads: its checked copy runs the first step.
+        std::cout << "    first step checked by " << engine::to_string(check->tier) << " "
+                  << fixed(check->request_ms, 1) << " ms  key " << check->key << "\n";
+      }
     }
     std::cout.flush();
   }

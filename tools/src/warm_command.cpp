@@ -75,6 +75,9 @@ int warm_command(const std::vector<std::string>& argv) {
     for (const auto& kernel :
          runtime::node_kernels(*node, false, env::get_bool(env::vars::checked))) {
       infos.push_back(engine.kernel(kernel.source).info());
+      if (kernel.first_step_check) {
+        infos.push_back(engine.kernel(*kernel.first_step_check).info());
+      }
     }
   } else {
     for (const auto& kernel : runtime::node_kernels(*node, true)) {
