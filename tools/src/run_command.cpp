@@ -384,7 +384,11 @@ int run_command(const std::vector<std::string>& argv) {
                   << fixed(info.compile.codegen_ms, 1) << ", load " << fixed(info.load_ms, 1)
                   << " ms)";
       }
-      std::cout << "  key " << info.key << "\n";
+      std::cout << "  key " << info.key;
+      if (info.tier == engine::Tier::disk && engine.cache_dir() != info.served_from) {
+        std::cout << "  (site cache " << info.served_from << ")";
+      }
+      std::cout << "\n";
       if (const auto& check = report.first_step_check) {
         // Its text does not show how far it reads: its checked copy runs the first step.
         std::cout << "    first step checked by " << engine::to_string(check->tier) << " "

@@ -64,6 +64,8 @@ void print_json(const RunReport& r, std::ostream& out) {
         {{"node", k.node},
          {"key", k.info.key},
          {"tier", engine::to_string(k.info.tier)},
+         {"served_from", k.info.served_from.empty() ? nlohmann::json(nullptr)
+                                                    : nlohmann::json(k.info.served_from)},
          {"request_ms", k.info.request_ms},
          {"frontend_ms", k.info.compile.frontend_ms},
          {"optimise_ms", k.info.compile.optimise_ms},

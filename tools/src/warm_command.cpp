@@ -102,7 +102,7 @@ int warm_command(const std::vector<std::string>& argv) {
     } else if (info.publication == engine::Publication::not_published) {
       cache = "not published: " + info.not_published_because;
     } else if (info.tier == engine::Tier::disk) {
-      cache = "already in " + dir->string();
+      cache = "already in " + info.served_from; // the cache directory, or a site cache
     } else {
       cache = "memory only";
     }
@@ -111,6 +111,9 @@ int warm_command(const std::vector<std::string>& argv) {
                           {"key", info.key},
                           {"tier", engine::to_string(info.tier)},
                           {"publication", engine::to_string(info.publication)},
+                          {"served_from", info.served_from.empty()
+                                              ? nlohmann::json(nullptr)
+                                              : nlohmann::json(info.served_from)},
                           {"request_ms", info.request_ms}};
     if (info.publication == engine::Publication::not_published) {
       one["not_published_because"] = info.not_published_because;
