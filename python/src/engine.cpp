@@ -124,6 +124,9 @@ void bind_engine(py::module_& m) {
           [](const engine::KernelInfo& i) { return std::string(to_string(i.publication)); },
           "\"not_needed\", \"published\" or \"not_published\".")
       .def_readonly("not_published_because", &engine::KernelInfo::not_published_because)
+      .def_readonly("served_from", &engine::KernelInfo::served_from,
+                    "The disk tier: the cache directory or read-only site cache whose entry "
+                    "served it; \"\" for the other tiers.")
       .def("__repr__", [](const engine::KernelInfo& i) {
         return "KernelInfo(key=\"" + i.key + "\", tier=\"" + to_string(i.tier) + "\", origin=\"" +
                i.origin + "\")";
@@ -298,7 +301,11 @@ CompileError (libdevice missing for exp/log/pow/tanh: set UWJIT_CUDA_PATH).)doc"
           },
           "This engine's counters by name: memory_hits, disk_hits, compiles, rejected, ...")
       .def_property_readonly("cache_dir", &engine::Engine::cache_dir,
-                             "The cache directory in use, or None when memory-only.");
+                             "The cache directory in use, or None when memory-only.")
+      .def_property_readonly("site_cache_dirs", &engine::Engine::site_cache_dirs,
+                             "The read-only site caches (UWJIT_CACHE_SITE_DIR) consulted after "
+                             "the cache directory misses, in order; those that cannot be used "
+                             "are left out, with one warning.");
 }
 
 } // namespace uwjit::python

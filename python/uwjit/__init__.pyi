@@ -40,6 +40,7 @@ class KernelInfo:
     warnings: str
     publication: str
     not_published_because: str
+    served_from: str
 
 class Source:
     def __init__(self, text: str, entry: str | None = None, state_in: Iterable[SlotSpec] = (),
@@ -81,6 +82,8 @@ class Engine:
     def stats(self) -> dict[str, int]: ...
     @property
     def cache_dir(self) -> os.PathLike[str] | None: ...
+    @property
+    def site_cache_dirs(self) -> list[os.PathLike[str]]: ...
 
 class StaticArray:
     def __init__(self, value: Union[np.ndarray, float, int], replication: str = "replicate",
