@@ -498,7 +498,13 @@ int verify_command(const std::vector<std::string>& argv) {
   if (!store) {
     check_sites();
     if (args.has("--json")) {
-      std::cout << nlohmann::json{{"ok", sites_ok}, {"site", site_list}}.dump(2) << "\n";
+      const auto none = nlohmann::json::array();
+      std::cout << nlohmann::json{{"ok", sites_ok},    {"entries", none},
+                                  {"orphans", none},   {"stale_temporaries", none},
+                                  {"foreign", none},   {"removed", none},
+                                  {"remaining", none}, {"site", site_list}}
+                       .dump(2)
+                << "\n";
     }
     return sites_ok ? 0 : 1;
   }
