@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <atomic>
 
 namespace uwjit::cache {
@@ -58,6 +59,26 @@ CacheLocation resolve_cache_location() {
               "compiled kernels are kept in memory only");
   }
   return {std::nullopt, "no HOME: memory only"};
+}
+
+std::vector<std::filesystem::path> resolve_site_locations() {
+  std::vector<std::filesystem::path> dirs;
+  if (!env::get_bool(env::vars::cache)) {
+    return dirs;
+  }
+  const auto list = env::get_path(env::vars::cache_site_dir);
+  if (!list) {
+    return dirs;
+  }
+  std::size_t begin = 0;
+  while (begin <= list->size()) {
+    const std::size_t end = std::min(list->find(':', begin), list->size());
+    if (end > begin) {
+      dirs.push_back(absolute_from("UWJIT_CACHE_SITE_DIR", list->substr(begin, end - begin)));
+    }
+    begin = end + 1;
+  }
+  return dirs;
 }
 
 std::filesystem::path store_directory(const std::filesystem::path& configured) {

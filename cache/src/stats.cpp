@@ -40,6 +40,8 @@ std::string_view to_string(Stat stat) noexcept {
     return "rejected_checksum_mismatch";
   case Stat::rejected_slot_mismatch:
     return "rejected_slot_mismatch";
+  case Stat::site_hits:
+    return "site_hits";
   }
   return "unknown";
 }

@@ -140,6 +140,36 @@ void check_trusted(int dir_fd, const std::filesystem::path& dir, const log::Logg
                      dir.string(), why, k_trust_shared_variable));
 }
 
+// A site cache is named by whoever sets UWJIT_CACHE_SITE_DIR: that trusts its owner (root, a
+// project account), as a directory on PATH is trusted. Its writers are the question: a directory
+// that its group or others can write is refused unless the user trusts shared caches.
+void check_site_trusted(int dir_fd, const std::filesystem::path& dir, const log::Logger& logger) {
+  const bool trust_shared = env::get_bool(env::vars::cache_trust_shared);
+  struct stat st{};
+  if (::fstat(dir_fd, &st) != 0) {
+    posix::throw_io(format("site cache \"{}\": cannot examine", dir.string()), errno);
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) == 0) {
+    if (st.st_uid != ::geteuid()) {
+      logger.debug("site cache {}: owned by uid {}, trusted as named in UWJIT_CACHE_SITE_DIR",
+                   dir.string(), st.st_uid);
+    }
+    return;
+  }
+  char mode[8] = {};
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  const std::string why = format("it is writable by {} (mode {})",
+                                 (st.st_mode & S_IWOTH) != 0 ? "other users" : "its group", mode);
+  if (trust_shared) {
+    logger.debug("site cache {}: {}, trusted by {}=1", dir.string(), why, k_trust_shared_variable);
+    return;
+  }
+  throw Error(ErrorKind::io,
+              format("site cache \"{}\" is refused: {}; whoever can write it can run code in this "
+                     "process (make it writable by its owner only, or set {}=1 to trust it)",
+                     dir.string(), why, k_trust_shared_variable));
+}
+
 // Marks a directory uwjit may use (created by it or found empty). Soft: an unmarked empty
 // directory still works, and the next open marks it.
 void mark(int dir_fd, const std::filesystem::path& dir, const log::Logger& logger) {
@@ -423,6 +453,7 @@ Store Store::open(std::filesystem::path dir, Stats& counters) {
                                              .stats = &counters,
                                              .logger = log::get("uwjit.cache"),
                                              .unwritable = std::nullopt,
+                                             .site = false,
                                              .reported_mutex = {},
                                              .reported = {}});
   make_directories(impl->dir);
@@ -455,6 +486,51 @@ Store Store::open(std::filesystem::path dir, Stats& counters) {
   return store;
 }
 
+Store Store::open_site(std::filesystem::path dir, Stats& counters) {
+  std::error_code error;
+  auto absolute = std::filesystem::absolute(dir, error).lexically_normal();
+  if (error) {
+    throw Error(ErrorKind::io, format("site cache \"{}\": cannot make the path absolute: {}",
+                                      dir.string(), error.message()));
+  }
+  if (!absolute.has_filename()) {
+    absolute = absolute.parent_path();
+  }
+  auto impl = std::unique_ptr<Impl>(new Impl{.dir = std::move(absolute),
+                                             .dir_fd = {},
+                                             .stats = &counters,
+                                             .logger = log::get("uwjit.cache"),
+                                             .unwritable = "a read-only site cache",
+                                             .site = true,
+                                             .reported_mutex = {},
+                                             .reported = {}});
+  impl->dir_fd.reset(posix::open_at(AT_FDCWD, impl->dir.string(), O_RDONLY | O_DIRECTORY));
+  if (!impl->dir_fd) {
+    posix::throw_io(format("site cache \"{}\": cannot open", impl->dir.string()), errno);
+  }
+  check_site_trusted(impl->fd(), impl->dir, impl->logger);
+  if (names::ownership_of(impl->fd()) == names::Ownership::foreign) {
+    // Store::open puts the cache in uwjit/ inside a directory that holds other files.
+    const auto sub_path = impl->dir / names::k_subdirectory;
+    posix::UniqueFd sub_fd(posix::open_at(impl->fd(), std::string(names::k_subdirectory),
+                                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
+    if (!sub_fd || names::ownership_of(sub_fd.get()) == names::Ownership::foreign) {
+      throw Error(ErrorKind::io,
+                  format("site cache \"{}\" is not a uwjit cache: it holds other files and no "
+                         "CACHEDIR.TAG written by uwjit, and so does \"{}\" (or it is missing)",
+                         impl->dir.string(), sub_path.string()));
+    }
+    check_site_trusted(sub_fd.get(), sub_path, impl->logger);
+    impl->dir = sub_path;
+    impl->dir_fd = std::move(sub_fd);
+  }
+  return Store(std::move(impl));
+}
+
+bool Store::is_site() const noexcept {
+  return m_impl->site;
+}
+
 const std::filesystem::path& Store::dir() const noexcept {
   return m_impl->dir;
 }
@@ -469,7 +545,7 @@ LookupOutcome Store::lookup(const Key& key, const Salt& salt, const std::vector<
   try {
     EntryCheck check = m_impl->check_entry(key, expected);
     MaintenanceLock lock;
-    if (check.status == LookupStatus::rejected) {
+    if (check.status == LookupStatus::rejected && !m_impl->site) {
       lock = m_impl->try_lock(key, detail::CreateFile::yes);
       if (lock.state == MaintenanceLock::State::held) {
         // A writer may have replaced the entry between our read and the lock: judge again.
@@ -479,8 +555,10 @@ LookupOutcome Store::lookup(const Key& key, const Salt& salt, const std::vector<
     outcome.status = check.status;
     switch (check.status) {
     case LookupStatus::hit:
-      touch(check.manifest_fd);
-      touch(check.object_fd);
+      if (!m_impl->site) { // a site cache is read-only, and its LRU order its writers'
+        touch(check.manifest_fd);
+        touch(check.object_fd);
+      }
       m_impl->stats->add(Stat::disk_hits);
       m_impl->logger.debug("disk hit key={} ({} bytes)", key.hex(), check.object.size());
       outcome.object = std::move(check.object);
@@ -492,7 +570,9 @@ LookupOutcome Store::lookup(const Key& key, const Salt& salt, const std::vector<
     case LookupStatus::rejected:
       outcome.reason = check.reason;
       outcome.detail = check.detail;
-      if (lock.state == MaintenanceLock::State::busy) {
+      if (m_impl->site) {
+        m_impl->report_rejection(key, check, "left in the read-only site cache; a miss");
+      } else if (lock.state == MaintenanceLock::State::busy) {
         // The holder is compiling this key and will replace the entry when it publishes.
         m_impl->report_rejection(key, check, "left to the writer holding its lock");
       } else {
@@ -514,6 +594,7 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
   UWJIT_ASSERT(
       sha256_hex({source, "\n---\n", manifest.salt}).substr(0, 16) == key.hex(),
       format("publish: key {} is not the key of the source under the manifest's salt", key.hex()));
+  UWJIT_ASSERT(!m_impl->site, "a read-only site cache is never published to");
   PublishOutcome outcome;
   try {
     // Refused here, before anything is written: read_source and verify refuse a larger source.
@@ -608,6 +689,7 @@ PublishOutcome Store::publish(const Key& key, std::span<const char> object,
 }
 
 KeyLock Store::lock(const Key& key, std::chrono::milliseconds timeout) {
+  UWJIT_ASSERT(!m_impl->site, "a read-only site cache is never locked for writing");
   const auto name = names::lock(key);
   UWJIT_ASSERT(!detail::FileLock::held_by_this_thread(m_impl->fd(), name),
                format("key lock {} requested again by the thread that holds it", key.hex()));
@@ -638,6 +720,7 @@ KeyLock Store::lock(const Key& key, std::chrono::milliseconds timeout) {
 }
 
 std::vector<std::string> Store::clean_temporaries(std::chrono::seconds older_than) {
+  UWJIT_ASSERT(!m_impl->site, "a read-only site cache is never cleaned");
   std::vector<std::string> removed;
   int error = 0;
   const auto listed = posix::list_names(m_impl->fd(), error);

@@ -3,6 +3,7 @@
 #include "entry_names.hpp"
 #include "store_impl.hpp"
 
+#include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
 #include <unistd.h>
@@ -50,6 +51,8 @@ Parsed parse(const std::string& file) {
 } // namespace
 
 BinaryLookup Store::lookup_binary(const Key& key, std::string_view loader) {
+  UWJIT_ASSERT(!m_impl->site, "a read-only site cache's binaries are not looked up (a damaged "
+                              "one would be removed)");
   BinaryLookup result;
   std::string file;
   const auto read = posix::read_file_at(m_impl->fd(), names::binary(key), k_binary_limit, file);
@@ -77,6 +80,7 @@ BinaryLookup Store::lookup_binary(const Key& key, std::string_view loader) {
 
 PublishOutcome Store::publish_binary(const Key& key, std::string_view loader,
                                      std::span<const char> bytes) {
+  UWJIT_ASSERT(!m_impl->site, "a read-only site cache is never written");
   PublishOutcome outcome;
   if (!posix::status_at(m_impl->fd(), names::manifest(key))) {
     outcome.reason = "the entry is not on disk";

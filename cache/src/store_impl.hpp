@@ -51,6 +51,7 @@ struct Store::Impl {
   Stats* stats = nullptr;
   log::Logger logger;
   std::optional<std::string> unwritable; ///< why the directory cannot be written, from open
+  bool site = false;                     ///< a read-only site cache (open_site)
 
   // Rejections already logged and counted, by manifest identity: a bad entry left to a lock
   // holder may be seen again by the next lookup, but is reported once.

@@ -125,6 +125,7 @@ std::uint64_t Store::total_size() {
 }
 
 EvictReport Store::evict(EvictBy by, DryRun dry) {
+  UWJIT_ASSERT(!m_impl->site, "a read-only site cache is never evicted from");
   EvictReport report;
   int error = 0;
   const auto scanned = scan(m_impl->fd(), error);
@@ -182,6 +183,7 @@ EvictReport Store::evict(EvictBy by, DryRun dry) {
 }
 
 std::optional<EvictReport> Store::maybe_evict(std::uint64_t max_size) {
+  UWJIT_ASSERT(!m_impl->site, "a read-only site cache is never evicted from");
   if (total_size() <= max_size) {
     return std::nullopt;
   }
@@ -253,6 +255,7 @@ std::vector<EntryInfo> Store::list() {
 }
 
 VerifyReport Store::verify(Fix fix) {
+  UWJIT_ASSERT(!m_impl->site || fix == Fix::no, "a read-only site cache is never fixed");
   VerifyReport report;
   int error = 0;
   const auto scanned = scan(m_impl->fd(), error);
@@ -350,6 +353,7 @@ VerifyReport Store::verify(Fix fix) {
 }
 
 WipeReport Store::wipe(DryRun dry) {
+  UWJIT_ASSERT(!m_impl->site, "a read-only site cache is never wiped");
   const int fd = m_impl->fd();
   if (!has_valid_tag(fd)) {
     throw Error(ErrorKind::usage,

@@ -1,5 +1,6 @@
 // Store's persisted counters: stats.json, merged under a flock on stats.lock.
 #include <uwjit/cache/store.hpp>
+#include <uwjit/common/error.hpp>
 
 #include "entry_names.hpp"
 #include "file_lock.hpp"
@@ -35,7 +36,7 @@ nlohmann::json read_stats_json(int dir_fd) {
 } // namespace
 
 void Store::flush_stats(const StatsSnapshot& delta) noexcept {
-  if (delta.empty()) {
+  if (delta.empty() || m_impl->site) { // a site cache's counters are its writers'
     return;
   }
   try {

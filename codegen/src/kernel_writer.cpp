@@ -503,6 +503,8 @@ KernelSource KernelWriter::finish() const {
   if (m_gpu && m_checked) {
     fail("checked mode runs on CPUs only: check the kernel there, then write it for the GPU");
   }
+  // A reach beyond a halo that every cell makes is refused before anything is compiled.
+  (void)judge_reads();
   std::string text = "// uwjit generated kernel (KernelWriter)\n";
   if (m_gpu) {
     text += "// for a GPU: one thread per cell of the update box\n";

@@ -4,6 +4,7 @@
 #include <uwjit/codegen/kernel_writer.hpp>
 
 #include "cell_escape.hpp"
+#include "cell_reads.hpp"
 
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
@@ -46,6 +47,62 @@ void KernelWriter::for_each_cell(CellLoop loop, std::string_view text) {
   if (m_cell.back() != '\n') {
     m_cell += '\n';
   }
+}
+
+std::string_view to_string(HaloReads reads) noexcept {
+  return reads == HaloReads::within ? "within" : "unknown";
+}
+
+HaloReads KernelWriter::halo_reads() const {
+  return judge_reads();
+}
+
+HaloReads KernelWriter::judge_reads() const {
+  if (m_cell.empty()) {
+    return HaloReads::unknown;
+  }
+  std::vector<detail::AccessorAxes> accessors;
+  for (const BufferDecl& b : m_buffers) {
+    detail::AccessorAxes a{.accessor = b.accessor,
+                           .writable = b.role == BufferRole::state_out,
+                           .domain_axis = {},
+                           .halo = {}};
+    for (const Axis& axis : b.axes) {
+      a.domain_axis.push_back(extent_of(axis.extent).domain_axis);
+      a.halo.push_back(axis.halo);
+    }
+    accessors.push_back(std::move(a));
+  }
+  const detail::CellReads reads = detail::judge_cell_reads(m_cell, m_cell_loop.indices, accessors);
+  if (!reads.conditional && !reads.beyond.empty()) {
+    const detail::Reach& r = reads.beyond.front();
+    const BufferDecl& b = m_buffers[r.accessor];
+    const int axis = extent_of(b.axes[r.axis].extent).domain_axis;
+    const std::string& axis_name = m_extents[static_cast<std::size_t>(m_domain[axis])].name;
+    const std::int64_t cells = r.offset < 0 ? -r.offset : r.offset;
+    const std::string where =
+        format("{} at line {}, column {} of the cell's text", r.call, r.line, r.column);
+    if (b.role == BufferRole::state_out) {
+      fail(format("for_each_cell(): {} writes \"{}\" {} cell{} away from its own cell along "
+                  "domain axis {} ({}): a cell's text writes only its own cell (each cell of the "
+                  "update box is one run of the text, and the runs may be on other threads)",
+                  where, b.name, cells, cells == 1 ? "" : "s", axis, axis_name));
+    }
+    const int halo = b.axes[r.axis].halo;
+    const bool statics = b.role == BufferRole::statics;
+    fail(format("for_each_cell(): {} reads {}\"{}\" {} cell{} beyond the interior along domain "
+                "axis {} ({}), whose halo is {}: every cell runs the text, so the cells next to "
+                "the {} face would read outside its layout. Declare a halo of at least {} on "
+                "that axis ({})",
+                where, statics ? "static array " : "", b.name, cells, cells == 1 ? "" : "s", axis,
+                axis_name, halo, r.offset < 0 ? "low" : "high", cells,
+                statics ? format("the array's Axis in static_array(\"{}\", ...) with halo {}",
+                                 b.name, cells)
+                        : format("DomainAxis::halo, NodeLayout::grid(cells, {}); in Python "
+                                 "uwjit.grid(cells, halo={})",
+                                 cells, cells)));
+  }
+  return reads.judged && reads.beyond.empty() ? HaloReads::within : HaloReads::unknown;
 }
 
 // The cell form on a CPU: loops over the update box, the last domain axis innermost.

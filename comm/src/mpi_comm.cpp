@@ -179,7 +179,41 @@ private:
 
 } // namespace
 
+namespace {
+
+// Slurm's srun starts a job's tasks itself. An MPI that cannot reach Slurm's process manager
+// (Open MPI without PMIx or Slurm's PMI, or srun without --mpi=pmix) makes each task a job of
+// one rank: N copies of a serial run would then write the same files, silently. The launchers'
+// own variables tell: srun's step task count, unless mpirun/mpiexec started this process (its
+// daemons run as a Slurm step of one task per node, whose count its ranks inherit).
+void check_launcher() {
+  int size = 1;
+  check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  if (size != 1 || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
+      std::getenv("PMI_SIZE") != nullptr) {
+    return;
+  }
+  const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+  const char* task = std::getenv("SLURM_PROCID");
+  char* end = nullptr;
+  const long count = tasks != nullptr ? std::strtol(tasks, &end, 10) : 0;
+  if (tasks == nullptr || end == tasks || *end != '\0' || count <= 1) {
+    return;
+  }
+  throw Error(ErrorKind::usage,
+              format("this process is task {} of the {} that srun started (SLURM_PROCID, "
+                     "SLURM_STEP_NUM_TASKS), but MPI sees a job of 1 rank: this MPI does not "
+                     "reach Slurm's process manager, so every task would run alone. Launch with "
+                     "srun --mpi=pmix (srun --mpi=list names what this Slurm offers; Open MPI "
+                     "needs PMIx), or with mpirun inside the allocation",
+                     task != nullptr ? task : "?", count));
+}
+
+} // namespace
+
 std::unique_ptr<comm::Comm> make_comm(MPI_Comm comm) {
+  // A host that initialised MPI itself (mpi4py) meets the same check as a Session.
+  check_launcher();
   return std::make_unique<MpiComm>(comm, true);
 }
 

@@ -466,7 +466,16 @@ int run(const Program& program, std::span<const NodeKind> kinds,
                   << fixed(info.compile.codegen_ms, 1) << ", load " << fixed(info.load_ms, 1)
                   << " ms)";
       }
-      std::cout << "  key " << info.key << "\n";
+      std::cout << "  key " << info.key;
+      if (info.tier == engine::Tier::disk && engine.cache_dir() != info.served_from) {
+        std::cout << "  (site cache " << info.served_from << ")";
+      }
+      std::cout << "\n";
+      if (const auto& check = report.first_step_check) {
+        // Its text does not show how far it reads: its checked copy runs the first step.
+        std::cout << "    first step checked by " << engine::to_string(check->tier) << " "
+                  << fixed(check->request_ms, 1) << " ms  key " << check->key << "\n";
+      }
     }
     std::cout.flush();
   }

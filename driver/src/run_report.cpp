@@ -60,14 +60,22 @@ void print_json(const RunReport& r, std::ostream& out) {
   report["checked"] = r.simulation->checked();
   report["kernels"] = nlohmann::json::array();
   for (const auto& k : r.simulation->kernel_reports()) {
-    report["kernels"].push_back({{"node", k.node},
-                                 {"key", k.info.key},
-                                 {"tier", engine::to_string(k.info.tier)},
-                                 {"request_ms", k.info.request_ms},
-                                 {"frontend_ms", k.info.compile.frontend_ms},
-                                 {"optimise_ms", k.info.compile.optimise_ms},
-                                 {"codegen_ms", k.info.compile.codegen_ms},
-                                 {"load_ms", k.info.load_ms}});
+    report["kernels"].push_back(
+        {{"node", k.node},
+         {"key", k.info.key},
+         {"tier", engine::to_string(k.info.tier)},
+         {"served_from", k.info.served_from.empty() ? nlohmann::json(nullptr)
+                                                    : nlohmann::json(k.info.served_from)},
+         {"request_ms", k.info.request_ms},
+         {"frontend_ms", k.info.compile.frontend_ms},
+         {"optimise_ms", k.info.compile.optimise_ms},
+         {"codegen_ms", k.info.compile.codegen_ms},
+         {"load_ms", k.info.load_ms},
+         {"first_step_check",
+          k.first_step_check ? nlohmann::json{{"key", k.first_step_check->key},
+                                              {"tier", engine::to_string(k.first_step_check->tier)},
+                                              {"request_ms", k.first_step_check->request_ms}}
+                             : nlohmann::json()}});
   }
   report["steps"] = r.taken;
   report["steps_requested"] = r.steps;

@@ -447,8 +447,9 @@ Loaded Engine::Impl::adopt(const codegen::KernelSource& source, const cache::Key
     done.set_value(got);
     loaded.insert_or_assign(key, done.get_future().share());
   }
+  // Not when a site cache holds it: every node reads that one.
   if (store && comm.node_rank() == 0 &&
-      !store->lookup(key, flavour(source).salt, slot_tables(source.slots())).hit()) {
+      !on_disk(key, flavour(source).salt, slot_tables(source.slots()))) {
     cache::KeyLock lock = store->lock(key, options.lock_timeout);
     if (lock.outcome() != cache::LockOutcome::timed_out) {
       CompiledObject compiled;
@@ -477,8 +478,7 @@ Ptx Engine::Impl::adopt_ptx(const codegen::KernelSource& source, const cache::Ke
     ptx_loaded.insert_or_assign(key, done.get_future().share());
   }
   const detail::Flavour& f = flavour(source, target);
-  if (store && comm.node_rank() == 0 &&
-      !store->lookup(key, f.salt, slot_tables(source.slots())).hit()) {
+  if (store && comm.node_rank() == 0 && !on_disk(key, f.salt, slot_tables(source.slots()))) {
     cache::KeyLock lock = store->lock(key, options.lock_timeout);
     if (lock.outcome() != cache::LockOutcome::timed_out) {
       CompiledObject compiled;

@@ -74,6 +74,14 @@ std::optional<std::filesystem::path> Engine::cache_dir() const {
   return std::nullopt;
 }
 
+std::vector<std::filesystem::path> Engine::site_cache_dirs() const {
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& site : m_impl->sites) {
+    dirs.push_back(site.dir());
+  }
+  return dirs;
+}
+
 cache::Key Engine::key_of(const codegen::KernelSource& source) const {
   return cache::Key::of(source.canonical(), m_impl->flavour(source).salt);
 }

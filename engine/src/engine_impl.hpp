@@ -145,6 +145,7 @@ struct Engine::Impl {
   detail::Dumps dumps;
   cache::Stats stats;
   std::optional<cache::Store> store;
+  std::vector<cache::Store> sites; // read-only site caches, consulted in order after `store`
   std::uint64_t max_size = cache::k_default_max_cache_size;
   log::Logger logger = log::get("uwjit.engine");
   std::mutex mutex;
@@ -211,9 +212,15 @@ private:
   // request.cpp
   void open_store();
   Loaded build(const codegen::KernelSource& source, const cache::Key& key);
-  std::optional<Loaded> try_disk(const codegen::KernelSource& source, const cache::Key& key,
-                                 const std::vector<cache::SlotTable>& tables,
+  std::optional<Loaded> try_disk(cache::Store& from, const codegen::KernelSource& source,
+                                 const cache::Key& key, const std::vector<cache::SlotTable>& tables,
                                  const std::shared_ptr<KernelInfo>& info, Clock::time_point start);
+  // The site caches in order: the first verified entry that loads, or nullopt.
+  std::optional<Loaded> try_sites(const codegen::KernelSource& source, const cache::Key& key,
+                                  const std::vector<cache::SlotTable>& tables,
+                                  const std::shared_ptr<KernelInfo>& info, Clock::time_point start);
+  void open_sites();
+  void open_cache_dir();
   CompiledObject compile(const codegen::KernelSource& source, const cache::Key& key,
                          KernelInfo& info);
   void check_entry(const codegen::KernelSource& source, const std::string& entry,
@@ -221,10 +228,20 @@ private:
   // ptx_request.cpp
   detail::Ptx build_ptx(const codegen::KernelSource& source, const cache::Key& key,
                         const Target& target);
-  std::optional<detail::Ptx> try_disk_ptx(const codegen::KernelSource& source,
+  std::optional<detail::Ptx> try_disk_ptx(cache::Store& from, const codegen::KernelSource& source,
                                           const cache::Key& key, const Target& target,
                                           const std::shared_ptr<KernelInfo>& info,
                                           Clock::time_point start);
+  std::optional<detail::Ptx> try_sites_ptx(const codegen::KernelSource& source,
+                                           const cache::Key& key, const Target& target,
+                                           const std::shared_ptr<KernelInfo>& info,
+                                           Clock::time_point start);
+
+public:
+  // Whether the cache directory or a site cache holds a verified entry of `key` (a node leader
+  // then need not publish a copy of what it received).
+  bool on_disk(const cache::Key& key, const cache::Salt& salt,
+               const std::vector<cache::SlotTable>& tables);
 };
 
 } // namespace uwjit::engine

@@ -48,11 +48,25 @@ std::shared_ptr<const std::string> text_of(std::span<const char> bytes) {
 
 } // namespace
 
-std::optional<Ptx> Engine::Impl::try_disk_ptx(const codegen::KernelSource& source,
+std::optional<Ptx> Engine::Impl::try_sites_ptx(const codegen::KernelSource& source,
+                                               const cache::Key& key, const Target& target,
+                                               const std::shared_ptr<KernelInfo>& info,
+                                               Clock::time_point start) {
+  for (auto& site : sites) {
+    if (auto hit = try_disk_ptx(site, source, key, target, info, start)) {
+      stats.add(cache::Stat::site_hits);
+      return hit;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Ptx> Engine::Impl::try_disk_ptx(cache::Store& from,
+                                              const codegen::KernelSource& source,
                                               const cache::Key& key, const Target& target,
                                               const std::shared_ptr<KernelInfo>& info,
                                               Clock::time_point start) {
-  auto found = store->lookup(key, flavour(source, target).salt, slot_tables(source.slots()));
+  auto found = from.lookup(key, flavour(source, target).salt, slot_tables(source.slots()));
   if (!found.hit()) {
     return std::nullopt;
   }
@@ -60,6 +74,7 @@ std::optional<Ptx> Engine::Impl::try_disk_ptx(const codegen::KernelSource& sourc
   check_ptx_entry(source, info->entry, target, text);
   auto disk_info = std::make_shared<KernelInfo>(*info);
   disk_info->tier = Tier::disk;
+  disk_info->served_from = from.dir().string();
   if (found.manifest) {
     // Replayed as the compile printed them, at the positions of this request's text.
     disk_info->warnings = source.written_positions(found.manifest->warnings);
@@ -77,13 +92,18 @@ Ptx Engine::Impl::build_ptx(const codegen::KernelSource& source, const cache::Ke
   auto info = new_info(source, key, Tier::compiled);
   std::optional<cache::KeyLock> lock;
   if (store) {
-    if (auto hit = try_disk_ptx(source, key, target, info, start)) {
+    if (auto hit = try_disk_ptx(*store, source, key, target, info, start)) {
       return std::move(*hit);
     }
+  }
+  if (auto hit = try_sites_ptx(source, key, target, info, start)) {
+    return std::move(*hit);
+  }
+  if (store) {
     // Miss: compile under the key's lock, so that processes racing on one key compile once.
     lock.emplace(store->lock(key, options.lock_timeout));
     if (lock->acquired()) {
-      if (auto hit = try_disk_ptx(source, key, target, info, start)) {
+      if (auto hit = try_disk_ptx(*store, source, key, target, info, start)) {
         return std::move(*hit);
       }
     }

@@ -13,6 +13,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <set>
 #include <tuple>
 
 namespace uwjit::engine {
@@ -170,11 +173,42 @@ Engine::Impl::Impl(EngineOptions engine_options)
   open_store();
 }
 
+void Engine::Impl::open_sites() {
+  // One warning per directory and process: a job's many engines have one problem, not many.
+  static std::mutex said_mutex;
+  static std::set<std::string> said;
+  for (const auto& dir : cache::resolve_site_locations()) {
+    try {
+      auto site = cache::Store::open_site(dir, stats);
+      std::error_code same_error;
+      if (store && std::filesystem::equivalent(site.dir(), store->dir(), same_error)) {
+        continue; // the cache directory itself: already consulted, and writable
+      }
+      logger.debug("site cache {}", site.dir().string());
+      sites.push_back(std::move(site));
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::io) {
+        throw;
+      }
+      std::lock_guard guard(said_mutex);
+      if (said.insert(dir.string()).second) {
+        logger.warn("the site cache {} is not used: {}", dir.string(), error.what());
+      }
+    }
+  }
+}
+
 void Engine::Impl::open_store() {
   if (options.disk_cache == DiskCache::off) {
     no_store_reason = "the disk cache is off (DiskCache::off)";
     return;
   }
+  open_cache_dir();
+  // Whatever became of the cache directory: a site cache serves a process whose own is refused.
+  open_sites();
+}
+
+void Engine::Impl::open_cache_dir() {
   std::optional<std::filesystem::path> dir = options.cache_dir;
   if (!dir) {
     const cache::CacheLocation location = cache::resolve_cache_location();
@@ -326,6 +360,15 @@ cache::PublishOutcome Engine::Impl::publish(const codegen::KernelSource& source,
 Loaded Engine::Impl::build(const codegen::KernelSource& source, const cache::Key& key) {
   const auto start = Clock::now();
   auto info = new_info(source, key, Tier::compiled);
+  const auto tables = slot_tables(source.slots());
+  if (store) {
+    if (auto hit = try_disk(*store, source, key, tables, info, start)) {
+      return std::move(*hit);
+    }
+  }
+  if (auto hit = try_sites(source, key, tables, info, start)) {
+    return std::move(*hit);
+  }
   if (!store) {
     info->tier = Tier::compiled;
     const auto object = compile(source, key, *info);
@@ -333,15 +376,11 @@ Loaded Engine::Impl::build(const codegen::KernelSource& source, const cache::Key
     info->not_published_because = no_store_reason + "; memory only";
     return load(source, key, object.bytes, std::move(info), start);
   }
-  const auto tables = slot_tables(source.slots());
-  if (auto hit = try_disk(source, key, tables, info, start)) {
-    return std::move(*hit);
-  }
   // Miss: compile under the key's lock, so that processes racing on one key compile once.
   cache::KeyLock lock = store->lock(key, options.lock_timeout);
   if (lock.acquired()) {
     // Whoever held the lock before us may have published it meanwhile.
-    if (auto hit = try_disk(source, key, tables, info, start)) {
+    if (auto hit = try_disk(*store, source, key, tables, info, start)) {
       return std::move(*hit);
     }
   }
@@ -352,12 +391,34 @@ Loaded Engine::Impl::build(const codegen::KernelSource& source, const cache::Key
   return load(source, key, object.bytes, std::move(info), start);
 }
 
-std::optional<Loaded> Engine::Impl::try_disk(const codegen::KernelSource& source,
-                                             const cache::Key& key,
-                                             const std::vector<cache::SlotTable>& tables,
-                                             const std::shared_ptr<KernelInfo>& info,
-                                             Clock::time_point start) {
-  auto found = store->lookup(key, flavour(source).salt, tables);
+std::optional<Loaded> Engine::Impl::try_sites(const codegen::KernelSource& source,
+                                              const cache::Key& key,
+                                              const std::vector<cache::SlotTable>& tables,
+                                              const std::shared_ptr<KernelInfo>& info,
+                                              Clock::time_point start) {
+  for (auto& site : sites) {
+    if (auto hit = try_disk(site, source, key, tables, info, start)) {
+      stats.add(cache::Stat::site_hits);
+      return hit;
+    }
+  }
+  return std::nullopt;
+}
+
+bool Engine::Impl::on_disk(const cache::Key& key, const cache::Salt& salt,
+                           const std::vector<cache::SlotTable>& tables) {
+  if (store && store->lookup(key, salt, tables).hit()) {
+    return true;
+  }
+  return std::any_of(sites.begin(), sites.end(),
+                     [&](cache::Store& site) { return site.lookup(key, salt, tables).hit(); });
+}
+
+std::optional<Loaded>
+Engine::Impl::try_disk(cache::Store& from, const codegen::KernelSource& source,
+                       const cache::Key& key, const std::vector<cache::SlotTable>& tables,
+                       const std::shared_ptr<KernelInfo>& info, Clock::time_point start) {
+  auto found = from.lookup(key, flavour(source).salt, tables);
   if (!found.hit()) {
     return std::nullopt;
   }
@@ -368,6 +429,7 @@ std::optional<Loaded> Engine::Impl::try_disk(const codegen::KernelSource& source
   }
   auto disk_info = std::make_shared<KernelInfo>(*info);
   disk_info->tier = Tier::disk;
+  disk_info->served_from = from.dir().string();
   if (found.manifest) {
     // Replayed as the compile printed them, at the positions of this request's text.
     disk_info->warnings = source.written_positions(found.manifest->warnings);

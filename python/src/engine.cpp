@@ -132,6 +132,9 @@ void bind_engine(py::module_& m) {
       .def_readonly("not_published_because", &engine::KernelInfo::not_published_because,
                     "Why a compiled kernel was not published to the disk cache (UWJIT_CACHE=0, "
                     "an unusable directory, a failed write); \"\" otherwise.")
+      .def_readonly("served_from", &engine::KernelInfo::served_from,
+                    "The disk tier: the cache directory or read-only site cache whose entry "
+                    "served it; \"\" for the other tiers.")
       .def("__repr__", [](const engine::KernelInfo& i) {
         return "KernelInfo(key=\"" + i.key + "\", tier=\"" + to_string(i.tier) + "\", origin=\"" +
                i.origin + "\")";
@@ -322,7 +325,11 @@ CompileError (libdevice missing for exp/log/pow/tanh: set UWJIT_CUDA_PATH).)doc"
         return dir ? "Engine(cache_dir=" + py::repr(py::str(dir->string())).cast<std::string>() +
                          ")"
                    : std::string("Engine(disk_cache=False)");
-      });
+      })
+      .def_property_readonly("site_cache_dirs", &engine::Engine::site_cache_dirs,
+                             "The read-only site caches (UWJIT_CACHE_SITE_DIR) consulted after "
+                             "the cache directory misses, in order; those that cannot be used "
+                             "are left out, with one warning.");
 }
 
 } // namespace uwjit::python

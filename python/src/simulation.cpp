@@ -224,6 +224,13 @@ gave before; deprecated).)doc")
       .def_readonly("stage", &runtime::KernelReport::stage, "Which stage of the node's step.")
       .def_readonly("info", &runtime::KernelReport::info,
                     "What the engine did for it (a KernelInfo: key, tier, timings).")
+      .def_property_readonly(
+          "first_step_check",
+          [](const runtime::KernelReport& r) -> py::object {
+            return r.first_step_check ? py::cast(*r.first_step_check) : py::none();
+          },
+          "The KernelInfo of the checked copy that runs this kernel's first step when its text "
+          "does not show its reads within their halos; None otherwise.")
       .def("__getitem__",
            [](const runtime::KernelReport& r, const std::string& key) -> py::object {
              if (key == "node") {
@@ -234,6 +241,9 @@ gave before; deprecated).)doc")
              }
              if (key == "info") {
                return py::cast(r.info);
+             }
+             if (key == "first_step_check") {
+               return r.first_step_check ? py::cast(*r.first_step_check) : py::none();
              }
              throw py::key_error(key);
            })

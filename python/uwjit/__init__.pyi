@@ -53,12 +53,14 @@ class KernelInfo:
     warnings: str
     publication: str
     not_published_because: str
+    served_from: str
 
 class KernelReport:
     """One kernel a Simulation uses: its node, its stage and its KernelInfo."""
     node: str
     stage: int
     info: KernelInfo
+    first_step_check: KernelInfo | None
     def __getitem__(self, key: str) -> Any: ...  # deprecated: the attributes
 
 class Source:
@@ -107,6 +109,8 @@ class Engine:
     def stats(self) -> dict[str, int]: ...
     @property
     def cache_dir(self) -> os.PathLike[str] | None: ...
+    @property
+    def site_cache_dirs(self) -> list[os.PathLike[str]]: ...
 
 class StaticArray:
     """Data a kernel reads but does not update, bound as a buffer (never compiled in): a

@@ -80,6 +80,19 @@ Emitted emit_stage(const Node& node, const Layout& layout, const StaticData& bou
 
 } // namespace
 
+std::vector<Probe> emit_probes(const Node& node, const Layout& layout, const StaticData& bound,
+                               const StaticData& whole, const std::vector<Emitted>& emitted) {
+  std::vector<Probe> probes;
+  for (std::size_t stage = 0; stage < emitted.size(); ++stage) {
+    if (emitted[stage].writer.halo_reads() == codegen::HaloReads::unknown) {
+      // The node writes its stages again, checked; the text differs only by the checks.
+      probes.push_back(
+          {stage, emit_stage(node, layout, bound, whole, true, false, static_cast<int>(stage))});
+    }
+  }
+  return probes;
+}
+
 std::vector<Emitted> emit(const Node& node, const Layout& layout, const StaticData& bound,
                           const StaticData& whole, bool checked, bool gpu) {
   std::vector<Emitted> stages;

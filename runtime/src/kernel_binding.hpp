@@ -35,6 +35,20 @@ struct Emitted {
 std::vector<Emitted> emit(const Node& node, const Layout& layout, const StaticData& bound,
                           const StaticData& whole, bool checked, bool gpu = false);
 
+/// A stage's first-step check: the stage's kernel written checked (KernelWriter::checked).
+struct Probe {
+  std::size_t stage = 0;
+  Emitted checked;
+};
+
+/// The first-step checks of the stages in `emitted` (node `node`'s kernels, as emit wrote them
+/// unchecked) whose text does not show their reads within their halos
+/// (KernelWriter::halo_reads() unknown): each such stage written again, checked, in stage order.
+/// Empty when every stage's reads are judged from its text.
+[[nodiscard]] std::vector<Probe> emit_probes(const Node& node, const Layout& layout,
+                                             const StaticData& bound, const StaticData& whole,
+                                             const std::vector<Emitted>& emitted);
+
 /// The axes of static arrays that `writer`'s kernel declares over run-time domain extents.
 [[nodiscard]] std::vector<FollowsDomain> static_follows(const codegen::KernelWriter& writer);
 

@@ -23,8 +23,15 @@ std::vector<NodeKernel> node_kernels(const Node& node, bool gpu, bool checked) {
     detail::Decomposition::check_shard_axes(node, layout, whole);
   }
   std::vector<NodeKernel> kernels;
-  for (auto& stage : detail::emit(node, layout, whole, whole, checked, gpu)) {
+  auto emitted = detail::emit(node, layout, whole, whole, checked, gpu);
+  // What a Simulation checks the first step with (none in checked mode, none on a GPU).
+  auto probes = checked || gpu ? std::vector<detail::Probe>()
+                               : detail::emit_probes(node, layout, whole, whole, emitted);
+  for (auto& stage : emitted) {
     kernels.push_back({std::move(stage.writer), std::move(stage.source)});
+  }
+  for (auto& probe : probes) {
+    kernels[probe.stage].first_step_check = std::move(probe.checked.source);
   }
   return kernels;
 }

@@ -31,6 +31,18 @@ Layout read_layout(const Node& node) {
       node_error(node, format("halo width {} on axis {} is negative", axis.halo, d));
     }
     const std::string name = axis.name.empty() ? k_default_names[d] : axis.name;
+    if (axis.halo == 0 && !(axis.boundary == Boundary::edge)) {
+      // A boundary fills halo cells; with none it fills nothing, and a stencil that reads across
+      // the face (the usual reason to give one) would read outside the field, silently.
+      node_error(node, format("axis {} ({}): a {} boundary with halo 0 fills nothing, and a "
+                              "kernel that reads across the face (u(i - 1) at the first cell) "
+                              "would read outside the field; declare the halo the kernel's "
+                              "stencil reads (DomainAxis::halo, NodeLayout::grid(cells, 1, "
+                              "boundary); in Python uwjit.grid(cells, halo=1, boundary=...)), or "
+                              "leave the boundary at its default, edge, on an axis the kernel "
+                              "does not read across",
+                              d, name, to_string(axis.boundary)));
+    }
     if (const auto problem = boundary_problem(axis.boundary, axis.cells, axis.halo);
         !problem.empty()) {
       node_error(node, format("axis {} ({}): {}", d, name, problem));

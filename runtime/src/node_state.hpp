@@ -34,7 +34,14 @@ struct StageKernel {
   std::vector<Field*> halo_fields;
   // On a CUDA device: the kernel's code, static arrays and tables there.
   std::optional<DeviceStage> device;
+  // The first step's check of a kernel whose text does not show its reads within their halos
+  // (KernelWriter::halo_reads() unknown): the same kernel written checked, with the same slots,
+  // called in its place until one of its steps succeeds (again after a rebind).
+  std::optional<engine::Kernel> probe;
+  bool probe_due = false;
+  std::vector<double> probe_sums; // its integrals, dropped (sized with the probe)
   [[nodiscard]] bool updates_box() const { return writer && writer->updates_box(); }
+  [[nodiscard]] bool probing() const { return probe_due && probe.has_value(); }
 };
 
 struct NodeState {

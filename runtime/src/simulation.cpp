@@ -114,6 +114,7 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
   }
   states.resize(nodes.size());
   std::vector<std::vector<Emitted>> emitted(nodes.size());
+  std::vector<std::vector<detail::Probe>> probes(nodes.size());
   // A node's own code (emit_update, its static data) may fail on some ranks only: the ranks
   // agree before the first collective that needs every rank.
   collectively(options, [&] {
@@ -171,6 +172,10 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
       NodeState& s = states[n];
       emitted[n] =
           emit(*s.node, s.layout, s.bound, s.node->static_data(), checked, cuda.has_value());
+      if (!checked && !cuda) {
+        // Checked mode checks every step; on a device no step can be checked.
+        probes[n] = emit_probes(*s.node, s.layout, s.bound, s.node->static_data(), emitted[n]);
+      }
     }
   });
   if (decomposition && options.share_on_node) {
@@ -180,10 +185,19 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
   for (auto& stages : emitted) {
     std::move(stages.begin(), stages.end(), std::back_inserter(flat));
   }
+  // The first-step checks (every rank writes the same), requested once the kernels they check
+  // are: a kernel that does not compile is reported as itself, never as its checked text.
+  std::vector<Emitted> checks;
+  for (auto& node_probes : probes) {
+    for (auto& probe : node_probes) {
+      checks.push_back(std::move(probe.checked));
+    }
+  }
   // A fill is the node's own code: one that throws on some ranks is the same error on every
   // rank, not one rank leaving while the others wait in the next collective.
   collectively(options, [&] { fill_computed_arrays(flat); });
   request_all(flat, options);
+  auto check_kernels = request(checks, options);
   std::size_t next_kernel = 0;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     NodeState& s = states[n];
@@ -213,6 +227,23 @@ Simulation::Impl::Impl(engine::Engine& e, std::vector<std::shared_ptr<const Node
       s.stages.back().binding = std::move(binding);
       s.stages.back().writer.emplace(std::move(e.writer));
     }
+  }
+  std::size_t next_probe = 0;
+  std::size_t first_report = 0;
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    NodeState& s = states[n];
+    for (const auto& probe : probes[n]) {
+      StageKernel& stage = s.stages[probe.stage];
+      stage.probe = std::move(check_kernels[next_probe++]);
+      stage.probe_due = true;
+      stage.probe_sums.assign(stage.binding.kernel_integrals.size(), 0.0);
+      reports[first_report + probe.stage].first_step_check = stage.probe->info();
+      stage.binding.report.first_step_check = stage.probe->info();
+      logger().info("node {}: kernel {}: its text does not show its reads within their halos; its "
+                    "first step runs checked (kernel {})",
+                    s.node->name(), stage.binding.report.info.key, stage.probe->info().key);
+    }
+    first_report += s.stages.size();
   }
   // initial_state is the node's own code too.
   collectively(options, [&] {
@@ -324,26 +355,30 @@ void Simulation::Impl::request_all(std::vector<Emitted>& emitted,
     request_on_device(emitted, options);
     return;
   }
-  auto infos = [&] {
-    std::vector<engine::KernelInfo> out;
-    for (const auto& kernel : kernels_) {
-      out.push_back(kernel->info());
-    }
-    return out;
-  };
+  kernels_ = request(emitted, options);
+  std::vector<engine::KernelInfo> infos;
+  for (const auto& kernel : kernels_) {
+    infos.push_back(kernel->info());
+  }
+  report_all(emitted, infos);
+}
+
+std::vector<std::optional<engine::Kernel>>
+Simulation::Impl::request(const std::vector<Emitted>& emitted, const SimulationOptions& options) {
+  std::vector<std::optional<engine::Kernel>> kernels;
+  if (emitted.empty()) {
+    return kernels; // on every rank alike: the ranks write the same texts
+  }
   if (options.comm != nullptr) {
     // Collective: the ranks agree on the keys, one rank compiles, every rank loads.
     std::vector<codegen::KernelSource> sources;
     for (const auto& e : emitted) {
       sources.push_back(e.source);
     }
-    auto loaded = engine->kernels(sources, options.comm);
-    kernels_.clear();
-    for (auto& kernel : loaded) {
-      kernels_.emplace_back(std::move(kernel));
+    for (auto& kernel : engine->kernels(sources, options.comm)) {
+      kernels.emplace_back(std::move(kernel));
     }
-    report_all(emitted, infos());
-    return;
+    return kernels;
   }
   std::vector<std::string> keys;
   std::vector<std::size_t> firsts;
@@ -356,20 +391,23 @@ void Simulation::Impl::request_all(std::vector<Emitted>& emitted,
   }
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = options.compile_threads > 0 ? options.compile_threads : std::min(hardware, 4);
-  kernels_.assign(emitted.size(), std::nullopt);
+  kernels.assign(emitted.size(), std::nullopt);
+  if (firsts.empty()) {
+    return kernels;
+  }
   // A team of its own for the compiles, sized for them, gone once they are done.
   detail::ThreadPool compilers(std::min(threads, static_cast<int>(firsts.size())));
   auto compile = [&](std::size_t i) {
     const std::size_t n = firsts[i];
-    kernels_[n].emplace(engine->kernel(emitted[n].source));
+    kernels[n].emplace(engine->kernel(emitted[n].source));
   };
   compilers.run(firsts.size(), compile);
   for (std::size_t n = 0; n < emitted.size(); ++n) {
-    if (!kernels_[n]) {
-      kernels_[n].emplace(engine->kernel(emitted[n].source));
+    if (!kernels[n]) {
+      kernels[n].emplace(engine->kernel(emitted[n].source));
     }
   }
-  report_all(emitted, infos());
+  return kernels;
 }
 
 void Simulation::Impl::report_all(std::vector<Emitted>& emitted,
@@ -618,8 +656,15 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
         same_kernel && static_data_hash(bound, follows) == static_data_hash(s.bound, follows);
   }
   std::vector<Emitted> emitted;
+  // A new kernel whose reads its text does not show gets its own first-step check.
+  std::vector<std::optional<engine::Kernel>> probes(s.stages.size());
   if (!same_kernel) {
     emitted = emit(*s.node, s.layout, bound, bound, m_impl->checked, m_impl->cuda.has_value());
+    if (!m_impl->checked && !m_impl->cuda) {
+      for (auto& probe : emit_probes(*s.node, s.layout, bound, bound, emitted)) {
+        probes[probe.stage].emplace(m_impl->engine->kernel(probe.checked.source));
+      }
+    }
   }
   std::vector<Binding> bindings;
   std::vector<std::optional<detail::DeviceStage>> device_stages(s.stages.size());
@@ -642,9 +687,9 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
         binding.kernel.emplace(m_impl->engine->kernel(emitted[k].source));
         info = binding.kernel->info();
       }
-      binding.report = {s.node->name(), info,
-                        std::make_shared<const codegen::KernelSource>(emitted[k].source),
-                        static_cast<int>(k)};
+      binding.report = {
+          s.node->name(), info, std::make_shared<const codegen::KernelSource>(emitted[k].source),
+          static_cast<int>(k), probes[k] ? std::optional(probes[k]->info()) : std::nullopt};
       logger().info("node {}: rebound, kernel {} from {}", s.node->name(), binding.report.info.key,
                     engine::to_string(binding.report.info.tier));
     }
@@ -662,7 +707,11 @@ Simulation::Rebound Simulation::rebind_static(std::string_view node, StaticArray
     s.stages[k].device = std::move(device_stages[k]);
     if (!same_kernel) {
       s.stages[k].writer.emplace(std::move(emitted[k].writer));
+      s.stages[k].probe = std::move(probes[k]);
+      s.stages[k].probe_sums.assign(s.stages[k].binding.kernel_integrals.size(), 0.0);
     }
+    // Other data may send a kernel's computed indices elsewhere: its next step is checked again.
+    s.stages[k].probe_due = s.stages[k].probe.has_value();
   }
   s.wire();
   auto report = m_impl->reports.begin();

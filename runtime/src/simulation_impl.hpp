@@ -78,6 +78,10 @@ struct Simulation::Impl {
   // Requests every kernel (every stage of every node, flattened in that order); distinct keys in
   // parallel, repeats afterwards (memory hits).
   void request_all(std::vector<Emitted>& emitted, const SimulationOptions& options);
+  // Requests the kernels of `emitted` (serially: distinct keys in parallel, repeats
+  // afterwards; sharded: collectively) and returns them in its order.
+  std::vector<std::optional<engine::Kernel>> request(const std::vector<Emitted>& emitted,
+                                                     const SimulationOptions& options);
   void report_all(std::vector<Emitted>& emitted, const std::vector<engine::KernelInfo>& infos);
   // On a CUDA device (device_stepper.cpp): opens the device the options name; requests every
   // kernel's PTX and the halo kernels and loads them; makes each node's device buffers and

@@ -236,6 +236,20 @@ void Simulation::Impl::bind_state(NodeState& s, std::size_t stage) {
 int Simulation::Impl::call_kernel(NodeState& s, std::size_t stage) {
   StageKernel& k = s.stages[stage];
   k.args.step = steps;
+  if (k.probing()) {
+    // The first-step check: the same kernel written checked (same slots) runs first, with sums
+    // of its own; only if no access was bad does the kernel itself run, so that the state and
+    // the integrals are its own, bit for bit, as on every later step.
+    s.check_record[0] = UWJIT_CHECK_NONE;
+    k.args.check = s.check_record.data();
+    std::fill(k.probe_sums.begin(), k.probe_sums.end(), 0.0);
+    const int status =
+        executor->call(*k.probe, k.args, s.layout.domain.size(), k.updates_box(), k.probe_sums);
+    k.args.check = s.checked ? s.check_record.data() : nullptr;
+    if (status != UWJIT_KERNEL_OK) {
+      return status;
+    }
+  }
   return executor->call(*k.binding.kernel, k.args, s.layout.domain.size(), k.updates_box(),
                         k.binding.kernel_integrals);
 }
@@ -244,7 +258,7 @@ int Simulation::Impl::call_kernel(NodeState& s, std::size_t stage) {
 std::string Simulation::Impl::violation(const NodeState& s, std::size_t stage) const {
   const auto& r = s.check_record;
   const auto& writer = s.stages[stage].writer;
-  if (!s.checked || !writer || r[0] == UWJIT_CHECK_NONE) {
+  if ((!s.checked && !s.stages[stage].probing()) || !writer || r[0] == UWJIT_CHECK_NONE) {
     return "";
   }
   const auto role = r[1] == 0   ? codegen::BufferRole::state_in
@@ -311,10 +325,19 @@ std::optional<Error> Simulation::Impl::unwritten_cells(const NodeState& s,
 Error Simulation::Impl::kernel_failed(const NodeState& s, std::size_t stage, int status) const {
   const std::string bad = violation(s, stage);
   if (!bad.empty()) {
+    // Outside checked mode, say what found it and what to do.
+    const bool read = s.check_record[0] != UWJIT_CHECK_WRITE;
+    const std::string found_by =
+        s.checked ? ""
+                  : format("; found by the check of the first step, which a kernel gets when its "
+                           "text does not show its reads within their halos: {} (checked mode "
+                           "checks every step)",
+                           read ? "declare the halos the kernel reads"
+                                : "a kernel writes only the cells of the update box it is given");
     return Error(ErrorKind::kernel,
-                 format("node \"{}\", step {}{}{}: {}", s.node->name(), steps,
+                 format("node \"{}\", step {}{}{}: {}{}", s.node->name(), steps,
                         decomposition ? format(", rank {}", decomposition->comm->rank()) : "",
-                        s.stages.size() > 1 ? format(", stage {}", stage) : "", bad));
+                        s.stages.size() > 1 ? format(", stage {}", stage) : "", bad, found_by));
   }
   return Error(ErrorKind::kernel,
                format("node \"{}\": kernel{} returned status {} at step {}{}", s.node->name(),
@@ -358,6 +381,8 @@ void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status,
   } else if (failure) {
     std::rethrow_exception(failure);
   }
+  // The first-step check passed (on every rank): the unchecked kernel takes over.
+  s.stages[stage].probe_due = false;
   for (std::size_t i = 0; i < count; ++i) {
     if (binding.integral_slot[i] != k_no_slot) {
       s.integrals[i] = decomposition ? s.reduced[i] : sum_of(i);

@@ -211,6 +211,16 @@ import json, sys
 d = json.loads(sys.argv[1])
 assert d["kernels"][0]["tier"] == "disk" and d["kernels"][0]["key"] == sys.argv[2], d
 ' "$out" "$heat" && ok || fail "uwjit run finds the kernel uwjit warm compiled"
+# fvm's first step runs a checked copy of its kernel (its loops are its own): warm compiles both.
+run "$uwjit" warm fvm --size 12 --json
+expect_code 0 "warm fvm"
+run "$uwjit" run fvm --size 12 --steps 1 --output "$sandbox/out" --json
+python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+k = d["kernels"][0]
+assert d["compiles"] == 0 and k["tier"] == "disk" and k["first_step_check"]["tier"] == "disk", d
+' "$out" && ok || fail "uwjit run finds fvm's kernel and its first-step check where uwjit warm put them"
 UWJIT_CACHE=0 run "$uwjit" warm heat --size 12
 expect_code 1 "warm without a disk cache fails"
 expect_out 'not published: the disk cache is disabled by UWJIT_CACHE=0' "warm says why nothing was cached"

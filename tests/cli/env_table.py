@@ -79,7 +79,9 @@ check(found == expected, "the manual's table of environment variables is the lib
 # Every folder reads its variables through the table's rows (env::get_bool(env::vars::perf),
 # ...), never by a name of its own: a read by name would escape `uwjit env` and this sweep.
 # UWJIT_TEST_FAULT is the fault tests' own switch, not a setting; HOME and COLUMNS are the
-# system's (the home directory, a terminal's width), read as every program reads them.
+# system's (the home directory, a terminal's width), read as every program reads them; SLURM_*,
+# OMPI_COMM_WORLD_SIZE and PMI_SIZE are the launchers' (comm/src/mpi_comm.cpp checks that MPI
+# sees the job that srun started).
 import re
 read_by_name = re.compile(r'(getenv|env::get\w*(<[^>]*>)?)\("(?!UWJIT_TEST_FAULT")[A-Z_]+"')
 offenders = []
@@ -92,7 +94,9 @@ for folder in ["common/src", "codegen", "cache", "comm", "engine", "runtime", "d
                 path = os.path.join(root, file)
                 with open(path, encoding="utf-8") as source:
                     for number, line in enumerate(source, 1):
-                        system = '"HOME"' in line or '"COLUMNS"' in line
+                        system = any(name in line for name in (
+                            '"HOME"', '"COLUMNS"', '"SLURM_STEP_NUM_TASKS"', '"SLURM_PROCID"',
+                            '"OMPI_COMM_WORLD_SIZE"', '"PMI_SIZE"'))
                         if read_by_name.search(line) and not system:
                             offenders.append(f"{os.path.relpath(path, src)}:{number}: {line.strip()}")
 check(scanned > 50 and not offenders,

@@ -445,10 +445,25 @@ checked_key=$(json 'd["kernels"][0]["key"]' <<<"$out")
 run "$uwjit" run heat --size 48 --steps 10 --threads 1 --output "$sandbox/c0" --json
 [ "$(json 'd["checked"]' <<<"$out")" = False ] && ok || fail "--json says an unchecked run was not checked"
 [ "$checked_key" != "$(json 'd["kernels"][0]["key"]' <<<"$out")" ] && ok || fail "a checked kernel has its own key"
+[ "$(json 'd["kernels"][0]["first_step_check"]' <<<"$out")" = None ] && ok ||
+  fail "heat's kernel gets no first-step check"
 UWJIT_CHECK=1 run "$uwjit" run heat --size 48 --steps 10 --output "$sandbox/c2" --json
 [ "$(json 'd["kernels"][0]["key"]' <<<"$out")" = "$checked_key" ] && ok || fail "UWJIT_CHECK=1 runs the checked kernel"
 run "$uwjit" run heat --size 8 --steps 1 --checked --output "$sandbox/c3"
 expect_out 'checked mode$' "the text report says checked mode"
+# fvm writes its own loops, whose reach its text does not show: its first step runs a checked copy
+# (its own key, compiled beside it); heat's cell text shows its reach, and gets none.
+run "$uwjit" run fvm --size 16 --steps 2 --output "$sandbox/f1" --json
+expect_code 0 "run fvm"
+python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+k = d["kernels"][0]
+assert d["compiles"] == 2 and k["first_step_check"]["tier"] == "compiled", d
+assert len(k["first_step_check"]["key"]) == 16 and k["first_step_check"]["key"] != k["key"], d
+' "$out" && ok || fail "fvm's first step runs its checked copy, compiled once beside it"
+run "$uwjit" run fvm --size 16 --steps 2 --output "$sandbox/f1"
+expect_out '^    first step checked by disk .* key [0-9a-f]{16}$' "the report names the first-step check"
 run "$uwjit" run heat --print-kernel --checked
 expect_out '^// checked: every accessor index is tested' "--print-kernel --checked prints the checked kernel"
 for bad in 0 -2 two 1e3; do

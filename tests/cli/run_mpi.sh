@@ -88,4 +88,23 @@ expect_err '^\[uwjit.engine\] \[rank 0/2\] \[warning\] the kernel cache .* canno
 [ "$(grep -c 'warn' <<<"$err")" = 1 ] && ok || fail "a cache the job cannot write is one warning"
 rm -rf "$ro"
 
+# Launched by Slurm's srun (simulated here: its variables set, no srun): an MPI that cannot reach
+# Slurm's process manager makes each task a job of one rank, and N copies of the run would write
+# the same files. Refused, naming the task, the task count and what to do; a job of one task,
+# and a job that MPI sees whole (mpiexec inside an allocation), run.
+run env SLURM_STEP_NUM_TASKS=4 SLURM_PROCID=2 timeout 120 "$uwjit" run heat --shard x --size 13 \
+  --steps 1 --output "$sandbox/out"
+expect_code 2 "srun's task 2 of 4 alone in its MPI job"
+expect_err 'uwjit: error: this process is task 2 of the 4 that srun started \(SLURM_PROCID, SLURM_STEP_NUM_TASKS\), but MPI sees a job of 1 rank' \
+  "a job of one rank under srun says why"
+expect_err 'srun --mpi=pmix' "and what to do"
+run env SLURM_STEP_NUM_TASKS=1 SLURM_PROCID=0 timeout 120 "$uwjit" run heat --shard x --size 13 \
+  --steps 1 --output "$sandbox/out"
+expect_code 0 "srun's only task runs"
+# mpirun inside an allocation starts its daemons as a Slurm step of one task per node, so its
+# ranks see that step's task count: a job of one rank there is what mpirun asked for.
+run env SLURM_STEP_NUM_TASKS=2 SLURM_PROCID=0 timeout 120 "$mpiexec" -np 1 "$uwjit" run heat \
+  --shard x --size 13 --steps 1 --output "$sandbox/out"
+expect_code 0 "mpiexec -np 1 inside an allocation of two nodes runs"
+
 finish

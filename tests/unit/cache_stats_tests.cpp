@@ -32,6 +32,7 @@ TEST_CASE("counter names and ids are stable") {
       {Stat::rejected_truncated_object, "rejected_truncated_object"},
       {Stat::rejected_checksum_mismatch, "rejected_checksum_mismatch"},
       {Stat::rejected_slot_mismatch, "rejected_slot_mismatch"},
+      {Stat::site_hits, "site_hits"},
   };
   REQUIRE(std::size(pinned) == k_stat_count);
   for (std::size_t id = 0; id < k_stat_count; ++id) {

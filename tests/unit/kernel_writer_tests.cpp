@@ -466,3 +466,107 @@ TEST_CASE("loops, switches, lambdas, comments and strings of a cell's own keep t
     CHECK_NOTHROW(w.for_each_cell({.indices = {"i", "j", "k"}}, text));
   }
 }
+
+namespace {
+
+// A 2-D kernel of 8 x 6 cells: state u with halo 1 on both axes and 3 components first, a static
+// array w without halo, its output u_out; a cell's text judged as the writer sees it.
+KernelWriter stencil_like() {
+  KernelWriter w("stencil");
+  const auto x = w.domain_extent(0, "nx", 8, ExtentMode::compiled);
+  const auto y = w.domain_extent(1, "ny", 6, ExtentMode::runtime);
+  w.state_in("u", Dtype::f64, {{w.constant(3)}, {x, 1}, {y, 1}});
+  w.provide_static("w", Dtype::f64, {8, 6});
+  w.state_out("u");
+  w.static_array("w", Dtype::f64, {{x}, {y}});
+  return w;
+}
+
+uwjit::codegen::HaloReads reads_of(const std::string& cell) {
+  KernelWriter w = stencil_like();
+  w.for_each_cell({.indices = {"i", "j"}}, cell);
+  return w.halo_reads();
+}
+
+std::string refusal_of(const std::string& cell) {
+  KernelWriter w = stencil_like();
+  w.for_each_cell({.indices = {"i", "j"}}, cell);
+  return usage_error([&] { (void)w.finish(); });
+}
+
+} // namespace
+
+TEST_CASE("a cell's reaches that the text shows within their halos are judged from it") {
+  using uwjit::codegen::HaloReads;
+  const char* within[] = {
+      "u_out(0, i, j) = u(0, i - 1, j) + u(2, i + 1, j - 1) + w(i, j);",
+      "u_out(1, i, j) = u(1, (i + 2) - 1, -1 + j) + u(2, i, j +1) + u(0, i - 0, j);",
+      // a component index from a loop is the node's business; the domain indices are judged
+      "for (int q = 0; q < 3; ++q) { u_out(q, i, j) = q > 0 ? u(q, i, j + 1) : w(i, j); }",
+      // comments, strings and members are not calls
+      "// u(0, i - 5, j) once\n u_out(0, i, j) = 1; const char* s = \"w(i + 9, j)\"; (void)s;",
+  };
+  for (const char* cell : within) {
+    CAPTURE(cell);
+    CHECK(reads_of(cell) == HaloReads::within);
+    KernelWriter w = stencil_like();
+    w.for_each_cell({.indices = {"i", "j"}}, cell);
+    CHECK_NOTHROW((void)w.finish());
+  }
+  const char* unknown[] = {
+      // a reach beyond the halo that may never run: only a run can tell
+      "u_out(0, i, j) = i > 0 ? u(0, i - 2, j) : u(0, i, j);",
+      "if (j > 1) { u_out(0, i, j) = w(i, j - 2); } else { u_out(0, i, j) = 0; }",
+      "auto far = [&] { return u(0, i + 3, j); }; u_out(0, i, j) = 1;",
+      "#if 0\n u_out(0, i, j) = u(0, i - 4, j);\n#endif\n u_out(0, i, j) = 0;",
+      // indices the text computes, swaps or rebinds
+      "const uw_i64 l = i - 1; u_out(0, i, j) = u(0, l, j);",
+      "u_out(0, i, j) = u(0, j, i);",
+      "u_out(0, i, j) = u(0, 2 * i, j);",
+      "u_out(0, i, j) = u(0, 0, j);",
+      "{ const uw_i64 i = 3; u_out(0, i, j) = u(0, i - 9, j); }",
+      // an accessor passed on instead of called
+      "auto& f = w; u_out(0, i, j) = f(i, j);",
+  };
+  for (const char* cell : unknown) {
+    CAPTURE(cell);
+    CHECK(reads_of(cell) == HaloReads::unknown);
+    KernelWriter w = stencil_like();
+    w.for_each_cell({.indices = {"i", "j"}}, cell);
+    CHECK_NOTHROW((void)w.finish());
+  }
+  // A body() with its own loops is never judged.
+  KernelWriter loops = stencil_like();
+  loops.body("    for (uw_i64 i = 0; i < nx; ++i) { u_out(0, i, 0) = u(0, i, 0); }\n");
+  CHECK(loops.halo_reads() == HaloReads::unknown);
+}
+
+TEST_CASE("a reach beyond a halo that every cell makes is refused when the kernel is written, "
+          "naming the call, the buffer, the axis and the halo") {
+  CHECK(refusal_of("  u_out(0, i, j) =\n    u(0, i, j + 2);") ==
+        "kernel of \"stencil\": for_each_cell(): u(0, i, j + 2) at line 2, column 5 of the "
+        "cell's text reads \"u\" 2 cells beyond the interior along domain axis 1 (ny), whose halo "
+        "is 1: every cell runs the text, so the cells next to the high face would read outside "
+        "its layout. Declare a halo of at least 2 on that axis (DomainAxis::halo, "
+        "NodeLayout::grid(cells, 2); in Python uwjit.grid(cells, halo=2))");
+  CHECK(refusal_of("u_out(0, i, j) = w(i - 1, j);") ==
+        "kernel of \"stencil\": for_each_cell(): w(i - 1, j) at line 1, column 18 of the cell's "
+        "text reads static array \"w\" 1 cell beyond the interior along domain axis 0 (nx), whose "
+        "halo is 0: every cell runs the text, so the cells next to the low face would read "
+        "outside its layout. Declare a halo of at least 1 on that axis (the array's Axis in "
+        "static_array(\"w\", ...) with halo 1)");
+  CHECK(refusal_of("u_out(0, i + 1, j) = 0; u_out(0, i, j) = 0;") ==
+        "kernel of \"stencil\": for_each_cell(): u_out(0, i + 1, j) at line 1, column 1 of the "
+        "cell's text writes \"u\" 1 cell away from its own cell along domain axis 0 (nx): a "
+        "cell's text writes only its own cell (each cell of the update box is one run of the "
+        "text, and the runs may be on other threads)");
+  // The same in checked mode and for a GPU: refused before anything is compiled.
+  for (const bool gpu : {false, true}) {
+    KernelWriter w = stencil_like();
+    w.checked(!gpu);
+    w.gpu(gpu);
+    w.for_each_cell({.indices = {"i", "j"}}, "u_out(0, i, j) = u(0, i - 2, j);");
+    CHECK(contains(usage_error([&] { (void)w.halo_reads(); }),
+                   "u(0, i - 2, j) at line 1, column 18 of the cell's text reads \"u\" 2 cells"));
+  }
+}

@@ -26,7 +26,8 @@ namespace fs = std::filesystem;
 constexpr const char* k_cache_help =
     "usage: uwjit cache <subcommand> [<args>]\n\n"
     "Inspects and maintains the kernel cache, in the directory the library uses: UWJIT_CACHE_DIR,\n"
-    "else $XDG_CACHE_HOME/uwjit, else ~/.cache/uwjit.\n\n"
+    "else $XDG_CACHE_HOME/uwjit, else ~/.cache/uwjit. The read-only site caches of\n"
+    "UWJIT_CACHE_SITE_DIR are shown by dir, list, stats and verify, and never changed.\n\n"
     "subcommands:\n"
     "  dir                          the cache directory and the rule that chose it\n"
     "  list [--json]                the entries, most recently used first\n"
@@ -63,6 +64,57 @@ std::optional<cache::Store> open_existing() {
   return cache::Store::open(dir);
 }
 
+// A site cache of UWJIT_CACHE_SITE_DIR as the library would use it: opened read-only, or why not.
+struct Site {
+  fs::path dir;
+  std::optional<cache::Store> store;
+  std::string problem;
+};
+
+std::vector<Site> open_sites() {
+  static cache::Stats counters; // a command's own lookups are not the library's requests
+  std::vector<Site> sites;
+  for (const auto& dir : cache::resolve_site_locations()) {
+    Site site{dir, std::nullopt, {}};
+    try {
+      site.store.emplace(cache::Store::open_site(dir, counters));
+      site.dir = site.store->dir();
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::io) {
+        throw;
+      }
+      site.problem = error.what();
+    }
+    sites.push_back(std::move(site));
+  }
+  return sites;
+}
+
+nlohmann::json site_json(Site& site) {
+  nlohmann::json one = {{"dir", site.dir.string()}, {"usable", site.store.has_value()}};
+  if (site.store) {
+    one["entries"] = site.store->list().size();
+    one["size"] = site.store->total_size();
+  } else {
+    one["problem"] = site.problem;
+  }
+  return one;
+}
+
+// "  site   DIR (read-only): N entries, SIZE", or why it is not used.
+void print_sites(std::vector<Site>& sites) {
+  for (auto& site : sites) {
+    std::cout << "site cache  " << site.dir.string();
+    if (site.store) {
+      const std::size_t entries = site.store->list().size();
+      std::cout << " (read-only): " << entries << (entries == 1 ? " entry, " : " entries, ")
+                << human_size(site.store->total_size()) << "\n";
+    } else {
+      std::cout << " (not used: " << site.problem << ")\n";
+    }
+  }
+}
+
 // Checked before any store is opened: a malformed prefix is a misuse of the command line.
 void check_prefix(const ArgSpec& spec, const std::string& prefix) {
   if (prefix.empty() || prefix.size() > 16 ||
@@ -93,7 +145,8 @@ cache::Key resolve_prefix(cache::Store& store, const std::string& prefix) {
 
 int dir_command(const std::vector<std::string>& argv) {
   ArgSpec spec("cache dir", "Prints the cache directory and the rule that chose it (the same "
-                            "resolution as the library).");
+                            "resolution as the library),\nthen each read-only site cache of "
+                            "UWJIT_CACHE_SITE_DIR: its entries, or why it is not used.");
   spec.flag("--json", "print it as JSON");
   const Args args = Args::parse(spec, argv);
   if (args.wants_help()) {
@@ -109,21 +162,29 @@ int dir_command(const std::vector<std::string>& argv) {
     }
     location.dir = used;
   }
+  auto sites = open_sites();
   if (args.has("--json")) {
+    nlohmann::json site_list = nlohmann::json::array();
+    for (auto& site : sites) {
+      site_list.push_back(site_json(site));
+    }
     std::cout << nlohmann::json{{"dir", location.dir ? location.dir->string() : ""},
                                 {"rule", rule},
-                                {"exists", location.dir && fs::is_directory(*location.dir)}}
+                                {"exists", location.dir && fs::is_directory(*location.dir)},
+                                {"site", site_list}}
                      .dump(2)
               << "\n";
     return 0;
   }
   std::cout << (location.dir ? location.dir->string() : "(none)") << "\n"
             << "  chosen by: " << rule << "\n";
+  print_sites(sites);
   return 0;
 }
 
-nlohmann::json entry_json(const cache::EntryInfo& entry) {
+nlohmann::json entry_json(const cache::EntryInfo& entry, const std::string& site = {}) {
   return {{"key", entry.key.hex()},
+          {"site", site.empty() ? nlohmann::json(nullptr) : nlohmann::json(site)},
           {"origin", entry.origin},
           {"entry", entry.entry},
           {"target", entry.target},
@@ -136,7 +197,9 @@ nlohmann::json entry_json(const cache::EntryInfo& entry) {
 }
 
 int list_command(const std::vector<std::string>& argv) {
-  ArgSpec spec("cache list", "Lists the cache entries, most recently used first.");
+  ArgSpec spec("cache list",
+               "Lists the cache entries, most recently used first, then those of each "
+               "read-only site cache.");
   spec.flag("--json", "print a JSON array");
   const Args args = Args::parse(spec, argv);
   if (args.wants_help()) {
@@ -147,21 +210,40 @@ int list_command(const std::vector<std::string>& argv) {
   auto entries = store ? store->list() : std::vector<cache::EntryInfo>{};
   std::sort(entries.begin(), entries.end(),
             [](const auto& a, const auto& b) { return a.last_used > b.last_used; });
+  auto sites = open_sites();
   if (args.has("--json")) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& entry : entries) {
       list.push_back(entry_json(entry));
     }
+    for (auto& site : sites) {
+      for (const auto& entry : site.store ? site.store->list() : std::vector<cache::EntryInfo>{}) {
+        list.push_back(entry_json(entry, site.dir.string()));
+      }
+    }
     std::cout << list.dump(2) << "\n";
     return 0;
   }
-  Table table({"key", "origin", "target", "object", "compile", "created (UTC)", "last used (UTC)"});
-  for (const auto& entry : entries) {
-    table.add({entry.key.hex(), entry.origin, entry.target, human_size(entry.object_size),
-               milliseconds(entry.compile_ms), entry.created_utc, utc_text(entry.last_used)});
+  const auto print = [](const std::vector<cache::EntryInfo>& listed) {
+    Table table(
+        {"key", "origin", "target", "object", "compile", "created (UTC)", "last used (UTC)"});
+    for (const auto& entry : listed) {
+      table.add({entry.key.hex(), entry.origin, entry.target, human_size(entry.object_size),
+                 milliseconds(entry.compile_ms), entry.created_utc, utc_text(entry.last_used)});
+    }
+    std::cout << table.render();
+    std::cout << listed.size() << (listed.size() == 1 ? " entry" : " entries") << "\n";
+  };
+  print(entries);
+  for (auto& site : sites) {
+    std::cout << "\nsite cache " << site.dir.string();
+    if (!site.store) {
+      std::cout << " (not used: " << site.problem << ")\n";
+      continue;
+    }
+    std::cout << " (read-only)\n";
+    print(site.store->list());
   }
-  std::cout << table.render();
-  std::cout << entries.size() << (entries.size() == 1 ? " entry" : " entries") << "\n";
   return 0;
 }
 
@@ -179,6 +261,7 @@ int stats_command(const std::vector<std::string>& argv) {
   const std::size_t entries = store ? store->list().size() : 0;
   const std::uint64_t size = store ? store->total_size() : 0;
   const std::uint64_t limit = cache::max_cache_size();
+  auto sites = open_sites();
   // Where requests were served: each kernel request counts once, as a memory hit, a disk hit or
   // a compile.
   const std::uint64_t memory = counters.get(cache::Stat::memory_hits);
@@ -201,13 +284,18 @@ int stats_command(const std::vector<std::string>& argv) {
     for (const cache::Stat stat : cache::k_all_stats) {
       counter_json[std::string(cache::to_string(stat))] = counters.get(stat);
     }
+    nlohmann::json site_list = nlohmann::json::array();
+    for (auto& site : sites) {
+      site_list.push_back(site_json(site));
+    }
     std::cout << nlohmann::json{{"dir",
                                  store ? store->dir().string() : cache_dir_or_throw().string()},
                                 {"entries", entries},
                                 {"size", size},
                                 {"max_size", limit},
                                 {"hit_ratio", hit_ratio},
-                                {"counters", counter_json}}
+                                {"counters", counter_json},
+                                {"site", site_list}}
                      .dump(2)
               << "\n";
     return 0;
@@ -217,6 +305,7 @@ int stats_command(const std::vector<std::string>& argv) {
             << "entries     " << entries << "\n"
             << "size        " << human_size(size) << " of " << human_size(limit)
             << " (UWJIT_CACHE_MAX_SIZE)\n";
+  print_sites(sites);
   if (requests == 0) {
     std::cout << "hit ratio   - (no requests yet)\n";
   } else {
@@ -349,7 +438,8 @@ int verify_command(const std::vector<std::string>& argv) {
                                "salt text, object size and SHA-256).\nExits 1 if any entry is "
                                "bad, any file is orphaned or a directory stands in an entry's "
                                "place;\nwith --fix, if anything bad is left (in use by a writer, "
-                               "not removable, or not a file).");
+                               "not removable, or not a file).\nThe read-only site caches of "
+                               "UWJIT_CACHE_SITE_DIR are checked too, never fixed.");
   spec.flag("--fix", "remove bad entries, orphans and stale temporaries")
       .flag("--json", "print the report as JSON");
   const Args args = Args::parse(spec, argv);
@@ -358,8 +448,65 @@ int verify_command(const std::vector<std::string>& argv) {
     return 0;
   }
   auto store = open_existing();
+  auto sites = open_sites();
+  // A site cache is read-only: checked as any, never fixed; what is wrong there stays wrong.
+  bool sites_ok = true;
+  nlohmann::json site_list = nlohmann::json::array();
+  const auto check_sites = [&] {
+    for (auto& site : sites) {
+      nlohmann::json one = {{"dir", site.dir.string()}, {"usable", site.store.has_value()}};
+      if (!site.store) {
+        sites_ok = false;
+        one["ok"] = false;
+        one["problem"] = site.problem;
+        std::cout << (args.has("--json")
+                          ? ""
+                          : site.dir.string() + "  SITE CACHE NOT USED: " + site.problem + "\n");
+        site_list.push_back(std::move(one));
+        continue;
+      }
+      const cache::VerifyReport checked = site.store->verify(cache::Fix::no);
+      std::size_t bad = 0;
+      nlohmann::json bad_entries = nlohmann::json::array();
+      for (const auto& verdict : checked.entries) {
+        if (verdict.problem) {
+          ++bad;
+          bad_entries.push_back({{"key", verdict.key.hex()},
+                                 {"problem", std::string(cache::to_string(*verdict.problem))},
+                                 {"detail", verdict.detail}});
+          if (!args.has("--json")) {
+            std::cout << verdict.key.hex() << "  BAD IN SITE CACHE " << site.dir.string() << "  "
+                      << cache::to_string(*verdict.problem) << ": " << verdict.detail
+                      << " (read-only: not fixed)\n";
+          }
+        }
+      }
+      sites_ok = sites_ok && checked.ok();
+      one["ok"] = checked.ok();
+      one["entries"] = checked.entries.size();
+      one["bad"] = bad_entries;
+      one["orphans"] = checked.orphans;
+      one["foreign"] = checked.foreign;
+      if (!args.has("--json")) {
+        std::cout << "site cache " << site.dir.string() << ": " << checked.entries.size()
+                  << " entries checked, " << bad << " bad, " << checked.orphans.size()
+                  << " orphaned files (read-only)\n";
+      }
+      site_list.push_back(std::move(one));
+    }
+  };
   if (!store) {
-    return 0;
+    check_sites();
+    if (args.has("--json")) {
+      const auto none = nlohmann::json::array();
+      std::cout << nlohmann::json{{"ok", sites_ok},    {"entries", none},
+                                  {"orphans", none},   {"stale_temporaries", none},
+                                  {"foreign", none},   {"removed", none},
+                                  {"remaining", none}, {"site", site_list}}
+                       .dump(2)
+                << "\n";
+    }
+    return sites_ok ? 0 : 1;
   }
   const cache::VerifyReport report =
       store->verify(args.has("--fix") ? cache::Fix::yes : cache::Fix::no);
@@ -378,13 +525,15 @@ int verify_command(const std::vector<std::string>& argv) {
            {"detail", verdict.detail},
            {"removed", verdict.removed}});
     }
-    std::cout << nlohmann::json{{"ok", report.ok()},
+    check_sites();
+    std::cout << nlohmann::json{{"ok", report.ok() && sites_ok},
                                 {"entries", entries},
                                 {"orphans", report.orphans},
                                 {"stale_temporaries", report.stale_temporaries},
                                 {"foreign", report.foreign},
                                 {"removed", report.removed},
-                                {"remaining", report.remaining}}
+                                {"remaining", report.remaining},
+                                {"site", site_list}}
                      .dump(2)
               << "\n";
   } else {
@@ -412,11 +561,12 @@ int verify_command(const std::vector<std::string>& argv) {
       std::cout << ", " << report.removed.size() << " files removed";
     }
     std::cout << "\n";
+    check_sites();
   }
   if (args.has("--fix")) {
-    return report.remaining.empty() ? 0 : 1; // 0: what was wrong is gone
+    return report.remaining.empty() && sites_ok ? 0 : 1; // 0: what was wrong is gone
   }
-  return report.ok() ? 0 : 1;
+  return report.ok() && sites_ok ? 0 : 1;
 }
 
 int prune_command(const std::vector<std::string>& argv) {

@@ -74,6 +74,9 @@ int warm_command(const std::vector<std::string>& argv) {
     for (const auto& kernel :
          runtime::node_kernels(*node, false, env::get_bool(env::vars::checked))) {
       infos.push_back(engine.kernel(kernel.source).info());
+      if (kernel.first_step_check) {
+        infos.push_back(engine.kernel(*kernel.first_step_check).info());
+      }
     }
   } else {
     for (const auto& kernel : runtime::node_kernels(*node, true)) {
@@ -98,7 +101,7 @@ int warm_command(const std::vector<std::string>& argv) {
     } else if (info.publication == engine::Publication::not_published) {
       cache = "not published: " + info.not_published_because;
     } else if (info.tier == engine::Tier::disk) {
-      cache = "already in " + dir->string();
+      cache = "already in " + info.served_from; // the cache directory, or a site cache
     } else {
       cache = "memory only";
     }
@@ -107,6 +110,9 @@ int warm_command(const std::vector<std::string>& argv) {
                           {"key", info.key},
                           {"tier", engine::to_string(info.tier)},
                           {"publication", engine::to_string(info.publication)},
+                          {"served_from", info.served_from.empty()
+                                              ? nlohmann::json(nullptr)
+                                              : nlohmann::json(info.served_from)},
                           {"request_ms", info.request_ms}};
     if (info.publication == engine::Publication::not_published) {
       one["not_published_because"] = info.not_published_because;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace uwjit::cache {
 
@@ -29,6 +30,12 @@ struct CacheLocation {
 /// be made absolute (no working directory). Thread-safe as long as nobody calls setenv
 /// concurrently.
 [[nodiscard]] CacheLocation resolve_cache_location();
+
+/// The site caches (Store::open_site) in the order UWJIT_CACHE_SITE_DIR lists them (separated by
+/// ':'; empty items skipped), each made absolute against the working directory; empty when the
+/// variable is unset or UWJIT_CACHE is off. Checks nothing on disk. Throws Error(usage) as
+/// resolve_cache_location() does. Thread-safe as long as nobody calls setenv concurrently.
+[[nodiscard]] std::vector<std::filesystem::path> resolve_site_locations();
 
 /// The directory Store::open(configured) uses, found without creating or writing anything:
 /// `configured` itself when it does not exist yet, is empty or carries uwjit's marker

@@ -32,9 +32,10 @@ enum class Stat : int {
   rejected_truncated_object = 14,
   rejected_checksum_mismatch = 15,
   rejected_slot_mismatch = 16,
+  site_hits = 17, ///< of disk_hits, those served by a read-only site cache (Store::open_site)
 };
 
-inline constexpr std::size_t k_stat_count = 17;
+inline constexpr std::size_t k_stat_count = 18;
 
 /// Every counter, in id order.
 inline constexpr std::array<Stat, k_stat_count> k_all_stats{
@@ -55,6 +56,7 @@ inline constexpr std::array<Stat, k_stat_count> k_all_stats{
     Stat::rejected_truncated_object,
     Stat::rejected_checksum_mismatch,
     Stat::rejected_slot_mismatch,
+    Stat::site_hits,
 };
 
 /// The counter's stable name, e.g. "disk_hits", "rejected_truncated_object". Thread-safe.

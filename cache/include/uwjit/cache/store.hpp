@@ -69,6 +69,11 @@ namespace uwjit::cache {
 /// | `counters` | object: name -> integer >= 0 | each Stat by its stable name; unknown names   |
 /// |            |                             | (from newer versions) are kept                 |
 
+/// Site caches (Store::open_site): read-only caches, typically kept by an administrator or a
+/// project account on a shared file system, that a process consults after its own writable cache
+/// misses and before it compiles (UWJIT_CACHE_SITE_DIR, a list separated by ':'). Their entries
+/// are verified as any and never written, locked, touched or removed; a bad one is a miss.
+///
 /// The variable that makes Store::open accept a cache directory that other users can write or
 /// that another user owns (e.g. a read-only site cache): UWJIT_CACHE_TRUST_SHARED=1.
 inline constexpr const char* k_trust_shared_variable = "UWJIT_CACHE_TRUST_SHARED";
@@ -253,6 +258,22 @@ public:
   [[nodiscard]] static Store open(std::filesystem::path dir);
   /// As open(dir), counting into `counters`, which must outlive the Store.
   [[nodiscard]] static Store open(std::filesystem::path dir, Stats& counters);
+
+  /// Opens a read-only site cache (UWJIT_CACHE_SITE_DIR): a cache another account filled (e.g.
+  /// with `uwjit warm`) and made read-only, consulted after the writable cache. Nothing in it is
+  /// ever created, written, locked, touched or removed: `dir` must exist; it is used as it is
+  /// when it carries uwjit's marker or is empty, or its subdirectory `uwjit` when that does (as
+  /// Store::open would have put the cache there). Trust: naming a site cache trusts the account
+  /// that owns it, so another owner (root, a project account) is accepted; a directory that its
+  /// group or others can write is refused unless UWJIT_CACHE_TRUST_SHARED is on, as for
+  /// Store::open. Lookups verify entries as lookup() says; a bad entry is a miss, reported once,
+  /// left where it is. publish(), lock(), publish_binary(), evict(), maybe_evict(), wipe(),
+  /// clean_temporaries(), flush_stats() and verify(Fix::yes) must not be called on it (a bug:
+  /// Error(internal)). Throws Error(io) naming the directory and why it cannot be used.
+  [[nodiscard]] static Store open_site(std::filesystem::path dir, Stats& counters);
+
+  /// Whether this store is a read-only site cache (open_site).
+  [[nodiscard]] bool is_site() const noexcept;
 
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;

@@ -79,6 +79,22 @@ struct CellLoop {
   bool masked_remainder = false;
 };
 
+/// What a kernel's text shows about how far its accessors reach along the domain axes
+/// (KernelWriter::halo_reads).
+enum class HaloReads {
+  /// A cell-form text whose every accessor call names, on each domain axis, the cell's own index
+  /// plus a constant within the buffer's halo (a state output: the cell itself): no cell can
+  /// read outside a field's layout along the domain, whatever the extents.
+  within,
+  /// Anything else: a body() with its own loops, an index computed otherwise (from a table, a
+  /// loop variable, another axis's index), an accessor passed on rather than called, or a text
+  /// that may skip the call that would reach too far. Only a run can tell.
+  unknown,
+};
+
+/// "within" or "unknown".
+[[nodiscard]] std::string_view to_string(HaloReads reads) noexcept;
+
 /// The grid of a GPU launch of a cell-form kernel (KernelWriter::for_each_cell, written for a
 /// GPU) over the update box in `args`, for a domain of `rank` axes and blocks of `block` threads
 /// on x (a multiple of 32): ceil(n_last / block) blocks on x, the box's extent on the axis before
@@ -228,6 +244,16 @@ public:
   /// Whether the kernel is written in the cell form.
   [[nodiscard]] bool is_cell_form() const noexcept { return !m_cell.empty(); }
 
+  /// How far the cell-form text's accessor calls reach along the domain axes, judged from the
+  /// text against the buffers declared so far (see HaloReads; a body() is always `unknown`). A
+  /// call whose index on a domain axis is the cell's index plus a constant beyond the buffer's
+  /// halo (a read) or off the cell (a write), in a text without branches, loops or lambdas (so
+  /// that it runs for every cell, the cells at the faces included), is Error(usage) here and in
+  /// finish(), naming the kernel, the call, its line and column in the cell's text, the buffer,
+  /// the domain axis and its halo, and the halo that would do. A runtime checks the first step
+  /// of an `unknown` kernel (SimulationOptions::checked).
+  [[nodiscard]] HaloReads halo_reads() const;
+
   /// Writes the kernel for a GPU (off by default; a runtime sets it before the node writes): the
   /// entry is a GPU kernel, `extern "C" __attribute__((nvptx_kernel)) void ENTRY(const
   /// uwjit_kernel_args)`, with `args` a pointer to its argument in the text as on a CPU, and the
@@ -300,6 +326,8 @@ private:
   [[nodiscard]] std::pair<std::string, std::string> cell_loops() const;
   [[nodiscard]] std::pair<std::string, std::string> cell_threads() const;
   [[nodiscard]] static std::string_view warp_sum_text() noexcept;
+  // The cell form's accessor reaches (kernel_writer_cells.cpp): throws for one that is certain.
+  [[nodiscard]] HaloReads judge_reads() const;
 
   std::string m_origin;
   std::vector<ExtentDecl> m_extents;

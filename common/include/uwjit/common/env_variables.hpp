@@ -30,6 +30,19 @@ inline constexpr Variable cache_dir{
     "that already holds other files (`UWJIT_CACHE_DIR=.` or `$HOME`) is left as it is: the "
     "cache goes into its `uwjit/` subdirectory"};
 
+inline constexpr Variable cache_site_dir{
+    "UWJIT_CACHE_SITE_DIR",
+    Kind::path,
+    "directories separated by `:`",
+    "unset",
+    Salt::no,
+    "read-only site caches, consulted in this order when the cache directory misses, before "
+    "compiling (e.g. a cache that `uwjit warm` filled and an administrator made read-only): their "
+    "entries are verified as any and never written, locked, touched or removed. One owned by "
+    "another user (root, a project account) is accepted; one that its group or others can write "
+    "is refused with one warning unless `UWJIT_CACHE_TRUST_SHARED` is on. Ignored with "
+    "`UWJIT_CACHE=0`"};
+
 inline constexpr Variable xdg_cache_home{
     "XDG_CACHE_HOME",
     Kind::path,
@@ -147,10 +160,10 @@ inline constexpr Variable checked{
     "are other text, so other keys"};
 
 /// Every row, in the manual's order.
-inline constexpr std::array<const Variable*, 14> k_all{
-    &cache,     &cache_dir, &xdg_cache_home,     &cache_max_size, &lock_timeout, &dump_dir,
-    &debug,     &perf,      &cache_trust_shared, &jitdump_dir,    &cuda_path,    &cuda_home,
-    &log_level, &checked};
+inline constexpr std::array<const Variable*, 15> k_all{
+    &cache,        &cache_dir, &cache_site_dir, &xdg_cache_home, &cache_max_size,
+    &lock_timeout, &dump_dir,  &debug,          &perf,           &cache_trust_shared,
+    &jitdump_dir,  &cuda_path, &cuda_home,      &log_level,      &checked};
 
 /// Checks every row as the library reads it (env::check), in the table's order: throws the
 /// Error(usage) of the first bad one. Thread-safe as env::get() is.

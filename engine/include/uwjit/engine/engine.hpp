@@ -190,6 +190,11 @@ public:
   /// The cache directory in use, or nullopt when running memory-only.
   [[nodiscard]] std::optional<std::filesystem::path> cache_dir() const;
 
+  /// The read-only site caches this engine consults after the cache directory misses, in order
+  /// (UWJIT_CACHE_SITE_DIR; a listed directory that cannot be used is left out, with one warning
+  /// per process saying why). Empty with DiskCache::off or UWJIT_CACHE=0.
+  [[nodiscard]] std::vector<std::filesystem::path> site_cache_dirs() const;
+
   [[nodiscard]] const Compiler& compiler() const noexcept;
 
 private:

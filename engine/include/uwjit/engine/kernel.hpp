@@ -50,6 +50,9 @@ struct KernelInfo {
   /// For people, when not published: e.g. "the disk cache is disabled by UWJIT_CACHE=0; memory
   /// only", or the reason the cache directory was refused or could not be written.
   std::string not_published_because;
+  /// The disk tier: the directory whose entry served it, the cache directory or a read-only
+  /// site cache (UWJIT_CACHE_SITE_DIR); empty for the other tiers.
+  std::string served_from;
 };
 
 namespace detail {

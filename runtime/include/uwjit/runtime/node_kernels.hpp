@@ -7,6 +7,7 @@
 #include <uwjit/codegen/kernel_writer.hpp>
 #include <uwjit/runtime/node.hpp>
 
+#include <optional>
 #include <vector>
 
 namespace uwjit::runtime {
@@ -16,6 +17,11 @@ namespace uwjit::runtime {
 struct NodeKernel {
   codegen::KernelWriter writer;
   codegen::KernelSource source;
+  /// The checked copy that a Simulation runs for this kernel's first step (see
+  /// KernelReport::first_step_check): set for a CPU kernel, unchecked, whose text does not show
+  /// its reads within their halos (KernelWriter::halo_reads() unknown), so that warming a cache
+  /// (`uwjit warm`) warms it too.
+  std::optional<codegen::KernelSource> first_step_check = {};
 };
 
 /// The kernels `node` emits for a serial run with its own static data, one per stage in order,

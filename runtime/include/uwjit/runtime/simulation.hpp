@@ -94,6 +94,14 @@ struct SimulationOptions {
   /// Error(usage) serially too. Checked kernels are other text, so other keys; the state is the
   /// same bit for bit as unchecked (integrals, summed in another order, to the last bits). The
   /// same on every rank (a collective key check refuses ranks that differ).
+  ///
+  /// Off, reads beyond a halo still never pass silently: a layout with a periodic, dirichlet or
+  /// neumann boundary on an axis of halo 0 is refused; a cell-form text that reads beyond a halo
+  /// in every cell is refused when the kernel is written (KernelWriter::halo_reads); and a CPU
+  /// kernel whose text does not show how far it reads (a body() of its own loops, indices it
+  /// computes) gets a checked copy that runs its first step (and the first after a
+  /// rebind_static) before the kernel itself, a bad access then failing the step as here
+  /// (KernelReport::first_step_check; one more compile, cached as any kernel).
   bool checked = false;
   /// Where the kernels run: "cpu" (this process's cores, the default), "cuda" (NVIDIA GPU 0;
   /// sharded, the rank's place among its node's ranks modulo the node's GPUs) or "cuda:N". On a

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,6 +24,11 @@ struct KernelReport {
   engine::KernelInfo info;
   std::shared_ptr<const codegen::KernelSource> source;
   int stage = 0; ///< which stage of the node's step (0 for a node of one stage)
+  /// The checked kernel (KernelWriter::checked) that runs this kernel's first step in place of
+  /// it, because its text does not show that its reads stay within their halos
+  /// (KernelWriter::halo_reads() is unknown); nullopt when the text shows it, in checked mode
+  /// (every step is checked) and on a CUDA device. See SimulationOptions::checked.
+  std::optional<engine::KernelInfo> first_step_check;
 };
 
 /// The whole state of a simulation at one step, as Simulation::gathered() copies it (under MPI,
