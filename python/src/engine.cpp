@@ -320,12 +320,13 @@ CompileError (libdevice missing for exp/log/pow/tanh: set UWJIT_CUDA_PATH).)doc"
           "This engine's counters by name: memory_hits, disk_hits, compiles, rejected, ...")
       .def_property_readonly("cache_dir", &engine::Engine::cache_dir,
                              "The cache directory in use, or None when memory-only.")
-      .def("__repr__", [](const engine::Engine& self) {
-        const auto dir = self.cache_dir();
-        return dir ? "Engine(cache_dir=" + py::repr(py::str(dir->string())).cast<std::string>() +
-                         ")"
-                   : std::string("Engine(disk_cache=False)");
-      })
+      .def("__repr__",
+           [](const engine::Engine& self) {
+             const auto dir = self.cache_dir();
+             return dir ? "Engine(cache_dir=" +
+                              py::repr(py::str(dir->string())).cast<std::string>() + ")"
+                        : std::string("Engine(disk_cache=False)");
+           })
       .def_property_readonly("site_cache_dirs", &engine::Engine::site_cache_dirs,
                              "The read-only site caches (UWJIT_CACHE_SITE_DIR) consulted after "
                              "the cache directory misses, in order; those that cannot be used "
