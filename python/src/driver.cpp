@@ -334,9 +334,10 @@ reads): steps_taken, nodes, field(node, field) (a copy of the whole domain), int
 
   py::class_<driver::NodeKind>(m, "NodeKind", R"doc(
 A kind of node that run_cli runs from the command line, as `uwjit run` runs the built-in nodes.
+Built as::
 
-NodeKind(type, summary, node_params, make, *, param_docs=(), sized=None, size_help="",
-         shard_help="", default_steps=None, updates_per_step=None, check=None)
+    NodeKind(type, summary, node_params, make, *, param_docs=(), sized=None, size_help="",
+             shard_help="", default_steps=None, updates_per_step=None, check=None)
 
 type: the node type (a safe file name: it names the output files); summary: one line.
 node_params: the default node params, complete (a dict of int, float, str): --set changes them,
