@@ -204,18 +204,6 @@ bool read_number(std::string_view text, std::size_t& p, int& value) {
   return p > start;
 }
 
-// Line `line` (from 1) of `text`, without its '\n'; "" beyond the end.
-std::string_view nth_line(std::string_view text, int line) {
-  std::size_t at = 0;
-  for (int n = 1; n < line; ++n) {
-    at = text.find('\n', at);
-    if (at == std::string_view::npos) {
-      return {};
-    }
-    ++at;
-  }
-  return text.substr(at, text.find('\n', at) - at);
-}
 } // namespace
 
 std::string KernelSource::written_positions(std::string_view diagnostics) const {
@@ -253,7 +241,7 @@ std::string KernelSource::written_positions(std::string_view diagnostics) const 
       if (read_number(line, p, number) && p == bar && number == quoted) {
         // Shown as written when the compiler quoted the line as it is (it escapes bytes that
         // are not printable, and those stay as it quoted them).
-        written_text = nth_line(m_body, written_line);
+        written_text = line_of(m_body, written_line);
         written_indent = indent_of(written_text);
         const std::string_view compiled = line.substr(bar + 3);
         compiled_indent = indent_of(compiled);

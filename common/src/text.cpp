@@ -35,6 +35,19 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return "(" + join(axes) + ")";
 }
 
+std::string_view line_of(std::string_view text, int line) noexcept {
+  std::size_t begin = 0;
+  for (int l = 1; l < line; ++l) {
+    begin = text.find('\n', begin);
+    if (begin == std::string_view::npos) {
+      return {};
+    }
+    ++begin;
+  }
+  const std::size_t end = text.find('\n', begin);
+  return text.substr(begin, end == std::string_view::npos ? text.size() - begin : end - begin);
+}
+
 bool is_identifier(std::string_view name) noexcept {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) {
     return false;

@@ -48,20 +48,6 @@ std::string options_text(const codegen::KernelOptions& options) {
   return text;
 }
 
-// Line `line` (from 1) of `text`, without its line break; "" past the end.
-std::string_view line_of(std::string_view text, int line) {
-  std::size_t begin = 0;
-  for (int l = 1; l < line; ++l) {
-    begin = text.find('\n', begin);
-    if (begin == std::string_view::npos) {
-      return {};
-    }
-    ++begin;
-  }
-  const std::size_t end = text.find('\n', begin);
-  return text.substr(begin, end == std::string_view::npos ? text.size() - begin : end - begin);
-}
-
 // The compile error of a kernel a node wrote, in the node's terms: each diagnostic names the
 // node and counts lines in the text the node wrote (body() or helpers()), with that line quoted;
 // then where the failing source was dumped. Hand-written kernels keep their own lines.

@@ -23,6 +23,9 @@ namespace uwjit {
 /// '\n').
 [[nodiscard]] std::vector<std::string> split_lines(const std::string& text);
 
+/// Line `line` (counted from 1) of `text`, without its '\n'; "" past the end. Thread-safe.
+[[nodiscard]] std::string_view line_of(std::string_view text, int line) noexcept;
+
 /// Whether `name` is a C identifier: a letter or '_' first, then letters, digits and '_'.
 /// Keywords are not checked. Thread-safe.
 [[nodiscard]] bool is_identifier(std::string_view name) noexcept;
