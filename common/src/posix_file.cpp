@@ -215,6 +215,39 @@ void check_input_file(const std::filesystem::path& path, std::string_view what) 
   (void)open_input(path, what, status);
 }
 
+void write_at(int fd, std::uint64_t offset, std::span<const char> data, std::string_view what) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n =
+        ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      throw_io(what, errno);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void read_at(int fd, std::uint64_t offset, std::span<char> data, std::string_view what) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n =
+        ::pread(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      throw_io(what, errno);
+    }
+    if (n == 0) {
+      throw Error(ErrorKind::io, format("{}: truncated", what));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
 std::optional<std::vector<std::string>> list_names(int dir_fd, int& error) {
   // A descriptor of its own: a shared one would share the read position with other threads.
   const int fd = open_at(dir_fd, ".", O_RDONLY | O_DIRECTORY);
@@ -358,6 +391,40 @@ void AtomicFile::write(std::span<const char> data) {
     }
     done += static_cast<std::size_t>(n);
   }
+}
+
+void AtomicFile::write_at(std::uint64_t offset, std::span<const char> data) {
+  UWJIT_ASSERT(m_fd, format("AtomicFile \"{}\": write after finish", m_display));
+  posix::write_at(m_fd.get(), offset, data, format("cannot write \"{}\"", m_display));
+}
+
+void AtomicFile::resize(std::uint64_t size) {
+  UWJIT_ASSERT(m_fd, format("AtomicFile \"{}\": resize after finish", m_display));
+  if (::ftruncate(m_fd.get(), static_cast<off_t>(size)) != 0) {
+    throw_io(format("cannot make \"{}\" {} bytes long", m_display, size), errno);
+  }
+}
+
+UniqueFd AtomicFile::open_temporary(const std::filesystem::path& path,
+                                    const std::string& temporary) {
+  if (!temporary.starts_with(k_temporary_prefix) || temporary.find('/') != std::string::npos) {
+    throw Error(ErrorKind::io, format("cannot write \"{}\": \"{}\" is not a temporary of uwjit's",
+                                      path.string(), printable(temporary)));
+  }
+  const UniqueFd dir(open_directory(path));
+  UniqueFd fd(open_at(dir.get(), temporary, O_WRONLY | O_NOFOLLOW));
+  if (!fd) {
+    throw_io(format("cannot open the temporary of \"{}\" that another rank made (do the ranks "
+                    "share its file system?)",
+                    path.string()),
+             errno);
+  }
+  const auto status = status_of(fd.get());
+  if (!status || !status->regular) {
+    throw Error(ErrorKind::io,
+                format("cannot write \"{}\": its temporary is not a regular file", path.string()));
+  }
+  return fd;
 }
 
 void AtomicFile::finish() {

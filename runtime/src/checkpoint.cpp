@@ -1,10 +1,13 @@
 // Simulation::checkpoint and Simulation::restore: the checkpoint format of simulation.hpp,
-// written atomically, read back and checked, one file for a job on any rank count.
+// written atomically and read back and checked, one file for a job on any rank count, each rank
+// writing and reading its own slab of every field (collective_file.hpp).
 #include "byte_io.hpp"
+#include "collective_file.hpp"
 #include "runtime_log.hpp"
 #include "simulation_impl.hpp"
 
 #include <uwjit/cache/key.hpp>
+#include <uwjit/common/crc64.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/posix_file.hpp>
@@ -13,6 +16,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
+
+#include <fcntl.h>
 
 namespace uwjit::runtime {
 
@@ -22,23 +28,55 @@ namespace {
 
 constexpr std::string_view k_magic = "UWJITCKP";
 
-// One node as the checkpoint format stores it.
+// One node as the checkpoint format stores it. Each field is this rank's part of the whole
+// field: its interior at `offset` (per axis) of an array of `whole` cells.
+struct FieldPart {
+  const Field* field;
+  std::vector<std::int64_t> whole;
+  std::vector<std::int64_t> offset;
+};
+
 struct CheckpointNode {
   const Node* node;
-  std::vector<const Field*> fields;
+  std::vector<FieldPart> fields;
   const std::vector<std::string>* integral_names;
   std::span<const double> integrals;
   std::vector<std::string> rebound; // sorted
 };
 
-// Writes the checkpoint format of simulation.hpp to `path`, atomically.
-void write_checkpoint(const std::filesystem::path& path, std::int64_t steps,
-                      std::span<const CheckpointNode> nodes) {
+// Field data starts at multiples of this, after the head.
+constexpr std::uint64_t k_data_alignment = 4096;
+
+std::uint64_t aligned(std::uint64_t at) {
+  return (at + k_data_alignment - 1) / k_data_alignment * k_data_alignment;
+}
+
+std::uint64_t whole_bytes(const FieldPart& f) {
+  std::uint64_t count = codegen::size_of(f.field->dtype());
+  for (const std::int64_t n : f.whole) {
+    count *= static_cast<std::uint64_t>(n);
+  }
+  return count;
+}
+
+// Where each field's data lies: its offset in the file, in the order of the head.
+struct DataPlan {
+  std::vector<std::uint64_t> offsets;
+  std::uint64_t size = 0; // of the whole file
+};
+
+// The head of a version 3 checkpoint (everything but the field data), with the fields' offsets
+// from `plan` and checksums `crcs` (zeros while they are not known: the length is the same).
+std::string checkpoint_head(std::int64_t steps, std::span<const CheckpointNode> nodes,
+                            const DataPlan& plan, std::span<const std::uint64_t> crcs) {
   detail::ByteWriter out;
   out.raw(k_magic.data(), k_magic.size());
   out.u32(k_checkpoint_version);
+  const std::size_t length_at = out.bytes().size();
+  out.u64(0); // the head's length, set below
   out.i64(steps);
   out.u32(static_cast<std::uint32_t>(nodes.size()));
+  std::size_t k = 0;
   for (const auto& n : nodes) {
     out.str(n.node->type());
     out.str(n.node->name());
@@ -49,20 +87,17 @@ void write_checkpoint(const std::filesystem::path& path, std::int64_t steps,
       out.value(value);
     }
     out.u32(static_cast<std::uint32_t>(n.fields.size()));
-    for (const Field* f : n.fields) {
-      out.str(f->name());
-      out.u8(static_cast<std::uint8_t>(f->dtype()));
-      out.u32(static_cast<std::uint32_t>(f->rank()));
-      for (const std::int64_t extent : f->shape()) {
+    for (const FieldPart& f : n.fields) {
+      out.str(f.field->name());
+      out.u8(static_cast<std::uint8_t>(f.field->dtype()));
+      out.u32(static_cast<std::uint32_t>(f.whole.size()));
+      for (const std::int64_t extent : f.whole) {
         out.i64(extent);
       }
-      const std::size_t bytes =
-          static_cast<std::size_t>(f->interior_count()) * codegen::size_of(f->dtype());
-      out.u64(bytes);
-      const std::size_t at = out.bytes().size();
-      out.bytes().resize(at + bytes);
-      f->copy_interior_to(
-          std::span<std::byte>(reinterpret_cast<std::byte*>(out.bytes().data() + at), bytes));
+      out.u64(whole_bytes(f));
+      out.u64(plan.offsets.empty() ? 0 : plan.offsets[k]);
+      out.u64(crcs.empty() ? 0 : crcs[k]);
+      ++k;
     }
     out.u32(static_cast<std::uint32_t>(n.integrals.size()));
     for (std::size_t i = 0; i < n.integrals.size(); ++i) {
@@ -74,35 +109,101 @@ void write_checkpoint(const std::filesystem::path& path, std::int64_t steps,
       out.str(key);
     }
   }
+  const std::uint64_t length = out.bytes().size() + 64;
+  for (int b = 0; b < 8; ++b) {
+    out.bytes()[length_at + static_cast<std::size_t>(b)] = static_cast<char>(length >> (8 * b));
+  }
   const std::string checksum = cache::sha256_hex(out.bytes());
   out.raw(checksum.data(), checksum.size());
+  return std::move(out.bytes());
+}
 
-  // A reader never sees a torn checkpoint, and a symlink at its name is never followed.
-  const std::string& bytes = out.bytes();
-  try {
-    posix::write_file_atomically(path, bytes, {.mode = 0644});
-  } catch (const Error& e) {
-    throw Error(ErrorKind::io, format("checkpoint {}: {}", path.string(), e.what()));
+// Each rank's checksums (per field, in head order) XORed over the ranks: the whole fields'.
+std::vector<std::uint64_t> combine_over_ranks(comm::Collectives* comm,
+                                              std::vector<std::uint64_t> mine) {
+  if (comm == nullptr || comm->size() == 1) {
+    return mine;
   }
-  logger().info("checkpoint {} written at step {} ({} bytes)", path.string(), steps, bytes.size());
+  const std::string bytes(reinterpret_cast<const char*>(mine.data()), mine.size() * 8);
+  const auto all = comm->all_gather(bytes);
+  std::fill(mine.begin(), mine.end(), 0);
+  for (const auto& part : all) {
+    UWJIT_ASSERT(part.size() == mine.size() * 8, "checkpoint: ranks hold different field counts");
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, part.data() + 8 * k, 8);
+      mine[k] ^= v;
+    }
+  }
+  return mine;
+}
+
+// Writes the checkpoint format of simulation.hpp to `path`, atomically, each rank of `comm` (or
+// this process alone) its own part of every field.
+void write_checkpoint(comm::Collectives* comm, const std::filesystem::path& path,
+                      std::int64_t steps, std::span<const CheckpointNode> nodes) {
+  DataPlan plan;
+  plan.size = aligned(checkpoint_head(steps, nodes, {}, {}).size());
+  std::vector<const FieldPart*> fields;
+  for (const auto& n : nodes) {
+    for (const auto& f : n.fields) {
+      plan.size = aligned(plan.size);
+      plan.offsets.push_back(plan.size);
+      plan.size += whole_bytes(f);
+      fields.push_back(&f);
+    }
+  }
+  std::vector<std::uint64_t> crcs(fields.size(), 0);
+  try {
+    detail::CollectiveFile file(comm, path, plan.size);
+    file.write([&] {
+      std::vector<std::byte> packed;
+      for (std::size_t k = 0; k < fields.size(); ++k) {
+        const FieldPart& f = *fields[k];
+        const std::uint64_t element = codegen::size_of(f.field->dtype());
+        const std::uint64_t total = whole_bytes(f);
+        packed.resize(static_cast<std::size_t>(f.field->interior_count()) * element);
+        f.field->copy_interior_to(packed);
+        detail::for_each_run(
+            f.whole, f.offset, f.field->shape(),
+            [&](std::int64_t whole, std::int64_t at, std::int64_t count) {
+              const std::span<const std::byte> run(packed.data() +
+                                                       static_cast<std::size_t>(at) * element,
+                                                   static_cast<std::size_t>(count) * element);
+              const std::uint64_t begin = static_cast<std::uint64_t>(whole) * element;
+              file.write_at(plan.offsets[k] + begin,
+                            {reinterpret_cast<const char*>(run.data()), run.size()});
+              crcs[k] ^= crc64_advance(crc64_update(0, run), total - begin - run.size());
+            });
+      }
+    });
+    crcs = combine_over_ranks(comm, std::move(crcs));
+    const std::string head = checkpoint_head(steps, nodes, plan, crcs);
+    if (comm != nullptr && comm->size() > 1) {
+      // Every rank made the head from what it holds: they must agree, or the file would say what
+      // rank 0 alone believes.
+      const auto heads = comm->all_gather(cache::sha256_hex(head));
+      if (std::adjacent_find(heads.begin(), heads.end(), std::not_equal_to<>()) != heads.end()) {
+        throw Error(ErrorKind::internal,
+                    "the ranks disagree on the checkpoint's params, steps or integrals");
+      }
+    }
+    file.commit(head);
+  } catch (const Error& e) {
+    throw Error(e.kind(), format("checkpoint {}: {}", path.string(), e.what()));
+  }
+  if (comm == nullptr || comm->rank() == 0) {
+    logger().info("checkpoint {} written at step {} ({} bytes)", path.string(), steps, plan.size);
+  }
 }
 
 } // namespace
 
 void Simulation::checkpoint(const std::filesystem::path& path) const {
-  if (m_impl->decomposition && m_impl->decomposition->comm->size() > 1) {
-    // One file for the job: the whole domain gathered, written by rank 0, its outcome shared so
-    // that a failure raises the same error on every rank.
-    comm::Comm& comm = *m_impl->decomposition->comm;
-    const Snapshot whole = gathered();
-    comm::together(comm, [&] {
-      if (comm.rank() == 0) {
-        whole.checkpoint(path);
-      }
-    });
-    return;
-  }
-  m_impl->pull_state();
+  // Each rank writes its slab of every field at its place in the one file of the job (the file
+  // a serial run writes for the same state), so that no rank holds the whole domain.
+  comm::Collectives* comm = m_impl->decomposition ? m_impl->decomposition->comm : nullptr;
+  m_impl->together([&] { m_impl->pull_state(); });
   std::vector<CheckpointNode> nodes;
   for (const auto& s : m_impl->states) {
     CheckpointNode n{s.node.get(),
@@ -111,11 +212,17 @@ void Simulation::checkpoint(const std::filesystem::path& path) const {
                      s.integrals,
                      std::vector<std::string>(s.rebound.begin(), s.rebound.end())};
     for (const auto& f : s.current) {
-      n.fields.push_back(f.get());
+      FieldPart part{f.get(), f->shape(), std::vector<std::int64_t>(f->shape().size(), 0)};
+      if (!s.shard.global.empty()) {
+        const std::size_t lead = part.whole.size() - s.shard.global.size();
+        std::copy(s.shard.global.begin(), s.shard.global.end(), part.whole.begin() + lead);
+        std::copy(s.shard.offset.begin(), s.shard.offset.end(), part.offset.begin() + lead);
+      }
+      n.fields.push_back(std::move(part));
     }
     nodes.push_back(std::move(n));
   }
-  write_checkpoint(path, m_impl->steps, nodes);
+  write_checkpoint(comm, path, m_impl->steps, nodes);
 }
 
 void Snapshot::checkpoint(const std::filesystem::path& path) const {
@@ -126,11 +233,11 @@ void Snapshot::checkpoint(const std::filesystem::path& path) const {
     names[i] = d.node->layout().integrals;
     CheckpointNode n{d.node.get(), {}, &names[i], d.integrals, d.rebound};
     for (const auto& f : d.fields) {
-      n.fields.push_back(f.get());
+      n.fields.push_back({f.get(), f->shape(), std::vector<std::int64_t>(f->shape().size(), 0)});
     }
     nodes.push_back(std::move(n));
   }
-  write_checkpoint(path, m_steps, nodes);
+  write_checkpoint(nullptr, path, m_steps, nodes);
 }
 
 namespace {
@@ -161,8 +268,55 @@ struct FieldRecord {
   std::string name;
   std::uint8_t dtype;
   std::vector<std::int64_t> shape;
-  std::string_view bytes;
+  std::uint64_t byte_count = 0;
+  std::string_view bytes;   // versions 1 and 2: the data, in the file read whole
+  std::uint64_t offset = 0; // version 3: where the data is in the file
+  std::uint64_t crc = 0;    // version 3: its CRC-64
 };
+
+// Version 3 keeps the head apart from the field data, which each rank reads its slab of; 1 and
+// 2 are one stream read whole.
+constexpr std::uint32_t k_first_split_version = 3;
+
+// The largest head this uwjit reads: far beyond any node's params and field names.
+constexpr std::uint64_t k_max_head = std::uint64_t{256} << 20;
+
+// What rank 0 reads of a checkpoint: the head of a version 3 file, or a whole older file.
+// Thread-safe; throws Error(io) naming the file.
+std::string read_checkpoint_head(const std::filesystem::path& path, const std::string& what) {
+  posix::check_input_file(path, what);
+  const posix::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) {
+    posix::throw_io(format("{}: cannot open", what), errno);
+  }
+  const auto status = posix::status_of(fd.get());
+  const std::uint64_t size = status ? status->size : 0;
+  std::string prefix(std::min<std::uint64_t>(size, k_magic.size() + 12), '\0');
+  posix::read_at(fd.get(), 0, prefix, what);
+  if (!std::string_view(prefix).starts_with(k_magic)) {
+    throw Error(ErrorKind::io, format("{}: not a uwjit checkpoint (bad magic)", what));
+  }
+  if (prefix.size() < k_magic.size() + 4) {
+    throw Error(ErrorKind::io, format("{}: truncated", what));
+  }
+  detail::ByteReader reader(std::string_view(prefix).substr(k_magic.size()), what);
+  if (reader.u32() < k_first_split_version) {
+    return posix::read_input_file(
+        path, {.what = what, .magic = k_magic, .not_magic = "not a uwjit checkpoint (bad magic)"});
+  }
+  if (prefix.size() < k_magic.size() + 12) {
+    throw Error(ErrorKind::io, format("{}: truncated", what));
+  }
+  const std::uint64_t length = reader.u64();
+  if (length > k_max_head || length < prefix.size() + 64 || length > size) {
+    throw Error(ErrorKind::io,
+                format("{}: truncated or corrupt (its head says {} bytes; the file has {})", what,
+                       length, size));
+  }
+  std::string head(length, '\0');
+  posix::read_at(fd.get(), 0, head, what);
+  return head;
+}
 
 struct NodeRecord {
   std::string type;
@@ -178,21 +332,19 @@ struct NodeRecord {
 Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::path& path,
                                const NodeFactory& factory, SimulationOptions options) {
   const std::string what = "checkpoint " + path.string();
-  // A regular file only (a FIFO or device is refused without blocking), and its magic read
-  // before the rest, so that a large file of another kind is refused without being read.
-  const auto read_file = [&] {
-    return posix::read_input_file(
-        path, {.what = what, .magic = k_magic, .not_magic = "not a uwjit checkpoint (bad magic)"});
-  };
+  comm::Collectives* comm =
+      options.comm != nullptr && options.comm->size() > 1 ? options.comm : nullptr;
+  // Rank 0 reads the head (a version 1 or 2 file whole) and broadcasts it; every rank then
+  // parses the same bytes and raises the same errors. A regular file only (a FIFO or device is
+  // refused without blocking), its magic read before the rest.
   std::string file;
-  if (options.comm != nullptr && options.comm->size() > 1) {
-    // Rank 0 reads (the ranks need not share a file system) and broadcasts the bytes; every
-    // rank then parses the same bytes and raises the same errors.
-    comm::Comm& comm = *options.comm;
-    file = comm::together(comm, [&] { return comm.rank() == 0 ? read_file() : std::string(); });
-    file = comm.broadcast(std::move(file), 0);
-  } else {
-    file = read_file();
+  detail::run_together(comm, [&] {
+    if (comm == nullptr || comm->rank() == 0) {
+      file = read_checkpoint_head(path, what);
+    }
+  });
+  if (comm != nullptr) {
+    file = comm->broadcast(std::move(file), 0);
   }
   if (file.size() < k_magic.size() + 4 + 64) {
     throw Error(ErrorKind::io, format("{}: truncated", what));
@@ -204,9 +356,12 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
   detail::ByteReader reader(body, what);
   (void)reader.raw(k_magic.size());
   const std::uint32_t version = reader.u32();
-  if (version != 1 && version != k_checkpoint_version) {
+  if (version != 1 && version != 2 && version != k_checkpoint_version) {
     throw Error(ErrorKind::io, format("{}: format version {} (this uwjit reads versions 1 to {})",
                                       what, version, k_checkpoint_version));
+  }
+  if (version >= k_first_split_version) {
+    (void)reader.u64(); // the head's length, checked as it was read
   }
   const std::int64_t steps = reader.i64();
   if (steps < 0 || steps > k_max_steps) {
@@ -274,7 +429,17 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
                            what, field.name, record.name, stored, shape_text(field.shape),
                            codegen::to_string(dtype), expected));
       }
-      field.bytes = reader.raw(stored);
+      field.byte_count = stored;
+      if (version >= k_first_split_version) {
+        field.offset = reader.u64();
+        field.crc = reader.u64();
+        if (field.offset < file.size() || field.offset > UINT64_MAX - stored) {
+          throw Error(ErrorKind::io, format("{}: field \"{}\" of node \"{}\" is placed at byte {}",
+                                            what, field.name, record.name, field.offset));
+        }
+      } else {
+        field.bytes = reader.raw(stored);
+      }
       record.fields.push_back(std::move(field));
     }
     const std::uint32_t integral_count = reader.u32();
@@ -318,6 +483,13 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
   }
   auto impl = std::make_unique<Impl>(engine, std::move(nodes), options, Impl::Init::skip);
   impl->steps = steps;
+  // Version 3: the fields this rank reads its slab of, once every record is checked.
+  struct SlabRead {
+    Field* target;
+    const FieldRecord* saved;
+    std::vector<std::int64_t> offset;
+  };
+  std::vector<SlabRead> reads;
   for (std::size_t n = 0; n < records.size(); ++n) {
     NodeState& s = impl->states[n];
     const NodeRecord& record = records[n];
@@ -335,10 +507,13 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
       }
       // The file holds the whole domain; a sharded rank keeps its slab of it.
       std::vector<std::int64_t> whole_shape;
+      std::vector<std::int64_t> offset;
       if (target != nullptr) {
         whole_shape = target->shape();
+        offset.assign(whole_shape.size(), 0);
         const std::size_t lead = whole_shape.size() - s.shard.global.size();
         std::copy(s.shard.global.begin(), s.shard.global.end(), whole_shape.begin() + lead);
+        std::copy(s.shard.offset.begin(), s.shard.offset.end(), offset.begin() + lead);
       }
       std::int64_t whole_count = 1;
       for (const std::int64_t n : whole_shape) {
@@ -346,12 +521,16 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
       }
       if (target == nullptr || static_cast<std::uint8_t>(target->dtype()) != saved.dtype ||
           whole_shape != saved.shape ||
-          saved.bytes.size() !=
+          saved.byte_count !=
               static_cast<std::size_t>(whole_count) * codegen::size_of(target->dtype())) {
         throw Error(ErrorKind::usage,
                     format("{}: field \"{}\" of node \"{}\" ({}) does not match the node's "
                            "state field",
                            what, saved.name, record.name, shape_text(saved.shape)));
+      }
+      if (version >= k_first_split_version) {
+        reads.push_back({target, &saved, std::move(offset)});
+        continue;
       }
       const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(saved.bytes.data()),
                                              saved.bytes.size());
@@ -364,6 +543,48 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
         copy_slab(whole, *target, s.shard.offset, Direction::global_to_local);
       }
     }
+  }
+  if (!reads.empty()) {
+    // Each rank reads its slab of each field, nothing more, and checks it against the file's
+    // checksum together with the other ranks' slabs.
+    std::vector<std::uint64_t> crcs(reads.size(), 0);
+    detail::run_together(comm, [&] {
+      const posix::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+      if (!fd) {
+        posix::throw_io(format("{}: cannot open", what), errno);
+      }
+      std::vector<std::byte> packed;
+      for (std::size_t k = 0; k < reads.size(); ++k) {
+        const SlabRead& r = reads[k];
+        const std::uint64_t element = codegen::size_of(r.target->dtype());
+        const std::uint64_t total = r.saved->byte_count;
+        packed.resize(static_cast<std::size_t>(r.target->interior_count()) * element);
+        detail::for_each_run(
+            r.saved->shape, r.offset, r.target->shape(),
+            [&](std::int64_t whole, std::int64_t at, std::int64_t count) {
+              const std::span<std::byte> run(packed.data() + static_cast<std::size_t>(at) * element,
+                                             static_cast<std::size_t>(count) * element);
+              const std::uint64_t begin = static_cast<std::uint64_t>(whole) * element;
+              posix::read_at(fd.get(), r.saved->offset + begin,
+                             {reinterpret_cast<char*>(run.data()), run.size()},
+                             format("{}: truncated or corrupt", what));
+              crcs[k] ^= crc64_advance(crc64_update(0, run), total - begin - run.size());
+            });
+        r.target->copy_interior_from(packed);
+      }
+    });
+    crcs = combine_over_ranks(comm, std::move(crcs));
+    for (std::size_t k = 0; k < reads.size(); ++k) {
+      if (crcs[k] != reads[k].saved->crc) {
+        throw Error(ErrorKind::io,
+                    format("{}: truncated or corrupt (field \"{}\": checksum mismatch)", what,
+                           reads[k].saved->name));
+      }
+    }
+  }
+  for (std::size_t n = 0; n < records.size(); ++n) {
+    NodeState& s = impl->states[n];
+    const NodeRecord& record = records[n];
     for (std::size_t i = 0; i < s.current.size(); ++i) {
       if (s.next[i] != nullptr) {
         const std::size_t size = static_cast<std::size_t>(s.current[i]->interior_count()) *

@@ -65,17 +65,21 @@ run "$uwjit" run heat --size 8 --steps 1 --output out3 --checkpoint good.ckpt
 expect_code 0 "a checkpoint to forge"
 mkdir -p victim
 echo "important" >victim/important.vti
-forge() { # forge NAME OUT: good.ckpt with its node renamed NAME, its checksum made valid again
+forge() { # forge NAME OUT: good.ckpt with its node renamed NAME, its head's checksum made valid
   python3 - "$1" "$2" <<'PY'
 import hashlib, struct, sys
-data = open("good.ckpt", "rb").read()[:-64]
-at = 8 + 4 + 8 + 4
+whole = open("good.ckpt", "rb").read()
+(length,) = struct.unpack_from("<Q", whole, 12)  # the head's, after the magic and version
+data = whole[:length - 64]
+at = 8 + 4 + 8 + 8 + 4
 (n,) = struct.unpack_from("<I", data, at)
 at += 4 + n                                   # the type
 (n,) = struct.unpack_from("<I", data, at)     # the name
 name = sys.argv[1].encode().replace(b"\\0", b"\0")
-body = data[:at] + struct.pack("<I", len(name)) + name + data[at + 4 + n:]
-open(sys.argv[2], "wb").write(body + hashlib.sha256(body).hexdigest().encode())
+head = data[:at] + struct.pack("<I", len(name)) + name + data[at + 4 + n:]
+head = head[:12] + struct.pack("<Q", len(head) + 64) + head[20:]
+head += hashlib.sha256(head).hexdigest().encode()
+open(sys.argv[2], "wb").write(head + whole[len(head):])  # the data stays where it was
 PY
 }
 for bad in '../victim/important' "$sandbox/victim/important" 'heat\0x' '.hidden' '-rf' ''; do

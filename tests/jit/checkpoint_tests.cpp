@@ -23,6 +23,12 @@ using uwjit::runtime::Simulation;
 
 namespace {
 
+// Offsets of the format (simulation.hpp): magic 8, version u32, head length u64, steps i64,
+// node count u32, then the first node's type and name (u32 length, bytes) and its param count.
+constexpr std::size_t k_head_length_at = 8 + 4;
+constexpr std::size_t k_steps_at = 8 + 4 + 8;
+constexpr std::size_t k_type_at = 8 + 4 + 8 + 8 + 4;
+
 // A heat checkpoint of 2 steps, its bytes, and a place to write forged ones.
 struct Checkpoint {
   uwjit_test::TempDir scratch{"uwjit-checkpoint"};
@@ -39,12 +45,20 @@ struct Checkpoint {
     REQUIRE(bytes.size() > 100);
   }
 
-  // The body (without its checksum), edited by `edit`, written with a valid checksum.
+  // The head (without its checksum), edited by `edit`, written with its length and a valid
+  // checksum, then the field data where it was (the head stays within the first 4096 bytes, so
+  // the offsets it holds stay true).
   template <class Edit> std::filesystem::path forge(Edit edit) const {
-    std::string body = bytes.substr(0, bytes.size() - 64);
-    edit(body);
+    std::uint64_t length = 0;
+    std::memcpy(&length, bytes.data() + k_head_length_at, 8);
+    std::string head = bytes.substr(0, length - 64);
+    edit(head);
+    length = head.size() + 64;
+    std::memcpy(head.data() + k_head_length_at, &length, 8);
+    head += uwjit::cache::sha256_hex(head);
+    REQUIRE(head.size() <= 4096);
     const auto path = scratch.path() / "forged.ckpt";
-    uwjit_test::write_text(path, body + uwjit::cache::sha256_hex(body));
+    uwjit_test::write_text(path, head + bytes.substr(head.size()));
     return path;
   }
 
@@ -60,11 +74,6 @@ struct Checkpoint {
     return {uwjit::ErrorKind::internal, "(restored)"};
   }
 };
-
-// Offsets of the format (simulation.hpp): magic 8, version u32, steps i64, node count u32, then
-// the first node's type and name (u32 length, bytes) and its param count.
-constexpr std::size_t k_steps_at = 8 + 4;
-constexpr std::size_t k_type_at = 8 + 4 + 8 + 4;
 
 std::uint32_t u32_at(const std::string& body, std::size_t at) {
   std::uint32_t value = 0;
@@ -182,4 +191,49 @@ TEST_CASE("a field whose byte count disagrees with its dtype and shape is named 
   CHECK(message.find("field \"u\" of node \"heat\" holds") != std::string::npos);
   CHECK(message.find("of f32 takes") != std::string::npos);
   CHECK(message.find("truncated") == std::string::npos);
+}
+
+TEST_CASE("a checkpoint's field data is checked: a flipped or missing byte is named, by field") {
+  Checkpoint c;
+  std::uint64_t head_length = 0;
+  std::memcpy(&head_length, c.bytes.data() + k_head_length_at, 8);
+  // The data of the first field starts at the first multiple of 4096 after the head.
+  const std::size_t data_at = (head_length + 4095) / 4096 * 4096;
+  REQUIRE(c.bytes.size() > data_at + 100);
+  const auto path = c.scratch.path() / "bad.ckpt";
+  std::string flipped = c.bytes;
+  flipped[data_at + 77] = static_cast<char>(flipped[data_at + 77] ^ 0x10);
+  uwjit_test::write_text(path, flipped);
+  auto [kind, message] = c.refusal(path);
+  CHECK(kind == uwjit::ErrorKind::io);
+  CHECK(message.find("bad.ckpt: truncated or corrupt (field \"u\": checksum mismatch)") !=
+        std::string::npos);
+
+  uwjit_test::write_text(path, c.bytes.substr(0, c.bytes.size() - 1));
+  std::tie(kind, message) = c.refusal(path);
+  CHECK(kind == uwjit::ErrorKind::io);
+  CHECK(message.find("bad.ckpt: truncated or corrupt") != std::string::npos);
+
+  // A head that claims more than the file holds, or a newer format, is refused before any
+  // field is read.
+  std::string long_head = c.bytes;
+  const std::uint64_t huge = std::uint64_t{1} << 40;
+  std::memcpy(long_head.data() + k_head_length_at, &huge, 8);
+  uwjit_test::write_text(path, long_head);
+  std::tie(kind, message) = c.refusal(path);
+  CHECK(message.find("truncated or corrupt (its head says 1099511627776 bytes") !=
+        std::string::npos);
+  const auto newer = c.forge([](std::string& head) { head[8] = 4; });
+  std::tie(kind, message) = c.refusal(newer);
+  CHECK(kind == uwjit::ErrorKind::io);
+  CHECK(message.find("format version 4 (this uwjit reads versions 1 to 3)") != std::string::npos);
+}
+
+TEST_CASE("a checkpoint is the same bytes whichever way it is written: by a simulation or by "
+          "its gathered snapshot") {
+  Checkpoint c;
+  const Simulation restored =
+      Simulation::restore(c.engine, c.scratch.path() / "heat.ckpt", uwjit::nodes::factory());
+  restored.gathered().checkpoint(c.scratch.path() / "again.ckpt");
+  CHECK(uwjit_test::read_text(c.scratch.path() / "again.ckpt") == c.bytes);
 }

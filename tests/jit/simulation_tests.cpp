@@ -702,7 +702,7 @@ public:
 } // namespace
 
 TEST_CASE("the checkpoint format is pinned by a golden file, and the golden file restores") {
-  const std::filesystem::path golden = UWJIT_TEST_GOLDEN_DIR "/checkpoint_v2.ckpt";
+  const std::filesystem::path golden = UWJIT_TEST_GOLDEN_DIR "/checkpoint_v3.ckpt";
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   Simulation sim(engine, {std::make_shared<CounterNode>()});
   sim.step(2);
@@ -731,7 +731,14 @@ TEST_CASE("the checkpoint format is pinned by a golden file, and the golden file
   CHECK(stderr_text.text().find("node \"c\" ran with static arrays rebound (increment)") !=
         std::string::npos);
 
-  // Version 1 files (without the rebound list) still restore.
+  // Version 2 files (one stream, without offsets) and version 1 files (without the rebound
+  // list) still restore.
+  const auto two =
+      Simulation::restore(engine, UWJIT_TEST_GOLDEN_DIR "/checkpoint_v2.ckpt", factory);
+  CHECK(two.steps_taken() == 2);
+  CHECK(two.field("c", "n").at<std::int64_t>(1, 2) == 7 + 3 + 2 + 2);
+  CHECK(two.field("c", "x").at<double>(1, 0, 2) == -1.0 + 2.0);
+  CHECK(two.rebound_statics("c") == std::vector<std::string>{"increment"});
   const auto old =
       Simulation::restore(engine, UWJIT_TEST_GOLDEN_DIR "/checkpoint_v1.ckpt", factory);
   CHECK(old.steps_taken() == 2);

@@ -2,6 +2,7 @@
 #include "sandbox.hpp"
 
 #include <uwjit/common/byte_io.hpp>
+#include <uwjit/common/crc64.hpp>
 #include <uwjit/common/env.hpp>
 #include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
@@ -16,6 +17,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -298,4 +300,33 @@ TEST_CASE("the byte encoder reads back what it wrote, little-endian, and refuses
   (void)short_reader.i64();
   (void)short_reader.f64();
   CHECK(message_of([&] { (void)short_reader.str(); }) == "sample: truncated");
+}
+
+TEST_CASE("CRC-64: the ECMA-182 check value, and parts that combine into the whole's") {
+  const std::string text = "123456789";
+  const auto bytes = std::as_bytes(std::span(text.data(), text.size()));
+  // CRC-64/XZ is this CRC from all ones with a final xor of all ones.
+  CHECK((uwjit::crc64_update(~std::uint64_t{0}, bytes) ^ ~std::uint64_t{0}) ==
+        0x995DC9BBDF1939FAull);
+  std::vector<std::byte> data(10007);
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    data[i] = static_cast<std::byte>((i * 2654435761u) >> 13);
+  }
+  const std::span<const std::byte> all(data);
+  const std::uint64_t whole = uwjit::crc64_update(0, all);
+  for (const std::size_t cut : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{8},
+                                std::size_t{5000}, data.size()}) {
+    CAPTURE(cut);
+    CHECK(uwjit::crc64_combine(uwjit::crc64_update(0, all.first(cut)),
+                               uwjit::crc64_update(0, all.subspan(cut)),
+                               data.size() - cut) == whole);
+  }
+  // Three parts, each advanced over what follows it, XOR to the whole's in any order.
+  const std::uint64_t a = uwjit::crc64_advance(uwjit::crc64_update(0, all.first(10)), 9997);
+  const std::uint64_t b = uwjit::crc64_advance(uwjit::crc64_update(0, all.subspan(10, 9000)), 997);
+  const std::uint64_t c = uwjit::crc64_update(0, all.subspan(9010));
+  CHECK((c ^ a ^ b) == whole);
+  std::vector<std::byte> flipped = data;
+  flipped[4321] ^= std::byte{4};
+  CHECK(uwjit::crc64_update(0, flipped) != whole);
 }

@@ -1,5 +1,6 @@
 // runtime/src/decomposition: the Cartesian split as pure functions of the layout, the grid and a
 // rank, over every split of 1-64 cells on 1-8 ranks, uneven and multi-axis.
+#include "collective_file.hpp"
 #include "decomposition.hpp"
 #include "node_layout.hpp"
 
@@ -181,4 +182,51 @@ TEST_CASE("a layout with periodic on one face, a value that is not finite, or a 
         "\"m\" is i32");
   CHECK(layout_error({.low = BoundaryFace::dirichlet(2), .high = BoundaryFace::neumann(-1)}) ==
         "(no error)");
+}
+
+TEST_CASE("a slab's runs in the whole array are its cells, in the order of both, merged where rows "
+          "are whole") {
+  using uwjit::runtime::detail::for_each_run;
+  const std::vector<std::int64_t> shape{3, 5, 4, 6};
+  // Every box of a few offsets and extents on each axis, against the cells one by one.
+  for (const auto& [offset, extent] :
+       std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>>{
+           {{0, 0, 0, 0}, {3, 5, 4, 6}},
+           {{0, 2, 0, 0}, {3, 2, 4, 6}},
+           {{1, 0, 1, 0}, {2, 5, 2, 6}},
+           {{0, 1, 2, 3}, {3, 3, 1, 2}},
+           {{2, 4, 3, 5}, {1, 1, 1, 1}}}) {
+    CAPTURE(offset[1]);
+    std::vector<std::int64_t> expected; // the whole array's index of each box cell, row-major
+    for (std::int64_t a = 0; a < extent[0]; ++a) {
+      for (std::int64_t b = 0; b < extent[1]; ++b) {
+        for (std::int64_t c = 0; c < extent[2]; ++c) {
+          for (std::int64_t d = 0; d < extent[3]; ++d) {
+            expected.push_back((((offset[0] + a) * 5 + offset[1] + b) * 4 + offset[2] + c) * 6 +
+                               offset[3] + d);
+          }
+        }
+      }
+    }
+    std::vector<std::int64_t> got;
+    std::int64_t runs = 0;
+    for_each_run(shape, offset, extent,
+                 [&](std::int64_t whole, std::int64_t packed, std::int64_t count) {
+                   CHECK(packed == static_cast<std::int64_t>(got.size()));
+                   for (std::int64_t i = 0; i < count; ++i) {
+                     got.push_back(whole + i);
+                   }
+                   ++runs;
+                 });
+    CHECK(got == expected);
+    if (extent == shape) {
+      CHECK(runs == 1); // the whole array is one run
+    } else if (extent[3] == 6 && extent[2] == 4) {
+      CHECK(runs == extent[0]); // the whole (z, w) planes of each row merge into one run
+    }
+  }
+  std::int64_t calls = 0;
+  for_each_run(shape, std::vector<std::int64_t>{0, 0, 0, 0}, std::vector<std::int64_t>{3, 0, 4, 6},
+               [&](std::int64_t, std::int64_t, std::int64_t) { ++calls; });
+  CHECK(calls == 0); // an empty box has no runs
 }

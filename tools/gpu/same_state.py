@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compares two uwjit checkpoints (runtime/src/checkpoint.cpp's format, versions 1 and 2).
+"""Compares two uwjit checkpoints (runtime/src/checkpoint.cpp's format, versions 1 to 3).
 
 usage: same_state.py A.ckpt B.ckpt
 
@@ -18,7 +18,8 @@ def read(path):
     data = open(path, "rb").read()
     if data[:8] != b"UWJITCKP":
         raise ValueError(f"{path}: not a uwjit checkpoint")
-    at = 8 + 4 + 8  # magic, version, steps
+    (version,) = struct.unpack_from("<I", data, 8)
+    at = 8 + 4 + (8 if version >= 3 else 0) + 8  # magic, version, head length (3), steps
 
     def take(fmt):
         nonlocal at
@@ -57,8 +58,13 @@ def read(path):
             for _ in range(take("I")):
                 take("q")
             n = take("Q")
-            fields[(node, name)] = (dtype, data[at:at + n])
-            at += n
+            if version >= 3:  # the data is where the head says
+                offset = take("Q")
+                take("Q")  # its CRC-64
+                fields[(node, name)] = (dtype, data[offset:offset + n])
+            else:
+                fields[(node, name)] = (dtype, data[at:at + n])
+                at += n
         for _ in range(take("I")):
             name = text()
             integrals[(node, name)] = take("d")

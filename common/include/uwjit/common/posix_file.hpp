@@ -109,6 +109,14 @@ struct InputRule {
 /// for a check before any work. Thread-safe.
 void check_input_file(const std::filesystem::path& path, std::string_view what);
 
+/// pwrite() of all of `data` at `offset` of `fd`, retried on EINTR and short writes. Throws
+/// Error(io) "<what>: <strerror>".
+void write_at(int fd, std::uint64_t offset, std::span<const char> data, std::string_view what);
+
+/// pread() of all of `data` from `offset` of `fd`. Throws Error(io) "<what>: ..." on failure and
+/// "<what>: truncated" when the file ends first.
+void read_at(int fd, std::uint64_t offset, std::span<char> data, std::string_view what);
+
 /// The names in a directory (without "." and ".."), or nullopt with errno in `error`.
 [[nodiscard]] std::optional<std::vector<std::string>> list_names(int dir_fd, int& error);
 
@@ -162,6 +170,17 @@ public:
 
   /// Appends `data`. Throws Error(io) (e.g. ENOSPC, EFBIG).
   void write(std::span<const char> data);
+  /// Writes `data` at `offset`, leaving the write position as it is. Throws Error(io).
+  void write_at(std::uint64_t offset, std::span<const char> data);
+  /// Makes the file `size` bytes long (a longer file reads as zeros where nothing was written).
+  /// Throws Error(io).
+  void resize(std::uint64_t size);
+  /// Opens, for writing, the temporary another process's AtomicFile for `path` made (its name
+  /// as temporary() gave it there): how the ranks of a job write their parts of one file that
+  /// one of them commits. The name must be one temporary_name() makes and a regular file, never
+  /// a symlink. Throws Error(io).
+  [[nodiscard]] static UniqueFd open_temporary(const std::filesystem::path& path,
+                                               const std::string& temporary);
   /// Flushes (fsync with Durability::synced) and closes; later calls do nothing. Throws
   /// Error(io).
   void finish();

@@ -155,24 +155,31 @@ struct ExchangeStats {
 using NodeFactory = std::function<std::shared_ptr<const Node>(
     const std::string& type, const std::string& name, const Params& params)>;
 
-/// The checkpoint file format, version 2. Little-endian; f64 is IEEE-754 binary64.
+/// The checkpoint file format, version 3. Little-endian; f64 is IEEE-754 binary64. A head, then
+/// each field's data where the head says, so that each rank of a job writes and reads its own
+/// slab of every field at its place, and no rank holds the whole domain.
 ///
 /// | field        | type                 | meaning                                             |
 /// |--------------|----------------------|-----------------------------------------------------|
 /// | magic        | 8 bytes "UWJITCKP"   |                                                     |
-/// | version      | u32                  | k_checkpoint_version (2; version 1 is read too)     |
+/// | version      | u32                  | k_checkpoint_version (3; versions 1 and 2 are read) |
+/// | head_length  | u64                  | bytes of the head, this checksum included           |
 /// | step         | i64                  | steps taken                                         |
 /// | node_count   | u32                  |                                                     |
 /// | nodes        | node_count × node    | in the simulation's order                           |
-/// | checksum     | 64 bytes             | SHA-256 of every byte before it, lowercase hex      |
+/// | checksum     | 64 bytes             | SHA-256 of the head before it, lowercase hex        |
+/// | data         |                      | each field's bytes at its offset (multiples of 4096 |
+/// |              |                      | after the head, in the head's order; zeros between) |
 ///
 /// node:      str type, str name, u32 param_count, param_count × (str key, value) sorted by key,
 ///            u32 field_count, field_count × field, u32 integral_count,
 ///            integral_count × (str name, f64 value of the last step),
-///            u32 rebound_count, rebound_count × str key (sorted; version 2 only)
+///            u32 rebound_count, rebound_count × str key (sorted)
 /// field:     str name, u8 dtype (0 f32, 1 f64, 2 i8, 3 u8, 4 i32, 5 i64), u32 rank,
-///            rank × i64 shape (components, then domain), u64 byte_count, the interior as
-///            row-major bytes without halos
+///            rank × i64 shape (components, then domain), u64 byte_count, u64 offset of its data
+///            in the file, u64 CRC-64 of its data (crc64_update from 0 of common/crc64.hpp: it
+///            combines over the ranks' slabs); the data is the interior as row-major bytes
+///            without halos
 /// value:     u8 tag, then 0: i64 | 1: f64 | 2: str | 3: u32 count, count × value
 /// str:       u32 byte length, the bytes (UTF-8, no terminator)
 ///
@@ -180,8 +187,10 @@ using NodeFactory = std::function<std::shared_ptr<const Node>(
 /// rebuilds its static data from them. Arrays given with Simulation::rebind_static are not
 /// restored: the file records their keys (a node's "rebound" list), and a restore that finds any
 /// warns, naming the node and keys, and reports them through Simulation::rebound_statics();
-/// rebind them again. Version 1 (2026, before the rebound list) differs only in lacking it.
-inline constexpr std::uint32_t k_checkpoint_version = 2;
+/// rebind them again. Versions 1 and 2 (2026) are one stream without head_length: the nodes, each
+/// field's byte_count followed by its data, and a SHA-256 of the whole file; version 1 lacks the
+/// rebound list. A job restoring them reads the file whole on rank 0 and broadcasts it.
+inline constexpr std::uint32_t k_checkpoint_version = 3;
 
 /// The most steps a simulation counts: 2^53, so that every count is exact as a double (a time is
 /// steps × dt) and no sum of counts overflows. A checkpoint whose count is negative or larger is
@@ -202,7 +211,8 @@ inline constexpr std::int64_t k_max_steps = std::int64_t{1} << 53;
 /// boundary; state halos every step, axis by axis (so corners are right), periodic or edge per
 /// node. Domain integrals are summed over the ranks (so their last bits may differ from a serial
 /// run's). checkpoint() and restore() are collective and use one file for the job, the same file a
-/// serial run writes, so a job may be resumed on another rank count or serially; rebind_static() is
+/// serial run writes (each rank writing and reading its slab), so a job may be resumed on another
+/// rank count or serially; rebind_static() is
 /// serial-only (Error(usage) with a comm of more than one rank); gathered() gives a serial snapshot
 /// of the whole domain that can be checked or written. Construction emits every node's kernel and
 /// requests all of them from the engine up front; distinct kernels compile in parallel. A step
@@ -321,8 +331,10 @@ public:
   Rebound rebind_static(std::string_view node, StaticArray array);
 
   /// Writes the state and params to `path` (format above), atomically: a temporary file in the
-  /// same directory, fsync, rename. Throws Error(io). Sharded: collective; the whole domain is
-  /// gathered and rank 0 writes it; an error is raised on every rank alike.
+  /// same directory, fsync, rename. Throws Error(io). Sharded: collective; each rank writes its
+  /// slab of every field into the one file at its offsets (the bytes a serial run writes for the
+  /// same state; the ranks must share the file system of `path`), every rank syncs, and rank 0
+  /// renames; nothing is gathered, and an error is raised on every rank alike.
   void checkpoint(const std::filesystem::path& path) const;
 
   /// Writes every node's state as VTK XML files in `directory` (created if missing): each node's
@@ -339,9 +351,10 @@ public:
   /// their state and step count from the file. Stepping it on gives, bit for bit, what the
   /// uninterrupted simulation gives. Throws Error(io) for an unreadable, truncated, corrupt or
   /// foreign file, Error(usage) if a node rebuilt by the factory does not match the file.
-  /// With options.comm: collective; rank 0 reads the file and broadcasts it, every rank keeps
-  /// its shard of the whole domain the file holds (any rank count and grid), and every error is
-  /// raised on every rank alike.
+  /// With options.comm: collective; rank 0 reads the head and broadcasts it, and every rank reads
+  /// its own slab of each field from the file (written at any rank count and grid, or serially)
+  /// and checks it against the file's checksums together with the others; every error is raised
+  /// on every rank alike. A version 1 or 2 file is read whole by rank 0 and broadcast.
   [[nodiscard]] static Simulation restore(engine::Engine& engine, const std::filesystem::path& path,
                                           const NodeFactory& factory,
                                           SimulationOptions options = {});
