@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# CLI suite: a sharded job killed (SIGKILL, every rank and mpiexec) at random moments while it
+# checkpoints over an earlier checkpoint leaves the old file or the new one, never a torn one:
+# every file found afterwards restores, its checksums checked.
+mpiexec=$1
+uwjit=$2
+trials=${3:-50}
+. "$(dirname "$0")/lib.sh"
+export UWJIT_LOG_LEVEL=off
+cd "$sandbox" || exit 1
+
+run "$uwjit" run heat --size 96 --steps 2 --checkpoint base.ckpt --output out
+expect_code 0 "a checkpoint to start from"
+cp base.ckpt job.ckpt
+# One uninterrupted job first: it compiles the kernels and says how long a job takes.
+start=$(date +%s%N)
+run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --restore base.ckpt --steps 1 \
+  --checkpoint job.ckpt --output out
+expect_code 0 "a sharded job that checkpoints"
+took_ms=$((($(date +%s%N) - start) / 1000000))
+
+old=0
+new=0
+RANDOM=7 # the same moments on every run of the suite
+for trial in $(seq 1 "$trials"); do
+  before=$(sha256sum job.ckpt | cut -c1-64)
+  # Its own process group, so that the kill reaches mpiexec and both ranks at once.
+  setsid "$mpiexec" -np 2 "$uwjit" run heat --shard x --restore base.ckpt \
+    --steps $((1 + trial % 3)) --checkpoint job.ckpt --output out >/dev/null 2>&1 &
+  job=$!
+  sleep "$(awk -v r=$RANDOM -v t="$took_ms" 'BEGIN { printf "%.3f", (0.3 + 0.9 * r / 32767) * t / 1000 }')"
+  kill -KILL -- -"$job" 2>/dev/null
+  wait "$job" 2>/dev/null
+  pkill -KILL -f -- "--checkpoint job.ckpt" 2>/dev/null # a rank that outlived its launcher
+  after=$(sha256sum job.ckpt | cut -c1-64)
+  if [ "$after" = "$before" ]; then
+    old=$((old + 1))
+    ok
+  else
+    new=$((new + 1))
+    run "$uwjit" run heat --restore job.ckpt --steps 1 --output out
+    expect_code 0 "trial $trial: the checkpoint left after the kill restores"
+  fi
+  rm -f .uwjit-tmp.* # a killed writer's temporary: never under the checkpoint's name
+done
+echo "$trials kills: the old checkpoint $old times, a new one $new times (a job takes ${took_ms} ms)"
+finish
