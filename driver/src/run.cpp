@@ -578,12 +578,13 @@ int run(const Program& program, std::span<const NodeKind> kinds,
                             output_dir, node.name());
       });
     }
-    if (checkpoint) {
-      attempt([&] {
-        whole.checkpoint(*checkpoint);
-        checkpointed = true;
-      });
-    }
+  }
+  if (checkpoint) {
+    // Collective: each rank writes its slab into the one file (the same error on every rank).
+    attempt([&] {
+      simulation->checkpoint(*checkpoint);
+      checkpointed = true;
+    });
   }
   // The job's compiles (every kernel it asked for: the nodes' and, on a device, the halo
   // kernels), summed over the ranks, and the mean halo time per rank.

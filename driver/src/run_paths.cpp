@@ -5,6 +5,7 @@
 #include <uwjit/common/posix_file.hpp>
 
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,14 +43,21 @@ void check_writable_directory(std::string_view command, std::string_view option,
     path_error(command, option, shown,
                format("cannot create the directory {}: {}", directory.string(), error.message()));
   }
-  std::string probe = (directory / ".uwjit-probe-XXXXXX").string();
-  const int fd = ::mkstemp(probe.data());
+  // An unnamed file (O_TMPFILE) leaves nothing behind even when the run is killed here; a file
+  // system without it gets a named probe, removed at once.
+  int fd = ::open(directory.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    std::string probe = (directory / ".uwjit-probe-XXXXXX").string();
+    fd = ::mkstemp(probe.data());
+    if (fd >= 0) {
+      ::unlink(probe.c_str());
+    }
+  }
   if (fd < 0) {
     path_error(command, option, shown,
                format("cannot write in {}: {}", directory.string(), std::strerror(errno)));
   }
   ::close(fd);
-  ::unlink(probe.c_str());
 }
 
 bool same_directory(const std::filesystem::path& a, const std::filesystem::path& b) {

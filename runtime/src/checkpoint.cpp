@@ -551,7 +551,12 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
     detail::run_together(comm, [&] {
       const posix::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
       if (!fd) {
-        posix::throw_io(format("{}: cannot open", what), errno);
+        posix::throw_io(comm != nullptr && comm->rank() != 0
+                            ? format("{}: cannot open on rank {}, which reads its slab from it (do "
+                                     "the ranks share its file system?)",
+                                     what, comm->rank())
+                            : format("{}: cannot open", what),
+                        errno);
       }
       std::vector<std::byte> packed;
       for (std::size_t k = 0; k < reads.size(); ++k) {

@@ -37,7 +37,11 @@ expect_code 2 "--steps x"
 expect_err '^advect: error: --steps: expected a whole number >= 0, got "x"$' "--steps x is explained"
 run "$advect" --shard y
 expect_code 2 "--shard along an axis the kind refuses"
-expect_err 'advect is sharded along x, alone or with y' "the kind says which axes it takes"
+if [ -n "$mpiexec" ]; then
+  expect_err 'advect is sharded along x, alone or with y' "the kind says which axes it takes"
+else
+  expect_err '--shard needs MPI, and advect was built without it' "a build without MPI says so"
+fi
 run "$advect" heat
 expect_code 2 "another node type"
 expect_err 'unknown node type "heat" \(known: advect\)' "the node types are named"
@@ -112,16 +116,24 @@ run "$advect" --restore "$sandbox/stopped.ckpt" --steps 2 --output "$out_dir/sto
   fail "the stopped run's checkpoint resumes from step $stopped_at"
 
 # Under MPI: two ranks, sharded along x, each in a directory of its own with the same relative
-# --output: rank 0 alone writes the files (one writer per file), rank 1's directory stays empty,
-# and the sharded state equals the serial one.
+# --output: rank 0 alone writes the output files (one writer per file), rank 1's directory stays
+# empty, and the sharded state equals the serial one. The checkpoint is one file that every rank
+# writes its slab of, so it goes where both ranks see it; a relative name that is another file on
+# each rank is refused on both, naming what is wrong.
 if [ -n "$mpiexec" ]; then
   mkdir -p "$sandbox/rank0" "$sandbox/rank1"
-  run "$mpiexec" --oversubscribe -np 1 --wdir "$sandbox/rank0" "$advect" --size 16 --steps 12 --shard x --output out --checkpoint sharded.ckpt --output-every 4 --json : \
-    -np 1 --wdir "$sandbox/rank1" "$advect" --size 16 --steps 12 --shard x --output out --checkpoint sharded.ckpt --output-every 4 --json
+  run "$mpiexec" --oversubscribe -np 1 --wdir "$sandbox/rank0" "$advect" --size 16 --steps 12 --shard x --output out --checkpoint "$sandbox/sharded.ckpt" --output-every 4 --json : \
+    -np 1 --wdir "$sandbox/rank1" "$advect" --size 16 --steps 12 --shard x --output out --checkpoint "$sandbox/sharded.ckpt" --output-every 4 --json
   expect_code 0 "mpiexec -np 2 advect --shard x"
   [ "$(json 'd["ranks"], d["shard"], d["check"]["passed"]' <<<"$out")" = "(2, 'x', True)" ] && ok || fail "one report, of two ranks, checked"
-  [ -s "$sandbox/rank0/out/advect.vti" ] && [ -s "$sandbox/rank0/out/advect.pvd" ] && [ -s "$sandbox/rank0/sharded.ckpt" ] && ok || fail "rank 0 wrote the output, the series and the checkpoint"
-  [ -z "$(ls -A "$sandbox/rank1/out" 2>/dev/null)" ] && [ ! -e "$sandbox/rank1/sharded.ckpt" ] && ok || fail "rank 1 wrote nothing: $(ls -A "$sandbox/rank1/out" 2>/dev/null)"
+  [ -s "$sandbox/rank0/out/advect.vti" ] && [ -s "$sandbox/rank0/out/advect.pvd" ] && [ -s "$sandbox/sharded.ckpt" ] && ok || fail "rank 0 wrote the output and the series, the ranks the checkpoint"
+  [ -z "$(ls -A "$sandbox/rank1/out" 2>/dev/null)" ] && ok || fail "rank 1 wrote nothing: $(ls -A "$sandbox/rank1/out" 2>/dev/null)"
+  run "$mpiexec" --oversubscribe -np 1 --wdir "$sandbox/rank0" "$advect" --size 16 --steps 2 --shard x --output apart --checkpoint apart.ckpt : \
+    -np 1 --wdir "$sandbox/rank1" "$advect" --size 16 --steps 2 --shard x --output apart --checkpoint apart.ckpt
+  expect_code 1 "a checkpoint name that is another file on each rank"
+  expect_err 'checkpoint apart.ckpt: cannot open the temporary of "apart.ckpt" that another rank made \(do the ranks share its file system\?\)' \
+    "the ranks that do not share the checkpoint's directory are told so"
+  [ ! -e "$sandbox/rank0/apart.ckpt" ] && [ -z "$(ls -A "$sandbox/rank0" | grep uwjit-tmp)" ] && ok || fail "nothing is left of the refused checkpoint"
   run "$advect" --size 16 --steps 12 --output "$out_dir/serial" --checkpoint "$sandbox/serial.ckpt"
   cmp -s <(python3 -c 'import sys; print(open(sys.argv[1],"rb").read().split(b"<CellData>")[1].split(b"</CellData>")[0])' "$sandbox/rank0/out/advect.vti") \
          <(python3 -c 'import sys; print(open(sys.argv[1],"rb").read().split(b"<CellData>")[1].split(b"</CellData>")[0])' "$out_dir/serial/advect.vti") &&

@@ -7,11 +7,15 @@
 uwjit=$1
 shim=$2
 . "$(dirname "$0")/lib.sh"
+# Under AddressSanitizer its runtime must come first among the preloaded libraries.
+preload=$shim
+libasan=$(ldd "$uwjit" | awk '/libasan/ { print $3 }')
+[ -n "$libasan" ] && preload=$libasan:$shim
 
 for code in ENOLCK EINVAL EOPNOTSUPP; do
   number=$(python3 -c "import errno; print(errno.$code)")
   cache=$sandbox/cache-$code
-  UWJIT_CACHE_DIR=$cache LD_PRELOAD=$shim UWJIT_TEST_FLOCK_ERRNO=$number \
+  UWJIT_CACHE_DIR=$cache LD_PRELOAD=$preload UWJIT_TEST_FLOCK_ERRNO=$number \
     run "$uwjit" run heat --size 12 --steps 2 --output "$sandbox/out" --json
   expect_code 0 "$code: a cold run goes on without locks"
   [ "$(json 'd["compiles"], d["kernels"][0]["tier"]' <<<"$out")" = "(1, 'compiled')" ] && ok ||
@@ -19,7 +23,7 @@ for code in ENOLCK EINVAL EOPNOTSUPP; do
   expect_err "cannot lock entries in $cache \(cannot lock \"[0-9a-f]{16}\.lock\": .*\); running unlocked: processes may compile the same kernel more than once" \
     "$code: the warning says why and what it costs"
   [ "$(grep -c 'warn' <<<"$err")" = 1 ] && ok || fail "$code: one warning"
-  UWJIT_CACHE_DIR=$cache LD_PRELOAD=$shim UWJIT_TEST_FLOCK_ERRNO=$number \
+  UWJIT_CACHE_DIR=$cache LD_PRELOAD=$preload UWJIT_TEST_FLOCK_ERRNO=$number \
     run "$uwjit" run heat --size 12 --steps 2 --output "$sandbox/out" --json
   [ "$(json 'd["compiles"], d["kernels"][0]["tier"]' <<<"$out")" = "(0, 'disk')" ] && ok ||
     fail "$code: what was published unlocked serves the next run"
@@ -29,7 +33,7 @@ done
 # the entry each publishes replaces the last whole (rename), so the cache verifies clean.
 race=$sandbox/race
 for i in 1 2 3 4; do
-  UWJIT_CACHE_DIR=$race LD_PRELOAD=$shim "$uwjit" run pipe-flow --size 12 --steps 2 \
+  UWJIT_CACHE_DIR=$race LD_PRELOAD=$preload "$uwjit" run pipe-flow --size 12 --steps 2 \
     --output "$sandbox/race-out-$i" --json >"$sandbox/race.$i" 2>"$sandbox/race.err.$i" &
 done
 wait

@@ -122,8 +122,12 @@ private:
 [[nodiscard]] Json machine_info();
 /// The 1, 5 and 15 minute load averages.
 [[nodiscard]] std::vector<double> load_average();
-/// A one-line description of the machine for each row.
+/// A one-line description of the machine for each row: CPU model, its LLVM name and widest
+/// vector ISA, cores, memory, kernel, LLVM.
 [[nodiscard]] std::string machine_line(const Json& machine);
+/// uwjit-bench --compare: prints two bench.json side by side; returns the exit code. Throws
+/// Error(io/usage) for a file that cannot be read or is not a bench.json.
+int compare(const std::string& path_a, const std::string& path_b);
 
 // --- Child processes ----------------------------------------------------------------------------
 

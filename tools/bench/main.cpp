@@ -23,6 +23,7 @@ constexpr const char* k_help =
                    [--kernels A,B] [--mpi-ranks 1,2,4] [--contenders K] [--baked-limit S]
                    [--grid N] [--keep-work]
        uwjit-bench --check FILE.json [--complete]
+       uwjit-bench --compare A.json B.json
 
 Measures uwjit on this machine and writes DIR/bench.json and DIR/bench.md. Every comparison is
 interleaved (the ways compared alternate within each round) and reported as the median over
@@ -45,6 +46,9 @@ options:
   --keep-work         keep DIR/work (cache directories, .so files) afterwards
   --check FILE        validate a bench.json: it parses and has every section and row field;
                       with --complete, no section may be skipped
+  --compare A B       print two runs' bench.json side by side (a Markdown table on stdout):
+                      each row's median in A and in B and their ratio, each run's machine (CPU,
+                      its LLVM name and vector ISA) on top
   --help              show this help
 
 Example (what the README's table comes from):
@@ -93,7 +97,8 @@ int check(const std::string& path, bool complete) {
       problems.push_back(format("no field \"{}\"", field));
     }
   }
-  for (const char* field : {"cpu_model", "cores", "memory_bytes", "kernel", "llvm_version"}) {
+  for (const char* field :
+       {"cpu_model", "llvm_cpu", "vector_isa", "cores", "memory_bytes", "kernel", "llvm_version"}) {
     if (!doc["machine"].contains(field)) {
       problems.push_back(format("machine: no field \"{}\"", field));
     }
@@ -164,6 +169,9 @@ int bench_main(const std::vector<std::string>& args, const std::string& invoked_
       options.out = value();
     } else if (arg == "--check") {
       check_path = value();
+    } else if (arg == "--compare") {
+      const std::string first = value();
+      return compare(first, value());
     } else if (arg == "--rounds") {
       rounds = parse_int(arg, value());
     } else if (arg == "--grid") {

@@ -4,6 +4,7 @@
 #include <uwjit/common/version.hpp>
 #include <uwjit/engine/compiler.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -64,6 +65,20 @@ std::vector<double> load_average() {
   return {loads[0], loads[1], loads[2]};
 }
 
+std::string vector_isa(const std::vector<std::string>& features) {
+  const auto has = [&](std::string_view name) {
+    return std::find(features.begin(), features.end(), "+" + std::string(name)) != features.end();
+  };
+  for (const auto& [feature, isa] :
+       {std::pair{"avx512f", "AVX-512"}, std::pair{"avx2", "AVX2"}, std::pair{"avx", "AVX"},
+        std::pair{"sse4.2", "SSE4.2"}, std::pair{"sve", "SVE"}, std::pair{"neon", "NEON"}}) {
+    if (has(feature)) {
+      return isa;
+    }
+  }
+  return "scalar";
+}
+
 Json machine_info() {
   const std::string cpuinfo = read_text("/proc/cpuinfo");
   const std::string meminfo = read_text("/proc/meminfo");
@@ -78,6 +93,7 @@ Json machine_info() {
   machine["kernel"] = std::string(names.sysname) + " " + names.release;
   machine["llvm_version"] = target.llvm_version;
   machine["llvm_cpu"] = target.cpu;
+  machine["vector_isa"] = vector_isa(target.features);
   machine["triple"] = target.triple;
   machine["uwjit_version"] = k_version;
   machine["gcc"] = first_line_of({"g++", "--version"});
@@ -91,7 +107,8 @@ Json machine_info() {
 
 std::string machine_line(const Json& machine) {
   const double gib = machine.value("memory_bytes", 0.0) / double(1ull << 30);
-  return format("{}, {} cores, {} GiB, {}, LLVM {}", machine.value("cpu_model", "?"),
+  return format("{} ({}, {}), {} cores, {} GiB, {}, LLVM {}", machine.value("cpu_model", "?"),
+                machine.value("llvm_cpu", "?"), machine.value("vector_isa", "?"),
                 machine.value("cores", 0), number_text(std::round(gib * 10) / 10),
                 machine.value("kernel", "?"), machine.value("llvm_version", "?"));
 }

@@ -318,7 +318,8 @@ void speed_section(const Options& options, Report& report) {
               .unit = "MLUPS",
               .value = series.summary("pipe_flow_mlups"),
               .command = command,
-              .note = format("{} ms per step; {} GB/s of populations, {} of the copy bandwidth",
+              .note = format("{} ms per step; {} GB/s of populations (304 bytes per update), {} "
+                             "of the copy bandwidth",
                              number_text(series.summary("pipe_flow_step_ms").median),
                              number_text(series.summary("pipe_flow_gb_s").median),
                              number_text(series.summary("pipe_flow_fraction_of_copy").median))});
@@ -368,7 +369,8 @@ void speed_section(const Options& options, Report& report) {
                 .unit = "",
                 .value = series.summary(c.name + "_fraction_of_copy"),
                 .command = command,
-                .note = format("{} GB/s, {} MLUPS",
+                .note = format("{} bytes per update; {} GB/s, {} MLUPS",
+                               number_text(c.w.bytes / c.w.cells),
                                number_text(series.summary(c.name + "_jit_gb_s").median),
                                number_text(series.summary(c.name + "_jit_mlups").median))});
   }

@@ -355,7 +355,9 @@ void threads_section(const Options& options, Report& report) {
                    .unit = "",
                    .value = series.summary(key(s, "fraction_of_copy")),
                    .command = command,
-                   .note = format("copy {} GB/s on {} thread{} over {} MB per array",
+                   .note = format("{} bytes per update; copy {} GB/s on {} thread{} over {} MB "
+                                  "per array",
+                                  number_text(s.bytes / s.updates),
                                   number_text(median(key(s, "copy_gb_s"))), t, t == 1 ? "" : "s",
                                   number_text(copies[n][i]->bytes() / 2 / 1e6))};
       if (heat_goal) {
@@ -437,7 +439,9 @@ void threads_section(const Options& options, Report& report) {
                 .unit = "",
                 .value = series.summary(type + "_np2_fraction_of_copy"),
                 .command = command,
-                .note = format("{} MLUPS, {} ms per step of which {} ms halo exchange (rank 0)",
+                .note = format("{} bytes per update; {} MLUPS, {} ms per step of which {} ms "
+                               "halo exchange (rank 0)",
+                               number_text(steppers[n][0].bytes / steppers[n][0].updates),
                                number_text(median(type + "_np2_mlups")),
                                number_text(median(type + "_np2_step_ms")),
                                number_text(median(type + "_np2_exchange_ms")))});
