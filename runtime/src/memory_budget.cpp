@@ -108,24 +108,26 @@ std::optional<double> address_space_left() {
 
 } // namespace
 
-MemoryLimit available_memory() {
-  MemoryLimit best{std::numeric_limits<double>::infinity(), ""};
-  auto consider = [&](std::optional<double> bytes, std::string_view source) {
+MemoryLimits available_memory() {
+  MemoryLimits limits{{std::numeric_limits<double>::infinity(), ""},
+                      {std::numeric_limits<double>::infinity(), ""}};
+  auto consider = [](MemoryLimit& best, std::optional<double> bytes, std::string_view source) {
     if (bytes && *bytes < best.bytes) {
       best = {*bytes, std::string(source)};
     }
   };
-  consider(kilobytes_of("/proc/meminfo", "MemAvailable"), "MemAvailable");
-  if (best.source.empty()) {
+  consider(limits.machine, kilobytes_of("/proc/meminfo", "MemAvailable"), "MemAvailable");
+  if (limits.machine.source.empty()) {
     const long pages = ::sysconf(_SC_PHYS_PAGES);
     const long page = ::sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0) {
-      consider(static_cast<double>(pages) * static_cast<double>(page), "physical memory");
+      consider(limits.machine, static_cast<double>(pages) * static_cast<double>(page),
+               "physical memory");
     }
   }
-  consider(cgroup_limit(), "cgroup memory limit");
-  consider(address_space_left(), "RLIMIT_AS, less what is mapped already");
-  return best;
+  consider(limits.machine, cgroup_limit(), "cgroup memory limit");
+  consider(limits.process, address_space_left(), "RLIMIT_AS, less what is mapped already");
+  return limits;
 }
 
 std::string bytes_text(double bytes) {
@@ -140,22 +142,29 @@ std::string bytes_text(double bytes) {
   return text.data();
 }
 
-void check_fits(const MemoryNeed& need, int processes, const MemoryLimit& limit) {
-  const double total = need.total() * processes;
-  if (!std::isfinite(limit.bytes) || total <= limit.bytes) {
-    return;
-  }
+void check_fits(const MemoryNeed& need, int processes, const MemoryLimits& limits) {
   const std::string parts =
       format("state {}: two buffers per state field, halos included; static data {}",
              bytes_text(need.state), bytes_text(need.statics));
-  const std::string what =
-      processes == 1 ? format("{} of memory ({})", bytes_text(total), parts)
-                     : format("{} of memory on this machine ({} ranks here, each {}: {})",
-                              bytes_text(total), processes, bytes_text(need.total()), parts);
-  throw Error(ErrorKind::usage,
-              format("run needs about {} and this machine has {} ({}); use a smaller grid, or "
-                     "shard the run over more machines",
-                     what, bytes_text(limit.bytes), limit.source));
+  const auto refuse = [&](const std::string& what, const std::string& has,
+                          const MemoryLimit& limit) {
+    throw Error(ErrorKind::usage,
+                format("run needs about {} and {} {} ({}); use a smaller grid, or shard the run "
+                       "over more machines",
+                       what, has, bytes_text(limit.bytes), limit.source));
+  };
+  // An address-space limit is each process's own: one rank's need against it.
+  if (std::isfinite(limits.process.bytes) && need.total() > limits.process.bytes) {
+    refuse(format("{} of memory ({})", bytes_text(need.total()), parts), "this process may map",
+           limits.process);
+  }
+  const double total = need.total() * processes;
+  if (std::isfinite(limits.machine.bytes) && total > limits.machine.bytes) {
+    refuse(processes == 1 ? format("{} of memory ({})", bytes_text(total), parts)
+                          : format("{} of memory on this machine ({} ranks here, each {}: {})",
+                                   bytes_text(total), processes, bytes_text(need.total()), parts),
+           "this machine has", limits.machine);
+  }
 }
 
 } // namespace uwjit::runtime::detail

@@ -7,16 +7,23 @@
 
 namespace uwjit::runtime::detail {
 
-/// The memory this process can still use, the lowest of what is known: MemAvailable (else the
-/// physical memory), the memory limit of its cgroup (v2 memory.max or v1 limit_in_bytes, here or
-/// in a parent group), and the address space RLIMIT_AS leaves beside what is mapped already.
+/// One limit on memory: its size in bytes (+inf when nothing is known) and where it comes from.
 struct MemoryLimit {
-  double bytes = 0;   ///< +inf when nothing is known
-  std::string source; ///< "MemAvailable", "physical memory", "cgroup memory limit", "RLIMIT_AS"
+  double bytes = 0;
+  std::string source; ///< "MemAvailable", "physical memory", "cgroup memory limit", "RLIMIT_AS..."
+};
+
+/// What this process can still use: the machine's memory, the lowest of MemAvailable (else the
+/// physical memory) and the memory limit of its cgroup (v2 memory.max or v1 limit_in_bytes, here
+/// or in a parent group), which every rank on the machine shares; and the address space RLIMIT_AS
+/// leaves this one process beside what it maps already.
+struct MemoryLimits {
+  MemoryLimit machine;
+  MemoryLimit process;
 };
 
 /// Reads /proc and /sys as described above; never throws. Thread-safe.
-[[nodiscard]] MemoryLimit available_memory();
+[[nodiscard]] MemoryLimits available_memory();
 
 /// A byte count for people, in decimal units with three significant digits: "812 MB", "35.2 TB".
 [[nodiscard]] std::string bytes_text(double bytes);
@@ -28,10 +35,10 @@ struct MemoryNeed {
   [[nodiscard]] double total() const noexcept { return state + statics; }
 };
 
-/// Throws Error(usage) when `processes` processes on this machine, each needing `need`, cannot
-/// fit in `limit`, e.g. "run needs about 70.4 TB of memory (state 35.2 TB: ...; static data
-/// 35.2 TB) and this machine has 22.7 GB (MemAvailable); ...". Does nothing when they fit or
-/// nothing is known of the machine.
-void check_fits(const MemoryNeed& need, int processes, const MemoryLimit& limit);
+/// Throws Error(usage) when one process needing `need` cannot fit in `limits.process`, or
+/// `processes` processes on this machine, each needing `need`, cannot fit in `limits.machine`,
+/// e.g. "run needs about 70.4 TB of memory (state 35.2 TB: ...; static data 35.2 TB) and this
+/// machine has 22.7 GB (MemAvailable); ...". Does nothing when they fit or nothing is known.
+void check_fits(const MemoryNeed& need, int processes, const MemoryLimits& limits);
 
 } // namespace uwjit::runtime::detail

@@ -190,18 +190,18 @@ expect_code 0 "pipe-flow --checked"
 for node in heat pipe-flow mlp; do
   run "$uwjit" run "$node" --size 16384 --output "$out_dir"
   expect_code 2 "$node --size 16384"
-  expect_err "^uwjit: error: run needs about [0-9.]+ [kMGTPE]?B of memory \(state [0-9.]+ [kMGTPE]?B: two buffers per state field, halos included; static data [0-9.]+ [kMGTPE]?B\) and this machine has [0-9.]+ [kMGTPE]?B \((MemAvailable|physical memory|cgroup memory limit|RLIMIT_AS, less what is mapped already)\); use a smaller grid, or shard the run over more machines$" \
+  expect_err "^uwjit: error: run needs about [0-9.]+ [kMGTPE]?B of memory \(state [0-9.]+ [kMGTPE]?B: two buffers per state field, halos included; static data [0-9.]+ [kMGTPE]?B\) and (this machine has [0-9.]+ [kMGTPE]?B \((MemAvailable|physical memory|cgroup memory limit)\)|this process may map [0-9.]+ [kMGTPE]?B \(RLIMIT_AS, less what is mapped already\)); use a smaller grid, or shard the run over more machines$" \
     "$node --size 16384 is refused with what it needs and what there is"
   ! grep -q 'bad_alloc' <<<"$err" && ok || fail "$node --size 16384: no bare std::bad_alloc"
 done
-# An address-space limit counts as what the machine has. AddressSanitizer reserves terabytes of
+# An address-space limit counts as what this process may map. AddressSanitizer reserves terabytes of
 # address space for itself and cannot start under such a limit: its builds skip these checks.
 if ldd "$uwjit" | grep -q 'libasan'; then
   echo "skipped (not counted): address-space limits, under AddressSanitizer"
 else
   run prlimit --as=$((3 * 1024 * 1024 * 1024)) "$uwjit" run heat --size 1024 --output "$out_dir"
   expect_code 2 "heat --size 1024 under a 3 GiB address-space limit"
-  expect_err 'and this machine has [0-9.]+ [kMGT]?B \(RLIMIT_AS, less what is mapped already\)' \
+  expect_err 'and this process may map [0-9.]+ [kMGT]?B \(RLIMIT_AS, less what is mapped already\)' \
     "the address-space limit is named"
 
   # warm builds only what the kernels' keys depend on: neither the state nor the static arrays'
