@@ -30,9 +30,9 @@ using Json = nlohmann::ordered_json;
 [[nodiscard]] std::int64_t monotonic_ns();
 
 /// The sections, in the order they run and are reported.
-inline const std::vector<std::string> k_sections = {"cold",       "warm",          "kernel_speed",
-                                                    "threads",    "static_arrays", "mpi",
-                                                    "contention", "memory",        "gpu"};
+inline const std::vector<std::string> k_sections = {
+    "cold", "warm",  "kernel_speed", "threads", "static_arrays",
+    "mpi",  "scale", "contention",   "memory",  "gpu"};
 
 struct Options {
   bool quick = false;
@@ -188,6 +188,7 @@ void speed_section(const Options& options, Report& report);
 void threads_section(const Options& options, Report& report);
 void static_section(const Options& options, Report& report);
 void mpi_section(const Options& options, Report& report);
+void scale_section(const Options& options, Report& report); // scale.cpp
 void contention_section(const Options& options, Report& report);
 void memory_section(const Options& options, Report& report);
 void gpu_section(const Options& options, Report& report); // gpu.cpp: not measured without one

@@ -29,8 +29,9 @@ Measures uwjit on this machine and writes DIR/bench.json and DIR/bench.md. Every
 interleaved (the ways compared alternate within each round) and reported as the median over
 rounds, with ratios taken per round; a row names the command that reproduces it.
 
-sections (all by default): cold, warm, kernel_speed, threads, static_arrays, mpi, contention,
-memory, gpu (device 0 through the CUDA driver; not measured without one)
+sections (all by default): cold, warm, kernel_speed, threads, static_arrays, mpi, scale
+(peak RSS per rank and checkpoint bandwidth of a sharded pipe-flow job at each --mpi-ranks),
+contention, memory, gpu (device 0 through the CUDA driver; not measured without one)
 
 options:
   --out DIR           where bench.json and bench.md go (default: bench-results)
@@ -262,6 +263,7 @@ int bench_main(const std::vector<std::string>& args, const std::string& invoked_
       {"threads", threads_section},
       {"static_arrays", static_section},
       {"mpi", mpi_section},
+      {"scale", scale_section},
       {"contention", contention_section},
       {"memory", memory_section},
       {"gpu", gpu_section}};

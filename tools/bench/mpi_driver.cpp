@@ -8,7 +8,10 @@
 //       --reps R
 //     each built-in node sharded along x, T threads per rank: the fastest of R steps, the halo
 //     exchange time per step, and the all-reduce that every sharded step ends with (the status
-//     verdict, folded with the integrals) timed alone.
+//     verdict, folded with the integrals) timed alone;
+//   mpiexec -n NP uwjit-bench-mpi --cache DIR --scale pipe-flow:NXxNYxNZ --dir WORK
+//     the node sharded along x, 1 thread per rank: 2 steps, a checkpoint in WORK (timed), the
+//     simulation freed, a restore (timed); each rank's peak RSS.
 #include "bench.hpp"
 
 #include <uwjit/common/text.hpp>
@@ -19,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -93,6 +97,19 @@ void replicate_job(uwjit::comm::Comm& comm, const std::string& cache, double mb,
   }
 }
 
+// The node of a "type:N" or "type:NXxNYxNZ" spec, at that size.
+auto node_of(const std::string& spec) {
+  const auto colon = spec.find(':');
+  const std::string type = spec.substr(0, colon);
+  std::string dims = spec.substr(colon + 1);
+  std::replace(dims.begin(), dims.end(), 'x', ',');
+  std::vector<std::int64_t> size;
+  for (const auto& n : uwjit::bench::split_list(dims)) {
+    size.push_back(std::stoll(n));
+  }
+  return uwjit::nodes::make(type, type, uwjit::nodes::sized_params(type, size));
+}
+
 // The median of `calls` all-reduces of `count` doubles, in microseconds.
 double all_reduce_us(uwjit::comm::Comm& comm, std::size_t count, int calls) {
   std::vector<double> values(count, 1.0);
@@ -115,15 +132,8 @@ void speed_job(uwjit::comm::Comm& comm, const std::string& cache,
   engine::Engine engine({.cache_dir = cache});
   std::string nodes_json;
   for (const auto& spec : specs) {
-    const auto colon = spec.find(':');
-    const std::string type = spec.substr(0, colon);
-    std::string dims = spec.substr(colon + 1); // N or NXxNYxNZ
-    std::replace(dims.begin(), dims.end(), 'x', ',');
-    std::vector<std::int64_t> size;
-    for (const auto& n : bench::split_list(dims)) {
-      size.push_back(std::stoll(n));
-    }
-    const auto node = nodes::make(type, type, nodes::sized_params(type, size));
+    const auto node = node_of(spec);
+    const std::string type = node->type();
     runtime::SimulationOptions options;
     options.comm = &comm;
     options.shard_axes = {0};
@@ -165,6 +175,48 @@ void speed_job(uwjit::comm::Comm& comm, const std::string& cache,
   }
 }
 
+// Prints {"np", "checkpoint_bytes", "write_ms", "restore_ms", "peak_rss_kb": [per rank]}: the
+// checkpoint's write and the whole restore (rebuild, kernels, each rank's read of its slabs,
+// checksums), each from the barrier before to the barrier after.
+void scale_job(uwjit::comm::Comm& comm, const std::string& cache, const std::string& spec,
+               const std::filesystem::path& work) {
+  using namespace uwjit;
+  engine::Engine engine({.cache_dir = cache});
+  runtime::SimulationOptions options;
+  options.comm = &comm;
+  options.shard_axes = {0};
+  options.threads = 1;
+  const auto path = work / "scale.ckpt";
+  double write_ms = 0;
+  {
+    const auto node = node_of(spec);
+    runtime::Simulation simulation(engine, {node}, options);
+    simulation.step(2);
+    comm.barrier();
+    const auto start = bench::Clock::now();
+    simulation.checkpoint(path);
+    comm.barrier();
+    write_ms = bench::ms_since(start);
+  }
+  comm.barrier();
+  const auto start = bench::Clock::now();
+  const auto restored = runtime::Simulation::restore(
+      engine, path,
+      [](const std::string& type, const std::string& name, const runtime::Params& params) {
+        return nodes::make(type, name, params);
+      },
+      options);
+  comm.barrier();
+  const double restore_ms = bench::ms_since(start);
+  const auto rss_all = comm.all_gather(std::to_string(bench::self_peak_rss_kb()));
+  if (comm.rank() == 0) {
+    std::cout << "{\"np\": " << comm.size()
+              << ", \"checkpoint_bytes\": " << std::filesystem::file_size(path)
+              << ", \"write_ms\": " << write_ms << ", \"restore_ms\": " << restore_ms
+              << ", \"peak_rss_kb\": " << json_list(rss_all) << "}" << std::endl;
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -179,6 +231,7 @@ int main(int argc, char** argv) {
     double replicate_mb = 0;
     bool share = true;
     std::vector<std::string> speed;
+    std::string scale, dir;
     int threads = 1, reps = 5;
     for (int i = 1; i + 1 < argc; i += 2) {
       const std::string flag = argv[i];
@@ -194,13 +247,19 @@ int main(int argc, char** argv) {
         speed = split_list(argv[i + 1]);
       } else if (flag == "--threads") {
         threads = std::stoi(argv[i + 1]);
+      } else if (flag == "--scale") {
+        scale = argv[i + 1];
+      } else if (flag == "--dir") {
+        dir = argv[i + 1];
       } else if (flag == "--reps") {
         reps = std::stoi(argv[i + 1]);
       } else {
         throw std::invalid_argument("unknown option " + flag);
       }
     }
-    if (!speed.empty()) {
+    if (!scale.empty()) {
+      scale_job(*uwjit::mpi::make_comm(MPI_COMM_WORLD), cache, scale, dir);
+    } else if (!speed.empty()) {
       speed_job(*uwjit::mpi::make_comm(MPI_COMM_WORLD), cache, speed, threads, reps);
     } else if (replicate_mb > 0) {
       replicate_job(*uwjit::mpi::make_comm(MPI_COMM_WORLD), cache, replicate_mb, share);
