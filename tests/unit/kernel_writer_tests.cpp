@@ -339,7 +339,10 @@ TEST_CASE("the cell form on a CPU: loops over the update box, the last axis inne
 
   KernelWriter masked = cell_like();
   masked.for_each_cell({.indices = {"i", "j", "k"}, .masked_remainder = true}, k_cell);
-  CHECK(contains(masked.finish().body(), "#pragma clang loop vectorize_predicate(enable)\n"
+  // Masked iterations where the target's masked moves are cheap: the compiler's features choose.
+  CHECK(contains(masked.finish().body(), "#if defined(__AVX512F__) || !defined(__x86_64__)\n"
+                                         "#pragma clang loop vectorize_predicate(enable)\n"
+                                         "#endif\n"
                                          "        for (uw_i64 k = nz_begin;"));
 }
 

@@ -75,7 +75,9 @@ struct CellLoop {
   std::vector<std::string> indices;
   /// CPU form: fold the innermost loop's remainder into masked vector iterations, one copy of
   /// the cell's code instead of a vector loop and a scalar remainder loop (for long cells, whose
-  /// second copy would double the machine code and the compile time). No effect on a GPU.
+  /// second copy would double the machine code and the compile time), where masked memory
+  /// operations are cheap: on x86-64 with AVX-512 only (AVX2's masked moves are microcoded on
+  /// AMD's cores), and on other architectures. No effect on a GPU.
   bool masked_remainder = false;
 };
 

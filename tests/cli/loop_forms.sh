@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# CLI suite: the loop form a cell-form kernel gets depends on the target, from one text. pipe-flow
+# asks for its remainder folded into masked iterations: with AVX-512 the compiler uses mask
+# registers ({%k} operands) and no AVX2 masked moves; for AVX2, whose masked moves (vmaskmov) are
+# microcoded on AMD's cores, the text leaves predication out, and the same source compiled for
+# AVX2 has fewer masked moves than with predication forced (the rest are pipe-flow's stores under
+# its wall mask). The stored canonical source is
+# compiled with clang++-19 for both ISAs, whatever this machine has; the JIT'd object of this
+# machine is checked too.
+#   loop_forms.sh UWJIT CLANGXX
+uwjit=$1
+clangxx=$2
+. "$(dirname "$0")/lib.sh"
+export UWJIT_LOG_LEVEL=off
+
+run "$uwjit" run pipe-flow --size 16 --steps 1 --output "$sandbox/out" --json
+expect_code 0 "uwjit run pipe-flow"
+key=$(json 'd["kernels"][0]["key"]' <<<"$out")
+"$uwjit" cache inspect --source "$key" >"$sandbox/kernel.cpp"
+grep -q '^#if defined(__AVX512F__) || !defined(__x86_64__)$' "$sandbox/kernel.cpp" && ok ||
+  fail "the masked remainder is asked for where masked moves are cheap"
+# The same text with predication forced, as every target had it before.
+sed '/^#if defined(__AVX512F__) || !defined(__x86_64__)$/{N;N;s/^[^\n]*\n\([^\n]*\)\n#endif$/\1/}' \
+  "$sandbox/kernel.cpp" >"$sandbox/forced.cpp"
+grep -q '^#if defined(__AVX512F__)' "$sandbox/forced.cpp" && fail "the forced copy keeps the guard" || ok
+masked() { # masked FILE.s: AVX2 masked moves, then AVX-512 masked operands
+  echo "$(grep -c 'vmaskmov' "$1") $(grep -c '{%k[1-7]}' "$1")"
+}
+for file in kernel forced; do
+  for isa in x86-64-v3 x86-64-v4; do
+    "$clangxx" -x c++ -std=c++20 -O3 -march=$isa -S -o "$sandbox/$file-$isa.s" "$sandbox/$file.cpp" ||
+      fail "$file.cpp compiles for $isa"
+  done
+done
+read -r v4_moves v4_masks <<<"$(masked "$sandbox/kernel-x86-64-v4.s")"
+[ "$v4_moves" -eq 0 ] && [ "$v4_masks" -gt 0 ] && ok ||
+  fail "AVX-512: masked iterations with mask registers, no vmaskmov ($v4_moves vmaskmov, $v4_masks masked operands)"
+read -r v3_moves _ <<<"$(masked "$sandbox/kernel-x86-64-v3.s")"
+read -r forced_moves _ <<<"$(masked "$sandbox/forced-x86-64-v3.s")"
+[ "$forced_moves" -gt 0 ] && [ "$v3_moves" -lt "$forced_moves" ] && ok ||
+  fail "AVX2: fewer masked moves than forced predication ($v3_moves against $forced_moves)"
+echo "AVX2: $v3_moves vmaskmov (forced predication: $forced_moves); AVX-512: $v4_masks masked operands"
+# The JIT'd object of this machine.
+"$uwjit" cache inspect --asm "$key" >"$sandbox/jit.s"
+if grep -qw avx512f /proc/cpuinfo; then
+  read -r jit_moves jit_masks <<<"$(masked "$sandbox/jit.s")"
+  [ "$jit_moves" -eq 0 ] && [ "$jit_masks" -gt 0 ] && ok ||
+    fail "this AVX-512 machine's kernel uses mask registers ($jit_moves vmaskmov, $jit_masks masked)"
+fi
+finish
