@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
 
   rt::Simulation sim(engine, {std::make_shared<Heat2D>(64, 0.5)}, options);
   sim.step(50);
-  sim.checkpoint("plate.ckpt"); // collective: rank 0 writes the whole domain
+  sim.checkpoint("plate.ckpt"); // collective: each rank writes its slab of the one file
   sim.step(50);
   const rt::Snapshot straight = sim.gathered(); // the whole domain, on every rank
   if (comm->rank() == 0) {

@@ -46,7 +46,7 @@ def main():
     engine = uwjit.Engine()
     sim = uwjit.Simulation(engine, [Heat2D(64, 0.5)], comm=comm)  # threads=None: every core
     sim.run(50)
-    sim.checkpoint("plate.ckpt")  # collective: rank 0 writes the whole domain
+    sim.checkpoint("plate.ckpt")  # collective: each rank writes its slab of the one file
     sim.run(50)
     sim.write_vtk("out")          # out/plate.vti, for ParaView
     straight = sim.gather("plate", "u")  # the whole domain, on every rank
