@@ -1,8 +1,9 @@
-// The scale section: what a sharded job holds per rank, and what its checkpoints cost, at each
-// rank count. Per round and np: one uwjit-bench-mpi job (pipe-flow sharded along x, 1 thread per
-// rank) that steps, checkpoints (every rank writes its slab into the one file) and restores,
-// then, from this process, a plain write and read of the same number of bytes beside it (the
-// dd-style baseline of the same file system, in the same round).
+// The scale section: what a sharded job holds per rank, what its checkpoints cost, and how its
+// speed per rank holds with the same cells per rank (weak scaling), at each rank count. Per round
+// and np: one uwjit-bench-mpi job (pipe-flow sharded along x, 1 thread per rank) that steps,
+// checkpoints (every rank writes its slab into the one file) and restores, then, from this process,
+// a plain write and read of the same number of bytes beside it (the dd-style baseline of the same
+// file system, in the same round).
 #include "bench.hpp"
 
 #include <uwjit/common/error.hpp>
@@ -79,18 +80,23 @@ void scale_section(const Options& options, Report& report) {
   }
   Json& section = report.section("scale");
   const std::string domain = options.quick ? "32x24x24" : "128x96x96";
+  // The weak-scaling domain of np ranks: a fixed slab per rank along x.
+  const std::int64_t per_rank = options.quick ? 8 : 32;
+  const std::string weak_cross = options.quick ? "16x16" : "48x48";
+  const auto weak_domain = [&](int np) { return format("{}x{}", per_rank * np, weak_cross); };
   const std::string shown = options.quick ? "32×24×24" : "128×96×96";
   section["method"] =
       "per round and np: `mpiexec -n NP uwjit-bench-mpi --scale pipe-flow:" + domain +
       "` (sharded along x, 1 thread per rank: build, 2 steps, checkpoint, restore; each rank's "
       "peak RSS), then a plain write (8 MiB blocks, fsync) and read of as many bytes as the "
-      "checkpoint, from one process, in the same directory. Reads come from the page cache "
-      "for both.";
+      "checkpoint, from one process, in the same directory (reads come from the page cache "
+      "for both); then `uwjit-bench-mpi --speed` of pipe-flow with the same cells per rank at "
+      "every np (weak scaling), the fastest step.";
   Series series;
   const auto dir = fresh_dir(options.work, "scale");
   const int rounds = options.quick ? 1 : std::min(options.rounds, 5);
   for (int round = 0; round < rounds; ++round) {
-    std::map<int, double> rss_per_rank, rss_job;
+    std::map<int, double> rss_per_rank, rss_job, weak_mlups;
     for (const int np : options.mpi_ranks) {
       const auto work = fresh_dir(dir, format("r{}np{}", round, np));
       const auto result =
@@ -112,12 +118,24 @@ void scale_section(const Options& options, Report& report) {
       series.add(p + "plain_read_gb_s", bytes / read_ms / 1e6);
       series.add(p + "checkpoint_mb", bytes / 1e6);
       std::filesystem::remove_all(work);
+      // Weak scaling: the same cells per rank at every np, the fastest of the steps.
+      const auto weak =
+          run({"mpiexec", "-n", std::to_string(np), helper(options, "uwjit-bench-mpi"), "--cache",
+               (dir / "cache").string(), "--speed", format("pipe-flow:{}", weak_domain(np)),
+               "--threads", "1", "--reps", options.quick ? "2" : "5"},
+              k_mpi_env, std::chrono::minutes(10));
+      const Json weak_job = weak.json();
+      const Json& node = weak_job["nodes"][0];
+      weak_mlups[np] = node["updates"].get<double>() / node["step_ms"].get<double>() / 1e3 / np;
+      series.add(p + "weak_mlups_per_rank", weak_mlups[np]);
+      series.add(p + "weak_exchange_ms", node["exchange_ms"]);
     }
     const int first = options.mpi_ranks.front();
     const int last = options.mpi_ranks.back();
     if (last != first) {
       series.add("rss_per_rank_last_over_first", rss_per_rank[last] / rss_per_rank[first]);
       series.add("rss_job_last_over_first", rss_job[last] / rss_job[first]);
+      series.add("weak_last_over_first", weak_mlups[last] / weak_mlups[first]);
     }
   }
   section["series"] = series.to_json();
@@ -157,6 +175,23 @@ void scale_section(const Options& options, Report& report) {
                                number_text(median(p + "checkpoint_mb")),
                                number_text(median(p + "plain_read_gb_s")))});
   }
+  for (const int np : options.mpi_ranks) {
+    const std::string p = format("np{}_", np);
+    const std::string oversubscribed =
+        np > static_cast<int>(std::thread::hardware_concurrency())
+            ? format("; oversubscribed: {} cores", std::thread::hardware_concurrency())
+            : "";
+    report.add({.section = "scale",
+                .figure = format("pipe-flow weak scaling, {}×{} per rank, np {}: MLUPS per rank",
+                                 per_rank, options.quick ? "16×16" : "48×48", np),
+                .unit = "MLUPS",
+                .value = series.summary(p + "weak_mlups_per_rank"),
+                .command = options.command("--sections scale --mpi-ranks " + std::to_string(np)),
+                .note = format("1 thread per rank, the domain {} sharded along x; halo exchange "
+                               "{} ms per step{}",
+                               weak_domain(np), number_text(median(p + "weak_exchange_ms")),
+                               oversubscribed)});
+  }
   if (options.mpi_ranks.size() > 1) {
     const int first = options.mpi_ranks.front();
     const int last = options.mpi_ranks.back();
@@ -188,6 +223,15 @@ void scale_section(const Options& options, Report& report) {
     }
     report.add(per_rank);
     report.add(job);
+    report.add(
+        {.section = "scale",
+         .figure = format("pipe-flow weak scaling: MLUPS per rank, np {} / np {}", last, first),
+         .unit = "×",
+         .value = series.summary("weak_last_over_first"),
+         .command = command,
+         .note = format("1.0 is perfect; this machine has {} cores, so ranks beyond them "
+                        "share a core",
+                        std::thread::hardware_concurrency())});
   }
 }
 
