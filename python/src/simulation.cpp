@@ -507,7 +507,9 @@ Serial only. On an error the simulation is unchanged.)doc")
             simulation.checkpoint(path);
           },
           py::arg("path"),
-          "Writes the state and params to `path`, atomically (collective when sharded).")
+          "Writes the state and params to `path`, atomically. Sharded: collective; each rank "
+          "writes its slab into the one file (the bytes a serial run writes), so the ranks must "
+          "share the file's directory.")
       .def_static(
           "restore",
           [](std::shared_ptr<engine::Engine> engine, const std::filesystem::path& path,
@@ -579,7 +581,8 @@ A simulation rebuilt from a checkpoint: nodes from factory(type, name, params) (
 for a built-in node), state and step count from the file. Stepping it on gives, bit for bit,
 what the uninterrupted simulation gives. A node that ran with arrays given to rebind_static gets
 its own arrays back: a RuntimeWarning names the node and keys (so does rebound_statics(node));
-rebind them again. Raises IoError for an unreadable or corrupt file.)doc")
+rebind them again. Raises IoError for an unreadable or corrupt file. With comm: collective; each
+rank reads only its slab of each field (from a file written at any rank count, or serially).)doc")
       .def(
           "write_vtk",
           [](const PySimulation& self, const std::filesystem::path& directory,
