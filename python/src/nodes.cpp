@@ -2,7 +2,8 @@
 // KernelWriter a node writes its kernel with, and the built-in nodes by type name.
 //
 // The runtime may call a node from its compile threads while the thread that built the
-// Simulation waits with the GIL released: every call into Python takes the GIL first.
+// Simulation waits with the GIL released: every call into Python takes the GIL first. Over 700
+// lines because most of it is the docstrings of these classes, which belong beside the bindings.
 #include "kernel.hpp"
 
 #include <uwjit/codegen/kernel_writer.hpp>

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include <fcntl.h>
 
@@ -57,6 +58,40 @@ std::uint64_t whole_bytes(const FieldPart& f) {
     count *= static_cast<std::uint64_t>(n);
   }
   return count;
+}
+
+// The part of the whole field that `field` holds on this rank: its shape with the domain axes
+// made the whole domain's, and its offset per axis (0 on the leading, component axes). Serially
+// (no shard) the whole field.
+FieldPart part_of(const Field* field, const ShardInfo& shard) {
+  FieldPart part{field, field->shape(), std::vector<std::int64_t>(field->shape().size(), 0)};
+  if (!shard.global.empty()) {
+    const std::size_t lead = part.whole.size() - shard.global.size();
+    std::copy(shard.global.begin(), shard.global.end(), part.whole.begin() + lead);
+    std::copy(shard.offset.begin(), shard.offset.end(), part.offset.begin() + lead);
+  }
+  return part;
+}
+
+// Calls move(at, run) for each contiguous run of `part`'s slab, `at` its byte offset in the
+// field's data and `run` its bytes in `packed` (the slab's interior packed row-major), then
+// returns this rank's part of the field's CRC-64 (taken after `move`, which reads or writes the
+// run): the ranks' parts XOR into the whole field's.
+template <class Move>
+std::uint64_t for_each_slab_run(const FieldPart& part, std::span<std::byte> packed, Move move) {
+  const std::uint64_t element = codegen::size_of(part.field->dtype());
+  const std::uint64_t total = whole_bytes(part);
+  std::uint64_t crc = 0;
+  detail::for_each_run(part.whole, part.offset, part.field->shape(),
+                       [&](std::int64_t whole, std::int64_t at, std::int64_t count) {
+                         const std::span<std::byte> run =
+                             packed.subspan(static_cast<std::size_t>(at) * element,
+                                            static_cast<std::size_t>(count) * element);
+                         const std::uint64_t begin = static_cast<std::uint64_t>(whole) * element;
+                         move(begin, run);
+                         crc ^= crc64_advance(crc64_update(0, run), total - begin - run.size());
+                       });
+  return crc;
 }
 
 // Where each field's data lies: its offset in the file, in the order of the head.
@@ -160,21 +195,13 @@ void write_checkpoint(comm::Collectives* comm, const std::filesystem::path& path
       std::vector<std::byte> packed;
       for (std::size_t k = 0; k < fields.size(); ++k) {
         const FieldPart& f = *fields[k];
-        const std::uint64_t element = codegen::size_of(f.field->dtype());
-        const std::uint64_t total = whole_bytes(f);
-        packed.resize(static_cast<std::size_t>(f.field->interior_count()) * element);
+        packed.resize(static_cast<std::size_t>(f.field->interior_count()) *
+                      codegen::size_of(f.field->dtype()));
         f.field->copy_interior_to(packed);
-        detail::for_each_run(
-            f.whole, f.offset, f.field->shape(),
-            [&](std::int64_t whole, std::int64_t at, std::int64_t count) {
-              const std::span<const std::byte> run(packed.data() +
-                                                       static_cast<std::size_t>(at) * element,
-                                                   static_cast<std::size_t>(count) * element);
-              const std::uint64_t begin = static_cast<std::uint64_t>(whole) * element;
-              file.write_at(plan.offsets[k] + begin,
-                            {reinterpret_cast<const char*>(run.data()), run.size()});
-              crcs[k] ^= crc64_advance(crc64_update(0, run), total - begin - run.size());
-            });
+        crcs[k] = for_each_slab_run(f, packed, [&](std::uint64_t at, std::span<std::byte> run) {
+          file.write_at(plan.offsets[k] + at,
+                        {reinterpret_cast<const char*>(run.data()), run.size()});
+        });
       }
     });
     crcs = combine_over_ranks(comm, std::move(crcs));
@@ -212,13 +239,7 @@ void Simulation::checkpoint(const std::filesystem::path& path) const {
                      s.integrals,
                      std::vector<std::string>(s.rebound.begin(), s.rebound.end())};
     for (const auto& f : s.current) {
-      FieldPart part{f.get(), f->shape(), std::vector<std::int64_t>(f->shape().size(), 0)};
-      if (!s.shard.global.empty()) {
-        const std::size_t lead = part.whole.size() - s.shard.global.size();
-        std::copy(s.shard.global.begin(), s.shard.global.end(), part.whole.begin() + lead);
-        std::copy(s.shard.offset.begin(), s.shard.offset.end(), part.offset.begin() + lead);
-      }
-      n.fields.push_back(std::move(part));
+      n.fields.push_back(part_of(f.get(), s.shard));
     }
     nodes.push_back(std::move(n));
   }
@@ -233,7 +254,7 @@ void Snapshot::checkpoint(const std::filesystem::path& path) const {
     names[i] = d.node->layout().integrals;
     CheckpointNode n{d.node.get(), {}, &names[i], d.integrals, d.rebound};
     for (const auto& f : d.fields) {
-      n.fields.push_back({f.get(), f->shape(), std::vector<std::int64_t>(f->shape().size(), 0)});
+      n.fields.push_back(part_of(f.get(), {}));
     }
     nodes.push_back(std::move(n));
   }
@@ -487,7 +508,7 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
   struct SlabRead {
     Field* target;
     const FieldRecord* saved;
-    std::vector<std::int64_t> offset;
+    FieldPart part; // of target
   };
   std::vector<SlabRead> reads;
   for (std::size_t n = 0; n < records.size(); ++n) {
@@ -506,39 +527,26 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
         }
       }
       // The file holds the whole domain; a sharded rank keeps its slab of it.
-      std::vector<std::int64_t> whole_shape;
-      std::vector<std::int64_t> offset;
-      if (target != nullptr) {
-        whole_shape = target->shape();
-        offset.assign(whole_shape.size(), 0);
-        const std::size_t lead = whole_shape.size() - s.shard.global.size();
-        std::copy(s.shard.global.begin(), s.shard.global.end(), whole_shape.begin() + lead);
-        std::copy(s.shard.offset.begin(), s.shard.offset.end(), offset.begin() + lead);
-      }
-      std::int64_t whole_count = 1;
-      for (const std::int64_t n : whole_shape) {
-        whole_count *= n;
-      }
-      if (target == nullptr || static_cast<std::uint8_t>(target->dtype()) != saved.dtype ||
-          whole_shape != saved.shape ||
-          saved.byte_count !=
-              static_cast<std::size_t>(whole_count) * codegen::size_of(target->dtype())) {
+      const std::optional<FieldPart> part =
+          target != nullptr ? std::optional(part_of(target, s.shard)) : std::nullopt;
+      if (!part || static_cast<std::uint8_t>(target->dtype()) != saved.dtype ||
+          part->whole != saved.shape || saved.byte_count != whole_bytes(*part)) {
         throw Error(ErrorKind::usage,
                     format("{}: field \"{}\" of node \"{}\" ({}) does not match the node's "
                            "state field",
                            what, saved.name, record.name, shape_text(saved.shape)));
       }
       if (version >= k_first_split_version) {
-        reads.push_back({target, &saved, std::move(offset)});
+        reads.push_back({target, &saved, *part});
         continue;
       }
       const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(saved.bytes.data()),
                                              saved.bytes.size());
-      if (whole_shape == target->shape()) {
+      if (part->whole == target->shape()) {
         target->copy_interior_from(bytes);
       } else {
-        Field whole(saved.name, target->dtype(), whole_shape,
-                    std::vector<int>(whole_shape.size(), 0));
+        Field whole(saved.name, target->dtype(), part->whole,
+                    std::vector<int>(part->whole.size(), 0));
         whole.copy_interior_from(bytes);
         copy_slab(whole, *target, s.shard.offset, Direction::global_to_local);
       }
@@ -558,22 +566,16 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
                             : format("{}: cannot open", what),
                         errno);
       }
+      const std::string truncated = format("{}: truncated or corrupt", what);
       std::vector<std::byte> packed;
       for (std::size_t k = 0; k < reads.size(); ++k) {
         const SlabRead& r = reads[k];
-        const std::uint64_t element = codegen::size_of(r.target->dtype());
-        const std::uint64_t total = r.saved->byte_count;
-        packed.resize(static_cast<std::size_t>(r.target->interior_count()) * element);
-        detail::for_each_run(
-            r.saved->shape, r.offset, r.target->shape(),
-            [&](std::int64_t whole, std::int64_t at, std::int64_t count) {
-              const std::span<std::byte> run(packed.data() + static_cast<std::size_t>(at) * element,
-                                             static_cast<std::size_t>(count) * element);
-              const std::uint64_t begin = static_cast<std::uint64_t>(whole) * element;
-              posix::read_at(fd.get(), r.saved->offset + begin,
-                             {reinterpret_cast<char*>(run.data()), run.size()},
-                             format("{}: truncated or corrupt", what));
-              crcs[k] ^= crc64_advance(crc64_update(0, run), total - begin - run.size());
+        packed.resize(static_cast<std::size_t>(r.target->interior_count()) *
+                      codegen::size_of(r.target->dtype()));
+        crcs[k] =
+            for_each_slab_run(r.part, packed, [&](std::uint64_t at, std::span<std::byte> run) {
+              posix::read_at(fd.get(), r.saved->offset + at,
+                             {reinterpret_cast<char*>(run.data()), run.size()}, truncated);
             });
         r.target->copy_interior_from(packed);
       }

@@ -1,3 +1,7 @@
+// Simulation: its construction (node agreement, decomposition, memory estimate, kernel requests,
+// static data, binding, state) and the public accessors. One idea, building a simulation, whose
+// stages share Impl's state and run in this file's order, which is why it is over 700 lines; the
+// step loop is stepper.cpp, checkpoints checkpoint.cpp, snapshots snapshot.cpp.
 #include <uwjit/runtime/simulation.hpp>
 
 #include "memory_budget.hpp"

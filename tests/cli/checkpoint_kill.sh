@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# CLI suite: a sharded job killed (SIGKILL, every rank and mpiexec) at random moments while it
-# checkpoints over an earlier checkpoint leaves the old file or the new one, never a torn one:
-# every file found afterwards restores, its checksums checked.
+# CLI suite: a sharded job killed (SIGKILL, every rank and mpiexec) while it checkpoints over an
+# earlier checkpoint, at a random moment of the job or just after its temporary appears, leaves
+# the old file or the new one, never a torn one: every file found afterwards restores, its
+# checksums checked.
 mpiexec=$1
 uwjit=$2
 trials=${3:-50}
@@ -9,7 +10,7 @@ trials=${3:-50}
 export UWJIT_LOG_LEVEL=off
 cd "$sandbox" || exit 1
 
-run "$uwjit" run heat --size 96 --steps 2 --checkpoint base.ckpt --output out
+run "$uwjit" run heat --size 128 --steps 2 --checkpoint base.ckpt --output out
 expect_code 0 "a checkpoint to start from"
 cp base.ckpt job.ckpt
 # One uninterrupted job first: it compiles the kernels and says how long a job takes.
@@ -21,6 +22,7 @@ took_ms=$((($(date +%s%N) - start) / 1000000))
 
 old=0
 new=0
+during=0
 RANDOM=7 # the same moments on every run of the suite
 for trial in $(seq 1 "$trials"); do
   before=$(sha256sum job.ckpt | cut -c1-64)
@@ -28,7 +30,20 @@ for trial in $(seq 1 "$trials"); do
   setsid "$mpiexec" -np 2 "$uwjit" run heat --shard x --restore base.ckpt \
     --steps $((1 + trial % 3)) --checkpoint job.ckpt --output out >/dev/null 2>&1 &
   job=$!
-  sleep "$(awk -v r=$RANDOM -v t="$took_ms" 'BEGIN { printf "%.3f", (0.3 + 0.9 * r / 32767) * t / 1000 }')"
+  if [ $((trial % 2)) = 0 ]; then
+    # Anywhere in the job.
+    sleep "$(awk -v r=$RANDOM -v t="$took_ms" 'BEGIN { printf "%.3f", (0.3 + 0.9 * r / 32767) * t / 1000 }')"
+  else
+    # Inside the write: once the ranks' temporary exists (or, for a writer that wrote in place,
+    # once the checkpoint's name is another file), then up to 4 ms later.
+    inode=$(stat -c %i job.ckpt)
+    while kill -0 "$job" 2>/dev/null && ! compgen -G '.uwjit-tmp.job.ckpt.*' >/dev/null &&
+      [ "$(stat -c %i job.ckpt 2>/dev/null)" = "$inode" ]; do
+      sleep 0.001
+    done
+    sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.4f", 0.004 * r / 32767 }')"
+  fi
+  compgen -G '.uwjit-tmp.job.ckpt.*' >/dev/null && during=$((during + 1))
   kill -KILL -- -"$job" 2>/dev/null
   wait "$job" 2>/dev/null
   pkill -KILL -f -- "--checkpoint job.ckpt" 2>/dev/null # a rank that outlived its launcher
@@ -43,5 +58,7 @@ for trial in $(seq 1 "$trials"); do
   fi
   rm -f .uwjit-tmp.* # a killed writer's temporary: never under the checkpoint's name
 done
-echo "$trials kills: the old checkpoint $old times, a new one $new times (a job takes ${took_ms} ms)"
+echo "$trials kills ($during with the checkpoint's temporary present): the old checkpoint $old times, a new one $new times (a job takes ${took_ms} ms)"
+# The kills that matter are those during the write: without them the suite proves nothing.
+[ "$during" -ge $((trials / 5)) ] && ok || fail "only $during of $trials kills landed during a write"
 finish

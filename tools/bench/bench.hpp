@@ -65,6 +65,9 @@ struct Summary {
 };
 
 [[nodiscard]] Summary summarise(std::vector<double> values);
+/// The largest and the sum of a JSON list of numbers (0 for an empty list).
+[[nodiscard]] double max_of(const Json& list);
+[[nodiscard]] double sum_of(const Json& list);
 [[nodiscard]] Json to_json(const Summary& summary);
 
 /// Named series of samples, e.g. "jit_ms" → one value per round.

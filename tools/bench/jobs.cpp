@@ -53,14 +53,6 @@ Json mpi_job(const Options& options, int np, const std::filesystem::path& cache,
   return result.json();
 }
 
-double max_of(const Json& list) {
-  double worst = 0;
-  for (const auto& v : list) {
-    worst = std::max(worst, v.get<double>());
-  }
-  return worst;
-}
-
 Json request_child_args(const Options& options, const std::filesystem::path& cache,
                         const std::string& kernel) {
   return Json::array({helper(options, "uwjit-bench"), "--child", "request", "--cache",

@@ -55,22 +55,6 @@ std::pair<double, double> plain_write_read(const std::filesystem::path& path, st
   return {write_ms, read_ms};
 }
 
-double sum_of(const Json& list) {
-  double total = 0;
-  for (const auto& v : list) {
-    total += v.get<double>();
-  }
-  return total;
-}
-
-double max_in(const Json& list) {
-  double worst = 0;
-  for (const auto& v : list) {
-    worst = std::max(worst, v.get<double>());
-  }
-  return worst;
-}
-
 } // namespace
 
 void scale_section(const Options& options, Report& report) {
@@ -106,7 +90,7 @@ void scale_section(const Options& options, Report& report) {
       const Json job = result.json();
       const std::string p = format("np{}_", np);
       const auto bytes = job["checkpoint_bytes"].get<double>();
-      rss_per_rank[np] = max_in(job["peak_rss_kb"]) / 1024;
+      rss_per_rank[np] = max_of(job["peak_rss_kb"]) / 1024;
       rss_job[np] = sum_of(job["peak_rss_kb"]) / 1024;
       series.add(p + "peak_rss_mb_per_rank", rss_per_rank[np]);
       series.add(p + "peak_rss_mb_job", rss_job[np]);

@@ -66,6 +66,22 @@ Json finite(double value) {
 }
 } // namespace
 
+double max_of(const Json& list) {
+  double worst = 0;
+  for (const auto& v : list) {
+    worst = std::max(worst, v.get<double>());
+  }
+  return worst;
+}
+
+double sum_of(const Json& list) {
+  double total = 0;
+  for (const auto& v : list) {
+    total += v.get<double>();
+  }
+  return total;
+}
+
 Json to_json(const Summary& summary) {
   return {{"median", finite(summary.median)},
           {"min", finite(summary.min)},
