@@ -172,13 +172,18 @@ std::string_view KernelWriter::warp_sum_text() noexcept {
          "}\n";
 }
 
-std::array<unsigned, 3> cell_grid(const uwjit_kernel_args& args, std::size_t rank,
-                                  unsigned block) noexcept {
+CellLaunch cell_launch(const uwjit_kernel_args& args, std::size_t rank,
+                       unsigned most_threads) noexcept {
   auto box = [&](std::size_t d) {
     return static_cast<unsigned>(args.update_end[d] - args.update_begin[d]);
   };
-  return {(box(rank - 1) + block - 1) / block, rank > 1 ? box(rank - 2) : 1U,
-          rank > 2 ? box(0) : 1U};
+  constexpr unsigned k_warp = 32;
+  const unsigned most = std::max(k_warp, most_threads / k_warp * k_warp);
+  const unsigned row = box(rank - 1);
+  const unsigned blocks = (row + most - 1) / most;
+  const unsigned threads =
+      blocks == 0 ? most : ((row + blocks - 1) / blocks + k_warp - 1) / k_warp * k_warp;
+  return {{blocks, rank > 1 ? box(rank - 2) : 1U, rank > 2 ? box(0) : 1U}, threads};
 }
 
 } // namespace uwjit::codegen

@@ -147,11 +147,11 @@ void CudaDevice::download(const cuda::DeviceMemory& from, Field& field) {
 }
 
 void CudaDevice::run(cuda::Function function, const uwjit_kernel_args& args,
-                     std::array<unsigned, 3> grid) {
+                     std::array<unsigned, 3> grid, unsigned block) {
   uwjit_kernel_args by_value = args;
   void* arguments[] = {&by_value};
-  driver().check(driver().api().cuLaunchKernel(function, grid[0], grid[1], grid[2], k_block_threads,
-                                               1, 1, 0, nullptr, arguments, nullptr),
+  driver().check(driver().api().cuLaunchKernel(function, grid[0], grid[1], grid[2], block, 1, 1, 0,
+                                               nullptr, arguments, nullptr),
                  "cuLaunchKernel", ErrorKind::kernel);
 }
 
@@ -200,7 +200,8 @@ void CudaDevice::run_halo_kernel(const LoadedModule& kernel, const HaloTables& t
   args.extents = reinterpret_cast<const uw_i64*>(base + offsetof(HaloTables, extents));
   args.params = reinterpret_cast<const double*>(base + offsetof(HaloTables, params));
   run(kernel.function(), args,
-      {static_cast<unsigned>((threads + k_block_threads - 1) / k_block_threads), 1, 1});
+      {static_cast<unsigned>((threads + k_block_threads - 1) / k_block_threads), 1, 1},
+      k_block_threads);
 }
 
 void CudaDevice::use_layers_kernel(engine::Engine& engine, codegen::Dtype dtype,
@@ -338,11 +339,11 @@ void CudaDevice::launch(DeviceStage& stage, const uwjit_kernel_args& args,
   device_args.params = stage.params->as<const double>();
   device_args.integrals = stage.integrals->as<double>();
   device_args.check = nullptr;
-  const auto grid = codegen::cell_grid(device_args, rank, k_block_threads);
-  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) {
+  const auto launch = codegen::cell_launch(device_args, rank, k_block_threads);
+  if (launch.grid[0] == 0 || launch.grid[1] == 0 || launch.grid[2] == 0) {
     return; // an empty box
   }
-  run(stage.code->function(), device_args, grid);
+  run(stage.code->function(), device_args, launch.grid, launch.block);
 }
 
 void CudaDevice::read_integrals(DeviceStage& stage, std::span<double> sums) {

@@ -158,7 +158,9 @@ private:
     std::unique_ptr<cuda::PinnedMemory> host;
     std::unique_ptr<cuda::DeviceMemory> device;
   };
-  void run(cuda::Function function, const uwjit_kernel_args& args, std::array<unsigned, 3> grid);
+  // Launches `function` over `grid` in blocks of `block` threads on x.
+  void run(cuda::Function function, const uwjit_kernel_args& args, std::array<unsigned, 3> grid,
+           unsigned block);
   // Launches a halo kernel with `tables` (uploaded once per distinct value) over `threads`.
   void run_halo_kernel(const LoadedModule& kernel, const HaloTables& tables, std::int64_t threads);
   // Each axis's layers next to its faces: the interior's (`interior`) or the halos'.
@@ -180,7 +182,8 @@ private:
   std::map<std::array<char, sizeof(HaloTables)>, std::unique_ptr<cuda::DeviceMemory>> m_halo_tables;
 };
 
-/// Threads per block of every launch: a multiple of 32, as the cell form needs.
+/// Threads per block of a halo kernel's launch, and the most of a cell-form kernel's
+/// (codegen::cell_launch fits its blocks to the rows): a multiple of 32, as the cell form needs.
 inline constexpr unsigned k_block_threads = 128;
 /// The most blocks a launch may have along y and z (CUDA's grid limit there).
 inline constexpr std::int64_t k_max_grid_rows = 65535;

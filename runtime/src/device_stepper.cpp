@@ -98,7 +98,7 @@ void Simulation::Impl::request_on_device(std::vector<Emitted>& emitted,
 }
 
 void Simulation::Impl::make_device_state(NodeState& s) {
-  // A launch has one block row per cell along every axis but the last (cell_grid), and a grid
+  // A launch has one block row per cell along every axis but the last (cell_launch), and a grid
   // takes at most 65535 along y and z.
   const std::size_t rank = s.shard.extent.size();
   for (std::size_t d = 0; d + 1 < rank; ++d) {

@@ -76,10 +76,10 @@ void launch(uwjit::cuda::Function function, uwjit_test::KernelCall& call, const 
   args.integrals = integrals.as<double>();
   args.check = nullptr;
 
-  const auto grid = uwjit::codegen::cell_grid(args, rank, k_block);
+  const auto launch = uwjit::codegen::cell_launch(args, rank, k_block);
   void* arguments[] = {&args};
-  check(driver().api().cuLaunchKernel(function, grid[0], grid[1], grid[2], k_block, 1, 1, 0,
-                                      nullptr, arguments, nullptr),
+  check(driver().api().cuLaunchKernel(function, launch.grid[0], launch.grid[1], launch.grid[2],
+                                      launch.block, 1, 1, 0, nullptr, arguments, nullptr),
         "cuLaunchKernel");
   check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
   for (std::size_t o = 0; o < out.size(); ++o) {

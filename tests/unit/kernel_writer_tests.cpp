@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
+
 #include <string>
 
 using uwjit::codegen::Dtype;
@@ -571,5 +573,39 @@ TEST_CASE("a reach beyond a halo that every cell makes is refused when the kerne
     w.for_each_cell({.indices = {"i", "j"}}, "u_out(0, i, j) = u(0, i - 2, j);");
     CHECK(contains(usage_error([&] { (void)w.halo_reads(); }),
                    "u(0, i - 2, j) at line 1, column 18 of the cell's text reads \"u\" 2 cells"));
+  }
+}
+
+TEST_CASE("a GPU launch fits its blocks to the rows: no more warps than a row needs") {
+  uwjit_kernel_args args{};
+  auto launch = [&](std::int64_t rows_z, std::int64_t rows_y, std::int64_t row) {
+    args.update_begin[0] = 2; // a box off the origin: its extents count, not its place
+    args.update_end[0] = 2 + rows_z;
+    args.update_end[1] = rows_y;
+    args.update_end[2] = row;
+    return uwjit::codegen::cell_launch(args, 3);
+  };
+  auto shape = [](const uwjit::codegen::CellLaunch& l) {
+    return std::array<unsigned, 4>{l.grid[0], l.grid[1], l.grid[2], l.block};
+  };
+  CHECK(shape(launch(5, 7, 192)) == std::array<unsigned, 4>{2, 7, 5, 96}); // not 2 of 128
+  CHECK(shape(launch(5, 7, 256)) == std::array<unsigned, 4>{2, 7, 5, 128});
+  CHECK(shape(launch(5, 7, 129)) == std::array<unsigned, 4>{2, 7, 5, 96}); // 65 + 64 cells
+  CHECK(shape(launch(5, 7, 10)) == std::array<unsigned, 4>{1, 7, 5, 32});  // one warp
+  CHECK(shape(launch(5, 7, 640)) == std::array<unsigned, 4>{5, 7, 5, 128});
+  CHECK(launch(5, 7, 0).grid[0] == 0); // an empty box launches nothing
+  // Fewer axes: the row is the last axis, the others fill y then z.
+  args = {};
+  args.update_end[0] = 4;
+  args.update_end[1] = 100;
+  const auto two = uwjit::codegen::cell_launch(args, 2);
+  CHECK(shape(two) == std::array<unsigned, 4>{1, 4, 1, 128});
+  // Every launch covers its row, in whole warps, within the limit asked for.
+  for (std::int64_t row = 1; row <= 1000; ++row) {
+    const auto l = launch(1, 1, row);
+    CHECK(l.block % 32 == 0);
+    CHECK(l.block <= 128);
+    CHECK(std::int64_t{l.grid[0]} * l.block >= row);
+    CHECK(std::int64_t{l.grid[0]} * l.block - row < std::int64_t{32} * l.grid[0]);
   }
 }

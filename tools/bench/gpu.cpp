@@ -56,7 +56,7 @@ struct DeviceKernel {
   std::vector<std::unique_ptr<DeviceMemory>> memory;
   std::vector<std::pair<DevicePtr, std::size_t>> outputs; ///< the state it writes, and its bytes
   uwjit_kernel_args args{};
-  std::array<unsigned, 3> grid{};
+  codegen::CellLaunch launch; ///< the runtime's launch of it (codegen::cell_launch)
   std::shared_ptr<const codegen::KernelSource> source; ///< its GPU form
   cuda::Module nvrtc_module = nullptr;     ///< the same cells compiled by NVRTC, when it could
   cuda::Function nvrtc_function = nullptr; ///< be
@@ -120,7 +120,7 @@ DeviceKernel load(engine::Engine& engine, const engine::Target& target, const st
       upload(host.params.data(), host.params.size() * sizeof(double)));
   k.args.integrals = reinterpret_cast<double*>(
       upload(host.integrals.data(), host.integrals.size() * sizeof(double)));
-  k.grid = codegen::cell_grid(k.args, node->domain().size(), k_block);
+  k.launch = codegen::cell_launch(k.args, node->domain().size(), k_block);
   return k;
 }
 
@@ -131,8 +131,9 @@ double time_launches(DeviceKernel& k, cuda::Function function, int launches) {
   check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
   const auto start = Clock::now();
   for (int l = 0; l < launches; ++l) {
-    check(driver().api().cuLaunchKernel(function, k.grid[0], k.grid[1], k.grid[2], k_block, 1, 1, 0,
-                                        nullptr, arguments, nullptr),
+    check(driver().api().cuLaunchKernel(function, k.launch.grid[0], k.launch.grid[1],
+                                        k.launch.grid[2], k.launch.block, 1, 1, 0, nullptr,
+                                        arguments, nullptr),
           "cuLaunchKernel");
   }
   check(driver().api().cuCtxSynchronize(), "cuCtxSynchronize");
@@ -242,7 +243,8 @@ void gpu_section(const Options& options, Report& report) {
   section["method"] =
       "device 0; each node's GPU kernel (runtime::node_kernels, gpu) compiled in process to PTX "
       "with the disk cache off, loaded with cuModuleLoadDataEx, launched back to back on the "
-      "node's initial state over the whole interior in blocks of 128 threads; then the same "
+      "node's initial state over the whole interior as the runtime launches it (blocks of at "
+      "most 128 threads fitted to the rows: codegen::cell_launch); then the same "
       "nodes stepped by a Simulation on the device (SimulationOptions::device); per round the "
       "fastest of the repetitions; a cuMemcpyDtoD of 1 GiB counts 2 GiB moved; a kernel's "
       "bytes per cell are its buffers' sizes over its cells (each read or written once); where "

@@ -97,12 +97,21 @@ enum class HaloReads {
 /// "within" or "unknown".
 [[nodiscard]] std::string_view to_string(HaloReads reads) noexcept;
 
-/// The grid of a GPU launch of a cell-form kernel (KernelWriter::for_each_cell, written for a
-/// GPU) over the update box in `args`, for a domain of `rank` axes and blocks of `block` threads
-/// on x (a multiple of 32): ceil(n_last / block) blocks on x, the box's extent on the axis before
-/// on y, that of the first of three on z (1 where the domain has no such axis).
-[[nodiscard]] std::array<unsigned, 3> cell_grid(const uwjit_kernel_args& args, std::size_t rank,
-                                                unsigned block) noexcept;
+/// A GPU launch of a cell-form kernel: blocks of `block` threads on x over `grid`.
+struct CellLaunch {
+  std::array<unsigned, 3> grid{};
+  unsigned block = 0;
+};
+
+/// The launch of a cell-form kernel (KernelWriter::for_each_cell, written for a GPU) over the
+/// update box in `args`, for a domain of `rank` axes, with at most `most_threads` threads per
+/// block (a multiple of 32): each row of n cells along the last axis gets b = ceil(n /
+/// most_threads) blocks of ceil(n / b) threads rounded up to a warp, so that no more warps run
+/// than the row needs (192 cells: two blocks of 96, not two of 128 with a quarter idle); the
+/// box's extent on the axis before is the grid's y, that of the first of three its z (1 where
+/// the domain has no such axis). An empty box gives a grid with a 0.
+[[nodiscard]] CellLaunch cell_launch(const uwjit_kernel_args& args, std::size_t rank,
+                                     unsigned most_threads = 128) noexcept;
 
 /// Whether a kernel written by a KernelWriter assumes `buffer` 64-byte aligned: every state
 /// buffer, and static arrays with halos (the runtime pads those into a copy of its own); a static
@@ -235,12 +244,11 @@ public:
   /// param and integral in scope. On a CPU the writer emits loops over the box, the last axis
   /// innermost (vectorised; a runtime slices the box over its threads); for a GPU (gpu(true)),
   /// one thread per cell of the box, launched in blocks of B threads on x (B a multiple of 32)
-  /// over the grid cell_grid() gives; the
-  /// integrals (args->integrals, device memory, zeroed before the launch) receive each warp's
-  /// sum, folded by shuffles, through one atomic addition per warp. The text must not `return`,
-  /// `break` or `continue` out of the cell. A kernel has either a body() or one for_each_cell();
-  /// Error(usage) naming the kernel if it has both, if the index count is not the domain's or an
-  /// index name is not free.
+  /// over the grid cell_launch() gives; the integrals (args->integrals, device memory, zeroed
+  /// before the launch) receive each warp's sum, folded by shuffles, through one atomic addition
+  /// per warp. The text must not `return`, `break` or `continue` out of the cell. A kernel has
+  /// either a body() or one for_each_cell(); Error(usage) naming the kernel if it has both, if the
+  /// index count is not the domain's or an index name is not free.
   void for_each_cell(CellLoop loop, std::string_view text);
 
   /// Whether the kernel is written in the cell form.
