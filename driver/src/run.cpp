@@ -79,8 +79,9 @@ ArgSpec run_spec(const Program& program, std::span<const NodeKind> kinds) {
     std::string name = kind.type;
     name.resize(std::max<std::size_t>(name.size() + 2, 12), ' ');
     kinds_text += "  " + name + kind.summary + "\n" + std::string(14, ' ') + "--size: " +
-                  (kind.sized ? kind.size_help : std::string("not taken (set the node params with "
-                                                             "--set)")) +
+                  (kind.sized ? kind.size_help
+                              : std::string("not taken (set the node params with "
+                                            "--set)")) +
                   "\n" + std::string(14, ' ') + "--shard: " +
                   (kind.shard_help.empty() ? std::string("cannot be sharded") : kind.shard_help) +
                   "\n";
@@ -375,9 +376,9 @@ int run(const Program& program, std::span<const NodeKind> kinds,
     if (const auto text = args.get("--steps")) {
       requested_steps = parse_count("--steps", *text, 0);
     } else if (!kind->default_steps) {
-      throw Error(ErrorKind::usage,
-                  format("--steps: node kind \"{}\" has no default run length; give --steps N",
-                         type));
+      throw Error(
+          ErrorKind::usage,
+          format("--steps: node kind \"{}\" has no default run length; give --steps N", type));
     }
     if (const auto text = args.get("--output-every")) {
       output_every = parse_count("--output-every", *text, 1);
@@ -492,17 +493,14 @@ int run(const Program& program, std::span<const NodeKind> kinds,
     }
   };
   // The time series: the fields every N steps (from the first step of this run), and the
-  // collection that ParaView opens as one dataset over time. Rank 0 alone writes each file.
+  // collection that ParaView opens as one dataset over time. Sharded, each rank writes its slab's
+  // piece and rank 0 the index (write_node_vtk: collective, nothing gathered).
   std::vector<runtime::VtkSeriesEntry> series;
   auto write_series = [&]() {
-    const runtime::Snapshot whole = simulation->gathered(); // collective
-    if (!lead) {
-      return;
-    }
     attempt([&] {
       const auto name = series_name(node.name(), simulation->steps_taken());
-      for (const auto& file : node.write_vtk(whole, output_dir, name)) {
-        series.push_back({file.filename(), static_cast<double>(whole.steps_taken()) * dt});
+      for (const auto& file : simulation->write_node_vtk(node.name(), output_dir, name)) {
+        series.push_back({file.filename(), static_cast<double>(simulation->steps_taken()) * dt});
       }
     });
   };
@@ -559,11 +557,11 @@ int run(const Program& program, std::span<const NodeKind> kinds,
   std::optional<std::filesystem::path> collection;
   std::vector<std::filesystem::path> plots;
   bool checkpointed = false;
+  attempt([&] { // collective, as write_series
+    const auto written = simulation->write_node_vtk(node.name(), output_dir, node.name());
+    outputs.insert(outputs.end(), written.begin(), written.end());
+  });
   if (lead) {
-    attempt([&] {
-      const auto written = node.write_vtk(whole, output_dir, node.name());
-      outputs.insert(outputs.end(), written.begin(), written.end());
-    });
     if (!series.empty()) {
       attempt([&] {
         const auto path = output_dir / (node.name() + ".pvd");
@@ -573,9 +571,10 @@ int run(const Program& program, std::span<const NodeKind> kinds,
     }
     if (plot) {
       attempt([&] {
-        plots = write_plots(kind->figures ? kind->figures(node, whole) : default_figures(node, whole),
-                            {type, whole.steps_taken(), static_cast<double>(whole.steps_taken()) * dt},
-                            output_dir, node.name());
+        plots =
+            write_plots(kind->figures ? kind->figures(node, whole) : default_figures(node, whole),
+                        {type, whole.steps_taken(), static_cast<double>(whole.steps_taken()) * dt},
+                        output_dir, node.name());
       });
     }
   }
@@ -629,7 +628,9 @@ int run(const Program& program, std::span<const NodeKind> kinds,
   }
   std::cout.flush();
   for (const auto& failure : failures) {
-    std::cerr << program.name << ": error: " << failure << "\n";
+    if (lead) { // a collective failure is every rank's: said once
+      std::cerr << program.name << ": error: " << failure << "\n";
+    }
   }
   if (!failures.empty()) {
     return 1;

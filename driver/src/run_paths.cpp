@@ -4,8 +4,8 @@
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/posix_file.hpp>
 
-#include <sys/stat.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,7 +36,8 @@ void check_writable_directory(std::string_view command, std::string_view option,
   std::error_code error;
   if (std::filesystem::exists(directory, error) &&
       !std::filesystem::is_directory(directory, error)) {
-    path_error(command, option, shown, format("{} exists and is not a directory", directory.string()));
+    path_error(command, option, shown,
+               format("{} exists and is not a directory", directory.string()));
   }
   std::filesystem::create_directories(directory, error);
   if (error) {
@@ -94,16 +95,22 @@ void check_restore(std::string_view command, const std::filesystem::path& file) 
 
 void check_checkpoint_apart(std::string_view command, const std::filesystem::path& checkpoint,
                             const std::filesystem::path& output, std::string_view node) {
-  if (!same_directory(directory_of(checkpoint), output)) {
-    return;
-  }
+  const auto named_for_node = [&](const std::string& name) {
+    return name == node || name.starts_with(std::string(node) + ".") ||
+           name.starts_with(std::string(node) + "_");
+  };
+  const std::filesystem::path directory = directory_of(checkpoint);
   const std::string name = checkpoint.filename().string();
   const std::string extension = checkpoint.extension().string();
-  const bool named_for_node =
-      name.starts_with(std::string(node) + ".") || name.starts_with(std::string(node) + "_");
   constexpr std::array<std::string_view, 5> k_written = {".vti", ".vtu", ".pvd", ".png", ".pvti"};
-  if (named_for_node &&
-      std::find(k_written.begin(), k_written.end(), extension) != k_written.end()) {
+  // In --output, the files named above; in NODE/ or NODE_STEP/ there, a sharded run's pieces.
+  const bool written_here =
+      same_directory(directory, output) && named_for_node(name) &&
+      std::find(k_written.begin(), k_written.end(), extension) != k_written.end();
+  const bool a_piece = extension == ".vti" && named_for_node(name) &&
+                       named_for_node(directory.filename().string()) &&
+                       same_directory(directory_of(directory), output);
+  if (written_here || a_piece) {
     path_error(command, "--checkpoint", checkpoint,
                format("is one of the files this run writes in --output {} (the fields, their "
                       "series and pictures of node \"{}\"); choose another name",

@@ -19,8 +19,9 @@ void check_checkpoint(std::string_view command, const std::filesystem::path& fil
 void check_restore(std::string_view command, const std::filesystem::path& file);
 
 /// The checkpoint is not one of the files the run writes in `output` for node `node`: NODE.vti,
-/// NODE.vtu, NODE.pvd and NODE_*.{vti,vtu,png} (the series and the pictures). Directories are
-/// compared by identity, so that another spelling of the same directory is found.
+/// NODE.pvti, NODE.vtu, NODE.pvd and NODE_*.{vti,pvti,vtu,png} (the series and the pictures),
+/// nor a sharded run's piece (NODE_*.vti in NODE/ or NODE_*/ there). Directories are compared
+/// by identity, so that another spelling of the same directory is found.
 void check_checkpoint_apart(std::string_view command, const std::filesystem::path& checkpoint,
                             const std::filesystem::path& output, std::string_view node);
 

@@ -368,6 +368,10 @@ Verdict FvmNode::check(const runtime::Snapshot& simulation, const Trace& trace) 
   return verdict;
 }
 
+std::optional<runtime::VtkImage> FvmNode::vtk_image(const runtime::Snapshot& /*simulation*/) const {
+  return std::nullopt;
+}
+
 std::vector<std::filesystem::path> FvmNode::write_vtk(const runtime::Snapshot& simulation,
                                                       const std::filesystem::path& directory,
                                                       std::string_view stem) const {

@@ -318,21 +318,20 @@ double HeatNode::continuum_deviation(std::int64_t nx) const {
   return std::abs(discrete_rate / (k * k) - 1.0);
 }
 
-std::vector<std::filesystem::path> HeatNode::write_vtk(const runtime::Snapshot& simulation,
-                                                       const std::filesystem::path& directory,
-                                                       std::string_view stem) const {
-  std::filesystem::create_directories(directory);
-  const auto path = directory / (std::string(stem) + ".vti");
-  runtime::ImageGeometry geometry;
-  geometry.cells = {m_n[0], m_n[1], m_n[2]};
+std::optional<runtime::VtkImage> HeatNode::vtk_image(const runtime::Snapshot& simulation) const {
+  const runtime::Slab& slab = simulation.slab(name()); // the cells u holds
   const runtime::Field& u = simulation.field(name(), "u");
-  const auto& kappa = simulation.bound_static_data(name()).at("kappa");
+  // The conductivity of the same cells: a slab's part of the array computes that slab alone.
+  const auto kappa =
+      simulation.bound_static_data(name()).at("kappa").part({slab.offset, slab.extent});
   runtime::Field kappa_field("kappa", runtime::Dtype::f64, kappa.shape(), {0, 0, 0});
   kappa_field.copy_interior_from(std::as_bytes(kappa.values<double>()));
-  const std::vector<runtime::VtkArray> arrays = {runtime::image_cells(u, 3),
-                                                 runtime::image_cells(kappa_field, 3)};
-  runtime::write_image_data(path, geometry, arrays, field_data(simulation));
-  return {path};
+  runtime::VtkImage image;
+  image.geometry.cells = {slab.extent[0], slab.extent[1], slab.extent[2]};
+  image.geometry.first = {slab.offset[0], slab.offset[1], slab.offset[2]};
+  image.cells = {runtime::image_cells(u, 3), runtime::image_cells(kappa_field, 3)};
+  image.field_data = field_data(simulation);
+  return image;
 }
 
 Figures HeatNode::figures(const runtime::Snapshot& simulation) const {

@@ -246,17 +246,4 @@ Verdict MlpNode::check(const runtime::Snapshot& simulation, const Trace& trace) 
   return verdict;
 }
 
-std::vector<std::filesystem::path> MlpNode::write_vtk(const runtime::Snapshot& simulation,
-                                                      const std::filesystem::path& directory,
-                                                      std::string_view stem) const {
-  std::filesystem::create_directories(directory);
-  const auto path = directory / (std::string(stem) + ".vti");
-  runtime::ImageGeometry geometry;
-  geometry.cells = {m_n[0], m_n[1], m_n[2]};
-  const std::vector<runtime::VtkArray> arrays = {
-      runtime::image_cells(simulation.field(name(), "u"), 3)};
-  runtime::write_image_data(path, geometry, arrays, field_data(simulation));
-  return {path};
-}
-
 } // namespace uwjit::nodes

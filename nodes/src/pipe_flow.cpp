@@ -395,13 +395,11 @@ Verdict PipeFlowNode::check(const runtime::Snapshot& simulation, const Trace& tr
   return verdict;
 }
 
-std::vector<std::filesystem::path> PipeFlowNode::write_vtk(const runtime::Snapshot& simulation,
-                                                           const std::filesystem::path& directory,
-                                                           std::string_view stem) const {
-  std::filesystem::create_directories(directory);
-  const auto path = directory / (std::string(stem) + ".vti");
+std::optional<runtime::VtkImage>
+PipeFlowNode::vtk_image(const runtime::Snapshot& simulation) const {
   const runtime::Field& f = simulation.field(name(), "f");
-  const std::int64_t nx = m_n[0], ny = m_n[1], nz = m_n[2];
+  const runtime::Slab& slab = simulation.slab(name()); // the cells f holds
+  const std::int64_t nx = slab.extent[0], ny = slab.extent[1], nz = slab.extent[2];
   const auto cells = static_cast<std::size_t>(nx * ny * nz);
   std::vector<double> density(cells);
   std::vector<double> velocity(3 * cells);
@@ -410,7 +408,7 @@ std::vector<std::filesystem::path> PipeFlowNode::write_vtk(const runtime::Snapsh
   for (std::int64_t z = 0; z < nz; ++z) { // VTK order: x fastest
     for (std::int64_t y = 0; y < ny; ++y) {
       for (std::int64_t x = 0; x < nx; ++x, ++at) {
-        wall[at] = solid(y, z) ? 1 : 0;
+        wall[at] = solid(slab.offset[1] + y, slab.offset[2] + z) ? 1 : 0;
         if (wall[at] != 0) {
           continue; // solid nodes carry no flow
         }
@@ -431,14 +429,14 @@ std::vector<std::filesystem::path> PipeFlowNode::write_vtk(const runtime::Snapsh
       }
     }
   }
-  runtime::ImageGeometry geometry;
-  geometry.cells = {nx, ny, nz};
-  const std::vector<runtime::VtkArray> arrays = {
-      runtime::VtkArray::of<double>("density", density),
-      runtime::VtkArray::of<double>("velocity", velocity, 3),
-      runtime::VtkArray::of<std::uint8_t>("pipe_wall", wall)};
-  runtime::write_image_data(path, geometry, arrays, field_data(simulation));
-  return {path};
+  runtime::VtkImage image;
+  image.geometry.cells = {nx, ny, nz};
+  image.geometry.first = {slab.offset[0], slab.offset[1], slab.offset[2]};
+  image.cells = {runtime::VtkArray::of<double>("density", density),
+                 runtime::VtkArray::of<double>("velocity", velocity, 3),
+                 runtime::VtkArray::of<std::uint8_t>("pipe_wall", wall)};
+  image.field_data = field_data(simulation);
+  return image;
 }
 
 Figures PipeFlowNode::figures(const runtime::Snapshot& simulation) const {

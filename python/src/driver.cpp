@@ -294,8 +294,9 @@ layout's integrals), steps (the step count after each record) and series(name).)
       });
 
   py::class_<runtime::Snapshot>(m, "Snapshot", R"doc(
-The whole state of a simulation at one step (Simulation.gathered(); what a NodeKind's check
-reads): steps_taken, nodes, field(node, field) (a copy of the whole domain), integrals(node).)doc")
+The state of a simulation at one step: of the whole domain (Simulation.gathered(); what a
+NodeKind's check reads) or of one rank's slab (Simulation.local_snapshot()): steps_taken, nodes,
+field(node, field) (a copy of the cells slab(node) names), integrals(node).)doc")
       .def_property_readonly("steps_taken", &runtime::Snapshot::steps_taken,
                              "Steps taken since the initial state.")
       .def_property_readonly(
@@ -314,7 +315,20 @@ reads): steps_taken, nodes, field(node, field) (a copy of the whole domain), int
             return interior_copy(s.field(node, field));
           },
           py::arg("node"), py::arg("field"),
-          "A COPY of state field `field` of node `node` over the whole domain.")
+          "A COPY of state field `field` of node `node` over the cells slab(node) names.")
+      .def(
+          "slab",
+          [](const runtime::Snapshot& s, std::string_view node) {
+            const auto& slab = s.slab(node);
+            py::dict out;
+            out["offset"] = py::tuple(py::cast(slab.offset));
+            out["extent"] = py::tuple(py::cast(slab.extent));
+            out["global"] = py::tuple(py::cast(slab.global));
+            return out;
+          },
+          py::arg("node"),
+          "The cells of node `node` this snapshot holds, per domain axis: {'offset', 'extent', "
+          "'global'} (tuples); the whole domain for Simulation.gathered().")
       .def(
           "integrals",
           [](const runtime::Snapshot& s, std::string_view node) {

@@ -406,7 +406,20 @@ Simulation alive. Raises UsageError naming what is missing.)doc")
           R"doc(
 A Snapshot of the whole simulation at this step (every node's state gathered from the ranks:
 collective when sharded), as C++ Simulation::gathered(): steps_taken, nodes, field(node, field),
-integrals(node).)doc")
+integrals(node). Sharded, every rank then holds the whole state: local_snapshot() gathers
+nothing.)doc")
+      .def(
+          "local_snapshot",
+          [](const PySimulation& self) {
+            const Turn turn(self);
+            const auto& simulation = self.get();
+            py::gil_scoped_release release;
+            return simulation.local_snapshot();
+          },
+          R"doc(
+A Snapshot of this rank's slab at this step (not collective, nothing gathered), as C++
+Simulation::local_snapshot(): field(node, field) holds the cells slab(node) names; the integrals
+are summed over the ranks. Serially, gathered().)doc")
       .def(
           "shard",
           [](const PySimulation& self, std::string_view node) {
@@ -596,9 +609,11 @@ rank reads only its slab of each field (from a file written at any rank count, o
 Writes every node's fields as VTK XML files in `directory` (made if missing) and returns their
 paths: a node as its write_vtk writes it (built-in nodes as `uwjit run` writes them; others as
 ImageData .vti, one cell array per state field, with step, time, dt, the kernel's key and the
-params as FieldData), named NODE.vti, or STEM_NODE.vti with a `stem`. Collective when sharded:
-rank 0 alone writes each file, and every rank returns the same paths or raises the same error.
-Raises IoError naming the directory or file that cannot be written.)doc");
+params as FieldData), named NODE.vti, or STEM_NODE.vti with a `stem`. Collective when sharded,
+and nothing is gathered: each rank writes the piece of its own slab (NODE/NODE_0000.vti, ...)
+and rank 0 the index NODE.pvti, which ParaView opens as one dataset; every rank returns the same
+paths or raises the same error. Raises IoError naming the directory or file that cannot be
+written.)doc");
 }
 
 } // namespace uwjit::python

@@ -251,6 +251,12 @@ void Snapshot::checkpoint(const std::filesystem::path& path) const {
   std::vector<std::vector<std::string>> names(m_nodes.size());
   for (std::size_t i = 0; i < m_nodes.size(); ++i) {
     const NodeData& d = m_nodes[i];
+    if (d.slab.extent != d.slab.global) {
+      throw Error(ErrorKind::usage,
+                  format("checkpoint: this snapshot holds a slab of node \"{}\", not its whole "
+                         "domain (Simulation::checkpoint writes a sharded simulation's file)",
+                         d.node->name()));
+    }
     names[i] = d.node->layout().integrals;
     CheckpointNode n{d.node.get(), {}, &names[i], d.integrals, d.rebound};
     for (const auto& f : d.fields) {

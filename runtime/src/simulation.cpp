@@ -598,6 +598,44 @@ Snapshot Simulation::gathered() const {
   return Snapshot(m_impl->steps, std::move(nodes));
 }
 
+Snapshot Simulation::local_snapshot() const {
+  if (!m_impl->decomposition) {
+    return gathered();
+  }
+  m_impl->pull_state();
+  const int rank = m_impl->decomposition->comm->rank();
+  std::vector<Snapshot::NodeData> nodes;
+  for (const NodeState& s : m_impl->states) {
+    Snapshot::NodeData data{s.node,
+                            {},
+                            s.integrals,
+                            s.node->static_data(), // built lazily: a slab's part computes it alone
+                            s.stages[0].binding.report,
+                            std::vector<std::string>(s.rebound.begin(), s.rebound.end())};
+    for (const auto& stage : s.stages) {
+      data.stage_reports.push_back(stage.binding.report);
+    }
+    const Layout whole = read_layout(*s.node);
+    const ShardInfo info = m_impl->decomposition->shard_of(whole, rank);
+    data.slab = Slab{info.offset, info.extent, info.global};
+    for (std::size_t i = 0; i < s.current.size(); ++i) {
+      const Field& mine = *s.current[i];
+      const StateField& f = whole.fields[i];
+      std::vector<std::int64_t> shape = f.components;
+      shape.insert(shape.end(), info.extent.begin(), info.extent.end());
+      std::vector<int> no_halo(shape.size(), 0);
+      auto field = std::make_shared<Field>(f.name, f.dtype, std::move(shape), std::move(no_halo));
+      std::string bytes(
+          static_cast<std::size_t>(mine.interior_count()) * codegen::size_of(mine.dtype()), '\0');
+      mine.copy_interior_to(std::as_writable_bytes(std::span(bytes)));
+      field->copy_interior_from(std::as_bytes(std::span(bytes)));
+      data.fields.push_back(std::move(field));
+    }
+    nodes.push_back(std::move(data));
+  }
+  return Snapshot(m_impl->steps, std::move(nodes));
+}
+
 std::int64_t Simulation::steps_taken() const noexcept {
   return m_impl->steps;
 }

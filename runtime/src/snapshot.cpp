@@ -10,13 +10,22 @@ namespace uwjit::runtime {
 Snapshot::Snapshot(std::int64_t steps, std::vector<NodeData> nodes)
     : m_steps(steps), m_nodes(std::move(nodes)) {
   std::set<std::string> names;
-  for (const auto& data : m_nodes) {
+  for (auto& data : m_nodes) {
     if (data.node == nullptr) {
       throw Error(ErrorKind::usage, "snapshot: a null node");
     }
     if (!names.insert(data.node->name()).second) {
       throw Error(ErrorKind::usage,
                   format("snapshot: two nodes are named \"{}\"", data.node->name()));
+    }
+    const auto domain = data.node->domain();
+    if (data.slab.global.empty()) {
+      data.slab = Slab::whole(domain);
+    } else if (data.slab.global != domain || data.slab.offset.size() != domain.size() ||
+               data.slab.extent.size() != domain.size()) {
+      throw Error(
+          ErrorKind::usage,
+          format("snapshot: node \"{}\": its slab is not one of its domain", data.node->name()));
     }
     m_node_list.push_back(data.node);
     m_reports.push_back(data.report);
@@ -61,6 +70,10 @@ std::span<const double> Snapshot::integrals(std::size_t node_index) const {
                                          node_index, m_nodes.size()));
   }
   return m_nodes[node_index].integrals;
+}
+
+const Slab& Snapshot::slab(std::string_view node) const {
+  return data_of(node).slab;
 }
 
 const StaticData& Snapshot::bound_static_data(std::string_view node) const {

@@ -29,6 +29,8 @@ std::string_view vtk_type(Dtype dtype) {
   throw Error(ErrorKind::usage, "vtk: unsupported dtype");
 }
 
+std::string xml_escaped(std::string_view text);
+
 void base64(std::string& out, const unsigned char* data, std::size_t size) {
   static constexpr char k_alphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -53,7 +55,7 @@ void base64(std::string& out, const unsigned char* data, std::size_t size) {
 // data, encoded as one stream (as VTK's own writer does for uncompressed data).
 void data_array(std::string& out, std::string_view name, Dtype dtype, int components,
                 std::span<const std::byte> bytes) {
-  out += format("        <DataArray type=\"{}\" Name=\"{}\"", vtk_type(dtype), name);
+  out += format("        <DataArray type=\"{}\" Name=\"{}\"", vtk_type(dtype), xml_escaped(name));
   if (components > 1) {
     out += format(" NumberOfComponents=\"{}\"", components);
   }
@@ -85,6 +87,13 @@ void cell_arrays(std::string& out, std::span<const VtkArray> arrays, std::int64_
     data_array(out, a.name, a.dtype, a.components, a.bytes);
   }
   out += "      </CellData>\n";
+}
+
+// An image's extent in VTK's form: the first and last point index of each axis.
+std::string extent_text(const std::array<std::int64_t, 3>& first,
+                        const std::array<std::int64_t, 3>& cells) {
+  return format("{} {} {} {} {} {}", first[0], first[0] + cells[0], first[1], first[1] + cells[1],
+                first[2], first[2] + cells[2]);
 }
 
 std::string number(double value) {
@@ -206,7 +215,7 @@ void write_image_data(const std::filesystem::path& path, const ImageGeometry& g,
       throw Error(ErrorKind::usage, format("vtk: {}: cells per axis must be >= 1", path.string()));
     }
   }
-  const std::string extent = format("0 {} 0 {} 0 {}", g.cells[0], g.cells[1], g.cells[2]);
+  const std::string extent = extent_text(g.first, g.cells);
   std::string out = "<?xml version=\"1.0\"?>\n"
                     "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"LittleEndian\" "
                     "header_type=\"UInt64\">\n";
@@ -217,6 +226,55 @@ void write_image_data(const std::filesystem::path& path, const ImageGeometry& g,
   out += format("    <Piece Extent=\"{}\">\n", extent);
   cell_arrays(out, cell_data, g.cells[0] * g.cells[1] * g.cells[2]);
   out += "    </Piece>\n  </ImageData>\n</VTKFile>\n";
+  posix::write_file_atomically(path, out, {.mode = 0644});
+}
+
+void write_image_data(const std::filesystem::path& path, const VtkImage& image) {
+  write_image_data(path, image.geometry, image.cells, image.field_data);
+}
+
+void write_parallel_image_data(const std::filesystem::path& path, const ImageGeometry& whole,
+                               std::span<const VtkArray> arrays, std::span<const VtkPiece> pieces) {
+  for (std::size_t a = 0; a < 3; ++a) {
+    if (whole.cells[a] < 1 || whole.first[a] != 0) {
+      throw Error(ErrorKind::usage, format("vtk: {}: the whole image's cells per axis must be >= "
+                                           "1 and its first cell 0",
+                                           path.string()));
+    }
+    for (const auto& piece : pieces) {
+      if (piece.cells[a] < 1 || piece.first[a] < 0 ||
+          piece.first[a] + piece.cells[a] > whole.cells[a]) {
+        throw Error(ErrorKind::usage,
+                    format("vtk: {}: piece {} (cells {} from {} on axis {}) is not within the "
+                           "image's {} cells",
+                           path.string(), piece.file.generic_string(), piece.cells[a],
+                           piece.first[a], a, whole.cells[a]));
+      }
+    }
+  }
+  std::string out = "<?xml version=\"1.0\"?>\n"
+                    "<VTKFile type=\"PImageData\" version=\"1.0\" byte_order=\"LittleEndian\" "
+                    "header_type=\"UInt64\">\n";
+  out += format("  <PImageData WholeExtent=\"{}\" GhostLevel=\"0\" Origin=\"{} {} {}\" "
+                "Spacing=\"{} {} {}\">\n",
+                extent_text(whole.first, whole.cells), number(whole.origin[0]),
+                number(whole.origin[1]), number(whole.origin[2]), number(whole.spacing[0]),
+                number(whole.spacing[1]), number(whole.spacing[2]));
+  out += "    <PCellData>\n";
+  for (const auto& a : arrays) {
+    out +=
+        format("      <PDataArray type=\"{}\" Name=\"{}\"", vtk_type(a.dtype), xml_escaped(a.name));
+    if (a.components > 1) {
+      out += format(" NumberOfComponents=\"{}\"", a.components);
+    }
+    out += "/>\n";
+  }
+  out += "    </PCellData>\n";
+  for (const auto& piece : pieces) {
+    out += format("    <Piece Extent=\"{}\" Source=\"{}\"/>\n",
+                  extent_text(piece.first, piece.cells), xml_escaped(piece.file.generic_string()));
+  }
+  out += "  </PImageData>\n</VTKFile>\n";
   posix::write_file_atomically(path, out, {.mode = 0644});
 }
 

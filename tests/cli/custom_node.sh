@@ -115,19 +115,24 @@ run "$advect" --restore "$sandbox/stopped.ckpt" --steps 2 --output "$out_dir/sto
 [ -n "$stopped_at" ] && [ "$(json 'd["steps_total"]' <<<"$out")" = $((stopped_at + 2)) ] && ok ||
   fail "the stopped run's checkpoint resumes from step $stopped_at"
 
-# Under MPI: two ranks, sharded along x, each in a directory of its own with the same relative
-# --output: rank 0 alone writes the output files (one writer per file), rank 1's directory stays
-# empty, and the sharded state equals the serial one. The checkpoint is one file that every rank
-# writes its slab of, so it goes where both ranks see it; a relative name that is another file on
-# each rank is refused on both, naming what is wrong.
+# Under MPI: two ranks, sharded along x, each in a directory of its own. The output and the
+# checkpoint are written by every rank, each its slab (nothing gathered), so they go where both
+# ranks see them: each rank writes its piece of the fields and rank 0 the index (.pvti) and the
+# series (.pvd), and the sharded state equals the serial one. A relative name that is another
+# directory or file on each rank is refused on both, naming what is wrong.
 if [ -n "$mpiexec" ]; then
   mkdir -p "$sandbox/rank0" "$sandbox/rank1"
-  run "$mpiexec" --oversubscribe -np 1 --wdir "$sandbox/rank0" "$advect" --size 16 --steps 12 --shard x --output out --checkpoint "$sandbox/sharded.ckpt" --output-every 4 --json : \
-    -np 1 --wdir "$sandbox/rank1" "$advect" --size 16 --steps 12 --shard x --output out --checkpoint "$sandbox/sharded.ckpt" --output-every 4 --json
+  run "$mpiexec" --oversubscribe -np 1 --wdir "$sandbox/rank0" "$advect" --size 16 --steps 12 --shard x --output "$sandbox/shared" --checkpoint "$sandbox/sharded.ckpt" --output-every 4 --json : \
+    -np 1 --wdir "$sandbox/rank1" "$advect" --size 16 --steps 12 --shard x --output "$sandbox/shared" --checkpoint "$sandbox/sharded.ckpt" --output-every 4 --json
   expect_code 0 "mpiexec -np 2 advect --shard x"
   [ "$(json 'd["ranks"], d["shard"], d["check"]["passed"]' <<<"$out")" = "(2, 'x', True)" ] && ok || fail "one report, of two ranks, checked"
-  [ -s "$sandbox/rank0/out/advect.vti" ] && [ -s "$sandbox/rank0/out/advect.pvd" ] && [ -s "$sandbox/sharded.ckpt" ] && ok || fail "rank 0 wrote the output and the series, the ranks the checkpoint"
-  [ -z "$(ls -A "$sandbox/rank1/out" 2>/dev/null)" ] && ok || fail "rank 1 wrote nothing: $(ls -A "$sandbox/rank1/out" 2>/dev/null)"
+  [ -s "$sandbox/shared/advect.pvti" ] && [ -s "$sandbox/shared/advect/advect_0001.vti" ] && [ -s "$sandbox/shared/advect.pvd" ] && [ -s "$sandbox/sharded.ckpt" ] && ok || fail "the ranks wrote their pieces, rank 0 the index and the series, the ranks the checkpoint"
+  grep -q 'file="advect_000012.pvti"' "$sandbox/shared/advect.pvd" && ok || fail "the series lists each step's index"
+  run "$mpiexec" --oversubscribe -np 1 --wdir "$sandbox/rank0" "$advect" --size 16 --steps 2 --shard x --output out : \
+    -np 1 --wdir "$sandbox/rank1" "$advect" --size 16 --steps 2 --shard x --output out
+  expect_code 1 "an output directory that is another directory on each rank"
+  expect_err 'rank 1 wrote its piece ".*out/advect/advect_0001.vti", which rank 0 does not see there \(do the ranks share the directory "out"\?\)' \
+    "the ranks that do not share the output directory are told so"
   run "$mpiexec" --oversubscribe -np 1 --wdir "$sandbox/rank0" "$advect" --size 16 --steps 2 --shard x --output apart --checkpoint apart.ckpt : \
     -np 1 --wdir "$sandbox/rank1" "$advect" --size 16 --steps 2 --shard x --output apart --checkpoint apart.ckpt
   expect_code 1 "a checkpoint name that is another file on each rank"
@@ -135,8 +140,8 @@ if [ -n "$mpiexec" ]; then
     "the ranks that do not share the checkpoint's directory are told so"
   [ ! -e "$sandbox/rank0/apart.ckpt" ] && [ -z "$(ls -A "$sandbox/rank0" | grep uwjit-tmp)" ] && ok || fail "nothing is left of the refused checkpoint"
   run "$advect" --size 16 --steps 12 --output "$out_dir/serial" --checkpoint "$sandbox/serial.ckpt"
-  cmp -s <(python3 -c 'import sys; print(open(sys.argv[1],"rb").read().split(b"<CellData>")[1].split(b"</CellData>")[0])' "$sandbox/rank0/out/advect.vti") \
-         <(python3 -c 'import sys; print(open(sys.argv[1],"rb").read().split(b"<CellData>")[1].split(b"</CellData>")[0])' "$out_dir/serial/advect.vti") &&
+  cmp -s <(python3 "$(dirname "$0")/vtk_arrays.py" "$sandbox/shared/advect.pvti") \
+         <(python3 "$(dirname "$0")/vtk_arrays.py" "$out_dir/serial/advect.vti") &&
     ok || fail "the sharded run's field equals the serial run's, bit for bit"
 fi
 

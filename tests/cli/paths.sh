@@ -49,12 +49,15 @@ expect_err 'out2/heat.vti.*is a FIFO, not a regular file' "the output's FIFO is 
 [ -p out2/heat.vti ] && ok || fail "the FIFO in --output is still a FIFO"
 
 # A checkpoint path that is one of the run's own outputs is refused before the run.
-for own in series/heat.pvd series/heat.vti series/heat_000001.vti series/heat_u.png; do
+mkdir -p series/heat_000001
+for own in series/heat.pvd series/heat.vti series/heat_000001.vti series/heat_u.png series/heat.pvti \
+  series/heat/heat_0001.vti series/heat_000001/heat_000001_0000.vti; do
   run "$uwjit" run heat --size 8 --steps 2 --output series --output-every 1 --checkpoint "$own"
   expect_code 1 "--checkpoint $own"
   expect_err "is one of the files this run writes in --output" "--checkpoint $own is refused"
 done
 [ ! -e series/heat.pvd ] && ok || fail "a refused run wrote its series"
+rm -rf series/heat_000001 series/heat
 run "$uwjit" run heat --size 8 --steps 2 --output series --checkpoint ./series/../series/heat.vti
 expect_code 1 "another spelling of the output directory"
 run "$uwjit" run heat --size 8 --steps 2 --output series --output-every 1 --checkpoint series/heat.ckpt

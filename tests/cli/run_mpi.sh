@@ -13,7 +13,13 @@ expect_out '^  2 ranks, sharded along x, halo exchange \(sync\) [0-9.]+ s per ra
   "the halo exchange time is reported"
 expect_out '^check: PASS$' "the sharded run passes the physics check"
 [ "$(grep -c '^check: ' <<<"$out")" -eq 1 ] && ok || fail "only rank 0 prints the report"
-[ -f "$sandbox/out/heat.vti" ] && ok || fail "rank 0 writes the gathered output"
+[ -f "$sandbox/out/heat.pvti" ] && [ -f "$sandbox/out/heat/heat_0000.vti" ] &&
+  [ -f "$sandbox/out/heat/heat_0001.vti" ] && ok || fail "each rank writes its piece, rank 0 the index"
+expect_out "^  $sandbox/out/heat.pvti$" "the output named is the index ParaView opens"
+run "$uwjit" run heat --size 13 --steps 60 --output "$sandbox/serial"
+cmp -s <(python3 "$(dirname "$0")/vtk_arrays.py" "$sandbox/out/heat.pvti") \
+  <(python3 "$(dirname "$0")/vtk_arrays.py" "$sandbox/serial/heat.vti") && ok ||
+  fail "the pieces joined hold the serial run's cells bit for bit"
 
 run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 60 --exchange overlap \
   --output "$sandbox/out"

@@ -481,26 +481,6 @@ private:
   bool m_by_slab;
 };
 
-// ProbeNode's layout, counting the calls of write_vtk on this rank.
-class CountingProbe final : public uwjit::runtime::Node {
-public:
-  CountingProbe() : Node("counting-probe", "probe", Params{}), m_inner(13, 1, Boundary::edge) {}
-  uwjit::runtime::NodeLayout layout() const override { return m_inner.layout(); }
-  void initial_state(uwjit::runtime::State& state) const override { m_inner.initial_state(state); }
-  void emit_update(uwjit::codegen::KernelWriter& w) const override { m_inner.emit_update(w); }
-  std::vector<std::filesystem::path> write_vtk(const uwjit::runtime::Snapshot& snapshot,
-                                               const std::filesystem::path& directory,
-                                               std::string_view stem) const override {
-    ++m_writes;
-    return Node::write_vtk(snapshot, directory, stem);
-  }
-  [[nodiscard]] std::uint64_t writes() const { return m_writes; }
-
-private:
-  ProbeNode m_inner;
-  mutable std::uint64_t m_writes = 0;
-};
-
 } // namespace
 
 MPI_TEST_CASE("a node that fills by slab is handed its rank's slab only, static arrays too, and "
@@ -531,28 +511,11 @@ MPI_TEST_CASE("a node that fills by slab is handed its rank's slab only, static 
   }
 }
 
-MPI_TEST_CASE("write_vtk: one rank writes each file, and every rank gets the paths it wrote") {
-  const auto dir = job_sandbox();
-  auto engine = make_engine(dir / "cache");
-  const auto node = std::make_shared<CountingProbe>();
-  Simulation simulation(*engine, {node}, sharded({0}));
-  simulation.step(2);
-  const auto paths = simulation.write_vtk(dir / "out", "run");
-  std::uint64_t writes[1] = {node->writes()};
-  comm()->all_reduce_sum(writes);
-  MPI_CHECK(writes[0] == 1);
-  MPI_CHECK(node->writes() == (comm()->rank() == 0 ? 1U : 0U));
-  MPI_CHECK(paths.size() == 1);
-  if (!paths.empty()) {
-    MPI_CHECK(paths[0] == dir / "out" / "run_probe.vti");
-    MPI_CHECK(std::filesystem::is_regular_file(paths[0]));
-  }
-}
-
 MPI_TEST_CASE("write_vtk where rank 0 cannot write is the same io error on every rank") {
   const auto dir = job_sandbox();
   auto engine = make_engine(dir / "cache");
-  Simulation simulation(*engine, {std::make_shared<CountingProbe>()}, sharded({0}));
+  Simulation simulation(*engine, {std::make_shared<ProbeNode>(13, 1, Boundary::edge)},
+                        sharded({0}));
   if (comm()->rank() == 0) {
     std::ofstream(dir / "plain") << "a file";
   }

@@ -2,6 +2,7 @@
 kernel requests (one compile per job, the same error on every rank) and a sharded Simulation
 equal to a serial one. Every rank runs every test in the same order."""
 
+import os
 import shutil
 import tempfile
 
@@ -234,13 +235,23 @@ def shared_dir():
     return COMM.bcast(path, root=0)
 
 
-def test_write_vtk_sharded_is_written_by_rank_0_and_every_rank_gets_its_paths(engine):
+def test_write_vtk_sharded_writes_a_piece_per_rank_and_every_rank_gets_the_index(engine):
     sim = uwjit.Simulation(engine, [uwjit.node("heat", size=[9, 6, 5])], comm=COMM)
     sim.step(2)
     out = shared_dir()
     paths = [str(p) for p in sim.write_vtk(out + "/vtk", stem="run")]
-    assert paths == [out + "/vtk/run_heat.vti"]
+    if COMM.size == 1:
+        assert paths == [out + "/vtk/run_heat.vti"]
+    else:
+        assert paths == [out + "/vtk/run_heat.pvti"]
+        assert os.path.isfile(out + "/vtk/run_heat/run_heat_%04d.vti" % COMM.rank)
     assert len(set(COMM.allgather(tuple(paths)))) == 1
+    # local_snapshot: this rank's slab, nothing gathered.
+    mine = sim.local_snapshot()
+    slab = mine.slab("heat")
+    shard = sim.shard("heat")
+    assert slab["offset"] == shard["offset"] and slab["extent"] == shard["extent"]
+    assert mine.field("heat", "u").shape == shard["extent"]
     # Rank 0 cannot write there: the same IoError on every rank, not an error on one alone.
     if COMM.rank == 0:
         open(out + "/plain", "w").write("a file")

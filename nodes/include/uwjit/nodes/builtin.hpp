@@ -58,13 +58,6 @@ public:
   /// (needs_steps) instead of failing it.
   [[nodiscard]] Verdict judge(const runtime::Snapshot& simulation, const Trace& trace) const;
 
-  /// Writes the node's current fields to VTK files in `directory` (created if missing), named
-  /// `stem` plus the format's suffix (.vti, .vtu), with field_data(simulation) as their
-  /// FieldData, and returns their paths. Throws Error(io).
-  std::vector<std::filesystem::path> write_vtk(const runtime::Snapshot& simulation,
-                                               const std::filesystem::path& directory,
-                                               std::string_view stem) const override = 0;
-
   /// Deprecated (uwjit 0.1; removed in the next release): write_vtk, which every runtime::Node
   /// now has.
   [[deprecated("use write_vtk")]] std::vector<std::filesystem::path>

@@ -41,6 +41,9 @@ public:
   void emit_update(codegen::KernelWriter& writer) const override;
   [[nodiscard]] Verdict check(const runtime::Snapshot& simulation,
                               const Trace& trace) const override;
+  /// None: its cells are a mesh (write_vtk writes an UnstructuredGrid).
+  [[nodiscard]] std::optional<runtime::VtkImage>
+  vtk_image(const runtime::Snapshot& simulation) const override;
   std::vector<std::filesystem::path> write_vtk(const runtime::Snapshot& simulation,
                                                const std::filesystem::path& directory,
                                                std::string_view stem) const override;

@@ -31,9 +31,6 @@ public:
   void emit_update(codegen::KernelWriter& writer) const override;
   [[nodiscard]] Verdict check(const runtime::Snapshot& simulation,
                               const Trace& trace) const override;
-  std::vector<std::filesystem::path> write_vtk(const runtime::Snapshot& simulation,
-                                               const std::filesystem::path& directory,
-                                               std::string_view stem) const override;
 
   /// The default params (a 16³ grid of 3 features, two hidden layers of 16).
   [[nodiscard]] static runtime::Params defaults();

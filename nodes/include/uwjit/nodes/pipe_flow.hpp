@@ -33,9 +33,8 @@ public:
   void emit_update(codegen::KernelWriter& writer) const override;
   [[nodiscard]] Verdict check(const runtime::Snapshot& simulation,
                               const Trace& trace) const override;
-  std::vector<std::filesystem::path> write_vtk(const runtime::Snapshot& simulation,
-                                               const std::filesystem::path& directory,
-                                               std::string_view stem) const override;
+  [[nodiscard]] std::optional<runtime::VtkImage>
+  vtk_image(const runtime::Snapshot& simulation) const override;
   [[nodiscard]] Figures figures(const runtime::Snapshot& simulation) const override;
 
   /// The default params (a 32 × 24 × 24 lattice).

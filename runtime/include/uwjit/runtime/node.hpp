@@ -5,6 +5,7 @@
 #include <uwjit/runtime/field.hpp>
 #include <uwjit/runtime/static_data.hpp>
 #include <uwjit/runtime/value.hpp>
+#include <uwjit/runtime/vtk_image.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -202,15 +203,25 @@ public:
   /// engine's options; part of the kernel's key. Default: none (the engine's options).
   [[nodiscard]] virtual codegen::KernelOptions kernel_options() const;
 
-  /// Writes this node's state in `snapshot` (a snapshot that holds this node) as VTK XML files
-  /// in `directory` (which must exist), named `stem` plus the format's suffix, and returns their
-  /// paths. The default writes one ImageData file, STEM.vti: every state field as cell data
-  /// (the domain axes as x, y, z; a field's component axes as the array's components, at most
-  /// 9; its dtype kept), with vtk_field_data(*this, snapshot) as the file's FieldData. A node
-  /// whose cells are not a grid (a mesh) overrides it. Writes each file atomically (a temporary
-  /// name, then a rename; a symlink at the name is replaced, never followed). Throws Error(io)
-  /// for a file that cannot be written, Error(usage) for a field VTK cannot hold. Thread-safe.
-  /// Simulation::write_vtk calls it for every node.
+  /// This node's state in `snapshot` (a snapshot that holds this node) as an ImageData: the
+  /// cells of the snapshot's slab (Snapshot::slab: the whole domain for a gathered snapshot,
+  /// one rank's slab for Simulation::local_snapshot), with geometry.first its offset, so that
+  /// the slabs of all ranks are the pieces of one image. The default: every state field as
+  /// cell data (the domain axes as x, y, z; a field's component axes as the array's components,
+  /// at most 9; its dtype kept), with vtk_field_data(*this, snapshot) as the FieldData. A grid
+  /// node that writes other arrays (derived quantities, static data) overrides this; a node
+  /// whose cells are not a grid (a mesh) returns nullopt and overrides write_vtk. Sharded,
+  /// Simulation::write_vtk has every rank write this image of its own slab (nothing gathered).
+  /// Throws Error(usage) for a field VTK cannot hold. Thread-safe.
+  [[nodiscard]] virtual std::optional<VtkImage> vtk_image(const Snapshot& snapshot) const;
+
+  /// Writes this node's state in `snapshot` as VTK XML files in `directory` (which must exist),
+  /// named `stem` plus the format's suffix, and returns their paths. The default writes
+  /// vtk_image(snapshot) as one ImageData file, STEM.vti (Error(usage) if it is nullopt). A node
+  /// whose cells are not a grid overrides it. Writes each file atomically (a temporary name,
+  /// then a rename; a symlink at the name is replaced, never followed). Throws Error(io) for a
+  /// file that cannot be written. Thread-safe. Simulation::write_vtk calls it for every node
+  /// serially, and sharded for a node without an image (its state gathered on rank 0).
   virtual std::vector<std::filesystem::path> write_vtk(const Snapshot& snapshot,
                                                        const std::filesystem::path& directory,
                                                        std::string_view stem) const;

@@ -287,8 +287,17 @@ public:
 
   /// A serial snapshot of the whole simulation (see Snapshot): every node's state gathered from
   /// the ranks, the step count, the integrals, the static data and the kernel reports. Collective
-  /// when sharded; every rank gets the snapshot. Requests no kernel.
+  /// when sharded; every rank gets the snapshot. Requests no kernel. Sharded, each rank then
+  /// holds a copy of the whole state (the memory of one serial run, on every rank): ask for it
+  /// only for domains that fit one process; local_snapshot() and the collective checkpoint()
+  /// and write_vtk() gather nothing.
   [[nodiscard]] Snapshot gathered() const;
+
+  /// A snapshot of this rank's slab (see Snapshot::slab): every node's state fields over the
+  /// cells this rank updates (a copy of its interiors), the integrals (summed over the ranks, as
+  /// integrals() gives them), the node's own static data and the kernel reports. Not collective
+  /// and nothing is gathered: its memory is this rank's share. Serially, gathered().
+  [[nodiscard]] Snapshot local_snapshot() const;
 
   /// Steps taken since the initial state.
   [[nodiscard]] std::int64_t steps_taken() const noexcept;
@@ -341,11 +350,24 @@ public:
   /// Node::write_vtk (by default an ImageData file of every state field; the built-in nodes
   /// write theirs), named after the node (NODE.vti), or STEM_NODE when `stem` is not empty, and
   /// returns their paths in node order. Throws Error(io) naming the directory or the file that
-  /// cannot be written. Sharded: collective; the whole state is gathered, rank 0 alone makes the
-  /// directory and writes every file (one writer per file), and every rank returns the same
-  /// paths or raises the same error.
+  /// cannot be written. Sharded: collective, write_node_vtk for each node; every rank returns
+  /// the same paths or raises the same error.
   std::vector<std::filesystem::path> write_vtk(const std::filesystem::path& directory,
                                                std::string_view stem = {}) const;
+
+  /// Writes node `node`'s state as VTK XML files in `directory` (created if missing) named
+  /// `stem` plus the format's suffix, and returns their paths. Serially, Node::write_vtk.
+  /// Sharded (collective): a node with an image (Node::vtk_image) is written in pieces, nothing
+  /// gathered: each rank writes the image of its slab as STEM/STEM_RANK.vti (RANK in 4 digits
+  /// or more) and, when every piece is written, rank 0 writes STEM.pvti, the parallel ImageData
+  /// that ParaView opens as one dataset (one line per rank), which is the path returned; the
+  /// ranks must share `directory` (rank 0 checks that it sees every piece: Error(io) saying so
+  /// otherwise). A node without an image (a mesh) is gathered and rank 0 writes its files.
+  /// Throws Error(usage) if there is no such node, Error(io) naming what cannot be written, on
+  /// every rank alike.
+  std::vector<std::filesystem::path> write_node_vtk(std::string_view node,
+                                                    const std::filesystem::path& directory,
+                                                    std::string_view stem) const;
 
   /// Rebuilds a simulation from a checkpoint: nodes from `factory`, their kernels from `engine`,
   /// their state and step count from the file. Stepping it on gives, bit for bit, what the

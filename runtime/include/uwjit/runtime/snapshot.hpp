@@ -31,11 +31,12 @@ struct KernelReport {
   std::optional<engine::KernelInfo> first_step_check;
 };
 
-/// The whole state of a simulation at one step, as Simulation::gathered() copies it (under MPI,
-/// gathered from every rank): each node's state fields over the whole domain (interiors; halos
-/// zero), the integrals of the last step, the static data and the kernel reports. It cannot
-/// step; it can be checked, written (write_vtk) and checkpointed. Copies share the
-/// fields, which never change. The const member functions are thread-safe.
+/// The state of a simulation at one step: each node's state fields (interiors; halos zero) over
+/// its slab, the integrals of the last step, the static data and the kernel reports.
+/// Simulation::gathered() copies the whole domain (under MPI, gathered from every rank);
+/// Simulation::local_snapshot() copies one rank's slab, nothing gathered. It cannot step; it can
+/// be checked, written (write_vtk) and checkpointed (a whole one). Copies share the fields,
+/// which never change. The const member functions are thread-safe.
 class Snapshot {
 public:
   /// One node's part of a snapshot.
@@ -49,9 +50,12 @@ public:
     std::vector<std::string> rebound = {};
     /// Every stage's kernel, in stage order; empty: `report` alone.
     std::vector<KernelReport> stage_reports = {};
+    /// The cells `fields` hold; empty (the default): the whole domain.
+    Slab slab = {};
   };
 
-  /// Made by Simulation::gathered(). Error(usage) if two nodes share a name.
+  /// Made by Simulation::gathered() and local_snapshot(). Error(usage) if two nodes share a
+  /// name or a slab is not one of its node's domain.
   Snapshot(std::int64_t steps, std::vector<NodeData> nodes);
 
   /// Steps taken since the initial state.
@@ -63,9 +67,14 @@ public:
   /// The node named `name`; Error(usage) if there is none.
   [[nodiscard]] const Node& node(std::string_view name) const;
 
-  /// State field `field` of node `node` over the whole domain; Error(usage) naming what is
-  /// missing.
+  /// State field `field` of node `node` over its slab (the whole domain for gathered());
+  /// Error(usage) naming what is missing. Its index i on domain axis d is the global cell
+  /// slab(node).offset[d] + i.
   [[nodiscard]] const Field& field(std::string_view node, std::string_view field) const;
+
+  /// The cells of node `node` this snapshot holds: Slab::whole of its domain for gathered(),
+  /// the rank's slab for local_snapshot(). Error(usage) if there is no such node.
+  [[nodiscard]] const Slab& slab(std::string_view node) const;
 
   /// The node's domain integrals of the last step (summed over the ranks), in layout order.
   [[nodiscard]] std::span<const double> integrals(std::string_view node) const;
@@ -97,7 +106,8 @@ public:
                                                std::string_view stem = {}) const;
 
   /// Writes the checkpoint file of simulation.hpp (atomically: a temporary in the same
-  /// directory, fsync, rename; a symlink at `path` is never followed). Throws Error(io).
+  /// directory, fsync, rename; a symlink at `path` is never followed). Throws Error(io), and
+  /// Error(usage) for a snapshot of a slab (local_snapshot()).
   void checkpoint(const std::filesystem::path& path) const;
 
 private:

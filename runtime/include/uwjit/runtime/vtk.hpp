@@ -1,50 +1,20 @@
-// VTK XML output: ImageData (.vti) for grid nodes, UnstructuredGrid (.vtu) for meshes; both
-// open in ParaView.
+// VTK XML output: ImageData (.vti) for grid nodes, in pieces with a parallel index (.pvti) when
+// each rank writes its own slab, UnstructuredGrid (.vtu) for meshes; all open in ParaView.
 #pragma once
 
-#include <uwjit/codegen/dtype.hpp>
 #include <uwjit/runtime/field.hpp>
 #include <uwjit/runtime/node.hpp>
 #include <uwjit/runtime/snapshot.hpp>
+#include <uwjit/runtime/vtk_image.hpp>
 
 #include <array>
-#include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <span>
 #include <string>
-#include <variant>
 #include <vector>
 
 namespace uwjit::runtime {
-
-/// One data array in VTK order, with `components` values per cell (1 for scalars, 3 for vectors).
-struct VtkArray {
-  std::string name;
-  Dtype dtype = Dtype::f64;
-  int components = 1;
-  std::vector<std::byte> bytes;
-
-  /// An array of `values` (already in VTK order: cell by cell, components interleaved).
-  template <class T>
-  [[nodiscard]] static VtkArray of(std::string name, std::span<const T> values,
-                                   int components = 1) {
-    VtkArray array{std::move(name), codegen::dtype_of<T>, components, {}};
-    array.bytes.resize(values.size_bytes());
-    if (!values.empty()) {
-      std::memcpy(array.bytes.data(), values.data(), values.size_bytes());
-    }
-    return array;
-  }
-};
-
-/// One value of a file's FieldData (data about the whole dataset, not per cell): an integer
-/// (Int64), a double (Float64) or a string (a VTK String array), one tuple each.
-struct VtkFieldValue {
-  std::string name;
-  std::variant<std::int64_t, double, std::string> value;
-};
 
 /// What a node's VTK file records about its dataset (its FieldData): "step", "time" (step × dt),
 /// "dt", "node_type", "node_name", "kernel_key" (its first kernel's key) and each of the node's
@@ -57,22 +27,35 @@ struct VtkFieldValue {
 /// 1 to 9 values per cell). Throws Error(usage) otherwise.
 [[nodiscard]] VtkArray image_cells(const Field& field, int domain_axes);
 
-/// The geometry of an ImageData: cells per axis (1 for the axes a domain lacks), the origin of
-/// the first cell's corner and the cell size.
-struct ImageGeometry {
-  std::array<std::int64_t, 3> cells = {1, 1, 1};
-  std::array<double, 3> origin = {0, 0, 0};
-  std::array<double, 3> spacing = {1, 1, 1};
-};
-
 /// Writes a VTK XML ImageData file (.vti, version 1.0, little-endian, inline base64 binary with
 /// UInt64 headers) with the arrays as cell data and `field_data` as the dataset's FieldData
 /// (ASCII; a string as its character codes, each string ended by 0, as VTK writes it). Each array
-/// must hold one value (times its components) per cell. Throws Error(usage) for a mismatch,
-/// Error(io) if the file cannot be written (it is written to a temporary name and renamed).
+/// must hold one value (times its components) per cell. Its extent runs from geometry.first to
+/// geometry.first + geometry.cells (a piece of a larger image when first is not 0). Throws
+/// Error(usage) for a mismatch, Error(io) if the file cannot be written (it is written to a
+/// temporary name and renamed).
 void write_image_data(const std::filesystem::path& path, const ImageGeometry& geometry,
                       std::span<const VtkArray> cell_data,
                       std::span<const VtkFieldValue> field_data = {});
+
+/// write_image_data of an image.
+void write_image_data(const std::filesystem::path& path, const VtkImage& image);
+
+/// One piece of an image written in pieces: its file (relative to the parallel file) and its
+/// cells (ImageGeometry::first and ::cells).
+struct VtkPiece {
+  std::filesystem::path file;
+  std::array<std::int64_t, 3> first = {0, 0, 0};
+  std::array<std::int64_t, 3> cells = {1, 1, 1};
+};
+
+/// Writes a VTK XML parallel ImageData file (.pvti, PImageData version 1.0): the whole image's
+/// geometry (`whole`, whose first must be 0), the cell arrays every piece holds (the names,
+/// dtypes and components of `arrays`; their bytes are not read) and the pieces, which ParaView
+/// reads and joins as one dataset. Each piece's FieldData is its own file's. Throws
+/// Error(usage) if a piece lies outside the image, Error(io) as write_image_data does.
+void write_parallel_image_data(const std::filesystem::path& path, const ImageGeometry& whole,
+                               std::span<const VtkArray> arrays, std::span<const VtkPiece> pieces);
 
 /// An unstructured grid: points (x, y, z each), cells as VTK connectivity, offsets (the end of
 /// each cell in connectivity) and cell types (5 triangle, 7 polygon, 9 quad, 12 hexahedron, ...).

@@ -1,0 +1,200 @@
+// Sharded VTK output under mpiexec: every rank writes the image of its own slab (nothing
+// gathered) and rank 0 the parallel index; joined, the pieces hold the arrays the serial writer
+// writes for the same state; a node without an image is gathered and written once; a failure is
+// the same error on every rank.
+#include "harness.hpp"
+#include "job.hpp"
+#include "vtk_reader.hpp"
+
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/node.hpp>
+#include <uwjit/runtime/simulation.hpp>
+#include <uwjit/runtime/vtk.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using uwjit::engine::Engine;
+using uwjit::runtime::Params;
+using uwjit::runtime::Simulation;
+using uwjit::runtime::SimulationOptions;
+
+namespace {
+
+using uwjit_test::comm;
+
+std::unique_ptr<Engine> make_engine(const std::filesystem::path& cache) {
+  uwjit::engine::EngineOptions options;
+  options.cache_dir = cache;
+  return std::make_unique<Engine>(options);
+}
+
+SimulationOptions sharded(std::vector<int> axes) {
+  SimulationOptions options;
+  options.comm = comm().get();
+  options.shard_axes = std::move(axes);
+  return options;
+}
+
+std::vector<std::shared_ptr<const uwjit::runtime::Node>>
+builtin(const std::string& type, const std::vector<std::int64_t>& size) {
+  return {uwjit::nodes::make(type, type, uwjit::nodes::sized_params(type, size))};
+}
+
+// A built-in node's layout and kernel that records the slab of each image asked of it, or, with
+// `image` false, has no image and counts the files it writes itself.
+class Recorder final : public uwjit::runtime::Node {
+public:
+  explicit Recorder(bool image)
+      : Node("recorder", "probe", Params{}), m_image(image),
+        m_inner(uwjit::nodes::make(
+            "heat", "probe",
+            uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{10, 6, 4}))) {}
+  uwjit::runtime::NodeLayout layout() const override { return m_inner->layout(); }
+  void initial_state(uwjit::runtime::State& state) const override { m_inner->initial_state(state); }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override { m_inner->emit_update(w); }
+  uwjit::runtime::StaticData build_static_data() const override { return m_inner->static_data(); }
+  std::optional<uwjit::runtime::VtkImage>
+  vtk_image(const uwjit::runtime::Snapshot& snapshot) const override {
+    slabs.push_back(snapshot.slab(name()));
+    return m_image ? Node::vtk_image(snapshot) : std::nullopt;
+  }
+  std::vector<std::filesystem::path> write_vtk(const uwjit::runtime::Snapshot& snapshot,
+                                               const std::filesystem::path& directory,
+                                               std::string_view stem) const override {
+    if (m_image) {
+      return Node::write_vtk(snapshot, directory, stem);
+    }
+    ++writes;
+    const auto path = directory / (std::string(stem) + ".txt");
+    std::ofstream(path) << "cells " << snapshot.field(name(), "u").interior_count() << "\n";
+    return {path};
+  }
+
+  mutable std::vector<uwjit::runtime::Slab> slabs;
+  mutable int writes = 0;
+
+private:
+  bool m_image;
+  std::shared_ptr<const uwjit::runtime::Node> m_inner;
+};
+
+} // namespace
+
+MPI_TEST_CASE("sharded write_vtk: each rank writes its slab's piece, rank 0 the index, and the "
+              "pieces joined are the serial file's arrays") {
+  const auto dir = uwjit_test::job_sandbox("uwjit-vtk");
+  auto engine = make_engine(dir / "cache");
+  // Split unevenly along two axes; pipe-flow's arrays are derived (density, velocity) and static
+  // (the wall), heat's its state and its conductivity.
+  for (const auto& [type, size, axes] :
+       {std::tuple{"heat", std::vector<std::int64_t>{9, 13, 6}, std::vector<int>{0, 1}},
+        std::tuple{"pipe-flow", std::vector<std::int64_t>{11, 7, 7}, std::vector<int>{0, 2}}}) {
+    Simulation simulation(*engine, builtin(type, size), sharded(axes));
+    simulation.step(3);
+    const auto paths = simulation.write_vtk(dir / "out" / type, "run");
+    const auto whole = simulation.gathered();
+    MPI_CHECK(paths.size() == 1);
+    const int ranks = comm()->size();
+    if (paths.size() != 1) {
+      continue;
+    }
+    MPI_CHECK(paths[0].filename() == (ranks == 1 ? "run_" + std::string(type) + ".vti"
+                                                 : "run_" + std::string(type) + ".pvti"));
+    for (const auto& other : comm()->all_gather(paths[0].string())) {
+      MPI_CHECK(other == paths[0].string());
+    }
+    if (comm()->rank() != 0) {
+      continue;
+    }
+    const auto serial = whole.write_vtk(dir / "serial" / type, "run");
+    const auto expected = uwjit_test::read_vti(serial.at(0));
+    if (ranks == 1) {
+      MPI_CHECK(uwjit_test::read_vti(paths[0]).arrays == expected.arrays);
+      continue;
+    }
+    const auto index = uwjit_test::read_pvti(paths[0]);
+    MPI_CHECK(index.pieces.size() == static_cast<std::size_t>(ranks));
+    MPI_CHECK(index.whole == expected.extent);
+    MPI_CHECK(index.arrays.size() == expected.arrays.size());
+    for (const auto& [name, bytes] : expected.arrays) {
+      MPI_CHECK(index.arrays.count(name) == 1);
+    }
+    MPI_CHECK(index.pieces[0].second ==
+              "run_" + std::string(type) + "/run_" + std::string(type) + "_0000.vti");
+    MPI_CHECK(uwjit_test::joined_arrays(paths[0]) == expected.arrays);
+  }
+}
+
+MPI_TEST_CASE("sharded write_vtk asks each rank for the image of its own slab only") {
+  const auto dir = uwjit_test::job_sandbox("uwjit-vtk");
+  auto engine = make_engine(dir / "cache");
+  const auto node = std::make_shared<Recorder>(true);
+  Simulation simulation(*engine, {node}, sharded({0}));
+  simulation.step(2);
+  (void)simulation.write_vtk(dir / "out");
+  MPI_CHECK(node->writes == 0);
+  MPI_CHECK(node->slabs.size() == 1);
+  if (!node->slabs.empty()) {
+    const auto& shard = simulation.shard("probe");
+    const uwjit::runtime::Slab mine{shard.offset, shard.extent, shard.global};
+    MPI_CHECK(node->slabs[0] == mine);
+  }
+}
+
+MPI_TEST_CASE("a node without an image is gathered and written once, by rank 0, and every rank "
+              "gets its paths") {
+  const auto dir = uwjit_test::job_sandbox("uwjit-vtk");
+  auto engine = make_engine(dir / "cache");
+  const auto node = std::make_shared<Recorder>(false);
+  Simulation simulation(*engine, {node}, sharded({0}));
+  simulation.step(1);
+  const auto paths = simulation.write_vtk(dir / "out", "run");
+  std::uint64_t writes[1] = {static_cast<std::uint64_t>(node->writes)};
+  comm()->all_reduce_sum(std::span<std::uint64_t>(writes));
+  MPI_CHECK(writes[0] == 1);
+  MPI_CHECK(node->writes == (comm()->rank() == 0 ? 1 : 0));
+  MPI_CHECK(paths.size() == 1);
+  if (!paths.empty()) {
+    MPI_CHECK(paths[0] == dir / "out" / "run_probe.txt");
+    MPI_CHECK(uwjit_test::read_text(paths[0]) == "cells 240\n"); // the whole 10×6×4 domain
+  }
+}
+
+MPI_TEST_CASE("sharded write_vtk where the pieces cannot be written is the same io error on "
+              "every rank") {
+  const auto dir = uwjit_test::job_sandbox("uwjit-vtk");
+  auto engine = make_engine(dir / "cache");
+  Simulation simulation(*engine, builtin("heat", {8, 8, 8}), sharded({0}));
+  if (comm()->rank() == 0) {
+    std::filesystem::create_directories(dir / "out");
+    std::ofstream(dir / "out" / "run_heat") << "a file where the pieces go";
+  }
+  comm()->barrier();
+  std::string message = "(no error)";
+  bool io = false;
+  try {
+    (void)simulation.write_vtk(dir / "out", "run");
+  } catch (const uwjit::Error& error) {
+    message = error.what();
+    io = error.kind() == uwjit::ErrorKind::io;
+  }
+  if (comm()->size() > 1) { // serially the file is run_heat.vti, beside it
+    MPI_CHECK(io);
+    MPI_CHECK(message.find("run_heat") != std::string::npos);
+  }
+  for (const auto& other : comm()->all_gather(message)) {
+    MPI_CHECK(other == message);
+  }
+}
+
+int main(int argc, char** argv) {
+  return uwjit_test::run_job(argc, argv);
+}
