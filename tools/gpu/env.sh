@@ -13,3 +13,7 @@ export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 # hwloc (under Open MPI) loads no plugins: those of the machine may be of another hwloc.
 export HWLOC_PLUGINS_PATH="$uwjit_gpu/lib/hwloc"
+# PMIx loads no compression plugin: a machine's own (Ubuntu's, at the path the packed PMIx was
+# built with) is of another PMIx version and fails to load, and ranks of one machine need none.
+export PMIX_MCA_pcompress=${PMIX_MCA_pcompress:-^zlib}
+export PMIX_MCA_pcompress_base_silence_warning=${PMIX_MCA_pcompress_base_silence_warning:-1}
