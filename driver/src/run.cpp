@@ -543,14 +543,22 @@ int run(const Program& program, std::span<const NodeKind> kinds,
     write_series(); // the last step, where the run ended between two outputs
   }
 
-  // Sharded: every rank gathers the whole state and checks it (so every rank exits alike);
-  // rank 0 writes the files.
+  // Sharded: every rank checks (so every rank exits alike): a kind that judges slabs reads its
+  // own rank's, summed and maximised over the ranks (nothing gathered); another gets the whole
+  // state, gathered on every rank, as do the pictures. Rank 0 writes the files.
   const auto exchange_stats = simulation->exchange_stats();
   const auto exchange_seconds = exchange_stats.seconds;
-  const runtime::Snapshot whole = simulation->gathered();
+  std::optional<runtime::Snapshot> gathered;
+  auto whole = [&]() -> const runtime::Snapshot& { // collective the first time
+    if (!gathered) {
+      gathered.emplace(simulation->gathered());
+    }
+    return *gathered;
+  };
   Verdict verdict;
   if (kind->check) {
-    verdict = kind->check(node, whole, trace);
+    verdict = kind->check_slab ? kind->check(node, simulation->local_snapshot(), trace)
+                               : kind->check(node, whole(), trace);
   } else {
     verdict.not_judged = format("node kind \"{}\" has no physics check", type);
   }
@@ -561,6 +569,9 @@ int run(const Program& program, std::span<const NodeKind> kinds,
     const auto written = simulation->write_node_vtk(node.name(), output_dir, node.name());
     outputs.insert(outputs.end(), written.begin(), written.end());
   });
+  if (plot) {
+    (void)whole(); // the pictures draw the whole domain: gathered on every rank, together
+  }
   if (lead) {
     if (!series.empty()) {
       attempt([&] {
@@ -571,10 +582,10 @@ int run(const Program& program, std::span<const NodeKind> kinds,
     }
     if (plot) {
       attempt([&] {
-        plots =
-            write_plots(kind->figures ? kind->figures(node, whole) : default_figures(node, whole),
-                        {type, whole.steps_taken(), static_cast<double>(whole.steps_taken()) * dt},
-                        output_dir, node.name());
+        plots = write_plots(
+            kind->figures ? kind->figures(node, whole()) : default_figures(node, whole()),
+            {type, whole().steps_taken(), static_cast<double>(whole().steps_taken()) * dt},
+            output_dir, node.name());
       });
     }
   }

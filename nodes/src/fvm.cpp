@@ -333,6 +333,10 @@ double FvmNode::error(const runtime::Snapshot& simulation) const {
 
 Verdict FvmNode::check(const runtime::Snapshot& simulation, const Trace& trace) const {
   Verdict verdict;
+  if (const auto& slab = simulation.slab(name()); slab.extent != slab.global) {
+    verdict.not_judged = "fvm's check reads the whole mesh: judge a gathered() snapshot";
+    return verdict;
+  }
   const auto heat = trace.series("heat");
   const auto flux = trace.series("boundary_flux");
   const auto residual = trace.series("residual");

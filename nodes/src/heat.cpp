@@ -188,29 +188,35 @@ void HeatNode::emit_update(codegen::KernelWriter& w) const {
 }
 
 Verdict HeatNode::check(const runtime::Snapshot& simulation, const Trace& trace) const {
+  // The snapshot's slab of u (the whole domain, or one rank's slab: sums and maxima below are
+  // over the slab, then over the ranks, so that no rank needs the whole domain).
   Verdict verdict;
   const runtime::Field& u = simulation.field(name(), "u");
+  const runtime::Slab& slab = simulation.slab(name());
+  const auto x_of = [&](std::span<const std::int64_t> index) {
+    return static_cast<double>(slab.offset[0] + index[0]) + 0.5;
+  };
   const double steps = static_cast<double>(simulation.steps_taken());
   if (m_fixed) {
     verdict.notes.push_back("heat conservation: not checked, the fixed walls let heat in and out");
   } else {
-    // Totals summed accurately, so that the drift measured is the scheme's, not the sum's.
+    // Totals summed accurately, so that the drift measured is the scheme's, not the sum's: the
+    // slab's initial heat and its change, each summed accurately, then over the ranks.
     detail::Sum initial_sum;
-    for (std::int64_t i = 0; i < m_n[0]; ++i) {
-      const double x = static_cast<double>(i) + 0.5;
-      const double value = profile(x) + m_amplitude * mode_shape(x);
-      for (std::int64_t j = 0; j < m_n[1] * m_n[2]; ++j) {
-        initial_sum.add(value);
-      }
-    }
-    const double initial = initial_sum.value();
-    detail::Sum final_sum;
-    u.for_each_interior(
-        [&](std::span<const std::int64_t> index) { final_sum.add(u.value(index)); });
+    detail::Sum change;
+    u.for_each_interior([&](std::span<const std::int64_t> index) {
+      const double x = x_of(index);
+      const double initial = profile(x) + m_amplitude * mode_shape(x);
+      initial_sum.add(initial);
+      change.add(u.value(index));
+      change.add(-initial);
+    });
+    double totals[2] = {initial_sum.value(), change.value()};
+    simulation.sum_over_ranks(totals);
+    const double initial = totals[0];
     // Round-off only: a step rounds each cell's flux sum and update.
     verdict.add("heat conservation", "|H(t) - H(0)| / |H(0)|, H summed exactly",
-                std::abs(final_sum.value() - initial) / std::abs(initial),
-                std::max(1e-12, steps * 4 * 0x1.0p-52));
+                std::abs(totals[1]) / std::abs(initial), std::max(1e-12, steps * 4 * 0x1.0p-52));
     const auto series = trace.series("heat");
     if (!series.empty()) {
       double drift = 0;
@@ -218,7 +224,7 @@ Verdict HeatNode::check(const runtime::Snapshot& simulation, const Trace& trace)
         drift = detail::worse(drift, std::abs(heat - initial) / std::abs(initial));
       }
       verdict.add("heat integral", "max |H_kernel(t) - H(0)| / |H(0)| (bound: cells x 2^-52)",
-                  drift, detail::summation_bound(u.interior_count()));
+                  drift, detail::summation_bound(m_n[0] * m_n[1] * m_n[2]));
     }
   }
 
@@ -242,9 +248,9 @@ Verdict HeatNode::check(const runtime::Snapshot& simulation, const Trace& trace)
           std::max(remaining, std::abs(discrete * mode_shape(static_cast<double>(i) + 0.5)));
     }
     u.for_each_interior([&](std::span<const std::int64_t> index) {
-      deviation = detail::worse(
-          deviation, std::abs(u.value(index) - profile(static_cast<double>(index[0]) + 0.5)));
+      deviation = detail::worse(deviation, std::abs(u.value(index) - profile(x_of(index))));
     });
+    deviation = simulation.max_over_ranks(deviation);
     verdict.add("steady linear profile",
                 "max |u - (u_low + (u_high - u_low) x / nx)| (bound: the mode's max |A0 (1 - "
                 "dt kappa lambda)^t sin(k x)| + t x 8 ulp)",
@@ -270,18 +276,20 @@ Verdict HeatNode::check(const runtime::Snapshot& simulation, const Trace& trace)
   }
   // Project u onto the mode: A = sum((u - base) phi) / sum(phi^2), the base the mean (insulating,
   // periodic) or the linear profile (fixed).
+  // Each sum over the slab, then over the ranks.
   double mean = 0;
   u.for_each_interior([&](std::span<const std::int64_t> index) { mean += u.value(index); });
-  mean /= static_cast<double>(u.interior_count());
-  double projection = 0;
-  double norm = 0;
+  simulation.sum_over_ranks(std::span(&mean, 1));
+  mean /= static_cast<double>(m_n[0] * m_n[1] * m_n[2]);
+  double sums[2] = {0, 0}; // projection, norm
   u.for_each_interior([&](std::span<const std::int64_t> index) {
-    const double x = static_cast<double>(index[0]) + 0.5;
+    const double x = x_of(index);
     const double phi = mode_shape(x);
-    projection += (u.value(index) - (m_fixed ? profile(x) : mean)) * phi;
-    norm += phi * phi;
+    sums[0] += (u.value(index) - (m_fixed ? profile(x) : mean)) * phi;
+    sums[1] += phi * phi;
   });
-  const double amplitude = projection / norm;
+  simulation.sum_over_ranks(sums);
+  const double amplitude = sums[0] / sums[1];
   verdict.add("mode amplitude (discrete)", "|A(t) - A0 (1 - dt kappa lambda)^t| / |A0 ...|",
               std::abs(amplitude - discrete) / std::abs(discrete), 1e-9);
   const double k = wavenumber();

@@ -321,32 +321,36 @@ void PipeFlowNode::emit_update(codegen::KernelWriter& w) const {
 }
 
 Verdict PipeFlowNode::check(const runtime::Snapshot& simulation, const Trace& trace) const {
+  // The snapshot's slab of f (the whole domain, or one rank's slab: sums below are over the
+  // slab, then over the ranks, so that no rank needs the whole domain).
   Verdict verdict;
   const runtime::Field& f = simulation.field(name(), "f");
+  const runtime::Slab& slab = simulation.slab(name());
+  const std::int64_t y0 = slab.offset[1], z0 = slab.offset[2];
+  const std::int64_t nx = slab.extent[0], ny = slab.extent[1], nz = slab.extent[2];
   const double fluid = static_cast<double>(fluid_nodes());
-  // The initial state has density sum_q w_q at every fluid node.
+  // The initial state has density sum_q w_q at every fluid node: the slab's initial mass and
+  // its change, each summed accurately, then over the ranks.
   detail::Sum initial_sum;
-  for (std::int64_t n = 0; n < fluid_nodes(); ++n) {
-    for (int q = 0; q < k_q; ++q) {
-      initial_sum.add(weight(q));
-    }
-  }
-  const double initial = initial_sum.value();
-  detail::Sum final_sum;
-  for (std::int64_t x = 0; x < m_n[0]; ++x) {
-    for (std::int64_t y = 0; y < m_n[1]; ++y) {
-      for (std::int64_t z = 0; z < m_n[2]; ++z) {
-        for (int q = 0; q < k_q && !solid(y, z); ++q) {
-          final_sum.add(f.at<double>(q, x, y, z));
+  detail::Sum change;
+  for (std::int64_t x = 0; x < nx; ++x) {
+    for (std::int64_t y = 0; y < ny; ++y) {
+      for (std::int64_t z = 0; z < nz; ++z) {
+        for (int q = 0; q < k_q && !solid(y0 + y, z0 + z); ++q) {
+          initial_sum.add(weight(q));
+          change.add(f.at<double>(q, x, y, z));
+          change.add(-weight(q));
         }
       }
     }
   }
+  double totals[2] = {initial_sum.value(), change.value()};
+  simulation.sum_over_ranks(totals);
+  const double initial = totals[0];
   // Round-off only: each step's collision may round each of a node's 19 populations.
   const double steps = static_cast<double>(simulation.steps_taken());
   verdict.add("mass conservation", "|M(t) - M(0)| / M(0), M summed exactly",
-              std::abs(final_sum.value() - initial) / initial,
-              std::max(1e-12, steps * k_q * 0x1.0p-52));
+              std::abs(totals[1]) / initial, std::max(1e-12, steps * k_q * 0x1.0p-52));
   const auto mass = trace.series("mass");
   if (!mass.empty()) {
     double drift = 0;
@@ -358,12 +362,13 @@ Verdict PipeFlowNode::check(const runtime::Snapshot& simulation, const Trace& tr
   }
   // The axial velocity from the post-collision populations: u = (sum c f* - F/2) / rho.
   const double nu = viscosity();
-  double err2 = 0;
-  double ref2 = 0;
-  for (std::int64_t x = 0; x < m_n[0]; ++x) {
-    for (std::int64_t y = 0; y < m_n[1]; ++y) {
-      for (std::int64_t z = 0; z < m_n[2]; ++z) {
-        if (solid(y, z)) {
+  double norms[2] = {0, 0}; // ||u_x - u_Poiseuille||^2, ||u_Poiseuille||^2
+  double& err2 = norms[0];
+  double& ref2 = norms[1];
+  for (std::int64_t x = 0; x < nx; ++x) {
+    for (std::int64_t y = 0; y < ny; ++y) {
+      for (std::int64_t z = 0; z < nz; ++z) {
+        if (solid(y0 + y, z0 + z)) {
           continue;
         }
         double rho = 0;
@@ -374,14 +379,15 @@ Verdict PipeFlowNode::check(const runtime::Snapshot& simulation, const Trace& tr
           jx += k_c[static_cast<std::size_t>(q)][0] * value;
         }
         const double ux = (jx - 0.5 * m_force) / rho;
-        const double dy = static_cast<double>(y) - static_cast<double>(m_n[1] - 1) / 2;
-        const double dz = static_cast<double>(z) - static_cast<double>(m_n[2] - 1) / 2;
+        const double dy = static_cast<double>(y0 + y) - static_cast<double>(m_n[1] - 1) / 2;
+        const double dz = static_cast<double>(z0 + z) - static_cast<double>(m_n[2] - 1) / 2;
         const double analytic = m_force * (m_radius * m_radius - dy * dy - dz * dz) / (4.0 * nu);
         err2 += (ux - analytic) * (ux - analytic);
         ref2 += analytic * analytic;
       }
     }
   }
+  simulation.sum_over_ranks(norms);
   verdict.add("Poiseuille profile", "||u_x - u_Poiseuille||_2 / ||u_Poiseuille||_2",
               std::sqrt(err2 / ref2), 0.05);
   const auto drag = trace.series("drag");

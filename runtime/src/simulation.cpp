@@ -633,7 +633,7 @@ Snapshot Simulation::local_snapshot() const {
     }
     nodes.push_back(std::move(data));
   }
-  return Snapshot(m_impl->steps, std::move(nodes));
+  return Snapshot(m_impl->steps, std::move(nodes), m_impl->decomposition->comm);
 }
 
 std::int64_t Simulation::steps_taken() const noexcept {

@@ -3,12 +3,18 @@
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
+#include <uwjit/comm/comm.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <set>
 
 namespace uwjit::runtime {
 
-Snapshot::Snapshot(std::int64_t steps, std::vector<NodeData> nodes)
-    : m_steps(steps), m_nodes(std::move(nodes)) {
+Snapshot::Snapshot(std::int64_t steps, std::vector<NodeData> nodes, comm::Collectives* ranks)
+    : m_steps(steps), m_nodes(std::move(nodes)), m_ranks(ranks) {
   std::set<std::string> names;
   for (auto& data : m_nodes) {
     if (data.node == nullptr) {
@@ -74,6 +80,42 @@ std::span<const double> Snapshot::integrals(std::size_t node_index) const {
 
 const Slab& Snapshot::slab(std::string_view node) const {
   return data_of(node).slab;
+}
+
+void Snapshot::sum_over_ranks(std::span<double> values) const {
+  if (m_ranks == nullptr) {
+    return;
+  }
+  const auto all = m_ranks->all_gather(
+      std::string_view(reinterpret_cast<const char*>(values.data()), values.size_bytes()));
+  std::vector<double> sums(values.size(), 0.0);
+  for (const auto& part : all) { // in rank order: the same bits on every rank
+    if (part.size() != values.size_bytes()) {
+      throw Error(ErrorKind::usage, format("sum_over_ranks: a rank gave {} values, this rank {}",
+                                           part.size() / sizeof(double), values.size()));
+    }
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      double value = 0;
+      std::memcpy(&value, part.data() + i * sizeof(double), sizeof(double));
+      sums[i] += value;
+    }
+  }
+  std::copy(sums.begin(), sums.end(), values.begin());
+}
+
+double Snapshot::max_over_ranks(double value) const {
+  if (m_ranks == nullptr) {
+    return value;
+  }
+  double most = value;
+  for (const auto& part :
+       m_ranks->all_gather(std::string_view(reinterpret_cast<const char*>(&value), sizeof value))) {
+    double other = 0;
+    std::memcpy(&other, part.data(), sizeof other);
+    most = std::isnan(most) || std::isnan(other) ? std::numeric_limits<double>::quiet_NaN()
+                                                 : std::max(most, other);
+  }
+  return most;
 }
 
 const StaticData& Snapshot::bound_static_data(std::string_view node) const {

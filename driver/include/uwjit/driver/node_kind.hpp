@@ -72,9 +72,14 @@ struct NodeKind {
   std::function<Verdict(const runtime::Node& node, const runtime::Snapshot& snapshot,
                         const Trace& trace)>
       check = {};
+  /// Whether `check` judges a snapshot of one rank's slab: it reads Snapshot::slab(node) and
+  /// adds up (Snapshot::sum_over_ranks, max_over_ranks) what it measures over the slab, so that
+  /// a sharded run hands it Simulation::local_snapshot() and gathers nothing for it; every rank
+  /// calls it and gets the same verdict. False: `check` gets the whole domain, gathered on every
+  /// rank (the memory of a serial run, on each). The built-in nodes' checks judge slabs.
+  bool check_slab = false;
   /// The pictures --plot draws; empty: default_figures.
-  std::function<Figures(const runtime::Node& node, const runtime::Snapshot& snapshot)> figures =
-      {};
+  std::function<Figures(const runtime::Node& node, const runtime::Snapshot& snapshot)> figures = {};
 };
 
 /// The kind of type `type` among `kinds`. Throws Error(usage) `unknown node type "T" (known: A,
@@ -89,8 +94,8 @@ struct NodeKind {
 /// A node of `kind` named `name` with `node_params` (complete: start from kind.node_params).
 /// Throws Error(usage) for a param the kind does not have (naming those it has), what kind.make
 /// throws, and `TYPE: out of memory while building the node` for a std::bad_alloc.
-[[nodiscard]] std::shared_ptr<const runtime::Node>
-make_node(const NodeKind& kind, std::string name, const runtime::Params& node_params);
+[[nodiscard]] std::shared_ptr<const runtime::Node> make_node(const NodeKind& kind, std::string name,
+                                                             const runtime::Params& node_params);
 
 /// A NodeFactory for Simulation::restore that builds each node with make_node of the kind of its
 /// type (Error(usage) for a type that is not one of them). Keeps a copy of `kinds`.

@@ -46,7 +46,10 @@ public:
   [[nodiscard]] virtual std::int64_t updates_per_step() const;
 
   /// Checks the physics of the node's current state in `simulation` (which holds this node) and
-  /// of `trace`, its integrals as recorded (possibly only since a restore). Thread-safe.
+  /// of `trace`, its integrals as recorded (possibly only since a restore). `simulation` holds
+  /// the whole domain (Simulation::gathered()) or one rank's slab (local_snapshot()): heat,
+  /// pipe-flow and mlp measure over Snapshot::slab and add up over the ranks (collective then:
+  /// every rank calls it, and gets the same verdict); fvm judges only a whole mesh. Thread-safe.
   [[nodiscard]] virtual Verdict check(const runtime::Snapshot& simulation,
                                       const Trace& trace) const = 0;
 

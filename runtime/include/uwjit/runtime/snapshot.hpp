@@ -15,6 +15,10 @@
 #include <string_view>
 #include <vector>
 
+namespace uwjit::comm {
+class Collectives;
+} // namespace uwjit::comm
+
 namespace uwjit::runtime {
 
 /// One node's kernel request: which node, its source, and what the engine did (key, tier,
@@ -55,8 +59,10 @@ public:
   };
 
   /// Made by Simulation::gathered() and local_snapshot(). Error(usage) if two nodes share a
-  /// name or a slab is not one of its node's domain.
-  Snapshot(std::int64_t steps, std::vector<NodeData> nodes);
+  /// name or a slab is not one of its node's domain. `ranks`: the ranks whose slabs make the
+  /// whole (local_snapshot() of a sharded simulation; it must outlive the snapshot), over which
+  /// sum_over_ranks and max_over_ranks reduce; null for a snapshot that holds the whole domain.
+  Snapshot(std::int64_t steps, std::vector<NodeData> nodes, comm::Collectives* ranks = nullptr);
 
   /// Steps taken since the initial state.
   [[nodiscard]] std::int64_t steps_taken() const noexcept { return m_steps; }
@@ -75,6 +81,16 @@ public:
   /// The cells of node `node` this snapshot holds: Slab::whole of its domain for gathered(),
   /// the rank's slab for local_snapshot(). Error(usage) if there is no such node.
   [[nodiscard]] const Slab& slab(std::string_view node) const;
+
+  /// Adds up each of `values` (this rank's partial sums over its slab) over the ranks, in place,
+  /// so that code that sums over slab(node) gets the whole domain's sums. For a local_snapshot()
+  /// of a sharded simulation: collective (every rank calls it in the same order, with as many
+  /// values), the partials added in rank order on every rank, so that every rank gets the same
+  /// bits; for a snapshot of the whole domain: nothing to add.
+  void sum_over_ranks(std::span<double> values) const;
+
+  /// The largest of `value` over the ranks, as sum_over_ranks (NaN if any rank's is NaN).
+  [[nodiscard]] double max_over_ranks(double value) const;
 
   /// The node's domain integrals of the last step (summed over the ranks), in layout order.
   [[nodiscard]] std::span<const double> integrals(std::string_view node) const;
@@ -115,6 +131,7 @@ private:
 
   std::int64_t m_steps = 0;
   std::vector<NodeData> m_nodes;
+  comm::Collectives* m_ranks = nullptr;
   std::vector<std::shared_ptr<const Node>> m_node_list;
   std::vector<KernelReport> m_reports; // one per node
   std::vector<KernelReport> m_kernel_reports;

@@ -1,17 +1,22 @@
-// Sharded VTK output under mpiexec: every rank writes the image of its own slab (nothing
-// gathered) and rank 0 the parallel index; joined, the pieces hold the arrays the serial writer
-// writes for the same state; a node without an image is gathered and written once; a failure is
-// the same error on every rank.
+// What a sharded job does without a gather, under mpiexec. VTK output: every rank writes the
+// image of its own slab and rank 0 the parallel index; joined, the pieces hold the arrays the
+// serial writer writes for the same state; a node without an image is gathered and written once;
+// a failure is the same error on every rank. Checks: the built-in nodes judge a rank's slab
+// (local_snapshot) as they judge the whole domain, the same verdict on every rank.
 #include "harness.hpp"
 #include "job.hpp"
 #include "vtk_reader.hpp"
 
+#include <uwjit/driver/check.hpp>
 #include <uwjit/engine/engine.hpp>
+#include <uwjit/nodes/builtin.hpp>
 #include <uwjit/nodes/registry.hpp>
 #include <uwjit/runtime/node.hpp>
 #include <uwjit/runtime/simulation.hpp>
 #include <uwjit/runtime/vtk.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -192,6 +197,54 @@ MPI_TEST_CASE("sharded write_vtk where the pieces cannot be written is the same 
   }
   for (const auto& other : comm()->all_gather(message)) {
     MPI_CHECK(other == message);
+  }
+}
+
+MPI_TEST_CASE("the built-in checks judge each rank's slab as they judge the whole domain, with "
+              "the same verdict on every rank") {
+  const auto dir = uwjit_test::job_sandbox("uwjit-check");
+  auto engine = make_engine(dir / "cache");
+  // Split unevenly along two axes; heat with fixed walls (its profile's maximum) and without
+  // (conservation, the mode's projection) and pipe-flow (mass, the profile's norms).
+  for (const auto& [type, size, axes, sets] :
+       {std::tuple{"heat", std::vector<std::int64_t>{9, 13, 6}, std::vector<int>{0, 1},
+                   std::vector<std::string>{}},
+        std::tuple{"heat", std::vector<std::int64_t>{12, 5, 4}, std::vector<int>{0},
+                   std::vector<std::string>{"boundary=fixed"}},
+        std::tuple{"pipe-flow", std::vector<std::int64_t>{11, 7, 7}, std::vector<int>{0, 2},
+                   std::vector<std::string>{}}}) {
+    Params params = uwjit::nodes::sized_params(type, size);
+    for (const auto& set : sets) {
+      params.set_from_text(set.substr(0, set.find('=')), set.substr(set.find('=') + 1));
+    }
+    const auto node = uwjit::nodes::make(type, type, params);
+    Simulation simulation(*engine, {node}, sharded(axes));
+    uwjit::driver::Trace trace;
+    for (int step = 0; step < 20; ++step) {
+      simulation.step(1);
+      trace.record(simulation, 0);
+    }
+    const auto& builtin = dynamic_cast<const uwjit::nodes::BuiltinNode&>(*node);
+    const auto mine = builtin.check(simulation.local_snapshot(), trace);
+    const auto whole = builtin.check(simulation.gathered(), trace);
+    MPI_CHECK(mine.passed == whole.passed);
+    MPI_CHECK(mine.notes == whole.notes);
+    MPI_CHECK(mine.measurements.size() == whole.measurements.size());
+    MPI_CHECK(!mine.measurements.empty());
+    std::string values;
+    for (std::size_t m = 0; m < mine.measurements.size() && m < whole.measurements.size(); ++m) {
+      const auto& a = mine.measurements[m];
+      const auto& b = whole.measurements[m];
+      MPI_CHECK(a.name == b.name);
+      MPI_CHECK(a.passed == b.passed);
+      // Partial sums added over the ranks instead of one sum: the same to round-off, which is
+      // all that measurements of round-off (conservation: 1e-17 against a limit of 1e-12) are.
+      MPI_CHECK(std::abs(a.value - b.value) <= std::max(1e-9 * std::abs(b.value), 1e-3 * b.limit));
+      values += a.name + "=" + std::to_string(a.value) + ";";
+    }
+    for (const auto& other : comm()->all_gather(values)) { // every rank judges alike
+      MPI_CHECK(other == values);
+    }
   }
 }
 
