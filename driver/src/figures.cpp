@@ -19,7 +19,10 @@ Figures default_figures(const runtime::Node& node, const runtime::Snapshot& snap
     if (state.dtype != runtime::Dtype::f64) {
       continue;
     }
+    // The snapshot's slab of the field: each rank fills the plane's cells its slab holds, and
+    // the ranks' planes are joined (nothing else is gathered).
     const runtime::Field& field = snapshot.field(node.name(), state.name);
+    const runtime::Slab& slab = snapshot.slab(node.name());
     std::int64_t components = 1;
     for (const std::int64_t c : state.components) {
       components *= c;
@@ -43,16 +46,27 @@ Figures default_figures(const runtime::Node& node, const runtime::Snapshot& snap
         index[d] = rest % state.components[d];
         rest /= state.components[d];
       }
-      if (axes > 2) {
-        index[lead + 2] = middle;
-      }
-      for (std::int64_t y = 0; y < height; ++y) {
-        for (std::int64_t x = 0; x < width; ++x) {
-          index[lead] = x;
-          index[lead + 1] = y;
-          slice.values.push_back(static_cast<const double*>(field.data())[field.offset(index)]);
+      const auto holds = [&](std::size_t axis, std::int64_t cell) {
+        return cell >= slab.offset[axis] && cell < slab.offset[axis] + slab.extent[axis];
+      };
+      slice.values.assign(static_cast<std::size_t>(width * height), 0.0);
+      if (axes <= 2 || holds(2, middle)) {
+        if (axes > 2) {
+          index[lead + 2] = middle - slab.offset[2];
+        }
+        for (std::int64_t y = 0; y < height; ++y) {
+          for (std::int64_t x = 0; x < width; ++x) {
+            if (!holds(0, x) || !holds(1, y)) {
+              continue;
+            }
+            index[lead] = x - slab.offset[0];
+            index[lead + 1] = y - slab.offset[1];
+            slice.values[static_cast<std::size_t>(y * width + x)] =
+                static_cast<const double*>(field.data())[field.offset(index)];
+          }
         }
       }
+      snapshot.total_over_ranks(slice.values);
       figures.slices.push_back(std::move(slice));
     }
   }

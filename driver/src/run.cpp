@@ -543,22 +543,17 @@ int run(const Program& program, std::span<const NodeKind> kinds,
     write_series(); // the last step, where the run ended between two outputs
   }
 
-  // Sharded: every rank checks (so every rank exits alike): a kind that judges slabs reads its
-  // own rank's, summed and maximised over the ranks (nothing gathered); another gets the whole
-  // state, gathered on every rank, as do the pictures. Rank 0 writes the files.
+  // Sharded: every rank checks and draws (so every rank exits alike, and the pictures' slices
+  // are joined together): a kind that reads slabs gets its own rank's, added up over the ranks
+  // (nothing gathered); another gets the whole state, gathered on every rank. Rank 0 writes the
+  // files.
   const auto exchange_stats = simulation->exchange_stats();
   const auto exchange_seconds = exchange_stats.seconds;
-  std::optional<runtime::Snapshot> gathered;
-  auto whole = [&]() -> const runtime::Snapshot& { // collective the first time
-    if (!gathered) {
-      gathered.emplace(simulation->gathered());
-    }
-    return *gathered;
-  };
+  const runtime::Snapshot view =
+      kind->reads_slabs ? simulation->local_snapshot() : simulation->gathered(); // collective
   Verdict verdict;
   if (kind->check) {
-    verdict = kind->check_slab ? kind->check(node, simulation->local_snapshot(), trace)
-                               : kind->check(node, whole(), trace);
+    verdict = kind->check(node, view, trace);
   } else {
     verdict.not_judged = format("node kind \"{}\" has no physics check", type);
   }
@@ -569,8 +564,11 @@ int run(const Program& program, std::span<const NodeKind> kinds,
     const auto written = simulation->write_node_vtk(node.name(), output_dir, node.name());
     outputs.insert(outputs.end(), written.begin(), written.end());
   });
+  std::optional<Figures> figures;
   if (plot) {
-    (void)whole(); // the pictures draw the whole domain: gathered on every rank, together
+    attempt([&] { // every rank, together
+      figures = kind->figures ? kind->figures(node, view) : default_figures(node, view);
+    });
   }
   if (lead) {
     if (!series.empty()) {
@@ -580,11 +578,10 @@ int run(const Program& program, std::span<const NodeKind> kinds,
         collection = path;
       });
     }
-    if (plot) {
+    if (figures) {
       attempt([&] {
         plots = write_plots(
-            kind->figures ? kind->figures(node, whole()) : default_figures(node, whole()),
-            {type, whole().steps_taken(), static_cast<double>(whole().steps_taken()) * dt},
+            *figures, {type, view.steps_taken(), static_cast<double>(view.steps_taken()) * dt},
             output_dir, node.name());
       });
     }

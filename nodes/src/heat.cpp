@@ -346,18 +346,25 @@ Figures HeatNode::figures(const runtime::Snapshot& simulation) const {
   Figures figures = BuiltinNode::figures(simulation);
   // The checked quantity: the mode along x (u averaged over y and z), with the discrete exact
   // solution where the conductivity is uniform.
+  // Sums over the snapshot's slab, then over the ranks.
   const runtime::Field& u = simulation.field(name(), "u");
+  const runtime::Slab& slab = simulation.slab(name());
   Chart chart{"mode", "u along x, averaged over y and z", "x (cells)", "u", {}};
   Curve measured{"uwjit", {}, {}, true};
-  for (std::int64_t i = 0; i < m_n[0]; ++i) {
+  std::vector<double> sums(static_cast<std::size_t>(m_n[0]), 0.0);
+  for (std::int64_t i = 0; i < slab.extent[0]; ++i) {
     double sum = 0;
-    for (std::int64_t j = 0; j < m_n[1]; ++j) {
-      for (std::int64_t k = 0; k < m_n[2]; ++k) {
+    for (std::int64_t j = 0; j < slab.extent[1]; ++j) {
+      for (std::int64_t k = 0; k < slab.extent[2]; ++k) {
         sum += u.at<double>(i, j, k);
       }
     }
+    sums[static_cast<std::size_t>(slab.offset[0] + i)] = sum;
+  }
+  simulation.total_over_ranks(sums);
+  for (std::int64_t i = 0; i < m_n[0]; ++i) {
     measured.x.push_back(static_cast<double>(i) + 0.5);
-    measured.y.push_back(sum / static_cast<double>(m_n[1] * m_n[2]));
+    measured.y.push_back(sums[static_cast<std::size_t>(i)] / static_cast<double>(m_n[1] * m_n[2]));
   }
   const auto t = static_cast<double>(simulation.steps_taken());
   const double growth = 1.0 - dt() * m_kappa * discrete_eigenvalue();

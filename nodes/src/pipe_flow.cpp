@@ -446,10 +446,23 @@ PipeFlowNode::vtk_image(const runtime::Snapshot& simulation) const {
 }
 
 Figures PipeFlowNode::figures(const runtime::Snapshot& simulation) const {
+  // The snapshot's slab of f: each rank fills the planes' sites its slab holds (0 elsewhere) and
+  // adds up its part of the profile, then the ranks' parts are joined (Snapshot::total_over_ranks).
   const runtime::Field& f = simulation.field(name(), "f");
+  const runtime::Slab& slab = simulation.slab(name());
   const std::int64_t nx = m_n[0], ny = m_n[1], nz = m_n[2];
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  // The axial velocity u = (sum c f* - F/2) / rho and the density at one site; NaN in a wall.
+  auto holds = [&](std::int64_t x, std::int64_t y, std::int64_t z) {
+    const std::int64_t at[3] = {x, y, z};
+    for (std::size_t d = 0; d < 3; ++d) {
+      if (at[d] < slab.offset[d] || at[d] >= slab.offset[d] + slab.extent[d]) {
+        return false;
+      }
+    }
+    return true;
+  };
+  // The axial velocity u = (sum c f* - F/2) / rho and the density at one site of the slab (global
+  // indices); NaN in a wall.
   auto site = [&](std::int64_t x, std::int64_t y, std::int64_t z) -> std::array<double, 2> {
     if (solid(y, z)) {
       return {nan, nan};
@@ -457,7 +470,8 @@ Figures PipeFlowNode::figures(const runtime::Snapshot& simulation) const {
     double rho = 0;
     double jx = -0.5 * m_force;
     for (int q = 0; q < k_q; ++q) {
-      const double value = f.at<double>(q, x, y, z);
+      const double value =
+          f.at<double>(q, x - slab.offset[0], y - slab.offset[1], z - slab.offset[2]);
       rho += value;
       jx += k_c[static_cast<std::size_t>(q)][0] * value;
     }
@@ -471,13 +485,18 @@ Figures PipeFlowNode::figures(const runtime::Snapshot& simulation) const {
               "y (sites)",
               nx,
               ny,
-              {}};
-  Slice density{"density", "density", along.where, "x (sites)", "y (sites)", nx, ny, {}};
+              std::vector<double>(static_cast<std::size_t>(nx * ny), 0.0)};
+  Slice density{"density",   "density",
+                along.where, "x (sites)",
+                "y (sites)", nx,
+                ny,          std::vector<double>(static_cast<std::size_t>(nx * ny), 0.0)};
   for (std::int64_t y = 0; y < ny; ++y) {
     for (std::int64_t x = 0; x < nx; ++x) {
-      const auto [u, rho] = site(x, y, nz / 2);
-      along.values.push_back(u);
-      density.values.push_back(rho);
+      if (holds(x, y, nz / 2)) {
+        const auto [u, rho] = site(x, y, nz / 2);
+        along.values[static_cast<std::size_t>(y * nx + x)] = u;
+        density.values[static_cast<std::size_t>(y * nx + x)] = rho;
+      }
     }
   }
   Slice across{"velocity_x-section",
@@ -487,12 +506,27 @@ Figures PipeFlowNode::figures(const runtime::Snapshot& simulation) const {
                "z (sites)",
                ny,
                nz,
-               {}};
+               std::vector<double>(static_cast<std::size_t>(ny * nz), 0.0)};
+  // The axial velocity of every fluid site summed along the pipe, for the profile below.
+  std::vector<double> along_pipe(static_cast<std::size_t>(ny * nz), 0.0);
   for (std::int64_t z = 0; z < nz; ++z) {
     for (std::int64_t y = 0; y < ny; ++y) {
-      across.values.push_back(site(nx / 2, y, z)[0]);
+      const auto at = static_cast<std::size_t>(z * ny + y);
+      if (holds(nx / 2, y, z)) {
+        across.values[at] = site(nx / 2, y, z)[0];
+      }
+      if (solid(y, z) || !holds(slab.offset[0], y, z)) {
+        continue; // a wall, or a row along the pipe that another rank holds
+      }
+      for (std::int64_t x = slab.offset[0]; x < slab.offset[0] + slab.extent[0]; ++x) {
+        along_pipe[at] += site(x, y, z)[0];
+      }
     }
   }
+  simulation.total_over_ranks(along.values);
+  simulation.total_over_ranks(density.values);
+  simulation.total_over_ranks(across.values);
+  simulation.total_over_ranks(along_pipe);
   figures.slices = {std::move(along), std::move(across), std::move(density)};
   // The checked quantity: the axial velocity of every fluid site (averaged along the pipe)
   // against its distance from the axis, and the Poiseuille profile.
@@ -507,14 +541,11 @@ Figures PipeFlowNode::figures(const runtime::Snapshot& simulation) const {
       if (solid(y, z)) {
         continue;
       }
-      double sum = 0;
-      for (std::int64_t x = 0; x < nx; ++x) {
-        sum += site(x, y, z)[0];
-      }
       const double dy = static_cast<double>(y) - static_cast<double>(ny - 1) / 2;
       const double dz = static_cast<double>(z) - static_cast<double>(nz - 1) / 2;
       measured.x.push_back(std::sqrt(dy * dy + dz * dz));
-      measured.y.push_back(sum / static_cast<double>(nx));
+      measured.y.push_back(along_pipe[static_cast<std::size_t>(z * ny + y)] /
+                           static_cast<double>(nx));
     }
   }
   Curve poiseuille{"Poiseuille: F (R^2 - r^2) / (4 nu)", {}, {}, false};

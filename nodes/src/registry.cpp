@@ -62,7 +62,7 @@ std::vector<NodeKind> make_kinds() {
             [](const runtime::Node& node) { return builtin(node).updates_per_step(); },
         .check = [](const runtime::Node& node, const runtime::Snapshot& snapshot,
                     const Trace& trace) { return builtin(node).judge(snapshot, trace); },
-        .check_slab = true,
+        .reads_slabs = true,
         .figures =
             [](const runtime::Node& node, const runtime::Snapshot& snapshot) {
               return builtin(node).figures(snapshot);

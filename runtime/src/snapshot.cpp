@@ -118,6 +118,12 @@ double Snapshot::max_over_ranks(double value) const {
   return most;
 }
 
+void Snapshot::total_over_ranks(std::span<double> values) const {
+  if (m_ranks != nullptr) {
+    m_ranks->all_reduce_sum(values);
+  }
+}
+
 const StaticData& Snapshot::bound_static_data(std::string_view node) const {
   return data_of(node).bound;
 }

@@ -21,6 +21,19 @@ cmp -s <(python3 "$(dirname "$0")/vtk_arrays.py" "$sandbox/out/heat.pvti") \
   <(python3 "$(dirname "$0")/vtk_arrays.py" "$sandbox/serial/heat.vti") && ok ||
   fail "the pieces joined hold the serial run's cells bit for bit"
 
+# --plot draws from the ranks' slabs (the slices joined, the profile added up): the pictures of
+# pipe-flow split over two axes are the serial run's, byte for byte.
+run timeout 120 "$mpiexec" -np 2 "$uwjit" run pipe-flow --size 12x9x9 --steps 20 --shard x,z \
+  --output "$sandbox/plots-mpi" --plot
+expect_code 0 "mpiexec -np 2 uwjit run pipe-flow --shard x,z --plot"
+run "$uwjit" run pipe-flow --size 12x9x9 --steps 20 --output "$sandbox/plots-serial" --plot
+same=0
+for png in "$sandbox"/plots-serial/*.png; do
+  cmp -s "$png" "$sandbox/plots-mpi/$(basename "$png")" && same=$((same + 1))
+done
+[ "$same" -ge 4 ] && [ "$same" = "$(ls "$sandbox"/plots-serial/*.png | wc -l)" ] && ok ||
+  fail "the sharded run's pictures are the serial run's ($same alike)"
+
 run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 60 --exchange overlap \
   --output "$sandbox/out"
 expect_code 0 "a warm sharded job with --exchange overlap"

@@ -200,8 +200,8 @@ MPI_TEST_CASE("sharded write_vtk where the pieces cannot be written is the same 
   }
 }
 
-MPI_TEST_CASE("the built-in checks judge each rank's slab as they judge the whole domain, with "
-              "the same verdict on every rank") {
+MPI_TEST_CASE("the built-in checks and pictures read each rank's slab as they read the whole "
+              "domain, with the same verdict on every rank") {
   const auto dir = uwjit_test::job_sandbox("uwjit-check");
   auto engine = make_engine(dir / "cache");
   // Split unevenly along two axes; heat with fixed walls (its profile's maximum) and without
@@ -244,6 +244,34 @@ MPI_TEST_CASE("the built-in checks judge each rank's slab as they judge the whol
     }
     for (const auto& other : comm()->all_gather(values)) { // every rank judges alike
       MPI_CHECK(other == values);
+    }
+    // The pictures: the slices joined from the ranks' slabs are the whole domain's bit for bit
+    // (walls NaN alike); the charts' sums agree to round-off.
+    const auto drawn = builtin.figures(simulation.local_snapshot());
+    const auto expected = builtin.figures(simulation.gathered());
+    MPI_CHECK(drawn.slices.size() == expected.slices.size());
+    for (std::size_t s = 0; s < drawn.slices.size() && s < expected.slices.size(); ++s) {
+      const auto& a = drawn.slices[s].values;
+      const auto& b = expected.slices[s].values;
+      MPI_CHECK(a.size() == b.size());
+      bool same = a.size() == b.size();
+      for (std::size_t v = 0; same && v < a.size(); ++v) {
+        same = std::isnan(a[v]) ? std::isnan(b[v]) : a[v] == b[v];
+      }
+      MPI_CHECK(same);
+    }
+    MPI_CHECK(drawn.charts.size() == expected.charts.size());
+    for (std::size_t c = 0; c < drawn.charts.size() && c < expected.charts.size(); ++c) {
+      const auto& a = drawn.charts[c].curves;
+      const auto& b = expected.charts[c].curves;
+      MPI_CHECK(a.size() == b.size());
+      for (std::size_t k = 0; k < a.size() && k < b.size(); ++k) {
+        MPI_CHECK(a[k].x == b[k].x);
+        MPI_CHECK(a[k].y.size() == b[k].y.size());
+        for (std::size_t v = 0; v < a[k].y.size() && v < b[k].y.size(); ++v) {
+          MPI_CHECK(std::abs(a[k].y[v] - b[k].y[v]) <= 1e-12 * (1 + std::abs(b[k].y[v])));
+        }
+      }
     }
   }
 }

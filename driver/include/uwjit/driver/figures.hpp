@@ -46,7 +46,9 @@ struct Figures {
 
 /// The pictures of any node of two or three domain axes: a slice through the middle of the last
 /// axis of each f64 state field (one per component, at most three); none for one axis. What
-/// --plot draws for a node kind that gives no figures of its own. Thread-safe.
+/// --plot draws for a node kind that gives no figures of its own. From a snapshot of one rank's
+/// slab, each rank fills the plane where its slab lies and the planes are joined
+/// (Snapshot::total_over_ranks: collective, the plane's memory on each rank). Thread-safe.
 [[nodiscard]] Figures default_figures(const runtime::Node& node, const runtime::Snapshot& snapshot);
 
 } // namespace uwjit::driver

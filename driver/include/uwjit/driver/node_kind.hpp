@@ -72,12 +72,13 @@ struct NodeKind {
   std::function<Verdict(const runtime::Node& node, const runtime::Snapshot& snapshot,
                         const Trace& trace)>
       check = {};
-  /// Whether `check` judges a snapshot of one rank's slab: it reads Snapshot::slab(node) and
-  /// adds up (Snapshot::sum_over_ranks, max_over_ranks) what it measures over the slab, so that
-  /// a sharded run hands it Simulation::local_snapshot() and gathers nothing for it; every rank
-  /// calls it and gets the same verdict. False: `check` gets the whole domain, gathered on every
-  /// rank (the memory of a serial run, on each). The built-in nodes' checks judge slabs.
-  bool check_slab = false;
+  /// Whether `check` and `figures` take a snapshot of one rank's slab: they read
+  /// Snapshot::slab(node) and add up over the ranks what they measure or draw over the slab
+  /// (Snapshot::sum_over_ranks and max_over_ranks for a verdict, total_over_ranks for a picture),
+  /// so that a sharded run hands them Simulation::local_snapshot() on every rank and gathers
+  /// nothing; every rank gets the same verdict. False: they get the whole domain, gathered on
+  /// every rank (the memory of a serial run, on each). The built-in kinds read slabs.
+  bool reads_slabs = false;
   /// The pictures --plot draws; empty: default_figures.
   std::function<Figures(const runtime::Node& node, const runtime::Snapshot& snapshot)> figures = {};
 };

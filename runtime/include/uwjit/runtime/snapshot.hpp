@@ -92,6 +92,13 @@ public:
   /// The largest of `value` over the ranks, as sum_over_ranks (NaN if any rank's is NaN).
   [[nodiscard]] double max_over_ranks(double value) const;
 
+  /// Adds up `values` over the ranks as sum_over_ranks does, with one all-reduce: its memory is
+  /// that of `values`, not `values` times the ranks, for a plane or a profile; the rounding of a
+  /// sum of several non-zero partials may differ from rank to rank, so that it serves pictures,
+  /// not verdicts. Where each value is non-zero on one rank alone (a slice of the domain that
+  /// each rank fills where its slab lies, 0 elsewhere), the result is that value, exactly.
+  void total_over_ranks(std::span<double> values) const;
+
   /// The node's domain integrals of the last step (summed over the ranks), in layout order.
   [[nodiscard]] std::span<const double> integrals(std::string_view node) const;
   /// The same, by node index (the order of nodes()).
