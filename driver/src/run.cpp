@@ -549,11 +549,13 @@ int run(const Program& program, std::span<const NodeKind> kinds,
   // files.
   const auto exchange_stats = simulation->exchange_stats();
   const auto exchange_seconds = exchange_stats.seconds;
-  const runtime::Snapshot view =
-      kind->reads_slabs ? simulation->local_snapshot() : simulation->gathered(); // collective
+  std::optional<runtime::Snapshot> view; // collective; none when nothing reads it
+  if (kind->check || plot) {
+    view.emplace(kind->reads_slabs ? simulation->local_snapshot() : simulation->gathered());
+  }
   Verdict verdict;
   if (kind->check) {
-    verdict = kind->check(node, view, trace);
+    verdict = kind->check(node, *view, trace);
   } else {
     verdict.not_judged = format("node kind \"{}\" has no physics check", type);
   }
@@ -567,7 +569,7 @@ int run(const Program& program, std::span<const NodeKind> kinds,
   std::optional<Figures> figures;
   if (plot) {
     attempt([&] { // every rank, together
-      figures = kind->figures ? kind->figures(node, view) : default_figures(node, view);
+      figures = kind->figures ? kind->figures(node, *view) : default_figures(node, *view);
     });
   }
   if (lead) {
@@ -581,7 +583,7 @@ int run(const Program& program, std::span<const NodeKind> kinds,
     if (figures) {
       attempt([&] {
         plots = write_plots(
-            *figures, {type, view.steps_taken(), static_cast<double>(view.steps_taken()) * dt},
+            *figures, {type, view->steps_taken(), static_cast<double>(view->steps_taken()) * dt},
             output_dir, node.name());
       });
     }

@@ -602,10 +602,17 @@ Snapshot Simulation::local_snapshot() const {
   if (!m_impl->decomposition) {
     return gathered();
   }
-  m_impl->pull_state();
-  const int rank = m_impl->decomposition->comm->rank();
+  return m_impl->slab_snapshot();
+}
+
+Snapshot Simulation::Impl::slab_snapshot(std::string_view only) {
+  pull_state();
+  const int rank = decomposition->comm->rank();
   std::vector<Snapshot::NodeData> nodes;
-  for (const NodeState& s : m_impl->states) {
+  for (const NodeState& s : states) {
+    if (!only.empty() && s.node->name() != only) {
+      continue;
+    }
     Snapshot::NodeData data{s.node,
                             {},
                             s.integrals,
@@ -616,7 +623,7 @@ Snapshot Simulation::local_snapshot() const {
       data.stage_reports.push_back(stage.binding.report);
     }
     const Layout whole = read_layout(*s.node);
-    const ShardInfo info = m_impl->decomposition->shard_of(whole, rank);
+    const ShardInfo info = decomposition->shard_of(whole, rank);
     data.slab = Slab{info.offset, info.extent, info.global};
     for (std::size_t i = 0; i < s.current.size(); ++i) {
       const Field& mine = *s.current[i];
@@ -633,7 +640,7 @@ Snapshot Simulation::local_snapshot() const {
     }
     nodes.push_back(std::move(data));
   }
-  return Snapshot(m_impl->steps, std::move(nodes), m_impl->decomposition->comm);
+  return Snapshot(steps, std::move(nodes), decomposition->comm);
 }
 
 std::int64_t Simulation::steps_taken() const noexcept {

@@ -91,6 +91,9 @@ struct Simulation::Impl {
   void make_device_state(NodeState& s);
   void push_state();
   void pull_state();
+  // Simulation::local_snapshot of a sharded simulation, of node `only` alone when it is not
+  // empty (what writing one node's output needs).
+  [[nodiscard]] Snapshot slab_snapshot(std::string_view only = {});
   void step_node_on_device(NodeState& s);
   template <class Attempt> void fill_inputs_on_device(NodeState& s, Attempt& attempt);
   template <class FacesDown, class HalosUp, class Launch>

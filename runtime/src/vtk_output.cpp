@@ -167,7 +167,7 @@ Simulation::write_node_vtk(std::string_view node_name, const std::filesystem::pa
     return writing_in(directory, [&] { return node.write_vtk(whole, directory, stem); });
   }
   comm::Comm& comm = *m_impl->decomposition->comm;
-  const Snapshot mine = local_snapshot();
+  const Snapshot mine = m_impl->slab_snapshot(node.name()); // this node's slab alone
   std::optional<VtkImage> image;
   comm::together(comm, [&] { image = node.vtk_image(mine); });
   std::uint64_t imaged = image ? 1 : 0;
