@@ -100,7 +100,7 @@ driver::NodeKind make_kind(std::string type, std::string summary, const py::hand
                            const py::object& make, std::vector<driver::ParamDoc> param_docs,
                            const py::object& sized, std::string size_help, std::string shard_help,
                            const py::object& default_steps, const py::object& updates_per_step,
-                           const py::object& check) {
+                           const py::object& check, bool reads_slabs) {
   if (!is_safe_name(type)) {
     throw Error(ErrorKind::usage,
                 "NodeKind: type \"" + printable(type) +
@@ -118,6 +118,7 @@ driver::NodeKind make_kind(std::string type, std::string summary, const py::hand
       .node_params = to_params(node_params, "NodeKind: node_params"),
       .param_docs = std::move(param_docs),
       .make = make_of(type, Callable(make)),
+      .reads_slabs = reads_slabs,
   };
   if (!sized.is_none()) {
     const Callable f(sized);
@@ -330,6 +331,25 @@ field(node, field) (a copy of the cells slab(node) names), integrals(node).)doc"
           "The cells of node `node` this snapshot holds, per domain axis: {'offset', 'extent', "
           "'global'} (tuples); the whole domain for Simulation.gathered().")
       .def(
+          "sum_over_ranks",
+          [](const runtime::Snapshot& s, std::vector<double> values) {
+            py::gil_scoped_release release;
+            s.sum_over_ranks(values);
+            return values;
+          },
+          py::arg("values"),
+          "The sums over the ranks of `values` (this rank's partial sums over its slab), as a new "
+          "list: for Simulation.local_snapshot() of a sharded simulation, collective (every rank "
+          "calls it alike, with as many values), the partials added in rank order so that every "
+          "rank gets the same bits; for a snapshot of the whole domain, the values themselves.")
+      .def(
+          "max_over_ranks",
+          [](const runtime::Snapshot& s, double value) {
+            py::gil_scoped_release release;
+            return s.max_over_ranks(value);
+          },
+          py::arg("value"), "The largest `value` over the ranks, as sum_over_ranks (NaN wins).")
+      .def(
           "integrals",
           [](const runtime::Snapshot& s, std::string_view node) {
             const auto names = s.node(node).layout().integrals;
@@ -351,7 +371,8 @@ A kind of node that run_cli runs from the command line, as `uwjit run` runs the 
 Built as::
 
     NodeKind(type, summary, node_params, make, *, param_docs=(), sized=None, size_help="",
-             shard_help="", default_steps=None, updates_per_step=None, check=None)
+             shard_help="", default_steps=None, updates_per_step=None, check=None,
+             reads_slabs=False)
 
 type: the node type (a safe file name: it names the output files); summary: one line.
 node_params: the default node params, complete (a dict of int, float, str): --set changes them,
@@ -363,12 +384,18 @@ of one int N or three (NX, NY, NZ) gives (they replace the defaults); None: --si
 shard_help: the axes --shard may split it along, for --help ("" : it cannot be sharded).
 default_steps: an int or default_steps(node) -> int (None: --steps is required).
 updates_per_step(node) -> int: cell updates per step (default: the domain's cells).
-check(node, snapshot, trace) -> Verdict: the physics check (None: the run is not judged).)doc")
+check(node, snapshot, trace) -> Verdict: the physics check (None: the run is not judged).
+reads_slabs: whether check judges a snapshot of one rank's slab (Snapshot.slab(node), what it
+measures added up with Snapshot.sum_over_ranks / max_over_ranks, which every rank calls alike), so
+that a sharded run gathers nothing for it; False: check gets the whole domain, gathered on every
+rank.)doc")
       .def(py::init(&make_kind), py::arg("type"), py::arg("summary"), py::arg("node_params"),
            py::arg("make"), py::kw_only(), py::arg("param_docs") = std::vector<driver::ParamDoc>{},
            py::arg("sized") = py::none(), py::arg("size_help") = "", py::arg("shard_help") = "",
            py::arg("default_steps") = py::none(), py::arg("updates_per_step") = py::none(),
-           py::arg("check") = py::none())
+           py::arg("check") = py::none(), py::arg("reads_slabs") = false)
+      .def_readonly("reads_slabs", &driver::NodeKind::reads_slabs,
+                    "Whether check judges a snapshot of one rank's slab.")
       .def_readonly("type", &driver::NodeKind::type, "The node type (the NODE argument).")
       .def_readonly("summary", &driver::NodeKind::summary, "One line: what the node simulates.")
       .def_property_readonly(

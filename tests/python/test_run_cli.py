@@ -48,7 +48,7 @@ def test_a_run_reports_as_json_and_writes_the_node_s_vti(tmp_path):
     report = json.loads(done.stdout)
     assert report["node"] == "diffuse" and report["params"] == {"nx": 8, "ny": 4, "rate": 0.1}
     assert report["steps"] == 20 and report["check"]["passed"] and report["check"]["judged"]
-    assert [m["name"] for m in report["check"]["measurements"]] == ["conservation"]
+    assert [m["name"] for m in report["check"]["measurements"]] == ["conservation", "field total"]
     assert report["outputs"] == [str(tmp_path / "out" / "diffuse.vti")]
     image = ET.parse(report["outputs"][0]).getroot().find("ImageData")
     assert image.get("WholeExtent") == "0 8 0 4 0 1"
@@ -154,6 +154,9 @@ def test_node_kinds_and_what_a_check_reads_have_docstrings_and_reprs():
     kind = diffuse_cli.KIND
     assert repr(kind) == "NodeKind(type='diffuse', summary='2-D diffusion on a periodic grid')"
     assert kind.node_params == {"nx": 32, "ny": 16, "rate": 0.2}
+    # Its check reads a rank's slab; a kind that does not say so gets the whole domain.
+    assert kind.reads_slabs
+    assert not uwjit.NodeKind("plain", "p", {"n": 1}, lambda t, n, p: None).reads_slabs
     assert repr(kind.param_docs[0]) == "ParamDoc('nx', 'cells along x', unit='cells', range='[1, 4096]')"
     verdict = uwjit.Verdict()
     verdict.add("m", "metric", 2.0, 1.0)
