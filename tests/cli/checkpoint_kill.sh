@@ -24,7 +24,12 @@ old=0
 new=0
 during=0
 RANDOM=7 # the same moments on every run of the suite
-for trial in $(seq 1 "$trials"); do
+trial=0
+# The trials asked for, and more (up to twice as many) while fewer than a fifth of the kills have
+# landed during a write: on a loaded machine the polling below can miss the write's window.
+while [ "$trial" -lt "$trials" ] ||
+  { [ "$during" -lt $((trials / 5)) ] && [ "$trial" -lt $((2 * trials)) ]; }; do
+  trial=$((trial + 1))
   before=$(sha256sum job.ckpt | cut -c1-64)
   # Its own process group, so that the kill reaches mpiexec and both ranks at once.
   setsid "$mpiexec" -np 2 "$uwjit" run heat --shard x --restore base.ckpt \
@@ -58,7 +63,7 @@ for trial in $(seq 1 "$trials"); do
   fi
   rm -f .uwjit-tmp.* # a killed writer's temporary: never under the checkpoint's name
 done
-echo "$trials kills ($during with the checkpoint's temporary present): the old checkpoint $old times, a new one $new times (a job takes ${took_ms} ms)"
+echo "$trial kills ($during with the checkpoint's temporary present): the old checkpoint $old times, a new one $new times (a job takes ${took_ms} ms)"
 # The kills that matter are those during the write: without them the suite proves nothing.
-[ "$during" -ge $((trials / 5)) ] && ok || fail "only $during of $trials kills landed during a write"
+[ "$during" -ge $((trials / 5)) ] && ok || fail "only $during of $trial kills landed during a write"
 finish
