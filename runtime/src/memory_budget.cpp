@@ -143,9 +143,14 @@ std::string bytes_text(double bytes) {
 }
 
 void check_fits(const MemoryNeed& need, int processes, const MemoryLimits& limits) {
-  const std::string parts =
+  std::string parts =
       format("state {}: two buffers per state field, halos included; static data {}",
              bytes_text(need.state), bytes_text(need.statics));
+  if (need.fill > 0) {
+    parts += format("; the whole domain's state while a node that does not fill by slab is "
+                    "filled {}",
+                    bytes_text(need.fill));
+  }
   const auto refuse = [&](const std::string& what, const std::string& has,
                           const MemoryLimit& limit) {
     throw Error(ErrorKind::usage,

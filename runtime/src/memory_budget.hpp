@@ -31,8 +31,11 @@ struct MemoryLimits {
 /// What one process of a simulation holds while it steps, estimated from the layouts.
 struct MemoryNeed {
   double state = 0;   ///< every state field's two buffers (current and next), halos included
-  double statics = 0; ///< the static arrays this process binds (a rank's slabs when sharded)
-  [[nodiscard]] double total() const noexcept { return state + statics; }
+  double statics = 0; ///< the static arrays this process binds (a rank's slabs when sharded), and
+                      ///< a shard-mode array not computed by box whole (it is built whole)
+  double fill = 0;    ///< sharded: the whole state of the largest node that does not fill by
+                      ///< slab, held while it is filled
+  [[nodiscard]] double total() const noexcept { return state + statics + fill; }
 };
 
 /// Throws Error(usage) when one process needing `need` cannot fit in `limits.process`, or

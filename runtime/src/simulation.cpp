@@ -44,25 +44,40 @@ int parse_threads(std::string_view text, std::string_view what) {
 namespace {
 
 // What one process holds for a node while it steps: its state fields' two buffers over the
-// shard with halos, and the static arrays it binds (a shard-mode array's slab when sharded).
+// shard with halos, and the static arrays it binds (a shard-mode array's slab when sharded;
+// one not computed by box is also built whole, and stays); sharded, a node that does not fill
+// by slab also holds its whole state while it is filled (the largest such node counts).
 void add_need(MemoryNeed& need, const Layout& layout, const ShardInfo& shard,
               const StaticData& whole) {
+  const bool sharded = shard.extent != shard.global;
+  double whole_state = 0;
   for (const auto& f : layout.fields) {
     double cells = codegen::size_of(f.dtype);
+    double global = cells;
     for (const std::int64_t c : f.components) {
       cells *= static_cast<double>(c);
+      global *= static_cast<double>(c);
     }
     for (std::size_t d = 0; d < shard.extent.size(); ++d) {
       cells *= static_cast<double>(shard.extent[d] + 2 * std::int64_t{layout.halo[d]});
+      global *= static_cast<double>(shard.global[d]);
     }
     need.state += 2 * cells;
+    whole_state += global;
+  }
+  if (sharded && !layout.slab_initial_state) {
+    need.fill = std::max(need.fill, whole_state);
   }
   for (const auto& [key, entry] : whole.entries()) {
     if (const auto* array = std::get_if<StaticArray>(&entry)) {
-      double bytes = static_cast<double>(array->size_bytes());
+      const auto all = static_cast<double>(array->size_bytes());
+      double bytes = all;
       if (array->replication() == Replication::shard) {
         for (std::size_t d = 0; d < shard.extent.size(); ++d) {
           bytes *= static_cast<double>(shard.extent[d]) / static_cast<double>(shard.global[d]);
+        }
+        if (sharded && !array->is_computed_by_box()) {
+          bytes += all;
         }
       }
       need.statics += bytes;

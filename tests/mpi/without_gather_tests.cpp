@@ -276,6 +276,70 @@ MPI_TEST_CASE("the built-in checks and pictures read each rank's slab as they re
   }
 }
 
+namespace {
+
+// A 1-D node of `cells` cells that fills its whole domain (slab_initial_state false, the
+// default), with a shard-mode static array given whole or computed by box.
+class WholeFill final : public uwjit::runtime::Node {
+public:
+  WholeFill(std::int64_t cells, bool by_box)
+      : Node("whole-fill", "big", Params{}), m_cells(cells), m_by_box(by_box) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = {{.cells = m_cells, .halo = 1, .name = "n"}}, .fields = {{"u"}}};
+  }
+  void initial_state(uwjit::runtime::State&) const override {}
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.body("    u_out(0) = u(0);\n");
+  }
+  uwjit::runtime::StaticData build_static_data() const override {
+    using uwjit::runtime::StaticArray;
+    uwjit::runtime::StaticData data;
+    if (m_by_box) {
+      data.add(StaticArray::computed_by_box<double>(
+          "table", {m_cells}, [](const uwjit::runtime::ArrayBox&, std::span<double>) {},
+          uwjit::runtime::Replication::shard, 0));
+    } else {
+      data.add(StaticArray::computed<double>(
+          "table", {m_cells}, [](std::span<double>) {}, uwjit::runtime::Replication::shard, 0));
+    }
+    return data;
+  }
+
+private:
+  std::int64_t m_cells;
+  bool m_by_box;
+};
+
+} // namespace
+
+MPI_TEST_CASE("the memory estimate counts what a rank holds whole: a whole-domain fill and a "
+              "shard array not computed by box") {
+  auto engine = make_engine(uwjit_test::job_sandbox("uwjit-estimate") / "cache");
+  // 2^40 cells: 8.8 TB per state buffer, refused at any rank count here, with the figures.
+  for (const bool by_box : {false, true}) {
+    std::string message = "(no error)";
+    try {
+      Simulation simulation(*engine, {std::make_shared<WholeFill>(std::int64_t{1} << 40, by_box)},
+                            sharded({0}));
+    } catch (const uwjit::Error& error) {
+      message = error.what();
+    }
+    const bool sharded_run = comm()->size() > 1;
+    MPI_CHECK(message.find("run needs about") != std::string::npos);
+    // The fill of the whole domain counts once sharded (serially it is the state itself).
+    MPI_CHECK((message.find("the whole domain's state while a node that does not fill by slab "
+                            "is filled 8.8 TB") != std::string::npos) == sharded_run);
+    // The table (8.8 TB whole): a rank's slab when computed by box, and the whole as well when
+    // it is not.
+    const double slab = 8.796093022208 / comm()->size();
+    const double table = by_box || !sharded_run ? slab : slab + 8.796093022208;
+    char expected[64];
+    std::snprintf(expected, sizeof expected, "static data %.3g TB", table);
+    MPI_CHECK(message.find(expected) != std::string::npos);
+  }
+}
+
 int main(int argc, char** argv) {
   return uwjit_test::run_job(argc, argv);
 }
