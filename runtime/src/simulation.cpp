@@ -1,7 +1,8 @@
 // Simulation: its construction (node agreement, decomposition, memory estimate, kernel requests,
 // static data, binding, state) and the public accessors. One idea, building a simulation, whose
 // stages share Impl's state and run in this file's order, which is why it is over 700 lines; the
-// step loop is stepper.cpp, checkpoints checkpoint.cpp, snapshots snapshot.cpp.
+// step loop is stepper.cpp, checkpoints checkpoint.cpp, its snapshots (whole or a rank's
+// slab) simulation_snapshots.cpp.
 #include <uwjit/runtime/simulation.hpp>
 
 #include "memory_budget.hpp"
@@ -567,95 +568,6 @@ bool Simulation::checked() const noexcept {
 
 ExchangeStats Simulation::exchange_stats() const noexcept {
   return m_impl->exchange;
-}
-
-Snapshot Simulation::gathered() const {
-  m_impl->pull_state();
-  std::vector<Snapshot::NodeData> nodes;
-  for (const NodeState& s : m_impl->states) {
-    Snapshot::NodeData data{s.node,
-                            {},
-                            s.integrals,
-                            {},
-                            s.stages[0].binding.report,
-                            std::vector<std::string>(s.rebound.begin(), s.rebound.end())};
-    for (const auto& stage : s.stages) {
-      data.stage_reports.push_back(stage.binding.report);
-    }
-    // Serially the data bound now; sharded, the node's own whole arrays (a rank holds slabs).
-    data.bound = m_impl->decomposition ? s.node->static_data() : s.bound;
-    const Layout whole = read_layout(*s.node);
-    for (std::size_t i = 0; i < s.current.size(); ++i) {
-      const Field& mine = *s.current[i];
-      const StateField& f = whole.fields[i];
-      auto field = std::make_shared<Field>(f.name, f.dtype, whole.shape(f), whole.halos(f));
-      std::string bytes(
-          static_cast<std::size_t>(mine.interior_count()) * codegen::size_of(mine.dtype()), '\0');
-      mine.copy_interior_to(std::as_writable_bytes(std::span(bytes)));
-      if (!m_impl->decomposition) {
-        field->copy_interior_from(std::as_bytes(std::span(bytes)));
-      } else {
-        const auto all = m_impl->decomposition->comm->all_gather(bytes);
-        for (std::size_t r = 0; r < all.size(); ++r) {
-          const ShardInfo info = m_impl->decomposition->shard_of(whole, static_cast<int>(r));
-          std::vector<std::int64_t> shape = f.components;
-          shape.insert(shape.end(), info.extent.begin(), info.extent.end());
-          Field slab(f.name, f.dtype, std::move(shape),
-                     std::vector<int>(f.components.size() + info.extent.size(), 0));
-          slab.copy_interior_from(std::as_bytes(std::span(all[r])));
-          copy_slab(*field, slab, info.offset, Direction::local_to_global);
-        }
-      }
-      data.fields.push_back(std::move(field));
-    }
-    nodes.push_back(std::move(data));
-  }
-  return Snapshot(m_impl->steps, std::move(nodes));
-}
-
-Snapshot Simulation::local_snapshot() const {
-  if (!m_impl->decomposition) {
-    return gathered();
-  }
-  return m_impl->slab_snapshot();
-}
-
-Snapshot Simulation::Impl::slab_snapshot(std::string_view only) {
-  pull_state();
-  const int rank = decomposition->comm->rank();
-  std::vector<Snapshot::NodeData> nodes;
-  for (const NodeState& s : states) {
-    if (!only.empty() && s.node->name() != only) {
-      continue;
-    }
-    Snapshot::NodeData data{s.node,
-                            {},
-                            s.integrals,
-                            s.node->static_data(), // built lazily: a slab's part computes it alone
-                            s.stages[0].binding.report,
-                            std::vector<std::string>(s.rebound.begin(), s.rebound.end())};
-    for (const auto& stage : s.stages) {
-      data.stage_reports.push_back(stage.binding.report);
-    }
-    const Layout whole = read_layout(*s.node);
-    const ShardInfo info = decomposition->shard_of(whole, rank);
-    data.slab = Slab{info.offset, info.extent, info.global};
-    for (std::size_t i = 0; i < s.current.size(); ++i) {
-      const Field& mine = *s.current[i];
-      const StateField& f = whole.fields[i];
-      std::vector<std::int64_t> shape = f.components;
-      shape.insert(shape.end(), info.extent.begin(), info.extent.end());
-      std::vector<int> no_halo(shape.size(), 0);
-      auto field = std::make_shared<Field>(f.name, f.dtype, std::move(shape), std::move(no_halo));
-      std::string bytes(
-          static_cast<std::size_t>(mine.interior_count()) * codegen::size_of(mine.dtype()), '\0');
-      mine.copy_interior_to(std::as_writable_bytes(std::span(bytes)));
-      field->copy_interior_from(std::as_bytes(std::span(bytes)));
-      data.fields.push_back(std::move(field));
-    }
-    nodes.push_back(std::move(data));
-  }
-  return Snapshot(steps, std::move(nodes), decomposition->comm);
 }
 
 std::int64_t Simulation::steps_taken() const noexcept {
