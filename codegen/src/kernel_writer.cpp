@@ -492,6 +492,16 @@ std::string KernelWriter::buffer_text(const BufferDecl& b) const {
   return text;
 }
 
+// The head of the CPU function that updates the cells: the entry itself, or, in a batch, the
+// update of one member that the entry calls, out of line so that it is compiled as the entry
+// would be (the same bits).
+std::string KernelWriter::update_head() const {
+  if (m_batch) {
+    return "static __attribute__((noinline)) int uwjit_member";
+  }
+  return format("extern \"C\" int {}", k_entry_placeholder);
+}
+
 KernelSource KernelWriter::finish() const {
   if (m_body.empty() && m_cell.empty()) {
     fail("no body was written (body() or for_each_cell())");
@@ -502,6 +512,10 @@ KernelSource KernelWriter::finish() const {
   }
   if (m_gpu && m_checked) {
     fail("checked mode runs on CPUs only: check the kernel there, then write it for the GPU");
+  }
+  if (m_gpu && m_batch) {
+    fail("a batch of members runs on CPUs only for now; on a GPU, run each member as a "
+         "simulation of its own");
   }
   // A reach beyond a halo that every cell makes is refused before anything is compiled.
   (void)judge_reads();
@@ -514,6 +528,9 @@ KernelSource KernelWriter::finish() const {
   }
   if (m_checked) {
     text += "// checked: every accessor index is tested against its buffer's layout\n";
+  }
+  if (m_batch) {
+    text += "// a batch: the entry makes the calls listed in args->members\n";
   }
   for (const auto& line : m_comments) {
     text += "// " + line + "\n";
@@ -576,12 +593,11 @@ KernelSource KernelWriter::finish() const {
   } else if (!m_cell.empty()) {
     // A copy of the caller's struct, which no buffer can alias: the cell reads args->dt and the
     // like inside the loops, and those loads are then hoisted out of them.
-    text += format("extern \"C\" int {}(const uwjit_kernel_args* uwjit_caller_args) {\n",
-                   k_entry_placeholder);
+    text += format("{}(const uwjit_kernel_args* uwjit_caller_args) {\n", update_head());
     text += "  const uwjit_kernel_args uwjit_args = *uwjit_caller_args;\n"
             "  const uwjit_kernel_args* const args = &uwjit_args;\n";
   } else {
-    text += format("extern \"C\" int {}(const uwjit_kernel_args* args) {\n", k_entry_placeholder);
+    text += format("{}(const uwjit_kernel_args* args) {\n", update_head());
   }
   text += "  (void)args;\n";
   if (m_checked) {
@@ -685,6 +701,20 @@ KernelSource KernelWriter::finish() const {
                   : format("  args->integrals[{}] = {}.value;\n", i, m_integrals[i]);
   }
   text += m_gpu ? "}\n" : "  return UWJIT_KERNEL_OK;\n}\n";
+  if (m_batch) {
+    text += format("extern \"C\" int {}(const uwjit_kernel_args* batch) {\n"
+                   "  int first = UWJIT_KERNEL_OK;\n"
+                   "  for (uw_i64 m = 0; m < batch->n_members; ++m) {\n"
+                   "    const int status = uwjit_member(&batch->members[m]);\n"
+                   "    batch->member_status[m] = status;\n"
+                   "    if (first == UWJIT_KERNEL_OK) {\n"
+                   "      first = status;\n"
+                   "    }\n"
+                   "  }\n"
+                   "  return first;\n"
+                   "}\n",
+                   k_entry_placeholder);
+  }
   return KernelSource::generated(m_origin, std::move(text), std::move(slots), std::move(lines));
 }
 

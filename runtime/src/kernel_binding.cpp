@@ -34,10 +34,11 @@ namespace {
 
 // One stage's kernel.
 Emitted emit_stage(const Node& node, const Layout& layout, const StaticData& bound,
-                   const StaticData& whole, bool checked, bool gpu, int stage) {
+                   const StaticData& whole, bool checked, bool gpu, bool batch, int stage) {
   KernelWriter writer(node.name());
   writer.checked(checked);
   writer.gpu(gpu);
+  writer.batch(batch);
   if (layout.stages > 1) {
     // Also keeps two stages of the same text apart in the reports.
     writer.comment(format("stage {} of {}", stage, layout.stages));
@@ -86,18 +87,18 @@ std::vector<Probe> emit_probes(const Node& node, const Layout& layout, const Sta
   for (std::size_t stage = 0; stage < emitted.size(); ++stage) {
     if (emitted[stage].writer.halo_reads() == codegen::HaloReads::unknown) {
       // The node writes its stages again, checked; the text differs only by the checks.
-      probes.push_back(
-          {stage, emit_stage(node, layout, bound, whole, true, false, static_cast<int>(stage))});
+      probes.push_back({stage, emit_stage(node, layout, bound, whole, true, false, false,
+                                          static_cast<int>(stage))});
     }
   }
   return probes;
 }
 
 std::vector<Emitted> emit(const Node& node, const Layout& layout, const StaticData& bound,
-                          const StaticData& whole, bool checked, bool gpu) {
+                          const StaticData& whole, bool checked, bool gpu, bool batch) {
   std::vector<Emitted> stages;
   for (int stage = 0; stage < layout.stages; ++stage) {
-    stages.push_back(emit_stage(node, layout, bound, whole, checked, gpu, stage));
+    stages.push_back(emit_stage(node, layout, bound, whole, checked, gpu, batch, stage));
   }
   for (const auto& name : layout.integrals) {
     int computed = 0;

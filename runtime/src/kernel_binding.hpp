@@ -31,9 +31,10 @@ struct Emitted {
 /// node's whole static data (also when `bound` holds a rank's slabs, so that every rank emits the
 /// same text), with the axes the kernel declares over run-time domain extents recorded as
 /// following them. `checked`: the kernels are written in checked mode (KernelWriter::checked);
-/// `gpu`: for a GPU (KernelWriter::gpu).
+/// `gpu`: for a GPU (KernelWriter::gpu); `batch`: as a batch of members (KernelWriter::batch).
 std::vector<Emitted> emit(const Node& node, const Layout& layout, const StaticData& bound,
-                          const StaticData& whole, bool checked, bool gpu = false);
+                          const StaticData& whole, bool checked, bool gpu = false,
+                          bool batch = false);
 
 /// A stage's first-step check: the stage's kernel written checked (KernelWriter::checked).
 struct Probe {

@@ -16,6 +16,22 @@ bool NodeState::refills(std::size_t stage, std::size_t i) const {
   return std::find(wrote.begin(), wrote.end(), i) != wrote.end();
 }
 
+std::vector<Field*> NodeState::allocate_fields() {
+  std::vector<Field*> fields;
+  for (const auto& f : layout.fields) {
+    current.push_back(std::make_unique<Field>(f.name, f.dtype, layout.shape(f), layout.halos(f)));
+    next.push_back(nullptr);
+    boundaries.push_back(layout.boundaries(f));
+    const auto halos = layout.halos(f);
+    has_halo.push_back(std::any_of(halos.begin(), halos.end(), [](int h) { return h > 0; }));
+    if (checked) {
+      current.back()->poison_halos();
+    }
+    fields.push_back(current.back().get());
+  }
+  return fields;
+}
+
 void NodeState::wire() {
   for (StageKernel& stage : stages) {
     const Binding& binding = stage.binding;

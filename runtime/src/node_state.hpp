@@ -79,6 +79,9 @@ struct NodeState {
   // others' are still right).
   [[nodiscard]] bool refills(std::size_t stage, std::size_t i) const;
 
+  // Allocates the current buffer of every state field over the layout (halos poisoned in
+  // checked mode), with its boundaries; returns the fields, for initial_state.
+  std::vector<Field*> allocate_fields();
   // Points each stage's ABI struct at its binding's tables (allocating the output buffers a
   // new binding writes); called whenever a binding changes.
   void wire();

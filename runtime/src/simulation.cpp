@@ -448,19 +448,8 @@ void Simulation::Impl::report_all(std::vector<Emitted>& emitted,
 
 void Simulation::Impl::allocate_state(NodeState& s, Init init) {
   const Layout& layout = s.layout;
-  std::vector<Field*> fields;
+  const std::vector<Field*> fields = s.allocate_fields();
   const bool sharded = layout.domain != s.shard.global;
-  for (const auto& f : layout.fields) {
-    s.current.push_back(std::make_unique<Field>(f.name, f.dtype, layout.shape(f), layout.halos(f)));
-    s.next.push_back(nullptr);
-    s.boundaries.push_back(layout.boundaries(f));
-    const auto halos = layout.halos(f);
-    s.has_halo.push_back(std::any_of(halos.begin(), halos.end(), [](int h) { return h > 0; }));
-    if (s.checked) {
-      s.current.back()->poison_halos();
-    }
-    fields.push_back(s.current.back().get());
-  }
   if (init == Init::compute && (!sharded || layout.slab_initial_state)) {
     State state(fields, Slab{s.shard.offset, s.shard.extent, s.shard.global});
     s.node->initial_state(state);

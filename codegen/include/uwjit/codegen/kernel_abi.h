@@ -1,4 +1,4 @@
-/* uwjit kernel ABI: the one struct a compiled kernel receives. Version 3.
+/* uwjit kernel ABI: the one struct a compiled kernel receives. Version 4.
  *
  * This file is both a public header (hosts fill the struct) and the first text of every kernel's
  * source, so any change to it changes every cache key. It is plain C, free of #include.
@@ -27,6 +27,9 @@
  * | integrals      | per integral slot: this shard's partial sum, written by the kernel       |
  * | check          | checked kernels only: UWJIT_CHECK_RECORD_SIZE entries, the first bad     |
  * |                | access (below); may be null, and unchecked kernels never read it        |
+ * | n_members      | batch kernels only: the number of calls in `members`                     |
+ * | members        | batch kernels only: one complete struct per call (see below)             |
+ * | member_status  | batch kernels only: n_members entries, each call's status                |
  *
  * Per-axis arrays hold the domain axes first; entries past the last domain axis are 0. The
  * update box is the whole local interior, [0, shard_extent), unless the kernel declared that it
@@ -52,11 +55,19 @@
  * | 7..   | the indices, at most UWJIT_CHECK_MAX_INDICES of them                              |
  *
  * Version 3 added n_params, params and check.
+ *
+ * A batch kernel (KernelWriter::batch(true), what an ensemble runs) makes in one call the calls
+ * of the same kernel listed in `members`, in order: for each m in [0, n_members) it runs the
+ * kernel's update on members[m] (its own buffers, params, box and integrals table, exactly as a
+ * plain kernel would on that struct) and stores the status in member_status[m]; a failing call
+ * does not stop the others. The entry returns UWJIT_KERNEL_OK, or the first non-zero status.
+ * Only the three batch fields of the outer struct are read; plain kernels never read them.
+ * Version 4 added n_members, members and member_status.
  */
 #ifndef UWJIT_KERNEL_ABI_H
 #define UWJIT_KERNEL_ABI_H
 
-#define UWJIT_KERNEL_ABI_VERSION 3
+#define UWJIT_KERNEL_ABI_VERSION 4
 #define UWJIT_MAX_AXES 3
 #define UWJIT_KERNEL_OK 0
 #define UWJIT_KERNEL_CHECK_FAILED 0x7FFF0C4E
@@ -95,6 +106,9 @@ typedef struct uwjit_kernel_args {
   uw_i64 update_end[UWJIT_MAX_AXES];
   double* integrals;
   uw_i64* check;
+  uw_i64 n_members;
+  const struct uwjit_kernel_args* members;
+  int* member_status;
 } uwjit_kernel_args;
 
 #ifdef __cplusplus

@@ -273,6 +273,17 @@ public:
 
   /// Whether the kernel is written for a GPU.
   [[nodiscard]] bool is_gpu() const noexcept { return m_gpu; }
+  /// Writes the kernel as a batch (off by default; an ensemble sets it before the node writes):
+  /// the entry makes, in one call, the calls listed in args->members, each the kernel's update
+  /// of one member exactly as the plain kernel would make it on that struct (see kernel_abi.h),
+  /// each call's status in args->member_status. The node's text is the same; the member's update
+  /// is a function of its own, kept out of line so that it is compiled as the plain entry is, and
+  /// so computes the same bits. The text, and so the key, differs from the plain kernel's and
+  /// never depends on how many members a call lists. CPUs only: finish() throws Error(usage)
+  /// for a GPU.
+  void batch(bool on) noexcept { m_batch = on; }
+  /// Whether the kernel is written as a batch.
+  [[nodiscard]] bool is_batch() const noexcept { return m_batch; }
 
   /// Declares a domain integral `name`: a local sum the kernel text adds to.
   /// Throws Error(usage) if restrict_outputs is in force and `name` is not among its integrals.
@@ -332,6 +343,7 @@ private:
   [[nodiscard]] std::string extent_text(const ExtentDecl& extent) const;
   [[nodiscard]] std::string buffer_text(const BufferDecl& buffer) const;
   [[nodiscard]] std::string checks_text(const BufferDecl& buffer) const;
+  [[nodiscard]] std::string update_head() const;
   // The cell form's iteration (kernel_writer_cells.cpp): the text before and after the cell.
   [[nodiscard]] std::pair<std::string, std::string> cell_loops() const;
   [[nodiscard]] std::pair<std::string, std::string> cell_threads() const;
@@ -357,6 +369,7 @@ private:
   bool m_update_box = false;
   bool m_checked = false;
   bool m_gpu = false;
+  bool m_batch = false;
   int m_domain[3] = {-1, -1, -1};
 };
 

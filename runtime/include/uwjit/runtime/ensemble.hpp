@@ -1,0 +1,128 @@
+// Ensemble: many members of one node type, differing in node params, stepped as one batch (one
+// kernel call covers every member), each checked against a stop rule, leaving for sinks when it
+// stops, its slot refilled from a sampler.
+#pragma once
+
+#include <uwjit/runtime/member_sampler.hpp>
+#include <uwjit/runtime/member_sink.hpp>
+#include <uwjit/runtime/node.hpp>
+#include <uwjit/runtime/snapshot.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uwjit::engine {
+class Engine;
+}
+
+namespace uwjit::runtime {
+
+/// When a member stops, checked after every `every` steps of it (and at the cap): it has
+/// converged when, for every change rule, its integral's relative change over its last step,
+/// |I(s) - I(s-1)| / |I(s)|, is below the tolerance (0 / 0 counts as no change); it leaves at
+/// `max_steps` steps otherwise, not converged. A member whose kernel fails, or whose integral
+/// is not finite at a check, leaves as failed.
+struct StopRule {
+  struct Change {
+    std::string integral;
+    double tolerance = 0;
+  };
+  std::int64_t max_steps = 0;  ///< the step cap (> 0: every member ends)
+  std::vector<Change> changes; ///< convergence: all must hold
+  std::int64_t every = 1;      ///< steps between checks (>= 1)
+  /// Parses rules, each "steps:N", "change:INTEGRAL<TOLERANCE" or "every:K" (several may be
+  /// given, also comma-separated in one text), e.g. {"change:heat<1e-9", "steps:5000"}.
+  /// Error(usage) naming the text for a rule it does not know, a number that does not parse,
+  /// no steps rule (a member that never converges would never end) or a step count below 1.
+  [[nodiscard]] static StopRule parse(const std::vector<std::string>& rules);
+  /// The rules as parse() takes them, e.g. "change:heat<1e-09,steps:5000".
+  [[nodiscard]] std::string text() const;
+};
+
+/// How an ensemble runs.
+struct EnsembleOptions {
+  StopRule until;
+  /// Members stepped together; 0: as many as fit in `memory_fraction` of the memory this process
+  /// can use (from each member's layout, computed, never probed), at most the sampler's size.
+  std::int64_t batch = 0;
+  double memory_fraction = 0.25;
+  /// Threads that step the batch (members split between them); 0: this process's cores.
+  int threads = 0;
+};
+
+/// What makes a member: its node from its node params (the ensemble's base with the member's
+/// values set). Every member must have the same layout (domain, halos, fields, integrals, stages)
+/// and the same kernel text: the params an ensemble varies must be the node's run-time params
+/// (KernelWriter::param), boundary values or inputs of its static data, never what shapes its
+/// kernel (Error(usage) naming the member and its values otherwise).
+using MemberFactory = std::function<std::shared_ptr<const Node>(const Params& params)>;
+
+/// An ensemble of one node type. Members differ in the node params the sampler varies, and so
+/// in their run-time params, static data, boundary values and initial state; they share one
+/// layout and one compiled kernel per stage, written as a batch (KernelWriter::batch): a stage of
+/// a step is one kernel call for the whole batch, the members split over the threads, each
+/// member's params read from its own row. Each member's state and integrals are bit for bit
+/// those of the same node run alone as a serial Simulation, whatever the batch size, slot or
+/// thread count. A member is checked against the stop rule, leaves for the first sink with room
+/// (waiting in the batch, not stepped, while every sink is full), and its slot is refilled with
+/// the sampler's next member (only that member's state is built); once the sampler is exhausted
+/// the batch drains. Not thread-safe: one thread drives it.
+class Ensemble {
+public:
+  /// Builds the first member (its kernels requested from `engine`: one compile for any sweep),
+  /// chooses the batch size, begins every sink and fills the batch. `base` must hold every varied
+  /// param (Error(usage) naming an unknown one, with the node's params); the sinks are tried in
+  /// order (at least one).
+  Ensemble(engine::Engine& engine, MemberFactory make, Params base,
+           std::unique_ptr<MemberSampler> sampler, std::vector<std::shared_ptr<MemberSink>> sinks,
+           EnsembleOptions options);
+  ~Ensemble();
+  Ensemble(const Ensemble&) = delete;
+  Ensemble& operator=(const Ensemble&) = delete;
+
+  /// One step of every member in the batch that is still stepping; then the checks, the members
+  /// that stop leaving for the sinks, their slots refilled. Returns whether members remain (in
+  /// the batch or the sampler). Error(usage) when every member left in the batch waits for a
+  /// full sink (nothing could ever make room: take members from a MemorySink first).
+  bool step();
+  /// Steps until every member has left, calling `progress` after each step.
+  void run(const std::function<void(const Ensemble&)>& progress = {});
+
+  /// The node type, and the varied params in the order of MemberResult::values.
+  [[nodiscard]] const std::string& node_type() const noexcept;
+  [[nodiscard]] const std::vector<std::string>& varied() const noexcept;
+  /// The node's integrals, in the order of MemberResult::integrals.
+  [[nodiscard]] const std::vector<std::string>& integrals() const noexcept;
+  /// The batch size, and why it is what it is (e.g. "256: the sampler's members (memory allows
+  /// 91000 of 65.5 kB)").
+  [[nodiscard]] std::int64_t batch_size() const noexcept;
+  [[nodiscard]] const std::string& batch_reason() const noexcept;
+  /// Each member's memory: its state buffers and its static arrays, in bytes.
+  [[nodiscard]] double member_bytes() const noexcept;
+  /// Members in the batch now, those of them waiting for a sink, members that have left, and
+  /// the sampler's total when it knows.
+  [[nodiscard]] std::int64_t active() const noexcept;
+  [[nodiscard]] std::int64_t waiting() const noexcept;
+  [[nodiscard]] std::int64_t finished() const noexcept;
+  [[nodiscard]] std::optional<std::int64_t> total() const;
+  /// Member-steps taken in all, and batch steps (calls of step()).
+  [[nodiscard]] std::int64_t member_steps() const noexcept;
+  [[nodiscard]] std::int64_t batch_steps() const noexcept;
+  /// Every member that has left, in the order it left, without its fields (what a report lists).
+  [[nodiscard]] const std::vector<MemberResult>& summaries() const noexcept;
+  /// The batch kernels (one per stage) and what the engine did for them.
+  [[nodiscard]] const std::vector<KernelReport>& kernel_reports() const noexcept;
+  /// The threads that step the batch.
+  [[nodiscard]] int threads() const noexcept;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace uwjit::runtime

@@ -1,0 +1,138 @@
+// The sinks of an ensemble's members: memory, bounded, and one HDF5 file (detail::MemberFile).
+#include <uwjit/runtime/member_sink.hpp>
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+
+#if UWJIT_HAVE_HDF5
+#include "member_file.hpp"
+#endif
+
+#include <optional>
+#include <system_error>
+
+namespace uwjit::runtime {
+
+std::string_view to_string(MemberStatus status) noexcept {
+  switch (status) {
+  case MemberStatus::converged:
+    return "converged";
+  case MemberStatus::step_cap:
+    return "step_cap";
+  case MemberStatus::failed:
+    return "failed";
+  }
+  return "?";
+}
+
+MemorySink::MemorySink(std::size_t capacity) : m_capacity(capacity) {
+  if (capacity == 0) {
+    throw Error(ErrorKind::usage, "memory sink: a capacity of 0 members");
+  }
+}
+
+std::string MemorySink::describe() const {
+  return format("memory (capacity {})", m_capacity);
+}
+
+void MemorySink::put(MemberResult&& member) {
+  m_members.push_back(std::move(member));
+  ++m_count;
+}
+
+std::vector<MemberResult> MemorySink::take() {
+  std::vector<MemberResult> out;
+  out.swap(m_members);
+  return out;
+}
+
+#if UWJIT_HAVE_HDF5
+struct FileSink::File {
+  detail::MemberFile file;
+};
+#else
+struct FileSink::File {};
+#endif
+
+bool FileSink::available() noexcept {
+#if UWJIT_HAVE_HDF5
+  return true;
+#else
+  return false;
+#endif
+}
+
+FileSink::FileSink(std::filesystem::path path, std::int64_t capacity)
+    : m_path(std::move(path)), m_capacity(capacity) {
+  if (!available()) {
+    throw Error(ErrorKind::usage,
+                format("{}: this build of uwjit has no HDF5 (built with UWJIT_HDF5=OFF): write "
+                       "members to memory, or use a build with HDF5",
+                       m_path.string()));
+  }
+  // Checked now, before any member runs: nothing is overwritten, and a run that could not
+  // write its members is refused before it starts.
+  std::error_code error;
+  const auto status = std::filesystem::symlink_status(m_path, error);
+  if (std::filesystem::exists(status)) {
+    throw Error(ErrorKind::usage, format("{}: exists; an ensemble writes a new file and never "
+                                         "replaces one: choose another name or remove it",
+                                         m_path.string()));
+  }
+  const auto directory =
+      m_path.parent_path().empty() ? std::filesystem::path(".") : m_path.parent_path();
+  if (!std::filesystem::is_directory(directory, error)) {
+    throw Error(ErrorKind::usage,
+                format("{}: the directory {} does not exist", m_path.string(), directory.string()));
+  }
+  if (capacity == 0) {
+    throw Error(ErrorKind::usage, format("{}: a capacity of 0 members", m_path.string()));
+  }
+}
+
+FileSink::~FileSink() = default;
+
+std::string FileSink::describe() const {
+  return format("file {}", m_path.string());
+}
+
+void FileSink::begin(const MemberColumns& columns,
+                     const std::vector<std::pair<std::string, std::string>>& attributes) {
+#if UWJIT_HAVE_HDF5
+  detail::MemberColumns file_columns;
+  file_columns.params = columns.params;
+  file_columns.integrals = columns.integrals;
+  for (const auto& f : columns.fields) {
+    file_columns.fields.push_back({f.name, f.dtype, f.shape});
+  }
+  m_file =
+      std::make_unique<File>(File{detail::MemberFile(m_path, std::move(file_columns), attributes)});
+#else
+  (void)columns;
+  (void)attributes;
+#endif
+}
+
+void FileSink::put(MemberResult&& member) {
+#if UWJIT_HAVE_HDF5
+  if (!m_file) {
+    throw Error(ErrorKind::usage,
+                format("{}: a member put before the sink began", m_path.string()));
+  }
+  detail::MemberRecord record;
+  record.id = member.id;
+  record.steps = member.steps;
+  record.status = to_string(member.status);
+  record.params = member.values;
+  record.integrals = member.integrals;
+  for (const auto& f : member.fields) {
+    record.fields.push_back(f.data.data());
+  }
+  m_file->file.append(record);
+#else
+  (void)member;
+#endif
+  ++m_count;
+}
+
+} // namespace uwjit::runtime

@@ -1,0 +1,273 @@
+// Ensembles: members stepped as one batch equal the same nodes run alone, bit for bit, whatever
+// the batch size and thread count; stop rules, refill, sinks and back-pressure; bad input. These
+// tests really JIT.
+#include <uwjit/common/error.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/ensemble.hpp>
+#include <uwjit/runtime/simulation.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+using uwjit::Error;
+using uwjit::engine::Engine;
+using uwjit::runtime::Ensemble;
+using uwjit::runtime::EnsembleOptions;
+using uwjit::runtime::GridSampler;
+using uwjit::runtime::ListSampler;
+using uwjit::runtime::MemberResult;
+using uwjit::runtime::MemberStatus;
+using uwjit::runtime::MemorySink;
+using uwjit::runtime::ParamRange;
+using uwjit::runtime::Params;
+using uwjit::runtime::Simulation;
+using uwjit::runtime::StopRule;
+
+namespace {
+
+Engine& engine() {
+  static Engine e({.disk_cache = uwjit::engine::DiskCache::off});
+  return e;
+}
+
+uwjit::runtime::MemberFactory factory(const std::string& type) {
+  return [type](const Params& params) { return uwjit::nodes::make(type, type, params); };
+}
+
+struct Outcome {
+  std::vector<MemberResult> members; // by id
+  std::int64_t batch = 0;
+  std::vector<std::string> keys;
+};
+
+// Runs an ensemble to its end with a memory sink large enough for every member.
+Outcome run_all(const std::string& type, const Params& base,
+                std::unique_ptr<uwjit::runtime::MemberSampler> sampler, EnsembleOptions options) {
+  auto sink = std::make_shared<MemorySink>(100000);
+  Ensemble ensemble(engine(), factory(type), base, std::move(sampler), {sink}, options);
+  ensemble.run();
+  Outcome out;
+  out.members = sink->take();
+  std::sort(out.members.begin(), out.members.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
+  out.batch = ensemble.batch_size();
+  for (const auto& report : ensemble.kernel_reports()) {
+    out.keys.push_back(report.info.key);
+  }
+  CHECK(ensemble.finished() == static_cast<std::int64_t>(out.members.size()));
+  CHECK(ensemble.active() == 0);
+  return out;
+}
+
+// The member's node run alone as a serial Simulation of one thread, for `steps` steps.
+void check_alone(const std::string& type, const Params& base, const std::vector<std::string>& names,
+                 const MemberResult& member) {
+  Params params = base;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (params.at(names[i]).is_int()) {
+      params.set(names[i], static_cast<std::int64_t>(member.values[i]));
+    } else {
+      params.set(names[i], member.values[i]);
+    }
+  }
+  Simulation alone(engine(), {uwjit::nodes::make(type, type, params)}, {.threads = 1});
+  alone.step(member.steps);
+  const auto integrals = alone.integrals(0);
+  REQUIRE(integrals.size() == member.integrals.size());
+  CAPTURE(member.id);
+  CHECK(std::memcmp(integrals.data(), member.integrals.data(), integrals.size_bytes()) == 0);
+  for (const auto& field : member.fields) {
+    const auto& own = alone.field(type, field.name);
+    std::vector<std::byte> bytes(field.data.size());
+    own.copy_interior_to(bytes);
+    CAPTURE(field.name);
+    CHECK(bytes == field.data);
+  }
+}
+
+StopRule steps(std::int64_t n) {
+  return StopRule::parse({"steps:" + std::to_string(n)});
+}
+
+} // namespace
+
+TEST_CASE("heat members batched equal each member run alone, for any batch and thread count") {
+  Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{10, 8, 6});
+  std::vector<ParamRange> ranges = {ParamRange::parse("contrast=1:4:4"),
+                                    ParamRange::parse("kappa=0.5:1:2")};
+  std::map<std::int64_t, std::vector<MemberResult>> by_batch;
+  std::set<std::string> keys;
+  for (const auto& [batch, threads] :
+       std::vector<std::pair<std::int64_t, int>>{{8, 1}, {3, 2}, {1, 1}, {5, 2}}) {
+    auto out = run_all("heat", base, std::make_unique<GridSampler>(ranges),
+                       {.until = steps(7), .batch = batch, .threads = threads});
+    CHECK(out.batch == batch);
+    REQUIRE(out.members.size() == 8);
+    keys.insert(out.keys.begin(), out.keys.end());
+    by_batch[batch] = std::move(out.members);
+  }
+  // One kernel for every batch size and every member.
+  CHECK(keys.size() == 1);
+  for (const auto& member : by_batch[3]) {
+    CHECK(member.steps == 7);
+    CHECK(member.status == MemberStatus::step_cap);
+    check_alone("heat", base, {"contrast", "kappa"}, member);
+  }
+  for (std::size_t i = 0; i < 8; ++i) {
+    for (const auto batch : {1, 5, 8}) {
+      CHECK(by_batch[batch][i].integrals == by_batch[3][i].integrals);
+      CHECK(by_batch[batch][i].fields[0].data == by_batch[3][i].fields[0].data);
+    }
+  }
+}
+
+TEST_CASE("pipe-flow members batched equal each member run alone") {
+  Params base = uwjit::nodes::sized_params("pipe-flow", std::vector<std::int64_t>{12, 10, 10});
+  auto out =
+      run_all("pipe-flow", base,
+              std::make_unique<ListSampler>(std::vector<std::string>{"tau", "u_max"},
+                                            std::vector<std::vector<double>>{
+                                                {0.6, 0.05}, {0.8, 0.02}, {1.1, 0.05}, {0.7, 0.1}}),
+              {.until = steps(5), .batch = 3, .threads = 2});
+  REQUIRE(out.members.size() == 4);
+  for (const auto& member : out.members) {
+    check_alone("pipe-flow", base, {"tau", "u_max"}, member);
+  }
+}
+
+TEST_CASE("members stop by their own rule, leave once each, and their slots refill") {
+  Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{8});
+  // A fixed-wall bar relaxes to its linear profile; its total heat stops changing at a pace
+  // set by the Courant number (dt kappa), so members converge after different numbers of steps.
+  base.set("boundary", "fixed");
+  EnsembleOptions options{
+      .until = StopRule::parse({"change:heat<1e-6", "steps:4000"}), .batch = 3, .threads = 2};
+  auto out = run_all("heat", base,
+                     std::make_unique<GridSampler>(
+                         std::vector<ParamRange>{ParamRange::parse("courant=0.02:0.14:7")}),
+                     options);
+  REQUIRE(out.members.size() == 7);
+  std::set<std::int64_t> step_counts;
+  for (std::size_t i = 0; i < out.members.size(); ++i) {
+    const auto& member = out.members[i];
+    CHECK(member.id == static_cast<std::int64_t>(i));
+    CHECK(member.status == MemberStatus::converged);
+    CHECK(member.reason.find("change of heat") != std::string::npos);
+    CHECK(member.steps < 4000);
+    step_counts.insert(member.steps);
+    check_alone("heat", base, {"courant"}, member);
+  }
+  CHECK(step_counts.size() > 3);
+}
+
+TEST_CASE("a full memory sink holds members back until the host takes them") {
+  Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{6});
+  auto sampler = [](int members) {
+    return std::make_unique<GridSampler>(
+        std::vector<ParamRange>{ParamRange::parse("contrast=1:2:" + std::to_string(members))});
+  };
+  std::set<std::int64_t> ids;
+  auto take = [&](MemorySink& sink) {
+    for (const auto& m : sink.take()) {
+      CHECK(ids.insert(m.id).second);
+      CHECK(m.steps == 3);
+    }
+  };
+  SUBCASE("a member that waits is not stepped, and nothing can make room: an error") {
+    auto sink = std::make_shared<MemorySink>(2);
+    Ensemble ensemble(engine(), factory("heat"), base, sampler(3), {sink},
+                      {.until = steps(3), .batch = 3, .threads = 1});
+    for (int s = 0; s < 3; ++s) {
+      REQUIRE(ensemble.step());
+    }
+    // Three stopped; two fit; one waits in the batch; the sampler is exhausted.
+    CHECK(sink->held() == 2);
+    CHECK(ensemble.waiting() == 1);
+    CHECK(ensemble.member_steps() == 9);
+    CHECK_THROWS_WITH_AS(ensemble.step(), doctest::Contains("every sink is full"), Error);
+    CHECK(ensemble.member_steps() == 9);
+    take(*sink);
+    CHECK_FALSE(ensemble.step());
+    take(*sink);
+    CHECK(ids == std::set<std::int64_t>{0, 1, 2});
+  }
+  SUBCASE("refilled slots go on while a member waits; every member leaves once") {
+    auto sink = std::make_shared<MemorySink>(2);
+    Ensemble ensemble(engine(), factory("heat"), base, sampler(7), {sink},
+                      {.until = steps(3), .batch = 3, .threads = 2});
+    while (true) {
+      if (sink->full()) {
+        take(*sink);
+      }
+      if (!ensemble.step()) {
+        break;
+      }
+    }
+    take(*sink);
+    CHECK(ids.size() == 7);
+    CHECK(ensemble.finished() == 7);
+    CHECK(ensemble.member_steps() == 21);
+  }
+}
+
+TEST_CASE("bad ensemble input is one clear error") {
+  Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{6});
+  auto make = [&](std::vector<ParamRange> ranges, std::vector<std::string> rules) {
+    Ensemble e(engine(), factory("heat"), base, std::make_unique<GridSampler>(std::move(ranges)),
+               {std::make_shared<MemorySink>(10)}, {.until = StopRule::parse(rules), .batch = 2});
+  };
+  CHECK_THROWS_WITH_AS(make({ParamRange::parse("kapa=1:2:2")}, {"steps:2"}),
+                       doctest::Contains("unknown param \"kapa\" to vary (did you mean kappa?)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(make({ParamRange::parse("kappa=1:2:2")}, {"change:energy<1e-9", "steps:2"}),
+                       doctest::Contains("heat has no integral \"energy\""), Error);
+  CHECK_THROWS_WITH_AS(make({ParamRange::parse("nx=6:8:2")}, {"steps:2"}),
+                       doctest::Contains("never the layout"), Error);
+  CHECK_THROWS_WITH_AS(StopRule::parse({"change:heat<1e-9"}), doctest::Contains("no step cap"),
+                       Error);
+  CHECK_THROWS_WITH_AS(StopRule::parse({"stepz:3"}), doctest::Contains("unknown rule \"stepz\""),
+                       Error);
+  CHECK_THROWS_WITH_AS((void)ParamRange::parse("kappa=1:2:0"), doctest::Contains("an empty range"),
+                       Error);
+  CHECK_THROWS_WITH_AS((void)ParamRange::parse("kappa=2:1:3"), doctest::Contains("above HIGH"),
+                       Error);
+}
+
+TEST_CASE("a member whose params the node refuses leaves as failed; the others run") {
+  Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{6});
+  auto out =
+      run_all("heat", base,
+              std::make_unique<ListSampler>(std::vector<std::string>{"kappa"},
+                                            std::vector<std::vector<double>>{{1.0}, {-1.0}, {0.5}}),
+              {.until = steps(2), .batch = 2, .threads = 1});
+  REQUIRE(out.members.size() == 3);
+  CHECK(out.members[0].status == MemberStatus::step_cap);
+  CHECK(out.members[1].status == MemberStatus::failed);
+  CHECK(out.members[1].reason.find("kappa") != std::string::npos);
+  CHECK(out.members[1].steps == 0);
+  CHECK(out.members[2].status == MemberStatus::step_cap);
+}
+
+TEST_CASE("the batch from memory is at most the sampler's members, and says why") {
+  Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{6});
+  Ensemble e(
+      engine(), factory("heat"), base,
+      std::make_unique<GridSampler>(std::vector<ParamRange>{ParamRange::parse("kappa=1:2:6")}),
+      {std::make_shared<MemorySink>(10)}, {.until = steps(1)});
+  CHECK(e.batch_size() == 6);
+  CHECK(e.batch_reason().find("the sampler's members") != std::string::npos);
+  // 6^3 cells with halos, two buffers, and the conductivity array and its padded copy.
+  CHECK(e.member_bytes() > 2 * 216 * 8);
+  CHECK_THROWS_WITH_AS(
+      Ensemble(
+          engine(), factory("heat"), base,
+          std::make_unique<GridSampler>(std::vector<ParamRange>{ParamRange::parse("kappa=1:2:6")}),
+          {std::make_shared<MemorySink>(10)},
+          {.until = steps(1), .batch = 1'000'000'000'000, .memory_fraction = 0.5}),
+      doctest::Contains("a batch of at most"), Error);
+}
