@@ -35,8 +35,8 @@ ArgSpec& ArgSpec::program(std::string name) {
 }
 
 void ArgSpec::fail(const std::string& message) const {
-  throw UsageError(m_command.empty() ? message : format("{}: {}", m_command, message),
-                   usage_line(), m_command);
+  throw UsageError(m_command.empty() ? message : format("{}: {}", m_command, message), usage_line(),
+                   m_command);
 }
 
 ArgSpec& ArgSpec::epilog(std::string text) {
@@ -210,8 +210,8 @@ std::vector<std::int64_t> parse_size(const std::string& text, std::string_view c
     rest.remove_prefix(x + 1);
   }
   if (dims.size() != 1 && dims.size() != 3) {
-    throw Error(ErrorKind::usage,
-                format("{}--size: expected N or NXxNYxNZ, got {} numbers", prefix(command), dims.size()));
+    throw Error(ErrorKind::usage, format("{}--size: expected N or NXxNYxNZ, got {} numbers",
+                                         prefix(command), dims.size()));
   }
   return dims;
 }
@@ -233,10 +233,20 @@ void apply_sets(runtime::Params& node_params, const std::vector<std::string>& as
         keys.push_back(name);
       }
       const bool known = std::find(keys.begin(), keys.end(), key) != keys.end();
-      throw Error(ErrorKind::usage, format("{}--set {}: {}{}", prefix(command), assignment, error.what(),
-                                           known ? "" : did_you_mean(key, keys)));
+      throw Error(ErrorKind::usage, format("{}--set {}: {}{}", prefix(command), assignment,
+                                           error.what(), known ? "" : did_you_mean(key, keys)));
     }
   }
+}
+
+std::int64_t parse_count(std::string_view option, const std::string& text, std::int64_t min) {
+  std::int64_t value = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || value < min) {
+    throw Error(ErrorKind::usage,
+                format("{}: expected a whole number >= {}, got \"{}\"", option, min, text));
+  }
+  return value;
 }
 
 } // namespace uwjit::driver

@@ -37,24 +37,21 @@ std::string fixed1(double value) {
 } // namespace
 
 std::string progress_line(std::int64_t done, std::int64_t total, double elapsed,
-                          std::int64_t updates_per_step, int width) {
+                          std::string_view rate, std::string_view unit, int width) {
   const double fraction =
       total > 0 ? std::clamp(static_cast<double>(done) / static_cast<double>(total), 0.0, 1.0)
                 : 1.0;
   const std::string percent = std::to_string(static_cast<int>(fraction * 100)) + "%";
   const std::string steps = std::to_string(done) + "/" + std::to_string(total);
   const std::string clock = clock_text(elapsed);
-  const std::string rate = elapsed > 0 ? fixed1(static_cast<double>(updates_per_step) *
-                                                static_cast<double>(done) / elapsed / 1e6) +
-                                             " MLUPS"
-                                       : "- MLUPS";
   const std::string eta =
       "ETA " + (done > 0 ? clock_text(elapsed * static_cast<double>(total - done) /
                                       static_cast<double>(done))
                          : std::string("-:--"));
   const std::string tails[] = {
-      percent + " " + steps + " steps  " + clock + " elapsed  " + rate + "  " + eta,
-      percent + " " + steps + "  " + clock + "  " + rate + "  " + eta,
+      percent + " " + steps + " " + std::string(unit) + "  " + clock + " elapsed  " +
+          std::string(rate) + "  " + eta,
+      percent + " " + steps + "  " + clock + "  " + std::string(rate) + "  " + eta,
       percent + " " + steps + "  " + eta,
       percent + "  " + eta,
   };
@@ -74,7 +71,18 @@ std::string progress_line(std::int64_t done, std::int64_t total, double elapsed,
 }
 
 Progress::Progress(std::int64_t total, std::int64_t updates_per_step, bool enabled)
-    : m_total(total), m_updates_per_step(updates_per_step), m_enabled(enabled && total > 0) {}
+    : Progress(
+          total, "steps",
+          [updates_per_step](std::int64_t done, double elapsed) {
+            return fixed1(static_cast<double>(updates_per_step) * static_cast<double>(done) /
+                          elapsed / 1e6) +
+                   " MLUPS";
+          },
+          enabled) {}
+
+Progress::Progress(std::int64_t total, std::string unit, Rate rate, bool enabled)
+    : m_total(total), m_unit(std::move(unit)), m_rate(std::move(rate)),
+      m_enabled(enabled && total > 0) {}
 
 Progress::~Progress() {
   finish();
@@ -92,7 +100,9 @@ void Progress::update(std::int64_t done) {
   const double elapsed = std::chrono::duration<double>(now - m_start).count();
   // \r, the line, then erase what a longer earlier line left to its right.
   std::fprintf(stderr, "\r%s\x1b[K",
-               progress_line(done, m_total, elapsed, m_updates_per_step, terminal_width()).c_str());
+               progress_line(done, m_total, elapsed, elapsed > 0 ? m_rate(done, elapsed) : "-",
+                             m_unit, terminal_width())
+                   .c_str());
   m_open = true;
   if (done == m_total) {
     finish();

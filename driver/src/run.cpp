@@ -185,16 +185,6 @@ private:
   std::streambuf* m_saved;
 };
 
-std::int64_t parse_count(std::string_view option, const std::string& text, std::int64_t min) {
-  std::int64_t value = -1;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size() || value < min) {
-    throw Error(ErrorKind::usage,
-                format("{}: expected a whole number >= {}, got \"{}\"", option, min, text));
-  }
-  return value;
-}
-
 std::string params_text(const runtime::Params& params) {
   std::string out;
   for (const auto& [key, value] : params.values()) {

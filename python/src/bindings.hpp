@@ -31,6 +31,7 @@ void bind_kernel_call(py::module_& m);  // kernel_call.cpp: Kernel and its __cal
 void bind_static_array(py::module_& m); // static_array.cpp: StaticArray, static_data_hash
 void bind_nodes(py::module_& m);        // nodes.cpp: Node (Python subclasses), layout, writer
 void bind_simulation(py::module_& m);   // simulation.cpp: Simulation
+void bind_ensemble(py::module_& m);     // ensemble.cpp: Ensemble
 void bind_mpi(py::module_& m);          // mpi.cpp (or a stub): communicators from mpi4py
 void bind_driver(py::module_& m);       // driver.cpp: NodeKind, Verdict, Snapshot, run_cli
 

@@ -13,4 +13,5 @@ PYBIND11_MODULE(_uwjit, m) {
   python::bind_mpi(m);
   python::bind_simulation(m);
   python::bind_driver(m);
+  python::bind_ensemble(m);
 }

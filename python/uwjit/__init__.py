@@ -13,6 +13,7 @@ from ._uwjit import (  # noqa: F401
     CollectiveError,
     CompileError,
     DomainAxis,
+    Ensemble,
     Engine,
     Error,
     Extent,
@@ -119,7 +120,7 @@ def zeros(shape, dtype=float):
 
 __all__ = [
     "__version__", "Axis", "Boundary", "BoundaryFace", "CollectiveError", "CompileError",
-    "DomainAxis", "Engine", "Error", "Extent", "InternalError", "IoError", "JitError", "Kernel",
+    "DomainAxis", "Engine", "Ensemble", "Error", "Extent", "InternalError", "IoError", "JitError", "Kernel",
     "KernelError", "KernelInfo", "KernelReport", "KernelWriter", "Layout", "Measurement", "Node", "NodeInput",
     "NodeKind", "ParamDoc", "Simulation", "Slab", "Snapshot", "State", "Source", "StateField", "StaticArray",
     "Trace", "UsageError", "Verdict", "default_params", "empty", "grid", "has_mpi", "node",

@@ -10,6 +10,7 @@ namespace uwjit::tools {
 
 int compile_command(const std::vector<std::string>& argv);
 int env_command(const std::vector<std::string>& argv);
+int ensemble_command(const std::vector<std::string>& argv);
 int cache_command(const std::vector<std::string>& argv);
 int run_command(const std::vector<std::string>& argv);
 int warm_command(const std::vector<std::string>& argv);

@@ -39,6 +39,10 @@ constexpr Command k_commands[] = {
      uwjit::tools::cache_command},
     {"run", "run a built-in node (heat, pipe-flow, fvm, mlp), check its physics, write VTK",
      uwjit::tools::run_command},
+    {"ensemble",
+     "run many members of a built-in node, differing in params, as one batch (sweeps, "
+     "steady states)",
+     uwjit::tools::ensemble_command},
     {"warm", "compile a built-in node's kernels into the cache without running it",
      uwjit::tools::warm_command},
 };

@@ -108,4 +108,9 @@ private:
 void apply_sets(runtime::Params& node_params, const std::vector<std::string>& assignments,
                 std::string_view command);
 
+/// `text` (the value of `option`) as a whole number >= `min`. Throws Error(usage) "OPTION:
+/// expected a whole number >= MIN, got "TEXT"".
+[[nodiscard]] std::int64_t parse_count(std::string_view option, const std::string& text,
+                                       std::int64_t min);
+
 } // namespace uwjit::driver

@@ -1,0 +1,285 @@
+// `uwjit ensemble`: the command line of runtime::Ensemble over node kinds: the varied params and
+// the stop rule read and checked before any member runs, the progress bar, the report of every
+// member (a table, or JSON) and the HDF5 file.
+#include <uwjit/driver/ensemble_main.hpp>
+
+#include "progress.hpp"
+
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
+#include <uwjit/driver/args.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/runtime/ensemble.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <unistd.h>
+
+namespace uwjit::driver {
+
+namespace {
+
+ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
+  std::vector<std::string> types;
+  for (const auto& k : kinds) {
+    types.push_back(k.type);
+  }
+  ArgSpec spec(program.command,
+               program.summary.empty()
+                   ? "Runs many members of one node, differing in the params --vary gives, "
+                     "stepped together as one\nbatch (one kernel call per step for every member; "
+                     "one compile for the whole sweep),\neach until its stop rule says so; a "
+                     "member that stops leaves and the next takes its slot.\nEach member's "
+                     "results are bit for bit those of the same node run alone."
+                   : program.summary);
+  if (!program.name.empty()) {
+    spec.program(program.name);
+  }
+  spec.option("--size", "N|NXxNYxNZ", "the members' grid, as for run")
+      .option("--set", "NAME=VALUE", "a param every member shares (repeatable)")
+      .option("--vary", "NAME=LO:HI:N",
+              "a param the members vary: N values from LO to HI (repeatable; every combination, "
+              "the last varying fastest)")
+      .option("--random", "N",
+              "instead of every combination, N members drawn uniformly in the "
+              "--vary ranges")
+      .option("--seed", "S", "the seed of --random", "1")
+      .option("--until", "RULE",
+              "when a member stops (repeatable, or comma-separated): steps:N, "
+              "change:INTEGRAL<TOL, every:K (below)")
+      .option("--batch", "B",
+              "members stepped together (default: what fits in a quarter of "
+              "the memory, at most the members)")
+      .option("--threads", "N", "threads (default: the cores this process may use)")
+      .option("--output", "FILE.h5",
+              "write every member's fields and results to this new HDF5 file")
+      .flag("--json", "print the report as JSON on stdout");
+  spec.positional("NODE", join(types, ", "), kinds.size() > 1);
+  spec.epilog(
+      "Stop rules (checked after every step, or every K with every:K):\n"
+      "  steps:N                 the step cap: a member that has not converged by then leaves\n"
+      "                          with status step_cap (required; the default is the node's\n"
+      "                          default run length), e.g. --until steps:40\n"
+      "  change:INTEGRAL<TOL     converged when the integral's relative change over one step,\n"
+      "                          |I(s) - I(s-1)| / |I(s)|, is below TOL, e.g.\n"
+      "                          --until 'change:heat<1e-9' --until steps:100000\n"
+      "  every:K                 check every K steps instead of every step\n"
+      "A member whose kernel fails or whose integral is not finite leaves as failed.\n\n"
+      "The report lists every member (id, varied params, steps, status, integrals) and the\n"
+      "kernels; --json prints it as an object with a \"members\" list. --output writes one\n"
+      "HDF5 file (h5py: f['fields/u'][m], f['params/kappa'], f['integrals/heat'], f['steps'],\n"
+      "f['status'], f['id']), flushed as each member leaves; it must not exist yet.\n\n"
+      "Examples:\n"
+      "  uwjit ensemble heat --size 16 --vary contrast=1:4:4 --until steps:40\n"
+      "  uwjit ensemble heat --size 16 --set boundary=fixed --vary courant=0.02:0.16:8 \\\n"
+      "      --until 'change:heat<1e-9' --until steps:20000 --output sweep.h5\n"
+      "  uwjit ensemble pipe-flow --size 16 --vary tau=0.6:1.2:4 --vary u_max=0.01:0.05:3 "
+      "--json\n\n"
+      "Exit codes: 0 every member converged or reached its cap, 1 a member failed, 2 bad usage." +
+      (program.epilog.empty() ? std::string() : "\n" + program.epilog));
+  return spec;
+}
+
+std::string member_rate(std::int64_t steps, double elapsed) {
+  return format("{} member-steps/s", general(std::round(static_cast<double>(steps) / elapsed)));
+}
+
+} // namespace
+
+int ensemble(const Program& program, std::span<const NodeKind> kinds,
+             const std::vector<std::string>& argv) {
+  if (kinds.empty()) {
+    throw Error(ErrorKind::usage, "ensemble: no node kinds");
+  }
+  const ArgSpec spec = ensemble_spec(program, kinds);
+  const Args args = Args::parse(spec, argv);
+  if (args.wants_help()) {
+    std::cout << spec.help();
+    return 0;
+  }
+  const std::string& command = program.command;
+  const std::string type = args.positional().empty() ? kinds.front().type : args.positional()[0];
+  const bool json = args.has("--json");
+
+  // Everything the command line says is checked before any member runs.
+  const NodeKind& kind = find_kind(kinds, type);
+  runtime::Params params = args.get("--size")
+                               ? sized_params(kind, parse_size(*args.get("--size"), command))
+                               : kind.node_params;
+  apply_sets(params, args.all("--set"), command);
+  std::vector<runtime::ParamRange> ranges;
+  for (const auto& text : args.all("--vary")) {
+    ranges.push_back(runtime::ParamRange::parse(text));
+  }
+  if (ranges.empty()) {
+    spec.fail("no --vary: give the params the members vary, e.g. --vary kappa=0.5:2:4");
+  }
+  std::unique_ptr<runtime::MemberSampler> sampler;
+  if (const auto random = args.get("--random")) {
+    const std::int64_t count = parse_count("--random", *random, 1);
+    const auto seed = static_cast<std::uint64_t>(parse_count("--seed", args.value("--seed"), 0));
+    sampler = std::make_unique<runtime::RandomSampler>(std::move(ranges), count, seed);
+  } else {
+    sampler = std::make_unique<runtime::GridSampler>(std::move(ranges));
+  }
+  runtime::EnsembleOptions options;
+  std::vector<std::string> rules = args.all("--until");
+  if (rules.empty()) {
+    if (!kind.default_steps) {
+      spec.fail(
+          format("{} has no default run length: give a step cap, e.g. --until steps:100", type));
+    }
+    rules.push_back(format("steps:{}", kind.default_steps(*make_node(kind, type, params))));
+  }
+  options.until = runtime::StopRule::parse(rules);
+  if (const auto batch = args.get("--batch")) {
+    options.batch = parse_count("--batch", *batch, 1);
+  }
+  if (const auto threads = args.get("--threads")) {
+    options.threads = static_cast<int>(parse_count("--threads", *threads, 1));
+  }
+  std::vector<std::shared_ptr<runtime::MemberSink>> sinks;
+  std::shared_ptr<runtime::MemorySink> dropped;
+  if (const auto output = args.get("--output")) {
+    sinks.push_back(std::make_shared<runtime::FileSink>(*output));
+  } else {
+    // Nothing asks for the members' fields: the report keeps their summaries, and the fields
+    // are dropped as the members leave.
+    dropped = std::make_shared<runtime::MemorySink>(1 << 20);
+    sinks.push_back(dropped);
+  }
+
+  engine::Engine engine;
+  auto make = [&kind, &type](const runtime::Params& member) {
+    return make_node(kind, type, member);
+  };
+  const auto started = std::chrono::steady_clock::now();
+  runtime::Ensemble ensemble(engine, make, params, std::move(sampler), sinks, options);
+  const std::int64_t total = ensemble.total().value_or(0);
+  Progress progress(
+      total, "members",
+      [&ensemble](std::int64_t, double elapsed) {
+        return member_rate(ensemble.member_steps(), elapsed);
+      },
+      ::isatty(STDERR_FILENO) == 1 && !json);
+  ensemble.run([&](const runtime::Ensemble& e) {
+    progress.update(e.finished());
+    if (dropped) {
+      (void)dropped->take();
+    }
+  });
+  progress.finish();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  int compiles = 0;
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& report : ensemble.kernel_reports()) {
+    compiles += report.info.tier == engine::Tier::compiled ? 1 : 0;
+    kernels.push_back({{"key", report.info.key},
+                       {"tier", engine::to_string(report.info.tier)},
+                       {"request_ms", report.info.request_ms},
+                       {"stage", report.stage}});
+  }
+  bool failed = false;
+  for (const auto& m : ensemble.summaries()) {
+    failed = failed || m.status == runtime::MemberStatus::failed;
+  }
+  const double rate = seconds > 0 ? static_cast<double>(ensemble.member_steps()) / seconds : 0;
+  if (json) {
+    nlohmann::json members = nlohmann::json::array();
+    for (const auto& m : ensemble.summaries()) {
+      nlohmann::json varied = nlohmann::json::object();
+      for (std::size_t i = 0; i < ensemble.varied().size(); ++i) {
+        varied[ensemble.varied()[i]] = m.values[i];
+      }
+      nlohmann::json integrals = nlohmann::json::object();
+      for (std::size_t i = 0; i < ensemble.integrals().size(); ++i) {
+        integrals[ensemble.integrals()[i]] = std::isfinite(m.integrals[i])
+                                                 ? nlohmann::json(m.integrals[i])
+                                                 : nlohmann::json(nullptr);
+      }
+      members.push_back({{"id", m.id},
+                         {"params", std::move(varied)},
+                         {"integrals", std::move(integrals)},
+                         {"steps", m.steps},
+                         {"status", runtime::to_string(m.status)},
+                         {"reason", m.reason}});
+    }
+    const nlohmann::json report = {
+        {"ok", !failed},
+        {"node", type},
+        {"until", options.until.text()},
+        {"batch", ensemble.batch_size()},
+        {"batch_reason", ensemble.batch_reason()},
+        {"member_bytes", ensemble.member_bytes()},
+        {"threads", ensemble.threads()},
+        {"compiles", compiles},
+        {"kernels", std::move(kernels)},
+        {"member_steps", ensemble.member_steps()},
+        {"seconds", seconds},
+        {"member_steps_per_second", rate},
+        {"output",
+         args.get("--output") ? nlohmann::json(*args.get("--output")) : nlohmann::json(nullptr)},
+        {"members", std::move(members)},
+    };
+    std::cout << report.dump(2) << "\n";
+    return failed ? 1 : 0;
+  }
+  std::cout << format("uwjit ensemble {}: {} members, rule {}\n", type, ensemble.finished(),
+                      options.until.text());
+  std::cout << format("  batch {}\n", ensemble.batch_reason());
+  for (const auto& report : ensemble.kernel_reports()) {
+    std::cout << format("  kernel {}: {} in {} ms\n", report.info.key,
+                        engine::to_string(report.info.tier), fixed(report.info.request_ms, 1));
+  }
+  std::cout << format("  {} member-steps in {} s on {} thread(s): {} member-steps/s\n",
+                      ensemble.member_steps(), fixed(seconds, 2), ensemble.threads(),
+                      general(std::round(rate)));
+  if (const auto output = args.get("--output")) {
+    std::cout << format("  members written to {}\n", *output);
+  }
+  std::vector<std::string> head = {"id"};
+  head.insert(head.end(), ensemble.varied().begin(), ensemble.varied().end());
+  head.insert(head.end(), {"steps", "status"});
+  head.insert(head.end(), ensemble.integrals().begin(), ensemble.integrals().end());
+  head.push_back("why");
+  std::vector<std::vector<std::string>> rows = {head};
+  for (const auto& m : ensemble.summaries()) {
+    std::vector<std::string> row = {std::to_string(m.id)};
+    for (const double v : m.values) {
+      row.push_back(general(v));
+    }
+    row.push_back(std::to_string(m.steps));
+    row.push_back(std::string(runtime::to_string(m.status)));
+    for (const double v : m.integrals) {
+      row.push_back(general(v));
+    }
+    row.push_back(m.reason);
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::size_t> widths(head.size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      widths[c] = std::max(widths[c], row[c].size());
+    }
+  }
+  for (const auto& row : rows) {
+    std::string line = " ";
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      std::string cell = row[c];
+      if (c + 1 < row.size()) {
+        cell.resize(widths[c], ' ');
+      }
+      line += " " + cell;
+    }
+    std::cout << line << "\n";
+  }
+  return failed ? 1 : 0;
+}
+
+} // namespace uwjit::driver

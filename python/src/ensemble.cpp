@@ -1,0 +1,275 @@
+// uwjit.Ensemble: runtime::Ensemble for Python: members from a Python factory, sampled from a
+// grid (vary), a list of dicts (samples) or a seeded random design, their results as numpy
+// arrays.
+#include "bindings.hpp"
+
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
+#include <uwjit/engine/engine.hpp>
+#include <uwjit/runtime/ensemble.hpp>
+
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace uwjit::python {
+
+namespace {
+
+// A Python ensemble: the engine and the factory it keeps alive, the memory sink it takes members
+// from, and the ensemble. Python calls it with the GIL held throughout: a member's node is
+// Python code, built when a slot is refilled, mid-step.
+struct PyEnsemble {
+  std::shared_ptr<engine::Engine> engine;
+  py::object factory;
+  std::shared_ptr<runtime::MemorySink> memory;
+  std::unique_ptr<runtime::Ensemble> ensemble;
+};
+
+std::unique_ptr<runtime::MemberSampler>
+sampler_of(const py::object& vary, const py::object& samples, const py::object& random) {
+  if (vary.is_none() == samples.is_none()) {
+    throw Error(ErrorKind::usage, "Ensemble: give either vary (a grid, or the ranges of random) "
+                                  "or samples (a list of dicts), not both or neither");
+  }
+  if (!samples.is_none()) {
+    std::vector<std::string> names;
+    std::vector<std::vector<double>> rows;
+    for (const auto item : samples) {
+      if (!py::isinstance<py::dict>(item)) {
+        throw py::type_error("Ensemble: samples must be dicts of param → number, got " +
+                             type_name(item));
+      }
+      const auto row = item.cast<py::dict>();
+      if (names.empty()) {
+        for (const auto& [key, value] : row) {
+          names.push_back(key.cast<std::string>());
+        }
+      }
+      std::vector<double> values;
+      for (const auto& name : names) {
+        if (!row.contains(name) || row.size() != names.size()) {
+          throw Error(ErrorKind::usage,
+                      format("Ensemble: sample {} does not set the params of the first ({})",
+                             rows.size(), join(names, ", ")));
+        }
+        values.push_back(float_arg(row[py::str(name)], "Ensemble: a sample's value"));
+      }
+      rows.push_back(std::move(values));
+    }
+    return std::make_unique<runtime::ListSampler>(std::move(names), std::move(rows));
+  }
+  std::vector<runtime::ParamRange> ranges;
+  for (const auto& [key, value] : vary.cast<py::dict>()) {
+    runtime::ParamRange r;
+    r.name = key.cast<std::string>();
+    const auto parts = value.cast<py::sequence>();
+    if (parts.size() != 3) {
+      throw Error(ErrorKind::usage,
+                  format("Ensemble: vary[\"{}\"]: expected (low, high, count)", r.name));
+    }
+    // One parser of ranges, the same rules and messages as --vary; the numbers written shortest
+    // and exact (Value::text), so that they parse back to the same doubles.
+    r = runtime::ParamRange::parse(format(
+        "{}={}:{}:{}", r.name, runtime::Value(float_arg(parts[0], "Ensemble: vary's low")).text(),
+        runtime::Value(float_arg(parts[1], "Ensemble: vary's high")).text(),
+        int_arg(parts[2], "Ensemble: vary's count")));
+    ranges.push_back(std::move(r));
+  }
+  if (!random.is_none()) {
+    const auto pair = random.cast<py::sequence>();
+    if (pair.size() != 2) {
+      throw Error(ErrorKind::usage, "Ensemble: random: expected (count, seed)");
+    }
+    return std::make_unique<runtime::RandomSampler>(
+        std::move(ranges), int_arg(pair[0], "Ensemble: random's count", 0),
+        static_cast<std::uint64_t>(int_arg(pair[1], "Ensemble: random's seed", 0)));
+  }
+  return std::make_unique<runtime::GridSampler>(std::move(ranges));
+}
+
+py::dict result_dict(const runtime::Ensemble& e, const runtime::MemberResult& m) {
+  py::dict params;
+  for (std::size_t i = 0; i < e.varied().size() && i < m.values.size(); ++i) {
+    params[py::str(e.varied()[i])] = m.values[i];
+  }
+  py::dict integrals;
+  for (std::size_t i = 0; i < e.integrals().size() && i < m.integrals.size(); ++i) {
+    integrals[py::str(e.integrals()[i])] = m.integrals[i];
+  }
+  py::dict out;
+  out["id"] = m.id;
+  out["params"] = params;
+  out["steps"] = m.steps;
+  out["status"] = std::string(runtime::to_string(m.status));
+  out["reason"] = m.reason;
+  out["integrals"] = integrals;
+  if (!m.fields.empty()) {
+    py::dict fields;
+    for (const auto& f : m.fields) {
+      py::array a(numpy_dtype(f.dtype), f.shape);
+      std::memcpy(a.mutable_data(), f.data.data(), f.data.size());
+      fields[py::str(f.name)] = a;
+    }
+    out["fields"] = fields;
+  }
+  return out;
+}
+
+} // namespace
+
+void bind_ensemble(py::module_& m) {
+  py::class_<PyEnsemble>(m, "Ensemble", R"doc(
+Many members of one node type, differing in node params, stepped as one batch: one kernel call
+per step covers every member (one compile for any sweep), each member's results bit for bit those
+of its node run alone. Each member stops by the rule `until`, leaves with its final state, and
+the sampler's next member takes its slot.
+
+Ensemble(engine, make, params, vary=None, samples=None, random=None, until=..., batch=0,
+         threads=None, output=None, keep=True, capacity=None)
+
+make(params) -> Node builds a member from its node params (a dict: `params` with the member's
+values set), e.g. lambda p: uwjit.node("heat", "heat", p) or your own Node subclass. vary:
+{name: (low, high, count)}, every combination (the last name fastest), or with random=(count,
+seed) that many members drawn uniformly in [low, high). samples: a list of dicts {name: value},
+one per member. until: stop rules as `uwjit ensemble --until` takes them, e.g.
+["change:heat<1e-9", "steps:5000"] (a step cap is required). batch: members stepped together (0:
+from memory). keep: members are kept in memory for take() (at most `capacity` at a time, when
+given: a member then waits in the batch until take() makes room); output: also (or, with
+keep=False, only) an HDF5 file, which must not exist yet. Raises UsageError naming what is wrong:
+an unknown param, an empty range, a rule naming no integral, an output that cannot be written,
+members whose layouts or kernels differ. The GIL is held while it runs (members are Python code).)doc")
+      .def(py::init([](std::shared_ptr<engine::Engine> engine, py::object make,
+                       const py::handle& params, const py::object& vary, const py::object& samples,
+                       const py::object& random, const std::vector<std::string>& until,
+                       const py::handle& batch, const py::object& threads, const py::object& output,
+                       bool keep, const py::object& capacity) {
+             auto self = std::make_unique<PyEnsemble>();
+             self->engine = std::move(engine);
+             self->factory = make;
+             runtime::EnsembleOptions options;
+             options.until = runtime::StopRule::parse(until);
+             options.batch = int_arg(batch, "Ensemble: batch", 0);
+             if (!threads.is_none()) {
+               options.threads = static_cast<int>(int_arg(threads, "Ensemble: threads", 1, 4096));
+             }
+             std::vector<std::shared_ptr<runtime::MemberSink>> sinks;
+             if (keep) {
+               self->memory = std::make_shared<runtime::MemorySink>(
+                   capacity.is_none()
+                       ? std::size_t{1} << 40
+                       : static_cast<std::size_t>(int_arg(capacity, "Ensemble: capacity", 1)));
+               sinks.push_back(self->memory);
+             }
+             if (!output.is_none()) {
+               sinks.push_back(
+                   std::make_shared<runtime::FileSink>(output.cast<std::filesystem::path>()));
+             }
+             if (sinks.empty()) {
+               throw Error(ErrorKind::usage,
+                           "Ensemble: keep=False and no output: the members would go nowhere");
+             }
+             py::object factory = make;
+             runtime::MemberFactory member = [factory](const runtime::Params& p) {
+               py::object node;
+               try {
+                 node = factory(from_params(p));
+               } catch (py::error_already_set& raised) {
+                 // A uwjit.Error the factory raised (UsageError: the member's params refused)
+                 // makes that member fail; anything else is the factory's own failure.
+                 const PythonError error("Ensemble: make", std::move(raised));
+                 if (const auto kind = error_kind_of(error)) {
+                   throw Error(*kind, error.what());
+                 }
+                 throw error;
+               }
+               if (!py::isinstance<runtime::Node>(node)) {
+                 throw py::type_error("Ensemble: make(params) must return a uwjit.Node, got " +
+                                      type_name(node));
+               }
+               // The member holds its Python object (a subclass's methods live there) until
+               // it leaves; the last reference is dropped with the GIL.
+               auto cpp = node.cast<std::shared_ptr<runtime::Node>>();
+               auto* raw = cpp.get();
+               auto held = std::make_shared<py::object>(std::move(node));
+               return std::shared_ptr<const runtime::Node>(
+                   raw,
+                   [cpp = std::move(cpp), held = std::move(held)](const runtime::Node*) mutable {
+                     py::gil_scoped_acquire gil;
+                     held.reset();
+                     cpp.reset();
+                   });
+             };
+             self->ensemble = std::make_unique<runtime::Ensemble>(
+                 *self->engine, std::move(member), to_params(params, "Ensemble: params"),
+                 sampler_of(vary, samples, random), std::move(sinks), std::move(options));
+             return self;
+           }),
+           py::arg("engine"), py::arg("make"), py::arg("params"), py::arg("vary") = py::none(),
+           py::arg("samples") = py::none(), py::arg("random") = py::none(),
+           py::arg("until") = std::vector<std::string>{}, py::arg("batch") = 0,
+           py::arg("threads") = py::none(), py::arg("output") = py::none(), py::arg("keep") = true,
+           py::arg("capacity") = py::none())
+      .def(
+          "step", [](PyEnsemble& self) { return self.ensemble->step(); },
+          "One step of every member still stepping; the members that stop leave, their slots "
+          "refilled. Returns whether members remain.")
+      .def(
+          "run",
+          [](PyEnsemble& self, const py::object& callback) {
+            self.ensemble->run([&](const runtime::Ensemble&) {
+              if (!callback.is_none()) {
+                callback();
+              }
+            });
+          },
+          py::arg("callback") = py::none(),
+          "Steps until every member has left, calling callback() after each step.")
+      .def(
+          "take",
+          [](PyEnsemble& self) {
+            py::list out;
+            if (self.memory) {
+              for (const auto& r : self.memory->take()) {
+                out.append(result_dict(*self.ensemble, r));
+              }
+            }
+            return out;
+          },
+          "The members kept in memory since the last take(), in the order they left: dicts with "
+          "id, params, steps, status, reason, integrals and fields (numpy arrays of the "
+          "interiors).")
+      .def_property_readonly(
+          "summaries",
+          [](const PyEnsemble& self) {
+            py::list out;
+            for (const auto& r : self.ensemble->summaries()) {
+              out.append(result_dict(*self.ensemble, r));
+            }
+            return out;
+          },
+          "Every member that has left, without its fields.")
+      .def_property_readonly("batch_size",
+                             [](const PyEnsemble& self) { return self.ensemble->batch_size(); })
+      .def_property_readonly("batch_reason",
+                             [](const PyEnsemble& self) { return self.ensemble->batch_reason(); })
+      .def_property_readonly("finished",
+                             [](const PyEnsemble& self) { return self.ensemble->finished(); })
+      .def_property_readonly("active",
+                             [](const PyEnsemble& self) { return self.ensemble->active(); })
+      .def_property_readonly("waiting",
+                             [](const PyEnsemble& self) { return self.ensemble->waiting(); })
+      .def_property_readonly("member_steps",
+                             [](const PyEnsemble& self) { return self.ensemble->member_steps(); })
+      .def_property_readonly("varied",
+                             [](const PyEnsemble& self) { return self.ensemble->varied(); })
+      .def_property_readonly("integrals",
+                             [](const PyEnsemble& self) { return self.ensemble->integrals(); })
+      .def_property_readonly(
+          "kernel_reports", [](const PyEnsemble& self) { return self.ensemble->kernel_reports(); });
+}
+
+} // namespace uwjit::python

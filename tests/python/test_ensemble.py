@@ -1,0 +1,119 @@
+"""uwjit.Ensemble: members of a Python node and of a built-in one, stepped as one batch, equal
+each member run alone as a Simulation, bit for bit; their results come back as numpy arrays and
+in an HDF5 file that h5py reads."""
+
+import numpy as np
+import pytest
+
+import uwjit
+
+
+class Decay(uwjit.Node):
+    """u <- u - rate * dt * (u - floor) on a 2-D grid, with a run-time rate and a per-member
+    floor (a static array built from the params); the integral is the total."""
+
+    def __init__(self, params):
+        super().__init__("decay", "decay", params)
+
+    def layout(self):
+        p = self.params
+        return uwjit.Layout(uwjit.grid([p["nx"], p["ny"]]), [uwjit.StateField("u")],
+                            integrals=["total"], dt=0.1)
+
+    def build_static_data(self):
+        p = self.params
+        floor = np.full((p["nx"], p["ny"]), p["floor"])
+        floor[0, :] = 0.0
+        return {"floor": uwjit.StaticArray(floor)}
+
+    def initial_state(self, state):
+        nx, ny = state["u"].shape
+        state["u"][...] = np.arange(nx * ny).reshape(nx, ny) / 7.0
+
+    def emit_update(self, writer):
+        writer.state_out("u")
+        writer.param("rate", self.params["rate"])
+        writer.static_array("floor", writer.provided_dtype("floor"),
+                            [writer.domain(0), writer.domain(1)])
+        writer.integral("total")
+        writer.body("""
+  for (uw_i64 i = 0; i < nx; ++i) {
+    for (uw_i64 j = 0; j < ny; ++j) {
+      u_out(i, j) = u(i, j) - rate * args->dt * (u(i, j) - floor(i, j));
+      total += u_out(i, j);
+    }
+  }
+""")
+
+
+BASE = {"nx": 7, "ny": 5, "rate": 0.5, "floor": 1.0}
+
+
+def alone(engine, params, steps):
+    sim = uwjit.Simulation(engine, [Decay(params)], threads=1)
+    sim.step(steps)
+    return sim.field("decay", "u").copy(), sim.integrals("decay")["total"]
+
+
+def test_python_members_equal_each_run_alone(engine):
+    ens = uwjit.Ensemble(engine, Decay, BASE, vary={"rate": (0.2, 1.0, 3), "floor": (0, 2, 2)},
+                         until=["steps:6"], batch=4, threads=2)
+    ens.run()
+    members = sorted(ens.take(), key=lambda m: m["id"])
+    assert [m["id"] for m in members] == list(range(6))
+    assert len(ens.kernel_reports) == 1
+    for m in members:
+        assert m["steps"] == 6 and m["status"] == "step_cap"
+        u, total = alone(engine, {**BASE, **m["params"]}, 6)
+        assert np.array_equal(m["fields"]["u"], u)
+        assert m["integrals"]["total"] == total
+
+
+def test_a_member_converges_by_its_own_rule(engine):
+    ens = uwjit.Ensemble(engine, Decay, BASE, samples=[{"rate": 0.5}, {"rate": 2.0}, {"rate": 1.0}],
+                         until=["change:total<1e-6", "steps:5000"], batch=2)
+    ens.run()
+    members = {m["id"]: m for m in ens.take()}
+    assert all(m["status"] == "converged" for m in members.values())
+    # The faster the decay, the sooner it converges.
+    assert members[1]["steps"] < members[2]["steps"] < members[0]["steps"]
+    u, total = alone(engine, {**BASE, "rate": 1.0}, members[2]["steps"])
+    assert np.array_equal(members[2]["fields"]["u"], u)
+
+
+def test_heat_members_go_to_an_hdf5_file(engine, tmp_path):
+    h5py = pytest.importorskip("h5py")
+    params = uwjit.default_params("heat")
+    params.update({"nx": 8, "ny": 6, "nz": 5})
+    out = tmp_path / "sweep.h5"
+    ens = uwjit.Ensemble(engine, lambda p: uwjit.node("heat", "heat", p), params,
+                         vary={"contrast": (1, 4, 4)}, until=["steps:5"], batch=3,
+                         output=str(out), keep=False)
+    ens.run()
+    assert ens.take() == []
+    with h5py.File(out, "r") as f:
+        assert list(f["id"][:]) == [0, 1, 2, 3]
+        assert list(f["params/contrast"][:]) == [1.0, 2.0, 3.0, 4.0]
+        assert f["fields/u"].shape == (4, 8, 6, 5)
+        assert [s.decode() if isinstance(s, bytes) else s for s in f["status"][:]] == ["step_cap"] * 4
+        sim = uwjit.Simulation(engine, [uwjit.node("heat", "heat", {**params, "contrast": 3.0})],
+                               threads=1)
+        sim.step(5)
+        assert np.array_equal(f["fields/u"][2], sim.field("heat", "u"))
+        assert f["integrals/heat"][2] == sim.integrals("heat")["heat"]
+    # Never over a file that exists.
+    with pytest.raises(uwjit.UsageError, match="exists"):
+        uwjit.Ensemble(engine, lambda p: uwjit.node("heat", "heat", p), params,
+                       vary={"contrast": (1, 4, 4)}, until=["steps:5"], output=str(out))
+
+
+def test_bad_input_is_a_usage_error(engine):
+    with pytest.raises(uwjit.UsageError, match="unknown param \"rte\""):
+        uwjit.Ensemble(engine, Decay, BASE, vary={"rte": (0, 1, 2)}, until=["steps:2"])
+    with pytest.raises(uwjit.UsageError, match="no step cap"):
+        uwjit.Ensemble(engine, Decay, BASE, vary={"rate": (0, 1, 2)}, until=["change:total<1"])
+    with pytest.raises(uwjit.UsageError, match="has no integral \"energy\""):
+        uwjit.Ensemble(engine, Decay, BASE, vary={"rate": (0, 1, 2)},
+                       until=["change:energy<1e-3", "steps:3"])
+    with pytest.raises(uwjit.UsageError, match="never the layout"):
+        uwjit.Ensemble(engine, Decay, BASE, vary={"nx": (4, 6, 2)}, until=["steps:2"])
