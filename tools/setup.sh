@@ -33,6 +33,7 @@ packages=(
   doctest-dev
   nlohmann-json3-dev
   libcairo2-dev fonts-dejavu-core   # uwjit run --plot
+  libhdf5-dev python3-h5py   # ensemble output files (HDF5), and h5py to read them
   clang-format-19
   gdb linux-perf   # the debugger and profiler tests (label debug)
   python3 util-linux

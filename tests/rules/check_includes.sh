@@ -23,6 +23,7 @@ declare -A library=(
   [llvm]='<llvm/' [clang]='<clang/' [mpi]='<mpi\.h>|<uwjit/mpi\.hpp>' [openssl]='<openssl/'
   [nlohmann]='<nlohmann/' [spdlog]='<spdlog/' [fmt]='<fmt/' [boost]='<boost/'
   [cairo]='<cairo' [pybind11]='<pybind11/' [doctest]='<doctest/' [dl]='<dlfcn\.h>'
+  [hdf5]='<(hdf5|H5[A-Za-z]*)\.h>'
 )
 folders=()
 table=$(sed -n '/<!-- include-rules:begin -->/,/<!-- include-rules:end -->/p' "$doc" | grep -E '^\| `')
@@ -69,7 +70,7 @@ report "runtime/ uses only <uwjit/cache/key.hpp> of the cache" \
   "$(includes "$root/runtime" | grep -E '<uwjit/cache/' | grep -v '<uwjit/cache/key\.hpp>' || true)"
 # Public headers include only the standard library and uwjit's public headers.
 for dir in "$root"/*/include; do
-  hits=$(includes "$dir" | grep -E '<(llvm|clang|spdlog|fmt|nlohmann|openssl|boost|cairo|mpi)' \
+  hits=$(includes "$dir" | grep -E '<(llvm|clang|spdlog|fmt|nlohmann|openssl|boost|cairo|mpi|hdf5|H5)' \
     | grep -v '/include/uwjit/mpi\.hpp:[0-9]*:#include <mpi\.h>' || true)
   report "third-party header in a public header" "$hits"
 done
