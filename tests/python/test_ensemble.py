@@ -86,7 +86,7 @@ def test_heat_members_go_to_an_hdf5_file(engine, tmp_path):
     params = uwjit.default_params("heat")
     params.update({"nx": 8, "ny": 6, "nz": 5})
     out = tmp_path / "sweep.h5"
-    ens = uwjit.Ensemble(engine, lambda p: uwjit.node("heat", "heat", p), params,
+    ens = uwjit.Ensemble(engine, lambda p: uwjit.node("heat", "heat", **p), params,
                          vary={"contrast": (1, 4, 4)}, until=["steps:5"], batch=3,
                          output=str(out), keep=False)
     ens.run()
@@ -96,14 +96,14 @@ def test_heat_members_go_to_an_hdf5_file(engine, tmp_path):
         assert list(f["params/contrast"][:]) == [1.0, 2.0, 3.0, 4.0]
         assert f["fields/u"].shape == (4, 8, 6, 5)
         assert [s.decode() if isinstance(s, bytes) else s for s in f["status"][:]] == ["step_cap"] * 4
-        sim = uwjit.Simulation(engine, [uwjit.node("heat", "heat", {**params, "contrast": 3.0})],
+        sim = uwjit.Simulation(engine, [uwjit.node("heat", "heat", **{**params, "contrast": 3.0})],
                                threads=1)
         sim.step(5)
         assert np.array_equal(f["fields/u"][2], sim.field("heat", "u"))
         assert f["integrals/heat"][2] == sim.integrals("heat")["heat"]
     # Never over a file that exists.
     with pytest.raises(uwjit.UsageError, match="exists"):
-        uwjit.Ensemble(engine, lambda p: uwjit.node("heat", "heat", p), params,
+        uwjit.Ensemble(engine, lambda p: uwjit.node("heat", "heat", **p), params,
                        vary={"contrast": (1, 4, 4)}, until=["steps:5"], output=str(out))
 
 

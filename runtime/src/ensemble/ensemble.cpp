@@ -642,6 +642,9 @@ bool Ensemble::Impl::step() {
                          "take members from a memory sink, or give a file sink after it",
                          type, sinks.front()->describe(), waiting_count()));
     }
+    for (const auto& sink : sinks) {
+      sink->end();
+    }
     return false;
   }
   failed_now.assign(members.size(), 0);
@@ -673,8 +676,14 @@ bool Ensemble::Impl::step() {
       }
     }
   }
-  return !unplaced.empty() ||
-         std::any_of(members.begin(), members.end(), [](const auto& m) { return m != nullptr; });
+  const bool remain = !unplaced.empty() || std::any_of(members.begin(), members.end(),
+                                                       [](const auto& m) { return m != nullptr; });
+  if (!remain) {
+    for (const auto& sink : sinks) {
+      sink->end();
+    }
+  }
+  return remain;
 }
 
 std::int64_t Ensemble::Impl::waiting_count() const {

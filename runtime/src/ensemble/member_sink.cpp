@@ -113,11 +113,13 @@ void FileSink::begin(const MemberColumns& columns,
 #endif
 }
 
+void FileSink::end() { m_file.reset(); }
+
 void FileSink::put(MemberResult&& member) {
 #if UWJIT_HAVE_HDF5
   if (!m_file) {
     throw Error(ErrorKind::usage,
-                format("{}: a member put before the sink began", m_path.string()));
+                format("{}: a member put before the sink began or after it ended", m_path.string()));
   }
   detail::MemberRecord record;
   record.id = member.id;

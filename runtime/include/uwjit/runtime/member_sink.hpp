@@ -77,6 +77,9 @@ public:
   virtual void put(MemberResult&& member) = 0;
   /// The members taken so far.
   [[nodiscard]] virtual std::int64_t count() const = 0;
+  /// Called once when the ensemble has drained (every member has left): a file is closed, so
+  /// that others may open it. Nothing is put afterwards.
+  virtual void end() {}
 };
 
 /// Members kept in memory, at most `capacity` at a time; the host takes them out (take()).
@@ -104,7 +107,9 @@ private:
 /// Members written to one HDF5 file (see docs/reference/file-formats.md): each field with the
 /// member as the leading axis, the varied params, integrals, steps, status and ids, one row per
 /// member in the order they left, the file flushed after each so that a killed run keeps every
-/// member written. The path is checked when the sink is made, before any member runs: it must
+/// member written. While it is open, HDF5's file lock keeps other processes from opening it
+/// (h5py: `h5py.File(path, "r", locking=False)` reads it meanwhile); it is closed when the
+/// ensemble drains (end()) or the sink goes. The path is checked when the sink is made, before any member runs: it must
 /// not exist (nothing is ever overwritten) and its directory must. Error(usage) otherwise, and
 /// in a build without HDF5 (UWJIT_HDF5=OFF).
 class FileSink final : public MemberSink {
@@ -117,6 +122,8 @@ public:
   [[nodiscard]] bool full() const override { return m_capacity >= 0 && m_count >= m_capacity; }
   void put(MemberResult&& member) override;
   [[nodiscard]] std::int64_t count() const override { return m_count; }
+  /// Closes the file (HDF5 keeps others from opening it while it is open for writing).
+  void end() override;
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return m_path; }
   /// Whether this build can write HDF5 files.
   [[nodiscard]] static bool available() noexcept;
