@@ -5,6 +5,7 @@
 
 #include "progress.hpp"
 
+#include <uwjit/comm/verdict.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
@@ -16,6 +17,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <unistd.h>
 
@@ -84,6 +86,19 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
   return spec;
 }
 
+// Whether a launcher (mpiexec, srun) started this process as one of several ranks: then the
+// members are spread over the job's ranks.
+bool launched_as_ranks() {
+  for (const char* name :
+       {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && std::atol(value) > 1) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string member_rate(std::int64_t steps, double elapsed) {
   return format("{} member-steps/s", general(std::round(static_cast<double>(steps) / elapsed)));
 }
@@ -142,15 +157,33 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
   if (const auto threads = args.get("--threads")) {
     options.threads = static_cast<int>(parse_count("--threads", *threads, 1));
   }
+  // Under mpiexec or srun with several ranks, the members are spread over them; rank 0 holds
+  // the sinks, prints and writes.
+  std::unique_ptr<comm::Comm> comm;
+  if (launched_as_ranks() && program.job != nullptr) {
+    comm = program.job->start();
+    options.comm = comm.get();
+  }
+  const bool lead = comm == nullptr || comm->rank() == 0;
   std::vector<std::shared_ptr<runtime::MemberSink>> sinks;
   std::shared_ptr<runtime::MemorySink> dropped;
-  if (const auto output = args.get("--output")) {
-    sinks.push_back(std::make_shared<runtime::FileSink>(*output));
+  auto make_sinks = [&] {
+    if (!lead) {
+      return;
+    }
+    if (const auto output = args.get("--output")) {
+      sinks.push_back(std::make_shared<runtime::FileSink>(*output));
+    } else {
+      // Nothing asks for the members' fields: the report keeps their summaries, and the fields
+      // are dropped as the members leave.
+      dropped = std::make_shared<runtime::MemorySink>(1 << 20);
+      sinks.push_back(dropped);
+    }
+  };
+  if (comm) {
+    comm::together(*comm, make_sinks); // a path rank 0 refuses is an error on every rank
   } else {
-    // Nothing asks for the members' fields: the report keeps their summaries, and the fields
-    // are dropped as the members leave.
-    dropped = std::make_shared<runtime::MemorySink>(1 << 20);
-    sinks.push_back(dropped);
+    make_sinks();
   }
 
   engine::Engine engine;
@@ -165,7 +198,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
       [&ensemble](std::int64_t, double elapsed) {
         return member_rate(ensemble.member_steps(), elapsed);
       },
-      ::isatty(STDERR_FILENO) == 1 && !json);
+      lead && ::isatty(STDERR_FILENO) == 1 && !json);
   ensemble.run([&](const runtime::Ensemble& e) {
     progress.update(e.finished());
     if (dropped) {
@@ -190,6 +223,9 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     failed = failed || m.status == runtime::MemberStatus::failed;
   }
   const double rate = seconds > 0 ? static_cast<double>(ensemble.member_steps()) / seconds : 0;
+  if (!lead) {
+    return 0; // rank 0 reports, and its exit code is the job's verdict
+  }
   if (json) {
     nlohmann::json members = nlohmann::json::array();
     for (const auto& m : ensemble.summaries()) {
@@ -218,6 +254,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
         {"batch_reason", ensemble.batch_reason()},
         {"member_bytes", ensemble.member_bytes()},
         {"threads", ensemble.threads()},
+        {"ranks", comm ? comm->size() : 1},
         {"compiles", compiles},
         {"kernels", std::move(kernels)},
         {"member_steps", ensemble.member_steps()},
@@ -237,8 +274,9 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     std::cout << format("  kernel {}: {} in {} ms\n", report.info.key,
                         engine::to_string(report.info.tier), fixed(report.info.request_ms, 1));
   }
-  std::cout << format("  {} member-steps in {} s on {} thread(s): {} member-steps/s\n",
+  std::cout << format("  {} member-steps in {} s on {} thread(s){}: {} member-steps/s\n",
                       ensemble.member_steps(), fixed(seconds, 2), ensemble.threads(),
+                      comm ? format(" on each of {} ranks", comm->size()) : "",
                       general(std::round(rate)));
   if (const auto output = args.get("--output")) {
     std::cout << format("  members written to {}\n", *output);

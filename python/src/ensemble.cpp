@@ -252,24 +252,38 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
             return out;
           },
           "Every member that has left, without its fields.")
-      .def_property_readonly("batch_size",
-                             [](const PyEnsemble& self) { return self.ensemble->batch_size(); })
-      .def_property_readonly("batch_reason",
-                             [](const PyEnsemble& self) { return self.ensemble->batch_reason(); })
-      .def_property_readonly("finished",
-                             [](const PyEnsemble& self) { return self.ensemble->finished(); })
-      .def_property_readonly("active",
-                             [](const PyEnsemble& self) { return self.ensemble->active(); })
-      .def_property_readonly("waiting",
-                             [](const PyEnsemble& self) { return self.ensemble->waiting(); })
-      .def_property_readonly("member_steps",
-                             [](const PyEnsemble& self) { return self.ensemble->member_steps(); })
-      .def_property_readonly("varied",
-                             [](const PyEnsemble& self) { return self.ensemble->varied(); })
-      .def_property_readonly("integrals",
-                             [](const PyEnsemble& self) { return self.ensemble->integrals(); })
       .def_property_readonly(
-          "kernel_reports", [](const PyEnsemble& self) { return self.ensemble->kernel_reports(); });
+          "batch_size", [](const PyEnsemble& self) { return self.ensemble->batch_size(); },
+          "Members stepped together.")
+      .def_property_readonly(
+          "batch_reason", [](const PyEnsemble& self) { return self.ensemble->batch_reason(); },
+          "Why the batch is that size (set, from memory, or the sampler's members).")
+      .def_property_readonly(
+          "finished", [](const PyEnsemble& self) { return self.ensemble->finished(); },
+          "Members that have left (over every rank under MPI).")
+      .def_property_readonly(
+          "active", [](const PyEnsemble& self) { return self.ensemble->active(); },
+          "Members in this process's batch now.")
+      .def_property_readonly(
+          "waiting", [](const PyEnsemble& self) { return self.ensemble->waiting(); },
+          "Members that stopped and wait for room in a sink.")
+      .def_property_readonly(
+          "member_steps", [](const PyEnsemble& self) { return self.ensemble->member_steps(); },
+          "Member-steps taken in all (over every rank under MPI).")
+      .def_property_readonly(
+          "varied", [](const PyEnsemble& self) { return self.ensemble->varied(); },
+          "The varied params, in the order of each member's params.")
+      .def_property_readonly(
+          "integrals", [](const PyEnsemble& self) { return self.ensemble->integrals(); },
+          "The node's integrals, in the order of each member's integrals.")
+      .def_property_readonly(
+          "kernel_reports", [](const PyEnsemble& self) { return self.ensemble->kernel_reports(); },
+          "The batch kernels (one per stage of the node's step) and what the engine did for them.")
+      .def("__repr__", [](const PyEnsemble& self) {
+        const auto& e = *self.ensemble;
+        return "Ensemble(node=" + e.node_type() + ", batch=" + std::to_string(e.batch_size()) +
+               ", finished=" + std::to_string(e.finished()) + ")";
+      });
 }
 
 } // namespace uwjit::python

@@ -31,7 +31,8 @@ rounds, with ratios taken per round; a row names the command that reproduces it.
 
 sections (all by default): cold, warm, kernel_speed, threads, static_arrays, mpi, scale
 (peak RSS per rank and checkpoint bandwidth of a sharded pipe-flow job at each --mpi-ranks),
-contention, memory, gpu (device 0 through the CUDA driver; not measured without one)
+contention, memory, ensemble (members batched against one simulation each, inflight refill
+against fixed batches), gpu (device 0 through the CUDA driver; not measured without one)
 
 options:
   --out DIR           where bench.json and bench.md go (default: bench-results)
@@ -266,6 +267,7 @@ int bench_main(const std::vector<std::string>& args, const std::string& invoked_
       {"scale", scale_section},
       {"contention", contention_section},
       {"memory", memory_section},
+      {"ensemble", ensemble_section},
       {"gpu", gpu_section}};
   int failures = 0;
   for (const auto& [name, runner] : runners) {

@@ -10,7 +10,9 @@
 #include "../node_layout.hpp"
 #include "../node_state.hpp"
 #include "../thread_pool.hpp"
+#include "member_transfer.hpp"
 
+#include <uwjit/comm/verdict.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
@@ -102,20 +104,37 @@ struct Ensemble::Impl {
   std::vector<double> call_sums; // call-major: call c's integral slots at c * slot count
   std::vector<std::size_t> call_member;
   std::vector<char> failed_now;       // per slot: its kernel failed in this step
-  std::vector<MemberResult> unplaced; // members never built, waiting for a sink
+  std::vector<MemberResult> unplaced; // serially, members never built, waiting for a sink;
+                                      // over ranks, what leaves this rank next (rank 0: what
+                                      // waits for room in its sinks)
   MemberColumns columns;              // what every member holds
   bool mismatch = false;              // build() is throwing: a member differs from the first
+  std::vector<codegen::KernelSource> sources; // per stage: the first member's batch kernel
+  bool exhausted = false;                     // the sampler has given its last member
+  bool ended = false;                         // the sinks have ended
+  comm::Comm* comm = nullptr;                 // the ranks the members are spread over, or null
+  std::int64_t departed = 0;                  // members that left this rank since the last step
 
   Impl(engine::Engine& e, MemberFactory factory, Params params,
        std::unique_ptr<MemberSampler> source, std::vector<std::shared_ptr<MemberSink>> outs,
        EnsembleOptions opts);
   [[nodiscard]] Params member_params(const std::vector<double>& values) const;
   std::unique_ptr<Member> build(std::int64_t id, std::vector<double> values);
-  void request(std::vector<Emitted>& emitted, const Node& node);
+  void load_kernels(const Node& node);
   void choose_batch(const Member& first);
   void begin_sinks(const Member& first);
-  void refill(std::size_t slot);
+  void allocate();
   void leave_unbuilt(MemberResult result);
+  void leave();
+  void end_sinks();
+  template <class Body> void collectively(Body&& body) {
+    if (comm != nullptr) {
+      comm::together(*comm, body);
+    } else {
+      body();
+    }
+  }
+  [[nodiscard]] bool lead() const { return comm == nullptr || comm->rank() == 0; }
   void call_stage(std::size_t stage);
   void judge(Member& m) const;
   [[nodiscard]] MemberResult result_of(const Member& m, bool with_fields) const;
@@ -135,8 +154,11 @@ Ensemble::Impl::Impl(engine::Engine& e, MemberFactory factory, Params params,
   if (!sampler) {
     throw Error(ErrorKind::usage, "ensemble: no sampler");
   }
-  if (sinks.empty() || std::any_of(sinks.begin(), sinks.end(), [](auto& s) { return !s; })) {
-    throw Error(ErrorKind::usage, "ensemble: no sink for its members (memory or a file)");
+  comm = options.comm;
+  if (std::any_of(sinks.begin(), sinks.end(), [](auto& s) { return !s; }) ||
+      (sinks.empty() && lead())) {
+    throw Error(ErrorKind::usage, format("ensemble: no sink for its members (memory or a file){}",
+                                         comm != nullptr ? " on rank 0" : ""));
   }
   if (options.until.max_steps < 1 || options.until.every < 1) {
     throw Error(ErrorKind::usage, format("ensemble: stop rule \"{}\": a step cap of at least 1 "
@@ -171,17 +193,24 @@ Ensemble::Impl::Impl(engine::Engine& e, MemberFactory factory, Params params,
   if (threads < 0) {
     throw Error(ErrorKind::usage, format("ensemble: {} threads", threads));
   }
-  pool.emplace(threads == 0 ? default_threads(1) : threads);
-  // The first member is the template: its kernels are the batch's; it is an error if it cannot
-  // be built (later members that cannot are recorded as failed).
-  auto first = build(next_id++, std::move(*first_values));
-  choose_batch(*first);
-  begin_sinks(*first);
+  pool.emplace(threads == 0 ? default_threads(comm != nullptr ? comm->node_size() : 1) : threads);
+  // The first member is the template: its kernels are the batch's, requested once (over ranks:
+  // every rank builds it, one compiles, all load; rank 0 keeps it as member 0). It is an error
+  // if it cannot be built; later members that cannot are recorded as failed.
+  std::unique_ptr<Member> first;
+  collectively([&] { first = build(next_id++, std::move(*first_values)); });
+  load_kernels(*first->state.node);
+  collectively([&] {
+    choose_batch(*first);
+    if (lead()) {
+      begin_sinks(*first);
+    }
+  });
   members.resize(static_cast<std::size_t>(batch));
-  members[0] = std::move(first);
-  for (std::size_t slot = 1; slot < members.size(); ++slot) {
-    refill(slot);
+  if (lead()) {
+    members[0] = std::move(first);
   }
+  allocate();
 }
 
 Params Ensemble::Impl::member_params(const std::vector<double>& values) const {
@@ -258,7 +287,11 @@ std::unique_ptr<Member> Ensemble::Impl::build(std::int64_t id, std::vector<doubl
   std::vector<Emitted> emitted =
       emit(*node, s.layout, s.bound, node->static_data(), false, false, true);
   if (first) {
-    request(emitted, *node);
+    for (const auto& e : emitted) {
+      texts.push_back(e.source.canonical());
+      slots.push_back(e.source.slots());
+      sources.push_back(e.source);
+    }
   } else {
     for (std::size_t stage = 0; stage < emitted.size(); ++stage) {
       if (emitted[stage].source.canonical() != texts[stage]) {
@@ -284,15 +317,13 @@ std::unique_ptr<Member> Ensemble::Impl::build(std::int64_t id, std::vector<doubl
   return m;
 }
 
-// The first member's kernels, written as a batch: one request per stage, whatever the members.
-void Ensemble::Impl::request(std::vector<Emitted>& emitted, const Node& node) {
-  for (std::size_t stage = 0; stage < emitted.size(); ++stage) {
-    const auto& source = emitted[stage].source;
-    texts.push_back(source.canonical());
-    slots.push_back(source.slots());
-    kernels.push_back(engine->kernel(source));
-    reports.push_back({node.name(), kernels.back().info(),
-                       std::make_shared<const codegen::KernelSource>(source),
+// The first member's kernels, written as a batch: one request per stage, whatever the members
+// (over ranks, one request for the job: one rank compiles, every rank loads).
+void Ensemble::Impl::load_kernels(const Node& node) {
+  kernels = engine->kernels(sources, comm);
+  for (std::size_t stage = 0; stage < sources.size(); ++stage) {
+    reports.push_back({node.name(), kernels[stage].info(),
+                       std::make_shared<const codegen::KernelSource>(sources[stage]),
                        static_cast<int>(stage)});
   }
 }
@@ -371,9 +402,12 @@ void Ensemble::Impl::choose_batch(const Member& first) {
                                                   "({})",
                                                   batch, memory);
   }
-  if (size && *size < batch) {
-    batch = *size;
-    batch_reason = format("{}: the sampler's members ({})", batch, memory);
+  const std::int64_t ranks = comm != nullptr ? comm->size() : 1;
+  if (size && (*size + ranks - 1) / ranks < batch) {
+    batch = (*size + ranks - 1) / ranks;
+    batch_reason =
+        ranks == 1 ? format("{}: the sampler's members ({})", batch, memory)
+                   : format("{}: the sampler's members over {} ranks ({})", batch, ranks, memory);
   }
 }
 
@@ -397,33 +431,69 @@ void Ensemble::Impl::begin_sinks(const Member& first) {
   }
 }
 
-// Slot `slot` takes the sampler's next member, or stays empty once the sampler is exhausted. A
-// member the node's own code cannot build (its factory or initial state refusing its params)
-// leaves at once as failed; one that differs from the first is an error.
-void Ensemble::Impl::refill(std::size_t slot) {
-  members[slot].reset();
-  while (!members[slot]) {
-    auto values = sampler->next();
-    if (!values) {
-      return;
-    }
-    const std::int64_t id = next_id++;
-    try {
-      members[slot] = build(id, *values);
-    } catch (const Error& error) {
-      if (mismatch) {
-        throw;
+// The free slots take the sampler's next members, until it is exhausted; only those members'
+// states are built. Serially, in slot order, and none while a member waits for a sink. Over
+// ranks, every rank draws the same members from its own sampler, the ranks' free slots numbered
+// in rank order (an all-gather of one count per rank), each building only its own: no member
+// twice, none lost, and slots refilled wherever members finish first. A member the node's own
+// code cannot build (its factory or initial state refusing its params) leaves at once as
+// failed; one that differs from the first is an error (on every rank).
+void Ensemble::Impl::allocate() {
+  std::vector<std::size_t> free;
+  if (comm != nullptr || unplaced.empty()) {
+    for (std::size_t slot = 0; slot < members.size(); ++slot) {
+      if (!members[slot]) {
+        free.push_back(slot);
       }
-      MemberResult r;
-      r.id = id;
-      r.values = *values;
-      r.status = MemberStatus::failed;
-      r.reason = format("not built: {}", error.what());
-      r.integrals.assign(integral_names.size(), std::nan(""));
-      leave_unbuilt(std::move(r));
     }
   }
+  if (exhausted) {
+    return; // every rank alike
+  }
+  std::int64_t before = 0;
+  auto total = static_cast<std::int64_t>(free.size());
+  if (comm != nullptr) {
+    const auto counts = comm->all_gather(std::to_string(free.size()));
+    total = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      const std::int64_t count = std::stoll(counts[r]);
+      before += static_cast<int>(r) < comm->rank() ? count : 0;
+      total += count;
+    }
+  }
+  std::vector<std::pair<std::int64_t, std::vector<double>>> mine;
+  for (std::int64_t k = 0; k < total; ++k) {
+    auto values = sampler->next();
+    if (!values) {
+      exhausted = true;
+      break;
+    }
+    const std::int64_t id = next_id++;
+    if (k >= before && k < before + static_cast<std::int64_t>(free.size())) {
+      mine.emplace_back(id, std::move(*values));
+    }
+  }
+  collectively([&] {
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      auto& [id, values] = mine[i];
+      try {
+        members[free[i]] = build(id, values);
+      } catch (const Error& error) {
+        if (mismatch) {
+          throw;
+        }
+        MemberResult r;
+        r.id = id;
+        r.values = values;
+        r.status = MemberStatus::failed;
+        r.reason = format("not built: {}", error.what());
+        r.integrals.assign(integral_names.size(), std::nan(""));
+        leave_unbuilt(std::move(r));
+      }
+    }
+  });
 }
+
 // A member that was never built: its fields are zeros of the members' shapes, so that every
 // member has a row in every sink.
 void Ensemble::Impl::leave_unbuilt(MemberResult result) {
@@ -437,6 +507,7 @@ void Ensemble::Impl::leave_unbuilt(MemberResult result) {
          std::vector<std::byte>(static_cast<std::size_t>(count) * codegen::size_of(column.dtype))});
   }
   unplaced.push_back(std::move(result));
+  ++departed;
 }
 
 // One stage of every member that is stepping, in one batch-kernel call per thread: each member's
@@ -610,78 +681,145 @@ bool Ensemble::Impl::place(MemberResult& result) {
       summary.fields.clear();
       sink->put(std::move(result));
       summaries.push_back(std::move(summary));
-      ++left;
+      left += comm == nullptr ? 1 : 0; // over ranks, counted where members leave their rank
       return true;
     }
   }
   return false;
 }
 
-bool Ensemble::Impl::step() {
-  // Members that stopped earlier leave first, if a sink has room now; then their slots refill.
-  while (!unplaced.empty() && place(unplaced.front())) {
-    unplaced.erase(unplaced.begin());
-  }
-  for (std::size_t slot = 0; slot < members.size(); ++slot) {
-    Member* m = members[slot].get();
-    if (m != nullptr && m->stopped && unplaced.empty()) {
-      MemberResult result = result_of(*m, true);
-      if (place(result)) {
-        refill(slot);
+// Members that stopped leave their batch. Serially, each goes to the first sink with room, or
+// waits in the batch. Over ranks, every one leaves its rank at once for rank 0 (one gather),
+// whose sinks take them in the order of the ranks; rank 0 holds those they have no room for.
+void Ensemble::Impl::leave() {
+  if (comm == nullptr) {
+    while (!unplaced.empty() && place(unplaced.front())) {
+      unplaced.erase(unplaced.begin());
+    }
+    for (auto& m : members) {
+      if (m != nullptr && m->stopped && unplaced.empty()) {
+        MemberResult result = result_of(*m, true);
+        if (place(result)) {
+          m.reset();
+        }
       }
     }
+    return;
   }
-  const bool stepping = std::any_of(members.begin(), members.end(),
-                                    [](const auto& m) { return m != nullptr && !m->stopped; });
-  const bool holding = !unplaced.empty() || std::any_of(members.begin(), members.end(),
-                                                        [](const auto& m) { return m != nullptr; });
-  if (!stepping) {
-    if (holding) {
-      throw Error(ErrorKind::usage,
-                  format("ensemble of {}: every sink is full ({}) and {} member(s) wait for room; "
-                         "take members from a memory sink, or give a file sink after it",
-                         type, sinks.front()->describe(), waiting_count()));
+  std::string bytes;
+  collectively([&] {
+    std::vector<MemberResult> going;
+    if (!lead()) {
+      going = std::move(unplaced);
+      unplaced.clear();
     }
+    for (auto& m : members) {
+      if (m != nullptr && m->stopped) {
+        going.push_back(result_of(*m, true));
+        m.reset();
+        ++departed;
+      }
+    }
+    bytes = encode_members(going);
+  });
+  const auto all = gather_to_root(*comm, bytes);
+  collectively([&] {
+    if (!lead()) {
+      return;
+    }
+    // Rank 0's own unbuilt members first, then every rank's in rank order.
+    for (const auto& from : all) {
+      for (auto& m : decode_members(from)) {
+        unplaced.push_back(std::move(m));
+      }
+    }
+    std::size_t placed = 0;
+    while (placed < unplaced.size() && place(unplaced[placed])) {
+      ++placed;
+    }
+    unplaced.erase(unplaced.begin(), unplaced.begin() + static_cast<std::ptrdiff_t>(placed));
+  });
+}
+
+void Ensemble::Impl::end_sinks() {
+  if (!ended) {
+    ended = true;
     for (const auto& sink : sinks) {
       sink->end();
     }
+  }
+}
+
+bool Ensemble::Impl::step() {
+  if (ended) {
     return false;
   }
-  failed_now.assign(members.size(), 0);
-  for (std::size_t stage = 0; stage < kernels.size(); ++stage) {
-    call_stage(stage);
-  }
-  for (std::size_t slot = 0; slot < members.size(); ++slot) {
-    Member* m = members[slot].get();
-    if (m == nullptr || m->stopped) {
-      continue;
-    }
-    if (failed_now[slot]) {
-      m->stopped = true;
-      continue;
-    }
-    ++m->steps;
-    ++steps_taken;
-    judge(*m);
-    m->previous = m->state.integrals;
-  }
-  ++batch_steps;
-  // Those that stopped now leave at once where a sink has room.
-  for (std::size_t slot = 0; slot < members.size(); ++slot) {
-    Member* m = members[slot].get();
-    if (m != nullptr && m->stopped && unplaced.empty()) {
-      MemberResult result = result_of(*m, true);
-      if (place(result)) {
-        refill(slot);
+  if (comm == nullptr) {
+    // Members that stopped earlier leave first, if a sink has room now; their slots refill.
+    leave();
+    allocate();
+    const bool stepping = std::any_of(members.begin(), members.end(),
+                                      [](const auto& m) { return m != nullptr && !m->stopped; });
+    if (!stepping) {
+      if (!unplaced.empty() ||
+          std::any_of(members.begin(), members.end(), [](const auto& m) { return m != nullptr; })) {
+        throw Error(ErrorKind::usage,
+                    format("ensemble of {}: every sink is full ({}) and {} member(s) wait for "
+                           "room; take members from a memory sink, or give a file sink after it",
+                           type, sinks.front()->describe(), waiting_count()));
       }
+      end_sinks();
+      return false;
     }
   }
-  const bool remain = !unplaced.empty() || std::any_of(members.begin(), members.end(),
-                                                       [](const auto& m) { return m != nullptr; });
-  if (!remain) {
-    for (const auto& sink : sinks) {
-      sink->end();
+  std::int64_t taken = 0;
+  collectively([&] {
+    failed_now.assign(members.size(), 0);
+    for (std::size_t stage = 0; stage < kernels.size(); ++stage) {
+      call_stage(stage);
     }
+    for (std::size_t slot = 0; slot < members.size(); ++slot) {
+      Member* m = members[slot].get();
+      if (m == nullptr || m->stopped) {
+        continue;
+      }
+      if (failed_now[slot]) {
+        m->stopped = true;
+        continue;
+      }
+      ++m->steps;
+      ++taken;
+      judge(*m);
+      m->previous = m->state.integrals;
+    }
+  });
+  ++batch_steps;
+  // Those that stopped now leave at once where a sink has room, and their slots refill.
+  leave();
+  allocate();
+  bool remain = !unplaced.empty() || std::any_of(members.begin(), members.end(),
+                                                 [](const auto& m) { return m != nullptr; });
+  if (comm == nullptr) {
+    steps_taken += taken;
+  } else {
+    // Over ranks: what remains anywhere, and the member-steps and departures of every rank.
+    const bool holding = lead() && !unplaced.empty();
+    std::vector<double> sums = {remain && !holding ? 1.0 : 0.0, holding ? 1.0 : 0.0,
+                                static_cast<double>(taken), static_cast<double>(departed)};
+    comm->all_reduce_sum(sums);
+    departed = 0;
+    steps_taken += static_cast<std::int64_t>(sums[2]);
+    left += static_cast<std::int64_t>(sums[3]);
+    if (sums[0] == 0 && sums[1] != 0) {
+      throw Error(ErrorKind::usage,
+                  format("ensemble of {}: every sink of rank 0 is full and members wait for room; "
+                         "take members from its memory sink, or give a file sink after it",
+                         type));
+    }
+    remain = sums[0] != 0 || sums[1] != 0;
+  }
+  if (!remain) {
+    end_sinks();
   }
   return remain;
 }

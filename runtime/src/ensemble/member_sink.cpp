@@ -113,13 +113,15 @@ void FileSink::begin(const MemberColumns& columns,
 #endif
 }
 
-void FileSink::end() { m_file.reset(); }
+void FileSink::end() {
+  m_file.reset();
+}
 
 void FileSink::put(MemberResult&& member) {
 #if UWJIT_HAVE_HDF5
   if (!m_file) {
-    throw Error(ErrorKind::usage,
-                format("{}: a member put before the sink began or after it ended", m_path.string()));
+    throw Error(ErrorKind::usage, format("{}: a member put before the sink began or after it ended",
+                                         m_path.string()));
   }
   detail::MemberRecord record;
   record.id = member.id;

@@ -19,6 +19,9 @@
 namespace uwjit::engine {
 class Engine;
 }
+namespace uwjit::comm {
+class Comm;
+}
 
 namespace uwjit::runtime {
 
@@ -51,8 +54,18 @@ struct EnsembleOptions {
   /// can use (from each member's layout, computed, never probed), at most the sampler's size.
   std::int64_t batch = 0;
   double memory_fraction = 0.25;
-  /// Threads that step the batch (members split between them); 0: this process's cores.
+  /// Threads that step the batch (members split between them); 0: this process's cores (shared
+  /// among the ranks of its machine).
   int threads = 0;
+  /// The ranks to spread the members over, or null (this process alone). With a comm,
+  /// construction and step() are collective (every rank makes the ensemble with the same
+  /// arguments, its sampler giving the same members, and steps it alike); each rank steps a
+  /// batch of its own (sized from its own memory, at most its share of the sampler's members);
+  /// as slots free up, the sampler's next members go to them in rank order (no member twice,
+  /// none lost, and ranks whose members finish sooner take more); every member that stops is
+  /// sent to rank 0, whose sinks take it (the other ranks need none). An error on any rank is
+  /// raised on every rank.
+  comm::Comm* comm = nullptr;
 };
 
 /// What makes a member: its node from its node params (the ensemble's base with the member's
@@ -104,16 +117,17 @@ public:
   [[nodiscard]] const std::string& batch_reason() const noexcept;
   /// Each member's memory: its state buffers and its static arrays, in bytes.
   [[nodiscard]] double member_bytes() const noexcept;
-  /// Members in the batch now, those of them waiting for a sink, members that have left, and
-  /// the sampler's total when it knows.
+  /// Members in this rank's batch now, those of them waiting for a sink, members that have left
+  /// (every rank's), and the sampler's total when it knows.
   [[nodiscard]] std::int64_t active() const noexcept;
   [[nodiscard]] std::int64_t waiting() const noexcept;
   [[nodiscard]] std::int64_t finished() const noexcept;
   [[nodiscard]] std::optional<std::int64_t> total() const;
-  /// Member-steps taken in all, and batch steps (calls of step()).
+  /// Member-steps taken in all (every rank's), and batch steps (calls of step()).
   [[nodiscard]] std::int64_t member_steps() const noexcept;
   [[nodiscard]] std::int64_t batch_steps() const noexcept;
-  /// Every member that has left, in the order it left, without its fields (what a report lists).
+  /// Every member that has left, in the order the sinks took it, without its fields (what a
+  /// report lists); over ranks, on rank 0 (empty elsewhere).
   [[nodiscard]] const std::vector<MemberResult>& summaries() const noexcept;
   /// The batch kernels (one per stage) and what the engine did for them.
   [[nodiscard]] const std::vector<KernelReport>& kernel_reports() const noexcept;

@@ -109,9 +109,9 @@ private:
 /// member in the order they left, the file flushed after each so that a killed run keeps every
 /// member written. While it is open, HDF5's file lock keeps other processes from opening it
 /// (h5py: `h5py.File(path, "r", locking=False)` reads it meanwhile); it is closed when the
-/// ensemble drains (end()) or the sink goes. The path is checked when the sink is made, before any member runs: it must
-/// not exist (nothing is ever overwritten) and its directory must. Error(usage) otherwise, and
-/// in a build without HDF5 (UWJIT_HDF5=OFF).
+/// ensemble drains (end()) or the sink goes. The path is checked when the sink is made, before any
+/// member runs: it must not exist (nothing is ever overwritten) and its directory must.
+/// Error(usage) otherwise, and in a build without HDF5 (UWJIT_HDF5=OFF).
 class FileSink final : public MemberSink {
 public:
   explicit FileSink(std::filesystem::path path, std::int64_t capacity = -1);

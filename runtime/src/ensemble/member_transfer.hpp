@@ -1,0 +1,21 @@
+// Members in bytes: what the ranks of an ensemble send to rank 0, whose sinks take them.
+#pragma once
+
+#include <uwjit/comm/comm.hpp>
+#include <uwjit/runtime/member_sink.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uwjit::runtime::detail {
+
+/// `members` as bytes (little-endian, every field of each MemberResult).
+[[nodiscard]] std::string encode_members(const std::vector<MemberResult>& members);
+/// What encode_members wrote; Error(io) for bytes it did not write.
+[[nodiscard]] std::vector<MemberResult> decode_members(std::string_view bytes);
+/// Collective: every rank's `mine`, on rank 0 in rank order (empty elsewhere). Point-to-point: a
+/// rank sends to rank 0 only when it has bytes; the sizes travel in one all-gather.
+[[nodiscard]] std::vector<std::string> gather_to_root(comm::Comm& comm, const std::string& mine);
+
+} // namespace uwjit::runtime::detail

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# uwjit ensemble under MPI: the members spread over 2, 3 and 4 ranks, refilled wherever members
+# finish first, each leaves exactly once, and each equals the serial sweep's member (steps and
+# integrals exactly; the HDF5 file's fields bit for bit); an error on rank 0 ends every rank.
+# Usage: ensemble_mpi.sh MPIEXEC PATH/TO/uwjit
+mpiexec=$1
+uwjit=$2
+. "$(dirname "$0")/lib.sh"
+export UWJIT_LOG_LEVEL=off
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+
+# Fixed-wall bars of different Courant numbers: members converge after different steps.
+sweep=(ensemble heat --size 6 --set boundary=fixed --vary courant=0.02:0.16:9
+  --until 'change:heat<1e-8' --until steps:20000 --batch 2)
+run "$uwjit" "${sweep[@]}" --json --output "$sandbox/serial.h5"
+expect_code 0 "the serial sweep"
+serial=$(json 'sorted((m["id"], m["steps"], m["status"], m["integrals"]["heat"]) for m in d["members"])' <<<"$out")
+[ "$(json 'len(set(m["steps"] for m in d["members"]))' <<<"$out")" -gt 3 ] && ok ||
+  fail "members converge after different steps"
+
+for n in 2 3 4; do
+  run timeout 120 "$mpiexec" --oversubscribe -np "$n" "$uwjit" "${sweep[@]}" --json \
+    --output "$sandbox/np$n.h5"
+  expect_code 0 "mpiexec -np $n uwjit ensemble"
+  [ "$(json 'd["ranks"]' <<<"$out")" = "$n" ] && ok || fail "np $n: the report names $n ranks"
+  [ "$(json 'd["compiles"]' <<<"$out")" -le 1 ] && ok || fail "np $n: one compile for the job"
+  mine=$(json 'sorted((m["id"], m["steps"], m["status"], m["integrals"]["heat"]) for m in d["members"])' <<<"$out")
+  [ "$mine" = "$serial" ] && ok || fail "np $n: every member once, as in the serial sweep: $mine"
+  if "$py" -c "import h5py" 2>/dev/null; then
+    same=$("$py" - "$sandbox/serial.h5" "$sandbox/np$n.h5" <<'PY'
+import sys
+import h5py
+import numpy as np
+a, b = h5py.File(sys.argv[1]), h5py.File(sys.argv[2])
+order_a, order_b = np.argsort(a["id"][:]), np.argsort(b["id"][:])
+print(list(b["id"][:][order_b]) == list(range(9))
+      and np.array_equal(a["fields/u"][:][order_a], b["fields/u"][:][order_b])
+      and np.array_equal(a["steps"][:][order_a], b["steps"][:][order_b]))
+PY
+    )
+    [ "$same" = True ] && ok || fail "np $n: the file holds each member once, bit for bit: $same"
+  fi
+done
+
+# An output that exists: every rank ends with the error, none waits.
+run timeout 120 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${sweep[@]}" --output "$sandbox/np2.h5"
+expect_code 2 "an existing output under MPI"
+expect_err "exists" "the error names it"
+finish
