@@ -3,6 +3,7 @@
 // arrays.
 #include "bindings.hpp"
 
+#include <uwjit/comm/verdict.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
 #include <uwjit/engine/engine.hpp>
@@ -26,6 +27,7 @@ struct PyEnsemble {
   std::shared_ptr<engine::Engine> engine;
   py::object factory;
   std::shared_ptr<runtime::MemorySink> memory;
+  std::shared_ptr<comm::Comm> comm;
   std::unique_ptr<runtime::Ensemble> ensemble;
 };
 
@@ -129,7 +131,7 @@ of its node run alone. Each member stops by the rule `until`, leaves with its fi
 the sampler's next member takes its slot.
 
 Ensemble(engine, make, params, vary=None, samples=None, random=None, until=..., batch=0,
-         threads=None, output=None, keep=True, capacity=None)
+         threads=None, output=None, keep=True, capacity=None, comm=None)
 
 make(params) -> Node builds a member from its node params (a dict: `params` with the member's
 values set), e.g. lambda p: uwjit.node("heat", "heat", **p) or your own Node subclass. vary:
@@ -139,18 +141,22 @@ one per member. until: stop rules as `uwjit ensemble --until` takes them, e.g.
 ["change:heat<1e-9", "steps:5000"] (a step cap is required). batch: members stepped together (0:
 from memory). keep: members are kept in memory for take() (at most `capacity` at a time, when
 given: a member then waits in the batch until take() makes room); output: also (or, with
-keep=False, only) an HDF5 file, which must not exist yet. Raises UsageError naming what is wrong:
+keep=False, only) an HDF5 file, which must not exist yet. comm: None, or an mpi4py
+communicator to spread the members over (collective: every rank makes the ensemble with the same
+arguments and steps it alike; members that stop go to rank 0, whose take() and output get them). Raises UsageError naming what is wrong:
 an unknown param, an empty range, a rule naming no integral, an output that cannot be written,
 members whose layouts or kernels differ. The GIL is held while it runs (members are Python code).)doc")
       .def(py::init([](std::shared_ptr<engine::Engine> engine, py::object make,
                        const py::handle& params, const py::object& vary, const py::object& samples,
                        const py::object& random, const std::vector<std::string>& until,
                        const py::handle& batch, const py::object& threads, const py::object& output,
-                       bool keep, const py::object& capacity) {
+                       bool keep, const py::object& capacity, const py::object& comm) {
              auto self = std::make_unique<PyEnsemble>();
              self->engine = std::move(engine);
              self->factory = make;
              runtime::EnsembleOptions options;
+             self->comm = comm_of(comm);
+             options.comm = self->comm.get();
              options.until = runtime::StopRule::parse(until);
              options.batch = int_arg(batch, "Ensemble: batch", 0);
              if (!threads.is_none()) {
@@ -165,8 +171,18 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                sinks.push_back(self->memory);
              }
              if (!output.is_none()) {
-               sinks.push_back(
-                   std::make_shared<runtime::FileSink>(output.cast<std::filesystem::path>()));
+               // Rank 0's file: a path it refuses is an error on every rank.
+               const auto path = output.cast<std::filesystem::path>();
+               auto open = [&] {
+                 if (self->comm == nullptr || self->comm->rank() == 0) {
+                   sinks.push_back(std::make_shared<runtime::FileSink>(path));
+                 }
+               };
+               if (self->comm != nullptr) {
+                 comm::together(*self->comm, open);
+               } else {
+                 open();
+               }
              }
              if (sinks.empty()) {
                throw Error(ErrorKind::usage,
@@ -212,7 +228,7 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
            py::arg("samples") = py::none(), py::arg("random") = py::none(),
            py::arg("until") = std::vector<std::string>{}, py::arg("batch") = 0,
            py::arg("threads") = py::none(), py::arg("output") = py::none(), py::arg("keep") = true,
-           py::arg("capacity") = py::none())
+           py::arg("capacity") = py::none(), py::arg("comm") = py::none())
       .def(
           "step", [](PyEnsemble& self) { return self.ensemble->step(); },
           "One step of every member still stepping; the members that stop leave, their slots "

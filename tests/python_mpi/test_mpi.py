@@ -285,3 +285,27 @@ def test_run_cli_shard_runs_a_python_kind_over_the_ranks(engine, capfd, monkeypa
     COMM.Barrier()
     if COMM.rank == 0:
         shutil.rmtree(out, ignore_errors=True)
+
+
+def test_an_ensemble_spread_over_the_ranks_equals_the_serial_one(engine):
+    params = uwjit.default_params("heat")
+    params.update({"nx": 6, "ny": 6, "nz": 6, "boundary": "fixed"})
+
+    def make(p):
+        return uwjit.node("heat", "heat", **p)
+
+    def sweep(comm):
+        ens = uwjit.Ensemble(engine, make, params, vary={"courant": (0.03, 0.15, 7)},
+                             until=["change:heat<1e-8", "steps:20000"], batch=2, comm=comm)
+        ens.run()
+        return sorted(ens.take(), key=lambda m: m["id"]), ens.finished
+    spread, finished = sweep(COMM)
+    assert finished == 7
+    if COMM.rank != 0:
+        assert spread == []
+        return
+    alone, _ = sweep(None)
+    assert [m["id"] for m in spread] == list(range(7))
+    for a, b in zip(spread, alone):
+        assert a["steps"] == b["steps"] and a["integrals"] == b["integrals"]
+        assert np.array_equal(a["fields"]["u"], b["fields"]["u"])
