@@ -47,8 +47,8 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
               "a param the members vary: N values from LO to HI (repeatable; every combination, "
               "the last varying fastest)")
       .option("--random", "N",
-              "instead of every combination, N members drawn uniformly in the "
-              "--vary ranges")
+              "instead of every combination, N members drawn uniformly in the --vary ranges "
+              "(NAME=LO:HI)")
       .option("--seed", "S", "the seed of --random", "1")
       .option("--until", "RULE",
               "when a member stops (repeatable, or comma-separated): steps:N, "

@@ -20,13 +20,37 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <limits>
+#include <span>
 
 namespace uwjit::runtime {
 
 using namespace detail; // this file is the runtime's own
 
 namespace {
+
+// The steps run() takes between refills (and, over ranks, between the ranks' exchanges): a
+// member that stops waits at most this many steps for its slot to refill.
+constexpr std::int64_t k_steps_per_round = 16;
+
+// The last-level cache of this machine's first CPU (sysfs), 8 MiB when it does not say.
+std::size_t last_level_cache_bytes() {
+  for (int index = 4; index >= 0; --index) {
+    std::ifstream in(format("/sys/devices/system/cpu/cpu0/cache/index{}/size", index));
+    std::string text;
+    if (in >> text && !text.empty()) {
+      const char unit = text.back();
+      const std::size_t number = std::strtoull(text.c_str(), nullptr, 10);
+      const std::size_t scale = unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
+      if (number > 0) {
+        return number * scale;
+      }
+    }
+  }
+  return std::size_t{8} << 20;
+}
 
 // The most members a batch sized from memory holds: beyond, a step's work is already far above
 // its fixed cost, and building members up front only delays the first step.
@@ -98,11 +122,19 @@ struct Ensemble::Impl {
   std::int64_t batch_steps = 0;
   std::int64_t left = 0;
   std::optional<ThreadPool> pool;
-  // One stage's calls: every stepping member's slabs, in member order.
-  std::vector<uwjit_kernel_args> calls;
-  std::vector<int> call_status;
-  std::vector<double> call_sums; // call-major: call c's integral slots at c * slot count
-  std::vector<std::size_t> call_member;
+  // One stage's calls of a group of members: each stepping member's slabs, in member order.
+  struct Calls {
+    std::vector<uwjit_kernel_args> args;
+    std::vector<int> status;
+    std::vector<double> sums; // call-major: call c's integral slots at c * slot count
+    std::vector<std::size_t> member;
+  };
+  std::vector<Calls> scratch; // per group, kept from step to step
+  // The state buffers of members that left, for the members that take their slots (the same
+  // layout): a refill allocates nothing.
+  std::vector<std::pair<std::vector<std::unique_ptr<Field>>, std::vector<std::unique_ptr<Field>>>>
+      spare;
+  std::vector<std::byte> interior;    // a field's interior, on its way from current to next
   std::vector<char> failed_now;       // per slot: its kernel failed in this step
   std::vector<MemberResult> unplaced; // serially, members never built, waiting for a sink;
                                       // over ranks, what leaves this rank next (rank 0: what
@@ -135,11 +167,17 @@ struct Ensemble::Impl {
     }
   }
   [[nodiscard]] bool lead() const { return comm == nullptr || comm->rank() == 0; }
-  void call_stage(std::size_t stage);
+  void retire(std::unique_ptr<Member> member);
+  std::vector<Field*> reuse_fields(NodeState& s);
+  void call_stage(std::span<const std::size_t> group, std::size_t stage, Calls& c,
+                  std::size_t parts);
+  std::int64_t advance(std::span<const std::size_t> group, std::int64_t steps, Calls& c,
+                       std::size_t parts);
+  std::int64_t advance_all(std::int64_t steps);
   void judge(Member& m) const;
   [[nodiscard]] MemberResult result_of(const Member& m, bool with_fields) const;
   bool place(MemberResult& result);
-  bool step();
+  bool step(std::int64_t steps);
   [[nodiscard]] std::int64_t waiting_count() const;
 };
 
@@ -305,9 +343,19 @@ std::unique_ptr<Member> Ensemble::Impl::build(std::int64_t id, std::vector<doubl
     s.stages.back().binding = std::move(binding);
     s.stages.back().writer.emplace(std::move(e.writer));
   }
-  const std::vector<Field*> fields = s.allocate_fields();
+  const std::vector<Field*> fields = reuse_fields(s);
   State state(fields, Slab{s.shard.offset, s.shard.extent, s.shard.global});
   node->initial_state(state);
+  // A retired member's next buffers start as a new member's would (wire() copies the interior
+  // into those it makes), so that a cell a kernel leaves unwritten is the same as alone.
+  for (std::size_t i = 0; i < s.next.size(); ++i) {
+    if (s.next[i] != nullptr) {
+      interior.resize(static_cast<std::size_t>(s.current[i]->interior_count()) *
+                      codegen::size_of(s.current[i]->dtype()));
+      s.current[i]->copy_interior_to(interior);
+      s.next[i]->copy_interior_from(interior);
+    }
+  }
   s.integrals.assign(s.layout.integrals.size(), 0.0);
   s.wire();
   for (std::size_t stage = 0; stage < s.stages.size(); ++stage) {
@@ -494,6 +542,35 @@ void Ensemble::Impl::allocate() {
   });
 }
 
+// A member that has left: its state buffers are kept for the next member built.
+void Ensemble::Impl::retire(std::unique_ptr<Member> member) {
+  if (member != nullptr && spare.size() < members.size()) {
+    spare.emplace_back(std::move(member->state.current), std::move(member->state.next));
+  }
+}
+
+// A member's current buffers (with its boundaries): a retired member's when there is one (its
+// interior is overwritten by initial_state, its halos filled before they are read, and its next
+// buffers are written whole by each step), else new ones.
+std::vector<Field*> Ensemble::Impl::reuse_fields(NodeState& s) {
+  if (spare.empty()) {
+    return s.allocate_fields();
+  }
+  auto [current, next] = std::move(spare.back());
+  spare.pop_back();
+  std::vector<Field*> fields;
+  for (std::size_t i = 0; i < s.layout.fields.size(); ++i) {
+    const StateField& f = s.layout.fields[i];
+    s.boundaries.push_back(s.layout.boundaries(f));
+    const auto halos = s.layout.halos(f);
+    s.has_halo.push_back(std::any_of(halos.begin(), halos.end(), [](int h) { return h > 0; }));
+    fields.push_back(current[i].get());
+  }
+  s.current = std::move(current);
+  s.next = std::move(next);
+  return fields;
+}
+
 // A member that was never built: its fields are zeros of the members' shapes, so that every
 // member has a row in every sink.
 void Ensemble::Impl::leave_unbuilt(MemberResult result) {
@@ -510,13 +587,15 @@ void Ensemble::Impl::leave_unbuilt(MemberResult result) {
   ++departed;
 }
 
-// One stage of every member that is stepping, in one batch-kernel call per thread: each member's
-// calls are the slabs a Simulation's executor would cut its box into, so that its integrals,
-// summed over its slabs in slab order, are the Simulation's bit for bit.
-void Ensemble::Impl::call_stage(std::size_t stage) {
-  calls.clear();
-  call_member.clear();
-  for (std::size_t slot = 0; slot < members.size(); ++slot) {
+// One stage of the members in `slots` that are stepping, as the calls of batch kernels: each
+// member's calls are the slabs a Simulation's executor would cut its box into, so that its
+// integrals, summed over its slabs in slab order, are the Simulation's bit for bit. The calls
+// are made as `parts` batch-kernel calls, on the pool when there are several.
+void Ensemble::Impl::call_stage(std::span<const std::size_t> group, std::size_t stage, Calls& c,
+                                std::size_t parts) {
+  c.args.clear();
+  c.member.clear();
+  for (const std::size_t slot : group) {
     Member* m = members[slot].get();
     if (m == nullptr || m->stopped || failed_now[slot]) {
       continue;
@@ -543,29 +622,28 @@ void Ensemble::Impl::call_stage(std::size_t stage) {
         call.update_begin[plan.axis] = plan.bound(slab);
         call.update_end[plan.axis] = plan.bound(slab + 1);
       }
-      calls.push_back(call);
-      call_member.push_back(slot);
+      c.args.push_back(call);
+      c.member.push_back(slot);
     }
   }
-  if (calls.empty()) {
+  if (c.args.empty()) {
     return;
   }
   const std::size_t sums = slots[stage].integrals.size();
-  call_sums.assign(calls.size() * sums, 0.0);
-  call_status.assign(calls.size(), UWJIT_KERNEL_OK);
-  for (std::size_t c = 0; c < calls.size(); ++c) {
-    calls[c].integrals = call_sums.data() + c * sums;
+  c.sums.assign(c.args.size() * sums, 0.0);
+  c.status.assign(c.args.size(), UWJIT_KERNEL_OK);
+  for (std::size_t k = 0; k < c.args.size(); ++k) {
+    c.args[k].integrals = c.sums.data() + k * sums;
   }
   const engine::Kernel& kernel = kernels[stage];
-  const std::size_t parts =
-      std::min<std::size_t>(static_cast<std::size_t>(pool->size()), calls.size());
+  parts = std::max<std::size_t>(1, std::min(parts, c.args.size()));
   auto run_part = [&](std::size_t part) {
-    const std::size_t begin = calls.size() * part / parts;
-    const std::size_t end = calls.size() * (part + 1) / parts;
+    const std::size_t begin = c.args.size() * part / parts;
+    const std::size_t end = c.args.size() * (part + 1) / parts;
     uwjit_kernel_args batch_args{};
     batch_args.n_members = static_cast<uw_i64>(end - begin);
-    batch_args.members = calls.data() + begin;
-    batch_args.member_status = call_status.data() + begin;
+    batch_args.members = c.args.data() + begin;
+    batch_args.member_status = c.status.data() + begin;
     (void)kernel(batch_args);
   };
   if (parts == 1) {
@@ -574,17 +652,17 @@ void Ensemble::Impl::call_stage(std::size_t stage) {
     pool->run(parts, run_part);
   }
   // Each member's calls are consecutive: their sums, in slab order, from 0 as the executor's.
-  for (std::size_t c = 0; c < calls.size();) {
-    const std::size_t slot = call_member[c];
+  for (std::size_t k = 0; k < c.args.size();) {
+    const std::size_t slot = c.member[k];
     Member& m = *members[slot];
     NodeState& s = m.state;
     Binding& binding = s.stages[stage].binding;
     std::fill(binding.kernel_integrals.begin(), binding.kernel_integrals.end(), 0.0);
     int status = UWJIT_KERNEL_OK;
-    const std::size_t first = c;
-    for (; c < calls.size() && call_member[c] == slot; ++c) {
+    const std::size_t first = k;
+    for (; k < c.args.size() && c.member[k] == slot; ++k) {
       if (status == UWJIT_KERNEL_OK) {
-        status = call_status[c];
+        status = c.status[k];
       }
     }
     if (status != UWJIT_KERNEL_OK) {
@@ -594,9 +672,9 @@ void Ensemble::Impl::call_stage(std::size_t stage) {
                         s.stages.size() > 1 ? format(" (stage {})", stage) : "");
       continue;
     }
-    for (std::size_t k = first; k < c; ++k) {
+    for (std::size_t j = first; j < k; ++j) {
       for (std::size_t i = 0; i < sums; ++i) {
-        binding.kernel_integrals[i] += call_sums[k * sums + i];
+        binding.kernel_integrals[i] += c.sums[j * sums + i];
       }
     }
     for (std::size_t i = 0; i < s.integrals.size(); ++i) {
@@ -608,6 +686,79 @@ void Ensemble::Impl::call_stage(std::size_t stage) {
       std::swap(s.current[i], s.next[i]);
     }
   }
+}
+
+// Up to `steps` steps of the members in `group` that are stepping, each judged after each of its
+// steps (a member stops at the very step its rule says); returns the member-steps taken.
+std::int64_t Ensemble::Impl::advance(std::span<const std::size_t> group, std::int64_t steps,
+                                     Calls& c, std::size_t parts) {
+  std::int64_t taken = 0;
+  for (std::int64_t step = 0; step < steps; ++step) {
+    bool any = false;
+    for (const std::size_t slot : group) {
+      any = any || (members[slot] != nullptr && !members[slot]->stopped);
+      failed_now[slot] = 0;
+    }
+    if (!any) {
+      break;
+    }
+    for (std::size_t stage = 0; stage < kernels.size(); ++stage) {
+      call_stage(group, stage, c, parts);
+    }
+    for (const std::size_t slot : group) {
+      Member* m = members[slot].get();
+      if (m == nullptr || m->stopped) {
+        continue;
+      }
+      if (failed_now[slot]) {
+        m->stopped = true;
+        continue;
+      }
+      ++m->steps;
+      ++taken;
+      judge(*m);
+      m->previous = m->state.integrals;
+    }
+  }
+  return taken;
+}
+
+// Up to `steps` steps of every member that is stepping. With at least as many members as
+// threads, the members are cut into groups that fit in a share of the last-level cache, each
+// group stepped all its steps by one thread while its buffers stay in the cache (the members are
+// independent; each still gets the same bits); else every step's calls are spread over the
+// threads (a few large members, whose slabs then share the work).
+std::int64_t Ensemble::Impl::advance_all(std::int64_t steps) {
+  std::vector<std::size_t> stepping;
+  for (std::size_t slot = 0; slot < members.size(); ++slot) {
+    if (members[slot] != nullptr && !members[slot]->stopped) {
+      stepping.push_back(slot);
+    }
+  }
+  failed_now.resize(members.size(), 0);
+  const auto threads = static_cast<std::size_t>(pool->size());
+  if (stepping.size() < threads) {
+    scratch.resize(1);
+    return advance(stepping, steps, scratch[0], threads);
+  }
+  // Groups of at most a cache share each, and at least one group per thread.
+  const double share = static_cast<double>(last_level_cache_bytes()) / (2.0 * threads);
+  const auto fits = static_cast<std::size_t>(std::max(1.0, share / bytes_per_member));
+  const std::size_t size = std::min(fits, (stepping.size() + threads - 1) / threads);
+  const std::size_t groups = (stepping.size() + size - 1) / size;
+  scratch.resize(std::max(scratch.size(), groups));
+  std::vector<std::int64_t> taken(groups, 0);
+  auto run_group = [&](std::size_t g) {
+    const std::size_t begin = g * size;
+    const std::size_t end = std::min(stepping.size(), begin + size);
+    taken[g] = advance(std::span(stepping).subspan(begin, end - begin), steps, scratch[g], 1);
+  };
+  pool->run(groups, run_group);
+  std::int64_t total = 0;
+  for (const auto t : taken) {
+    total += t;
+  }
+  return total;
 }
 
 // After a member's step: whether it stops, and why (StopRule).
@@ -627,29 +778,34 @@ void Ensemble::Impl::judge(Member& m) const {
       return;
     }
   }
-  std::vector<std::string> unmet;
-  std::vector<std::string> met;
-  for (std::size_t r = 0; r < rule.changes.size(); ++r) {
+  // Numbers only on every check; the words only for a member that stops.
+  auto change_of = [&](std::size_t r) {
     const std::size_t i = change_index[r];
-    const double change =
-        now[i] == m.previous[i] ? 0.0 : std::abs(now[i] - m.previous[i]) / std::abs(now[i]);
-    const std::string text = format("change of {} {}", integral_names[i], general(change));
-    // A first step has no step before it to compare with.
-    if (m.steps >= 2 && change < rule.changes[r].tolerance) {
-      met.push_back(format("{} < {}", text, general(rule.changes[r].tolerance)));
-    } else {
-      unmet.push_back(format("{} (not < {})", text, general(rule.changes[r].tolerance)));
-    }
+    return now[i] == m.previous[i] ? 0.0 : std::abs(now[i] - m.previous[i]) / std::abs(now[i]);
+  };
+  // A first step has no step before it to compare with.
+  bool converged = !rule.changes.empty() && m.steps >= 2;
+  for (std::size_t r = 0; r < rule.changes.size() && converged; ++r) {
+    converged = change_of(r) < rule.changes[r].tolerance;
   }
-  if (!rule.changes.empty() && unmet.empty()) {
-    m.stopped = true;
+  if (!converged && !capped) {
+    return;
+  }
+  std::vector<std::string> parts;
+  for (std::size_t r = 0; r < rule.changes.size(); ++r) {
+    parts.push_back(format("change of {} {} {} {}", integral_names[change_index[r]],
+                           general(change_of(r)), converged ? "<" : "(not <",
+                           general(rule.changes[r].tolerance)) +
+                    (converged ? "" : ")"));
+  }
+  m.stopped = true;
+  if (converged) {
     m.status = MemberStatus::converged;
-    m.reason = join(met, ", ");
-  } else if (capped) {
-    m.stopped = true;
+    m.reason = join(parts, ", ");
+  } else {
     m.status = MemberStatus::step_cap;
-    m.reason = unmet.empty() ? format("step cap {}", rule.max_steps)
-                             : format("step cap {}; {}", rule.max_steps, join(unmet, ", "));
+    m.reason = parts.empty() ? format("step cap {}", rule.max_steps)
+                             : format("step cap {}; {}", rule.max_steps, join(parts, ", "));
   }
 }
 
@@ -700,7 +856,7 @@ void Ensemble::Impl::leave() {
       if (m != nullptr && m->stopped && unplaced.empty()) {
         MemberResult result = result_of(*m, true);
         if (place(result)) {
-          m.reset();
+          retire(std::move(m));
         }
       }
     }
@@ -716,7 +872,7 @@ void Ensemble::Impl::leave() {
     for (auto& m : members) {
       if (m != nullptr && m->stopped) {
         going.push_back(result_of(*m, true));
-        m.reset();
+        retire(std::move(m));
         ++departed;
       }
     }
@@ -750,7 +906,7 @@ void Ensemble::Impl::end_sinks() {
   }
 }
 
-bool Ensemble::Impl::step() {
+bool Ensemble::Impl::step(std::int64_t steps) {
   if (ended) {
     return false;
   }
@@ -773,26 +929,7 @@ bool Ensemble::Impl::step() {
     }
   }
   std::int64_t taken = 0;
-  collectively([&] {
-    failed_now.assign(members.size(), 0);
-    for (std::size_t stage = 0; stage < kernels.size(); ++stage) {
-      call_stage(stage);
-    }
-    for (std::size_t slot = 0; slot < members.size(); ++slot) {
-      Member* m = members[slot].get();
-      if (m == nullptr || m->stopped) {
-        continue;
-      }
-      if (failed_now[slot]) {
-        m->stopped = true;
-        continue;
-      }
-      ++m->steps;
-      ++taken;
-      judge(*m);
-      m->previous = m->state.integrals;
-    }
-  });
+  collectively([&] { taken = advance_all(steps); });
   ++batch_steps;
   // Those that stopped now leave at once where a sink has room, and their slots refill.
   leave();
@@ -839,11 +976,13 @@ Ensemble::Ensemble(engine::Engine& engine, MemberFactory make, Params base,
 Ensemble::~Ensemble() = default;
 
 bool Ensemble::step() {
-  return m_impl->step();
+  return m_impl->step(1);
 }
 
 void Ensemble::run(const std::function<void(const Ensemble&)>& progress) {
-  while (step()) {
+  // Several steps at a time: members stay in the cache over them, and stop at the step their
+  // rule says all the same; slots refill between.
+  while (m_impl->step(k_steps_per_round)) {
     if (progress) {
       progress(*this);
     }

@@ -83,11 +83,18 @@ ParamRange ParamRange::parse(std::string_view text) {
     range.low = range.high = number(text, parts[0], "the value");
     return range;
   }
-  if (parts.size() != 3) {
+  if (parts.size() != 3 && parts.size() != 2) {
     bad_range(text, format("{} parts after \"=\"", parts.size()));
   }
   range.low = number(text, parts[0], "LOW");
   range.high = number(text, parts[1], "HIGH");
+  if (range.low > range.high) {
+    bad_range(text, format("LOW {} is above HIGH {}", general(range.low), general(range.high)));
+  }
+  if (parts.size() == 2) {
+    range.count = 0; // a range without values of its own: what a random design draws from
+    return range;
+  }
   std::int64_t count = 0;
   const auto [end, ec] = std::from_chars(parts[2].data(), parts[2].data() + parts[2].size(), count);
   if (parts[2].empty() || ec != std::errc{} || end != parts[2].data() + parts[2].size()) {
@@ -95,9 +102,6 @@ ParamRange ParamRange::parse(std::string_view text) {
   }
   if (count < 1) {
     bad_range(text, format("COUNT {} is an empty range: at least 1", count));
-  }
-  if (range.low > range.high) {
-    bad_range(text, format("LOW {} is above HIGH {}", general(range.low), general(range.high)));
   }
   if (count == 1 && range.low != range.high) {
     bad_range(text,
@@ -110,6 +114,12 @@ ParamRange ParamRange::parse(std::string_view text) {
 GridSampler::GridSampler(std::vector<ParamRange> ranges) {
   m_size = 1;
   for (const auto& r : ranges) {
+    if (r.count < 1) {
+      throw Error(ErrorKind::usage,
+                  format("vary \"{}={}:{}\": a grid needs a COUNT ({}=LOW:HIGH:COUNT); LOW:HIGH "
+                         "alone is a range to draw from (--random)",
+                         r.name, general(r.low), general(r.high), r.name));
+    }
     m_names.push_back(r.name);
     m_values.push_back(r.values());
     m_size *= r.count;

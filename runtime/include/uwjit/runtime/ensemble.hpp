@@ -103,7 +103,11 @@ public:
   /// the batch or the sampler). Error(usage) when every member left in the batch waits for a
   /// full sink (nothing could ever make room: take members from a MemorySink first).
   bool step();
-  /// Steps until every member has left, calling `progress` after each step.
+  /// Steps until every member has left, in rounds of up to 16 steps between refills, calling
+  /// `progress` after each round. Within a round, groups of members that fit in a share of the
+  /// last-level cache are stepped by one thread each, all their steps while their buffers stay in
+  /// the cache; each member is still judged after each of its steps and stops at the step its
+  /// rule says, with the same bits as one step() at a time.
   void run(const std::function<void(const Ensemble&)>& progress = {});
 
   /// The node type, and the varied params in the order of MemberResult::values.
@@ -123,7 +127,8 @@ public:
   [[nodiscard]] std::int64_t waiting() const noexcept;
   [[nodiscard]] std::int64_t finished() const noexcept;
   [[nodiscard]] std::optional<std::int64_t> total() const;
-  /// Member-steps taken in all (every rank's), and batch steps (calls of step()).
+  /// Member-steps taken in all (every rank's), and rounds stepped (calls of step(), and run()'s
+  /// rounds of up to 16 steps each).
   [[nodiscard]] std::int64_t member_steps() const noexcept;
   [[nodiscard]] std::int64_t batch_steps() const noexcept;
   /// Every member that has left, in the order the sinks took it, without its fields (what a

@@ -21,9 +21,10 @@ struct ParamRange {
   std::int64_t count = 1;
   /// The range's values, the first exactly `low` and the last exactly `high`.
   [[nodiscard]] std::vector<double> values() const;
-  /// Parses "NAME=LOW:HIGH:COUNT" (or "NAME=VALUE", one value); Error(usage) naming what is wrong:
-  /// no "=", a name that is not an identifier, numbers that do not parse or are not finite, a
-  /// count below 1, LOW > HIGH, or LOW != HIGH with a count of 1.
+  /// Parses "NAME=LOW:HIGH:COUNT", "NAME=VALUE" (one value) or "NAME=LOW:HIGH" (a range without
+  /// a count, count 0: what a RandomSampler draws from; a GridSampler refuses it); Error(usage)
+  /// naming what is wrong: no "=", a name that is not an identifier, numbers that do not parse
+  /// or are not finite, a count below 1, LOW > HIGH, or LOW != HIGH with a count of 1.
   [[nodiscard]] static ParamRange parse(std::string_view text);
 };
 
