@@ -59,6 +59,11 @@ inline constexpr std::string_view k_member_file_version_attribute = "uwjit_membe
 /// The version of the format below.
 inline constexpr std::int64_t k_member_file_version = 1;
 
+/// Throws Error(usage) "member file PATH: ..." unless `path` can be a new member file: nothing
+/// there (no file of any kind, no symlink, dangling or not) and its directory exists. What
+/// MemberFile's constructor checks first, for a sink that checks before any member runs.
+void check_new_member_path(const std::filesystem::path& path);
+
 /// A member file, format version 1 (HDF5, readable by h5py; N = rows()):
 ///
 /// | object                        | type                         | shape       |

@@ -9,7 +9,6 @@
 #endif
 
 #include <optional>
-#include <system_error>
 
 namespace uwjit::runtime {
 
@@ -72,19 +71,9 @@ FileSink::FileSink(std::filesystem::path path, std::int64_t capacity)
   }
   // Checked now, before any member runs: nothing is overwritten, and a run that could not
   // write its members is refused before it starts.
-  std::error_code error;
-  const auto status = std::filesystem::symlink_status(m_path, error);
-  if (std::filesystem::exists(status)) {
-    throw Error(ErrorKind::usage, format("{}: exists; an ensemble writes a new file and never "
-                                         "replaces one: choose another name or remove it",
-                                         m_path.string()));
-  }
-  const auto directory =
-      m_path.parent_path().empty() ? std::filesystem::path(".") : m_path.parent_path();
-  if (!std::filesystem::is_directory(directory, error)) {
-    throw Error(ErrorKind::usage,
-                format("{}: the directory {} does not exist", m_path.string(), directory.string()));
-  }
+#if UWJIT_HAVE_HDF5
+  detail::check_new_member_path(m_path);
+#endif
   if (capacity == 0) {
     throw Error(ErrorKind::usage, format("{}: a capacity of 0 members", m_path.string()));
   }

@@ -1,0 +1,213 @@
+// An ensemble's steps: the members' calls of the batch kernel (each member's slabs as a
+// Simulation's executor cuts them, its integrals summed in slab order), several steps at a time
+// in cache-sized groups, one thread per group, or each step's calls spread over the threads.
+#include "ensemble_impl.hpp"
+
+#include "../cpu_executor.hpp"
+
+#include <uwjit/common/format.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
+namespace uwjit::runtime {
+
+namespace detail {
+
+// The last-level cache of this machine's first CPU (sysfs), 8 MiB when it does not say.
+std::size_t last_level_cache_bytes() {
+  for (int index = 4; index >= 0; --index) {
+    std::ifstream in(format("/sys/devices/system/cpu/cpu0/cache/index{}/size", index));
+    std::string text;
+    if (in >> text && !text.empty()) {
+      const char unit = text.back();
+      const std::size_t number = std::strtoull(text.c_str(), nullptr, 10);
+      const std::size_t scale = unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
+      if (number > 0) {
+        return number * scale;
+      }
+    }
+  }
+  return std::size_t{8} << 20;
+}
+
+} // namespace detail
+
+using namespace detail; // this file is the runtime's own
+
+// One stage of the members in `slots` that are stepping, as the calls of batch kernels: each
+// member's calls are the slabs a Simulation's executor would cut its box into, so that its
+// integrals, summed over its slabs in slab order, are the Simulation's bit for bit. The calls
+// are made as `parts` batch-kernel calls, on the pool when there are several.
+void Ensemble::Impl::call_stage(std::span<const std::size_t> group, std::size_t stage, Calls& c,
+                                std::size_t parts) {
+  c.args.clear();
+  c.member.clear();
+  for (const std::size_t slot : group) {
+    Member* m = members[slot].get();
+    if (m == nullptr || m->stopped || failed_now[slot]) {
+      continue;
+    }
+    NodeState& s = m->state;
+    for (std::size_t i = 0; i < s.current.size(); ++i) {
+      if (s.refills(stage, i)) {
+        s.current[i]->fill_halos(s.boundaries[i]);
+      }
+    }
+    StageKernel& k = s.stages[stage];
+    for (std::size_t p = 0; p < k.binding.in_field.size(); ++p) {
+      k.in_ptrs[p] = s.current[k.binding.in_field[p]]->data();
+    }
+    for (std::size_t p = 0; p < k.binding.out_field.size(); ++p) {
+      k.out_ptrs[p] = s.next[k.binding.out_field[p]]->data();
+    }
+    k.args.step = m->steps;
+    const bool splits = k.updates_box();
+    const SlabPlan plan = splits ? plan_slabs(k.args, s.layout.domain.size()) : SlabPlan{};
+    for (std::int64_t slab = 0; slab < plan.count; ++slab) {
+      uwjit_kernel_args call = k.args;
+      if (splits) {
+        call.update_begin[plan.axis] = plan.bound(slab);
+        call.update_end[plan.axis] = plan.bound(slab + 1);
+      }
+      c.args.push_back(call);
+      c.member.push_back(slot);
+    }
+  }
+  if (c.args.empty()) {
+    return;
+  }
+  const std::size_t sums = slots[stage].integrals.size();
+  c.sums.assign(c.args.size() * sums, 0.0);
+  c.status.assign(c.args.size(), UWJIT_KERNEL_OK);
+  for (std::size_t k = 0; k < c.args.size(); ++k) {
+    c.args[k].integrals = c.sums.data() + k * sums;
+  }
+  const engine::Kernel& kernel = kernels[stage];
+  parts = std::max<std::size_t>(1, std::min(parts, c.args.size()));
+  auto run_part = [&](std::size_t part) {
+    const std::size_t begin = c.args.size() * part / parts;
+    const std::size_t end = c.args.size() * (part + 1) / parts;
+    uwjit_kernel_args batch_args{};
+    batch_args.n_members = static_cast<uw_i64>(end - begin);
+    batch_args.members = c.args.data() + begin;
+    batch_args.member_status = c.status.data() + begin;
+    (void)kernel(batch_args);
+  };
+  if (parts == 1) {
+    run_part(0);
+  } else {
+    pool->run(parts, run_part);
+  }
+  // Each member's calls are consecutive: their sums, in slab order, from 0 as the executor's.
+  for (std::size_t k = 0; k < c.args.size();) {
+    const std::size_t slot = c.member[k];
+    Member& m = *members[slot];
+    NodeState& s = m.state;
+    Binding& binding = s.stages[stage].binding;
+    std::fill(binding.kernel_integrals.begin(), binding.kernel_integrals.end(), 0.0);
+    int status = UWJIT_KERNEL_OK;
+    const std::size_t first = k;
+    for (; k < c.args.size() && c.member[k] == slot; ++k) {
+      if (status == UWJIT_KERNEL_OK) {
+        status = c.status[k];
+      }
+    }
+    if (status != UWJIT_KERNEL_OK) {
+      failed_now[slot] = 1;
+      m.status = MemberStatus::failed;
+      m.reason = format("its kernel returned {} at step {}{}", status, m.steps,
+                        s.stages.size() > 1 ? format(" (stage {})", stage) : "");
+      continue;
+    }
+    for (std::size_t j = first; j < k; ++j) {
+      for (std::size_t i = 0; i < sums; ++i) {
+        binding.kernel_integrals[i] += c.sums[j * sums + i];
+      }
+    }
+    for (std::size_t i = 0; i < s.integrals.size(); ++i) {
+      if (binding.integral_slot[i] != k_no_slot) {
+        s.integrals[i] = binding.kernel_integrals[binding.integral_slot[i]];
+      }
+    }
+    for (const std::size_t i : binding.out_field) {
+      std::swap(s.current[i], s.next[i]);
+    }
+  }
+}
+
+// Up to `steps` steps of the members in `group` that are stepping, each judged after each of its
+// steps (a member stops at the very step its rule says); returns the member-steps taken.
+std::int64_t Ensemble::Impl::advance(std::span<const std::size_t> group, std::int64_t steps,
+                                     Calls& c, std::size_t parts) {
+  std::int64_t taken = 0;
+  for (std::int64_t step = 0; step < steps; ++step) {
+    bool any = false;
+    for (const std::size_t slot : group) {
+      any = any || (members[slot] != nullptr && !members[slot]->stopped);
+      failed_now[slot] = 0;
+    }
+    if (!any) {
+      break;
+    }
+    for (std::size_t stage = 0; stage < kernels.size(); ++stage) {
+      call_stage(group, stage, c, parts);
+    }
+    for (const std::size_t slot : group) {
+      Member* m = members[slot].get();
+      if (m == nullptr || m->stopped) {
+        continue;
+      }
+      if (failed_now[slot]) {
+        m->stopped = true;
+        continue;
+      }
+      ++m->steps;
+      ++taken;
+      judge(*m);
+      m->previous = m->state.integrals;
+    }
+  }
+  return taken;
+}
+
+// Up to `steps` steps of every member that is stepping. With at least as many members as
+// threads, the members are cut into groups that fit in a share of the last-level cache, each
+// group stepped all its steps by one thread while its buffers stay in the cache (the members are
+// independent; each still gets the same bits); else every step's calls are spread over the
+// threads (a few large members, whose slabs then share the work).
+std::int64_t Ensemble::Impl::advance_all(std::int64_t steps) {
+  std::vector<std::size_t> stepping;
+  for (std::size_t slot = 0; slot < members.size(); ++slot) {
+    if (members[slot] != nullptr && !members[slot]->stopped) {
+      stepping.push_back(slot);
+    }
+  }
+  failed_now.resize(members.size(), 0);
+  const auto threads = static_cast<std::size_t>(pool->size());
+  if (stepping.size() < threads) {
+    scratch.resize(1);
+    return advance(stepping, steps, scratch[0], threads);
+  }
+  // Groups of at most a cache share each, and at least one group per thread.
+  const double share = static_cast<double>(last_level_cache_bytes()) / (2.0 * threads);
+  const auto fits = static_cast<std::size_t>(std::max(1.0, share / bytes_per_member));
+  const std::size_t size = std::min(fits, (stepping.size() + threads - 1) / threads);
+  const std::size_t groups = (stepping.size() + size - 1) / size;
+  scratch.resize(std::max(scratch.size(), groups));
+  std::vector<std::int64_t> taken(groups, 0);
+  auto run_group = [&](std::size_t g) {
+    const std::size_t begin = g * size;
+    const std::size_t end = std::min(stepping.size(), begin + size);
+    taken[g] = advance(std::span(stepping).subspan(begin, end - begin), steps, scratch[g], 1);
+  };
+  pool->run(groups, run_group);
+  std::int64_t total = 0;
+  for (const auto t : taken) {
+    total += t;
+  }
+  return total;
+}
+
+} // namespace uwjit::runtime

@@ -1,0 +1,143 @@
+// Ensemble::Impl: what an ensemble keeps (its members in their slots, the batch kernels, the
+// sinks, the sampler) and the steps of its work, shared by the files of src/ensemble/:
+// ensemble.cpp (construction, the batch size, the stop rule, the sinks, a step), members.cpp
+// (building, refilling and retiring members) and batch_step.cpp (the batch-kernel calls).
+#pragma once
+
+#include <uwjit/runtime/ensemble.hpp>
+
+#include "../kernel_binding.hpp"
+#include "../node_layout.hpp"
+#include "../node_state.hpp"
+#include "../thread_pool.hpp"
+
+#include <uwjit/comm/comm.hpp>
+#include <uwjit/comm/verdict.hpp>
+#include <uwjit/engine/kernel.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace uwjit::runtime {
+
+namespace detail {
+
+// One member in an ensemble's batch.
+struct EnsembleMember {
+  std::int64_t id = 0;
+  std::vector<double> values;
+  NodeState state;
+  std::int64_t steps = 0;
+  std::vector<double> previous; // the integrals after the step before the last
+  bool stopped = false;         // no longer stepped: it waits for a sink
+  MemberStatus status = MemberStatus::step_cap;
+  std::string reason;
+};
+
+/// What members must share of a layout, in words (boundaries, dt and values may differ).
+[[nodiscard]] std::string shared_layout(const Layout& layout);
+/// "NAME=VALUE ..." for a member's varied params.
+[[nodiscard]] std::string values_text(const std::vector<std::string>& names,
+                                      const std::vector<double>& values);
+/// What one member holds: its state buffers (halos included), its static arrays and their
+/// halo-padded copies, in bytes.
+[[nodiscard]] double member_memory(const NodeState& state);
+/// The last-level cache of this machine's first CPU (sysfs), 8 MiB when it does not say.
+[[nodiscard]] std::size_t last_level_cache_bytes();
+
+} // namespace detail
+
+struct Ensemble::Impl {
+  using Member = detail::EnsembleMember;
+  engine::Engine* engine;
+  MemberFactory make;
+  Params base;
+  std::unique_ptr<MemberSampler> sampler;
+  std::vector<std::shared_ptr<MemberSink>> sinks;
+  EnsembleOptions options;
+
+  std::string type;
+  std::vector<std::string> varied;
+  std::vector<std::string> integral_names;
+  std::vector<std::size_t> change_index; // per change rule: its integral's index
+  std::string layout_text;               // the first member's, as members must share it
+  std::vector<std::string> texts;        // per stage: the first member's kernel text
+  std::vector<engine::Kernel> kernels;   // per stage: the batch kernel
+  std::vector<codegen::SlotTables> slots;
+  std::vector<KernelReport> reports;
+  std::int64_t batch = 0;
+  std::string batch_reason;
+  double bytes_per_member = 0;
+  std::vector<std::unique_ptr<detail::EnsembleMember>> members; // the batch's slots; null: empty
+  std::vector<MemberResult> summaries;
+  std::int64_t next_id = 0;
+  std::int64_t steps_taken = 0;
+  std::int64_t batch_steps = 0;
+  std::int64_t left = 0;
+  std::optional<detail::ThreadPool> pool;
+  // One stage's calls of a group of members: each stepping member's slabs, in member order.
+  struct Calls {
+    std::vector<uwjit_kernel_args> args;
+    std::vector<int> status;
+    std::vector<double> sums; // call-major: call c's integral slots at c * slot count
+    std::vector<std::size_t> member;
+  };
+  std::vector<Calls> scratch; // per group, kept from step to step
+  // The state buffers of members that left, for the members that take their slots (the same
+  // layout): a refill allocates nothing.
+  std::vector<std::pair<std::vector<std::unique_ptr<Field>>, std::vector<std::unique_ptr<Field>>>>
+      spare;
+  std::vector<std::byte> interior;    // a field's interior, on its way from current to next
+  std::vector<char> failed_now;       // per slot: its kernel failed in this step
+  std::vector<MemberResult> unplaced; // serially, members never built, waiting for a sink;
+                                      // over ranks, what leaves this rank next (rank 0: what
+                                      // waits for room in its sinks)
+  MemberColumns columns;              // what every member holds
+  bool mismatch = false;              // build() is throwing: a member differs from the first
+  std::vector<codegen::KernelSource> sources; // per stage: the first member's batch kernel
+  bool exhausted = false;                     // the sampler has given its last member
+  bool ended = false;                         // the sinks have ended
+  comm::Comm* comm = nullptr;                 // the ranks the members are spread over, or null
+  std::int64_t departed = 0;                  // members that left this rank since the last step
+
+  Impl(engine::Engine& e, MemberFactory factory, Params params,
+       std::unique_ptr<MemberSampler> source, std::vector<std::shared_ptr<MemberSink>> outs,
+       EnsembleOptions opts);
+  [[nodiscard]] Params member_params(const std::vector<double>& values) const;
+  std::unique_ptr<detail::EnsembleMember> build(std::int64_t id, std::vector<double> values);
+  void load_kernels(const Node& node);
+  void choose_batch(const detail::EnsembleMember& first);
+  void begin_sinks(const detail::EnsembleMember& first);
+  void allocate();
+  void leave_unbuilt(MemberResult result);
+  void leave();
+  void end_sinks();
+  template <class Body> void collectively(Body&& body) {
+    if (comm != nullptr) {
+      comm::together(*comm, body);
+    } else {
+      body();
+    }
+  }
+  [[nodiscard]] bool lead() const { return comm == nullptr || comm->rank() == 0; }
+  void retire(std::unique_ptr<detail::EnsembleMember> member);
+  std::vector<Field*> reuse_fields(detail::NodeState& s);
+  void call_stage(std::span<const std::size_t> group, std::size_t stage, Calls& c,
+                  std::size_t parts);
+  std::int64_t advance(std::span<const std::size_t> group, std::int64_t steps, Calls& c,
+                       std::size_t parts);
+  std::int64_t advance_all(std::int64_t steps);
+  void judge(detail::EnsembleMember& m) const;
+  [[nodiscard]] MemberResult result_of(const detail::EnsembleMember& m, bool with_fields) const;
+  bool place(MemberResult& result);
+  bool step(std::int64_t steps);
+  [[nodiscard]] std::int64_t waiting_count() const;
+};
+
+} // namespace uwjit::runtime
