@@ -31,8 +31,8 @@ using Json = nlohmann::ordered_json;
 
 /// The sections, in the order they run and are reported.
 inline const std::vector<std::string> k_sections = {
-    "cold", "warm",  "kernel_speed", "threads", "static_arrays",
-    "mpi",  "scale", "contention",   "memory",  "ensemble", "gpu"};
+    "cold",       "warm",   "kernel_speed", "threads", "static_arrays", "mpi", "scale",
+    "contention", "memory", "ensemble",     "gpu"};
 
 struct Options {
   bool quick = false;
@@ -195,7 +195,7 @@ void scale_section(const Options& options, Report& report); // scale.cpp
 void contention_section(const Options& options, Report& report);
 void memory_section(const Options& options, Report& report);
 void ensemble_section(const Options& options, Report& report); // ensemble.cpp
-void gpu_section(const Options& options, Report& report); // gpu.cpp: not measured without one
+void gpu_section(const Options& options, Report& report);      // gpu.cpp: not measured without one
 
 /// The child side of the fresh-process measurements: `uwjit-bench --child request ...`.
 int child_main(const std::vector<std::string>& args);
