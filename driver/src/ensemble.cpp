@@ -4,6 +4,7 @@
 #include <uwjit/driver/ensemble_main.hpp>
 
 #include "progress.hpp"
+#include "stop_on_signal.hpp"
 
 #include <uwjit/comm/verdict.hpp>
 #include <uwjit/common/error.hpp>
@@ -16,9 +17,11 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <span>
 #include <unistd.h>
 
 namespace uwjit::driver {
@@ -81,7 +84,10 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
       "      --until 'change:heat<1e-9' --until steps:20000 --output sweep.h5\n"
       "  uwjit ensemble pipe-flow --size 16 --vary tau=0.6:1.2:4 --vary u_max=0.01:0.05:3 "
       "--json\n\n"
-      "Exit codes: 0 every member converged or reached its cap, 1 a member failed, 2 bad usage." +
+      "Ctrl-C (SIGINT) or SIGTERM stops after the current round of up to 16 steps: the members\n"
+      "that left are reported (and written), those still in the batch are not; exit 130.\n\n"
+      "Exit codes: 0 every member converged or reached its cap, 1 a member failed, 2 bad usage,\n"
+      "130 interrupted." +
       (program.epilog.empty() ? std::string() : "\n" + program.epilog));
   return spec;
 }
@@ -199,13 +205,28 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
         return member_rate(ensemble.member_steps(), elapsed);
       },
       lead && ::isatty(STDERR_FILENO) == 1 && !json);
-  ensemble.run([&](const runtime::Ensemble& e) {
-    progress.update(e.finished());
+  // Rounds until every member has left, or a signal asks to stop (over ranks, all ranks stop
+  // after the same round): the members that left are reported and written; those still in the
+  // batch are not.
+  const StopOnSignal stop;
+  int interrupted = 0;
+  for (bool remain = true; remain;) {
+    std::uint64_t stop_now = StopOnSignal::signal() != 0 ? 1 : 0;
+    if (comm) {
+      comm->all_reduce_sum(std::span<std::uint64_t>(&stop_now, 1));
+    }
+    if (stop_now != 0) {
+      interrupted = StopOnSignal::signal() != 0 ? StopOnSignal::signal() : SIGINT;
+      break;
+    }
+    remain = ensemble.advance(runtime::Ensemble::round_steps);
+    progress.update(ensemble.finished());
     if (dropped) {
       (void)dropped->take();
     }
-  });
+  }
   progress.finish();
+  const int exit_interrupted = 128 + interrupted;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
@@ -224,7 +245,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
   }
   const double rate = seconds > 0 ? static_cast<double>(ensemble.member_steps()) / seconds : 0;
   if (!lead) {
-    return 0; // rank 0 reports, and its exit code is the job's verdict
+    return interrupted != 0 ? exit_interrupted : 0; // rank 0 reports
   }
   if (json) {
     nlohmann::json members = nlohmann::json::array();
@@ -262,10 +283,12 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
         {"member_steps_per_second", rate},
         {"output",
          args.get("--output") ? nlohmann::json(*args.get("--output")) : nlohmann::json(nullptr)},
+        {"interrupted", interrupted != 0},
+        {"unfinished", ensemble.active()},
         {"members", std::move(members)},
     };
     std::cout << report.dump(2) << "\n";
-    return failed ? 1 : 0;
+    return interrupted != 0 ? exit_interrupted : failed ? 1 : 0;
   }
   std::cout << format("uwjit ensemble {}: {} members, rule {}\n", type, ensemble.finished(),
                       options.until.text());
@@ -280,6 +303,12 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
                       general(std::round(rate)));
   if (const auto output = args.get("--output")) {
     std::cout << format("  members written to {}\n", *output);
+  }
+  if (interrupted != 0) {
+    std::cout << format("  interrupted by signal {}: {} member(s) left and are reported{}; {} "
+                        "still in this process's batch did not finish\n",
+                        interrupted, ensemble.finished(),
+                        args.get("--output") ? " and written" : "", ensemble.active());
   }
   std::vector<std::string> head = {"id"};
   head.insert(head.end(), ensemble.varied().begin(), ensemble.varied().end());
@@ -317,7 +346,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     }
     std::cout << line << "\n";
   }
-  return failed ? 1 : 0;
+  return interrupted != 0 ? exit_interrupted : failed ? 1 : 0;
 }
 
 } // namespace uwjit::driver

@@ -37,43 +37,43 @@ namespace {
 
 // libcairo.so.2, opened with dlopen when the first picture is drawn: a host that links libuwjit
 // and never draws loads nothing of cairo (nor fontconfig, freetype and the rest cairo needs).
-#define UWJIT_CAIRO_FUNCTIONS(X) \
-  X(arc) \
-  X(clip) \
-  X(create) \
-  X(destroy) \
-  X(fill) \
-  X(get_source) \
-  X(image_surface_create) \
-  X(image_surface_get_data) \
-  X(image_surface_get_stride) \
-  X(line_to) \
-  X(move_to) \
-  X(new_sub_path) \
-  X(paint) \
-  X(pattern_add_color_stop_rgb) \
-  X(pattern_create_linear) \
-  X(pattern_destroy) \
-  X(pattern_set_filter) \
-  X(rectangle) \
-  X(restore) \
-  X(rotate) \
-  X(save) \
-  X(scale) \
-  X(select_font_face) \
-  X(set_font_size) \
-  X(set_line_width) \
-  X(set_source) \
-  X(set_source_rgb) \
-  X(set_source_surface) \
-  X(show_text) \
-  X(status) \
-  X(stroke) \
-  X(surface_destroy) \
-  X(surface_flush) \
-  X(surface_mark_dirty) \
-  X(surface_write_to_png_stream) \
-  X(text_extents) \
+#define UWJIT_CAIRO_FUNCTIONS(X)                                                                   \
+  X(arc)                                                                                           \
+  X(clip)                                                                                          \
+  X(create)                                                                                        \
+  X(destroy)                                                                                       \
+  X(fill)                                                                                          \
+  X(get_source)                                                                                    \
+  X(image_surface_create)                                                                          \
+  X(image_surface_get_data)                                                                        \
+  X(image_surface_get_stride)                                                                      \
+  X(line_to)                                                                                       \
+  X(move_to)                                                                                       \
+  X(new_sub_path)                                                                                  \
+  X(paint)                                                                                         \
+  X(pattern_add_color_stop_rgb)                                                                    \
+  X(pattern_create_linear)                                                                         \
+  X(pattern_destroy)                                                                               \
+  X(pattern_set_filter)                                                                            \
+  X(rectangle)                                                                                     \
+  X(restore)                                                                                       \
+  X(rotate)                                                                                        \
+  X(save)                                                                                          \
+  X(scale)                                                                                         \
+  X(select_font_face)                                                                              \
+  X(set_font_size)                                                                                 \
+  X(set_line_width)                                                                                \
+  X(set_source)                                                                                    \
+  X(set_source_rgb)                                                                                \
+  X(set_source_surface)                                                                            \
+  X(show_text)                                                                                     \
+  X(status)                                                                                        \
+  X(stroke)                                                                                        \
+  X(surface_destroy)                                                                               \
+  X(surface_flush)                                                                                 \
+  X(surface_mark_dirty)                                                                            \
+  X(surface_write_to_png_stream)                                                                   \
+  X(text_extents)                                                                                  \
   X(translate)
 
 struct CairoApi {
@@ -100,7 +100,7 @@ const CairoLoad& cairo_load() {
     }
     std::string missing;
 #define UWJIT_CAIRO_RESOLVE(name)                                                                  \
-  out.api.name = reinterpret_cast<decltype(&::cairo_##name)>(::dlsym(library, "cairo_" #name));  \
+  out.api.name = reinterpret_cast<decltype(&::cairo_##name)>(::dlsym(library, "cairo_" #name));    \
   if (out.api.name == nullptr) {                                                                   \
     missing += (missing.empty() ? "" : ", ") + std::string("cairo_" #name);                        \
   }
@@ -285,8 +285,7 @@ std::string subtitle(const PlotCaption& caption) {
   return format("step {}, time {}", caption.step, tick_text(caption.time));
 }
 
-void draw_slice(const Slice& slice, const PlotCaption& caption,
-                const std::filesystem::path& path) {
+void draw_slice(const Slice& slice, const PlotCaption& caption, const std::filesystem::path& path) {
   Canvas canvas;
   canvas.title(
       format("{}: {}{}{}", caption.node, slice.field, slice.where.empty() ? "" : ", ", slice.where),
@@ -374,8 +373,7 @@ void draw_slice(const Slice& slice, const PlotCaption& caption,
   canvas.save(path);
 }
 
-void draw_chart(const Chart& chart, const PlotCaption& caption,
-                const std::filesystem::path& path) {
+void draw_chart(const Chart& chart, const PlotCaption& caption, const std::filesystem::path& path) {
   Canvas canvas;
   canvas.title(format("{}: {}", caption.node, chart.title), subtitle(caption));
   double x_lo = std::numeric_limits<double>::infinity();
@@ -458,8 +456,7 @@ bool plots_available() noexcept {
   return cairo_load().problem.empty();
 }
 
-std::vector<std::filesystem::path> write_plots(const Figures& figures,
-                                               const PlotCaption& caption,
+std::vector<std::filesystem::path> write_plots(const Figures& figures, const PlotCaption& caption,
                                                const std::filesystem::path& directory,
                                                std::string_view stem) {
   if (const auto& problem = cairo_load().problem; !problem.empty()) {

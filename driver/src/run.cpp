@@ -6,6 +6,7 @@
 #include "progress.hpp"
 #include "run_paths.hpp"
 #include "run_report.hpp"
+#include "stop_on_signal.hpp"
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
@@ -193,40 +194,6 @@ std::string params_text(const runtime::Params& params) {
   }
   return out;
 }
-
-// --- Stopping cleanly on SIGINT and SIGTERM -------------------------------------------------
-
-volatile std::sig_atomic_t g_signal = 0;
-
-void on_signal(int signal) {
-  g_signal = signal;
-}
-
-// While it lives, SIGINT and SIGTERM only ask the run to stop after the current step; a second
-// one acts as it normally would (SA_RESETHAND), so a run stuck in its output can still be ended.
-// The handlers it found (a host's, Python's) are put back when it goes.
-class StopOnSignal {
-public:
-  StopOnSignal() {
-    g_signal = 0;
-    struct sigaction action{};
-    action.sa_handler = on_signal;
-    action.sa_flags = SA_RESETHAND | SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, &m_saved[0]);
-    ::sigaction(SIGTERM, &action, &m_saved[1]);
-  }
-  ~StopOnSignal() {
-    ::sigaction(SIGINT, &m_saved[0], nullptr);
-    ::sigaction(SIGTERM, &m_saved[1], nullptr);
-  }
-  StopOnSignal(const StopOnSignal&) = delete;
-  StopOnSignal& operator=(const StopOnSignal&) = delete;
-  [[nodiscard]] static int signal() noexcept { return g_signal; }
-
-private:
-  struct sigaction m_saved[2]{};
-};
 
 // --- --set help --------------------------------------------------------------------------------
 

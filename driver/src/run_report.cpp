@@ -99,12 +99,9 @@ void print_json(const RunReport& r, std::ostream& out) {
                             {"limit", m.limit},
                             {"passed", m.passed}});
   }
-  report["check"] = {{"passed", r.verdict.passed},
-                     {"judged", r.verdict.judged()},
-                     {"needs_steps", r.verdict.needs_steps},
-                     {"not_judged", r.verdict.not_judged},
-                     {"measurements", measurements},
-                     {"notes", r.verdict.notes}};
+  report["check"] = {{"passed", r.verdict.passed},           {"judged", r.verdict.judged()},
+                     {"needs_steps", r.verdict.needs_steps}, {"not_judged", r.verdict.not_judged},
+                     {"measurements", measurements},         {"notes", r.verdict.notes}};
   auto strings = [](const std::vector<std::filesystem::path>& paths) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& path : paths) {

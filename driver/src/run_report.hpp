@@ -16,9 +16,9 @@ namespace uwjit::driver {
 
 /// Everything the report of one run says, on the rank that prints it.
 struct RunReport {
-  std::string type;                     ///< the node type, e.g. "heat"
-  const runtime::Node* node = nullptr;  ///< the node run
-  std::int64_t updates_per_step = 0;    ///< cell updates per step (MLUPS)
+  std::string type;                    ///< the node type, e.g. "heat"
+  const runtime::Node* node = nullptr; ///< the node run
+  std::int64_t updates_per_step = 0;   ///< cell updates per step (MLUPS)
   const runtime::Simulation* simulation = nullptr;
   int compiles = 0; ///< summed over the ranks
   int ranks = 1;

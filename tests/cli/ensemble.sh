@@ -57,6 +57,42 @@ run "$uwjit" ensemble heat --size 6 --vary contrast=1:2:3 --until steps:3 --outp
 expect_code 2 "a missing directory"
 expect_err "does not exist" "names the missing directory"
 
+# Ctrl-C: the members that left are reported and in the file, the others not; exit 130.
+"$uwjit" ensemble heat --size 6 --set boundary=fixed --vary courant=0.000001:0.16:8 \
+  --until 'change:heat<1e-12' --until steps:100000000 --batch 8 --output "$sandbox/stopped.h5" \
+  --json >"$sandbox/stopped.json" 2>"$sandbox/stopped.err" &
+pid=$!
+# Until a member is in the file (read without HDF5's lock while the sweep writes it), at most a
+# minute; without h5py, a few seconds.
+if "$py" -c "import h5py" 2>/dev/null; then
+  "$py" - "$sandbox/stopped.h5" <<'PY'
+import os, sys, time
+import h5py
+for _ in range(600):
+    try:
+        with h5py.File(sys.argv[1], "r", locking=False) as f:
+            if len(f["id"]) > 0:
+                break
+    except (OSError, KeyError):
+        pass
+    time.sleep(0.1)
+PY
+else
+  sleep 5
+fi
+kill -INT "$pid"
+wait "$pid" && code=0 || code=$?
+out=$(cat "$sandbox/stopped.json")
+err=$(cat "$sandbox/stopped.err")
+expect_code 130 "an interrupted sweep"
+[ "$(json 'd["interrupted"]' <<<"$out")" = True ] && ok || fail "the report says interrupted"
+left=$(json 'len(d["members"])' <<<"$out")
+[ "$left" -ge 1 ] && [ "$left" -lt 8 ] && ok || fail "some members left before the signal: $left"
+if "$py" -c "import h5py" 2>/dev/null; then
+  rows=$("$py" -c "import h5py; print(len(h5py.File('$sandbox/stopped.h5')['id']))")
+  [ "$rows" = "$left" ] && ok || fail "the file holds the $left members that left: $rows"
+fi
+
 run "$uwjit" ensemble heat --vary kapa=1:2:2 --until steps:2
 expect_code 2 "an unknown param"
 expect_err 'unknown param "kapa" to vary \(did you mean kappa\?\)' "names the param"

@@ -31,10 +31,6 @@ using namespace detail; // this file is the runtime's own
 
 namespace {
 
-// The steps run() takes between refills (and, over ranks, between the ranks' exchanges): a
-// member that stops waits at most this many steps for its slot to refill.
-constexpr std::int64_t k_steps_per_round = 16;
-
 // The most members a batch sized from memory holds: beyond, a step's work is already far above
 // its fixed cost, and building members up front only delays the first step.
 constexpr std::int64_t k_most_members = 4096;
@@ -416,10 +412,17 @@ bool Ensemble::step() {
   return m_impl->step(1);
 }
 
+bool Ensemble::advance(std::int64_t steps) {
+  if (steps < 1) {
+    throw Error(ErrorKind::usage, format("ensemble: advance by {} steps: at least 1", steps));
+  }
+  return m_impl->step(steps);
+}
+
 void Ensemble::run(const std::function<void(const Ensemble&)>& progress) {
   // Several steps at a time: members stay in the cache over them, and stop at the step their
   // rule says all the same; slots refill between.
-  while (m_impl->step(k_steps_per_round)) {
+  while (advance(round_steps)) {
     if (progress) {
       progress(*this);
     }

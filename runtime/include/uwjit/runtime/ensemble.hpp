@@ -103,6 +103,14 @@ public:
   /// the batch or the sampler). Error(usage) when every member left in the batch waits for a
   /// full sink (nothing could ever make room: take members from a MemorySink first).
   bool step();
+  /// Up to `steps` steps (>= 1) of every member still stepping, as step() takes one, in one
+  /// round: members are judged after each of their steps, and those that stop leave and their
+  /// slots refill when the round ends. Returns whether members remain. What run() calls, for a
+  /// host that wants to stop between rounds.
+  bool advance(std::int64_t steps);
+  /// The steps of one of run()'s rounds: a member that stops waits at most this many steps for
+  /// its slot to refill (and, over ranks, the ranks exchange once a round).
+  static constexpr std::int64_t round_steps = 16;
   /// Steps until every member has left, in rounds of up to 16 steps between refills, calling
   /// `progress` after each round. Within a round, groups of members that fit in a share of the
   /// last-level cache are stepped by one thread each, all their steps while their buffers stay in
