@@ -60,6 +60,12 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
               "members stepped together (default: what fits in a quarter of "
               "the memory, at most the members)")
       .option("--threads", "N", "threads (default: the cores this process may use)")
+      .option("--checkpoint", "FILE",
+              "write the running ensemble to FILE every --checkpoint-every rounds and when "
+              "interrupted")
+      .option("--checkpoint-every", "N", "rounds (of up to 16 steps) between checkpoints", "64")
+      .option("--resume", "FILE",
+              "go on from a checkpoint (the same arguments otherwise; --output then appends)")
       .option("--output", "FILE.h5",
               "write every member's fields and results to this new HDF5 file")
       .flag("--json", "print the report as JSON on stdout");
@@ -85,7 +91,10 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
       "  uwjit ensemble pipe-flow --size 16 --vary tau=0.6:1.2:4 --vary u_max=0.01:0.05:3 "
       "--json\n\n"
       "Ctrl-C (SIGINT) or SIGTERM stops after the current round of up to 16 steps: the members\n"
-      "that left are reported (and written), those still in the batch are not; exit 130.\n\n"
+      "that left are reported (and written), those still in the batch are not; exit 130. With\n"
+      "--checkpoint FILE the running ensemble is written there then (and every N rounds), and\n"
+      "the same command with --resume FILE goes on from it bit for bit, appending to --output\n"
+      "the members it does not hold yet.\n\n"
       "Exit codes: 0 every member converged or reached its cap, 1 a member failed, 2 bad usage,\n"
       "130 interrupted." +
       (program.epilog.empty() ? std::string() : "\n" + program.epilog));
@@ -160,6 +169,12 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
   if (const auto batch = args.get("--batch")) {
     options.batch = parse_count("--batch", *batch, 1);
   }
+  const auto checkpoint = args.get("--checkpoint");
+  const std::int64_t checkpoint_every =
+      parse_count("--checkpoint-every", args.value("--checkpoint-every"), 1);
+  if (const auto resume = args.get("--resume")) {
+    options.resume = *resume;
+  }
   if (const auto threads = args.get("--threads")) {
     options.threads = static_cast<int>(parse_count("--threads", *threads, 1));
   }
@@ -170,6 +185,10 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     comm = program.job->start();
     options.comm = comm.get();
   }
+  if (comm && (checkpoint || args.get("--resume"))) {
+    throw Error(ErrorKind::usage, "--checkpoint and --resume: an ensemble spread over ranks "
+                                  "cannot be checkpointed yet; run it in one process");
+  }
   const bool lead = comm == nullptr || comm->rank() == 0;
   std::vector<std::shared_ptr<runtime::MemberSink>> sinks;
   std::shared_ptr<runtime::MemorySink> dropped;
@@ -178,7 +197,10 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
       return;
     }
     if (const auto output = args.get("--output")) {
-      sinks.push_back(std::make_shared<runtime::FileSink>(*output));
+      sinks.push_back(std::make_shared<runtime::FileSink>(*output, -1,
+                                                          options.resume.empty()
+                                                              ? runtime::FileSink::Open::create
+                                                              : runtime::FileSink::Open::append));
     } else {
       // Nothing asks for the members' fields: the report keeps their summaries, and the fields
       // are dropped as the members leave.
@@ -210,6 +232,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
   // batch are not.
   const StopOnSignal stop;
   int interrupted = 0;
+  std::int64_t rounds = 0;
   for (bool remain = true; remain;) {
     std::uint64_t stop_now = StopOnSignal::signal() != 0 ? 1 : 0;
     if (comm) {
@@ -220,12 +243,19 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
       break;
     }
     remain = ensemble.advance(runtime::Ensemble::round_steps);
+    ++rounds;
+    if (checkpoint && remain && rounds % checkpoint_every == 0) {
+      ensemble.checkpoint(*checkpoint);
+    }
     progress.update(ensemble.finished());
     if (dropped) {
       (void)dropped->take();
     }
   }
   progress.finish();
+  if (checkpoint && interrupted != 0) {
+    ensemble.checkpoint(*checkpoint); // where it stopped: --resume goes on from here
+  }
   const int exit_interrupted = 128 + interrupted;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -93,6 +93,47 @@ if "$py" -c "import h5py" 2>/dev/null; then
   [ "$rows" = "$left" ] && ok || fail "the file holds the $left members that left: $rows"
 fi
 
+# Killed (SIGKILL) while it runs with --checkpoint: resumed with --resume, it ends as an
+# uninterrupted run does, member for member, and its file holds each member once.
+slow=(ensemble heat --size 12 --set boundary=fixed --vary courant=0.0002:0.16:6
+  --until 'change:heat<1e-10' --until steps:10000000 --batch 2 --json)
+"$uwjit" "${slow[@]}" --output "$sandbox/killed.h5" --checkpoint "$sandbox/killed.ckpt" \
+  --checkpoint-every 500 >/dev/null 2>&1 &
+pid=$!
+if "$py" -c "import h5py" 2>/dev/null; then
+  "$py" - "$sandbox/killed.h5" "$sandbox/killed.ckpt" <<'PY'
+import os, sys, time
+import h5py
+for _ in range(600):
+    try:
+        with h5py.File(sys.argv[1], "r", locking=False) as f:
+            if len(f["id"]) > 0 and os.path.exists(sys.argv[2]):
+                break
+    except (OSError, KeyError):
+        pass
+    time.sleep(0.1)
+PY
+else
+  sleep 5
+fi
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+run "$uwjit" "${slow[@]}" --output "$sandbox/killed.h5" --resume "$sandbox/killed.ckpt"
+expect_code 0 "the killed sweep resumed"
+resumed=$(json 'sorted((m["id"], m["steps"], m["integrals"]["heat"]) for m in d["members"])' <<<"$out")
+run "$uwjit" "${slow[@]}"
+expect_code 0 "the same sweep uninterrupted"
+whole=$(json 'sorted((m["id"], m["steps"], m["integrals"]["heat"]) for m in d["members"])' <<<"$out")
+[ "$resumed" = "$whole" ] && ok || fail "resumed, every member as uninterrupted: $resumed"
+if "$py" -c "import h5py" 2>/dev/null; then
+  ids=$("$py" -c "import h5py; print(sorted(h5py.File('$sandbox/killed.h5')['id'][:].tolist()))")
+  [ "$ids" = "[0, 1, 2, 3, 4, 5]" ] && ok || fail "the file holds each member once: $ids"
+fi
+run "$uwjit" ensemble heat --size 12 --vary courant=0.01:0.1:6 --until steps:10 \
+  --resume "$sandbox/killed.ckpt"
+expect_code 2 "another sweep's checkpoint"
+expect_err "it is of another ensemble: stop rule is steps:10 here" "names what differs"
+
 run "$uwjit" ensemble heat --vary kapa=1:2:2 --until steps:2
 expect_code 2 "an unknown param"
 expect_err 'unknown param "kapa" to vary \(did you mean kappa\?\)' "names the param"

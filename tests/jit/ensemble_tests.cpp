@@ -1,6 +1,8 @@
 // Ensembles: members stepped as one batch equal the same nodes run alone, bit for bit, whatever
 // the batch size and thread count; stop rules, refill, sinks and back-pressure; bad input. These
 // tests really JIT.
+#include "sandbox.hpp"
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/nodes/registry.hpp>
@@ -18,6 +20,7 @@ using uwjit::Error;
 using uwjit::engine::Engine;
 using uwjit::runtime::Ensemble;
 using uwjit::runtime::EnsembleOptions;
+using uwjit::runtime::FileSink;
 using uwjit::runtime::GridSampler;
 using uwjit::runtime::ListSampler;
 using uwjit::runtime::MemberResult;
@@ -270,4 +273,65 @@ TEST_CASE("the batch from memory is at most the sampler's members, and says why"
           {std::make_shared<MemorySink>(10)},
           {.until = steps(1), .batch = 1'000'000'000'000, .memory_fraction = 0.5}),
       doctest::Contains("a batch of at most"), Error);
+}
+
+TEST_CASE("a checkpointed ensemble resumes bit for bit, and its file holds each member once") {
+  uwjit_test::TempDir dir;
+  Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{6});
+  base.set("boundary", "fixed");
+  auto sampler = [] {
+    return std::make_unique<GridSampler>(
+        std::vector<ParamRange>{ParamRange::parse("courant=0.03:0.15:7")});
+  };
+  const EnsembleOptions options{
+      .until = StopRule::parse({"change:heat<1e-8", "steps:20000"}), .batch = 3, .threads = 2};
+  const auto reference = run_all("heat", base, sampler(), options);
+  REQUIRE(reference.members.size() == 7);
+
+  const auto checkpoint = dir.path() / "sweep.ckpt";
+  const auto file = dir.path() / "sweep.h5";
+  {
+    Ensemble first(engine(), factory("heat"), base, sampler(), {std::make_shared<FileSink>(file)},
+                   options);
+    for (int round = 0; round < 60; ++round) {
+      REQUIRE(first.advance(16));
+    }
+    first.checkpoint(checkpoint);
+    REQUIRE(first.finished() >= 1);
+    REQUIRE(first.finished() < 7);
+    // Members that leave after the checkpoint are in the file when the process "dies".
+    (void)first.advance(300);
+  }
+  auto resumed_options = options;
+  resumed_options.resume = checkpoint;
+  SUBCASE("the members after the checkpoint equal the uninterrupted run's") {
+    auto sink = std::make_shared<MemorySink>(100);
+    Ensemble resumed(engine(), factory("heat"), base, sampler(), {sink}, resumed_options);
+    resumed.run();
+    std::set<std::int64_t> ids;
+    for (const auto& m : resumed.summaries()) {
+      CHECK(ids.insert(m.id).second);
+      CHECK(m.steps == reference.members[static_cast<std::size_t>(m.id)].steps);
+      CHECK(m.integrals == reference.members[static_cast<std::size_t>(m.id)].integrals);
+    }
+    CHECK(ids.size() == 7);
+    for (const auto& m : sink->take()) {
+      CHECK(m.fields[0].data == reference.members[static_cast<std::size_t>(m.id)].fields[0].data);
+    }
+  }
+  SUBCASE("a file sink appends only the members it does not hold") {
+    auto sink = std::make_shared<FileSink>(file, -1, FileSink::Open::append);
+    Ensemble resumed(engine(), factory("heat"), base, sampler(), {sink}, resumed_options);
+    resumed.run();
+    CHECK(sink->count() == 7);
+    CHECK(resumed.finished() == 7);
+  }
+  SUBCASE("another ensemble's checkpoint is refused, naming the difference") {
+    auto other = resumed_options;
+    other.until = StopRule::parse({"change:heat<1e-9", "steps:20000"});
+    CHECK_THROWS_WITH_AS(Ensemble(engine(), factory("heat"), base, sampler(),
+                                  {std::make_shared<MemorySink>(10)}, other),
+                         doctest::Contains("stop rule is change:heat<1e-09,steps:20000 here"),
+                         Error);
+  }
 }

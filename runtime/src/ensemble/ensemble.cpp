@@ -104,6 +104,9 @@ Ensemble::Impl::Impl(engine::Engine& e, MemberFactory factory, Params params,
   if (lead()) {
     members[0] = std::move(first);
   }
+  if (!options.resume.empty()) {
+    restore(options.resume);
+  }
   allocate();
 }
 
@@ -407,6 +410,10 @@ Ensemble::Ensemble(engine::Engine& engine, MemberFactory make, Params base,
                                     std::move(sinks), std::move(options))) {}
 
 Ensemble::~Ensemble() = default;
+
+void Ensemble::checkpoint(const std::filesystem::path& path) const {
+  m_impl->save(path);
+}
 
 bool Ensemble::step() {
   return m_impl->step(1);

@@ -1,7 +1,8 @@
 // Ensemble::Impl: what an ensemble keeps (its members in their slots, the batch kernels, the
 // sinks, the sampler) and the steps of its work, shared by the files of src/ensemble/:
 // ensemble.cpp (construction, the batch size, the stop rule, the sinks, a step), members.cpp
-// (building, refilling and retiring members) and batch_step.cpp (the batch-kernel calls).
+// (building, refilling and retiring members), batch_step.cpp (the batch-kernel calls) and
+// ensemble_checkpoint.cpp (a checkpoint written and resumed).
 #pragma once
 
 #include <uwjit/runtime/ensemble.hpp>
@@ -17,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -136,6 +138,10 @@ struct Ensemble::Impl {
   void judge(detail::EnsembleMember& m) const;
   [[nodiscard]] MemberResult result_of(const detail::EnsembleMember& m, bool with_fields) const;
   bool place(MemberResult& result);
+  // ensemble_checkpoint.cpp
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> identity() const;
+  void save(const std::filesystem::path& path) const;
+  void restore(const std::filesystem::path& path);
   bool step(std::int64_t steps);
   [[nodiscard]] std::int64_t waiting_count() const;
 };

@@ -787,6 +787,27 @@ void check_record(const MemberRecord& member, const MemberColumns& columns,
 
 } // namespace
 
+std::vector<std::int64_t> MemberFile::ids() const {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(m_rows));
+  if (m_rows == 0) {
+    return out;
+  }
+  const std::string what = "member file " + m_path.string();
+  const std::string action = "cannot read the ids";
+  const QuietErrors quiet;
+  const MemberDataset& column = m_open->datasets.front(); // id
+  const Hid stored = own(H5Dget_space(column.dataset.get()), H5Sclose, what, action);
+  const hsize_t start = 0;
+  const auto count = static_cast<hsize_t>(m_rows);
+  check(H5Sselect_hyperslab(stored.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr), what,
+        action);
+  const Hid memory = own(H5Screate_simple(1, &count, nullptr), H5Sclose, what, action);
+  check(H5Dread(column.dataset.get(), H5T_NATIVE_INT64, memory.get(), stored.get(), H5P_DEFAULT,
+                out.data()),
+        what, action);
+  return out;
+}
+
 void MemberFile::append(const MemberRecord& member) {
   UWJIT_ASSERT(m_open != nullptr, "append() on a MemberFile moved from");
   const std::string what = "member file " + m_path.string();

@@ -146,6 +146,8 @@ public:
 
   /// The members the file holds.
   [[nodiscard]] std::int64_t rows() const noexcept { return m_rows; }
+  /// The ids of the members the file holds, in row order. Error(io) when HDF5 cannot read them.
+  [[nodiscard]] std::vector<std::int64_t> ids() const;
   /// The file's path, as given.
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return m_path; }
   /// The columns the file holds.

@@ -9,6 +9,7 @@
 #endif
 
 #include <optional>
+#include <set>
 
 namespace uwjit::runtime {
 
@@ -48,6 +49,7 @@ std::vector<MemberResult> MemorySink::take() {
 #if UWJIT_HAVE_HDF5
 struct FileSink::File {
   detail::MemberFile file;
+  std::set<std::int64_t> written; // appending: the ids the file held when it was opened
 };
 #else
 struct FileSink::File {};
@@ -61,8 +63,8 @@ bool FileSink::available() noexcept {
 #endif
 }
 
-FileSink::FileSink(std::filesystem::path path, std::int64_t capacity)
-    : m_path(std::move(path)), m_capacity(capacity) {
+FileSink::FileSink(std::filesystem::path path, std::int64_t capacity, Open open)
+    : m_path(std::move(path)), m_capacity(capacity), m_open(open) {
   if (!available()) {
     throw Error(ErrorKind::usage,
                 format("{}: this build of uwjit has no HDF5 (built with UWJIT_HDF5=OFF): write "
@@ -72,7 +74,9 @@ FileSink::FileSink(std::filesystem::path path, std::int64_t capacity)
   // Checked now, before any member runs: nothing is overwritten, and a run that could not
   // write its members is refused before it starts.
 #if UWJIT_HAVE_HDF5
-  detail::check_new_member_path(m_path);
+  if (m_open == Open::create) {
+    detail::check_new_member_path(m_path);
+  }
 #endif
   if (capacity == 0) {
     throw Error(ErrorKind::usage, format("{}: a capacity of 0 members", m_path.string()));
@@ -94,8 +98,15 @@ void FileSink::begin(const MemberColumns& columns,
   for (const auto& f : columns.fields) {
     file_columns.fields.push_back({f.name, f.dtype, f.shape});
   }
-  m_file =
-      std::make_unique<File>(File{detail::MemberFile(m_path, std::move(file_columns), attributes)});
+  if (m_open == Open::append) {
+    auto file = detail::MemberFile::reopen(m_path, file_columns);
+    const auto ids = file.ids();
+    m_file = std::make_unique<File>(File{std::move(file), {ids.begin(), ids.end()}});
+    m_count = static_cast<std::int64_t>(ids.size());
+  } else {
+    m_file = std::make_unique<File>(
+        File{detail::MemberFile(m_path, std::move(file_columns), attributes), {}});
+  }
 #else
   (void)columns;
   (void)attributes;
@@ -111,6 +122,9 @@ void FileSink::put(MemberResult&& member) {
   if (!m_file) {
     throw Error(ErrorKind::usage, format("{}: a member put before the sink began or after it ended",
                                          m_path.string()));
+  }
+  if (m_file->written.count(member.id) != 0) {
+    return; // a resumed ensemble's member that the file holds already: the same bits
   }
   detail::MemberRecord record;
   record.id = member.id;

@@ -9,6 +9,7 @@
 #include <uwjit/runtime/snapshot.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -66,6 +67,14 @@ struct EnsembleOptions {
   /// sent to rank 0, whose sinks take it (the other ranks need none). An error on any rank is
   /// raised on every rank.
   comm::Comm* comm = nullptr;
+  /// A checkpoint (Ensemble::checkpoint) to go on from, or empty. The ensemble must be made with
+  /// the arguments that made the one checkpointed (its node type, shared params, varied params,
+  /// stop rule and kernels are checked: Error(usage) naming each difference), a sampler that gives
+  /// the same members (it is advanced to where the checkpoint's was), and a batch at least as
+  /// large as the one held then; a file sink reopened with FileSink::Open::append. It then goes
+  /// on as the checkpointed one would have, bit for bit. Serial only for now (Error(usage) with a
+  /// comm).
+  std::filesystem::path resume = {};
 };
 
 /// What makes a member: its node from its node params (the ensemble's base with the member's
@@ -111,6 +120,14 @@ public:
   /// The steps of one of run()'s rounds: a member that stops waits at most this many steps for
   /// its slot to refill (and, over ranks, the ranks exchange once a round).
   static constexpr std::int64_t round_steps = 16;
+  /// Writes what a resumed ensemble needs (EnsembleOptions::resume) to `path`, atomically (the
+  /// last checkpoint stays whole until the new one replaces it): the sampler's position, every
+  /// member in the batch with its state, the members that left (their summaries) and those
+  /// waiting for a sink. What sinks took is theirs: a file sink's rows stay in its file (a
+  /// resumed ensemble does not write a member the file holds again), a memory sink's members are
+  /// the host's. Call it between steps; Error(io) when the file cannot be written, Error(usage)
+  /// for an ensemble spread over ranks (not yet).
+  void checkpoint(const std::filesystem::path& path) const;
   /// Steps until every member has left, in rounds of up to 16 steps between refills, calling
   /// `progress` after each round. Within a round, groups of members that fit in a share of the
   /// last-level cache are stepped by one thread each, all their steps while their buffers stay in

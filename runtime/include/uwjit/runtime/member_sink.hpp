@@ -114,7 +114,13 @@ private:
 /// Error(usage) otherwise, and in a build without HDF5 (UWJIT_HDF5=OFF).
 class FileSink final : public MemberSink {
 public:
-  explicit FileSink(std::filesystem::path path, std::int64_t capacity = -1);
+  /// A new file (checked now: it must not exist) or, `append` (a resumed ensemble), the file a
+  /// FileSink wrote before (checked when the sink begins: the same columns), whose members are
+  /// not written again (put() skips an id the file holds: its row is the same member, bit for
+  /// bit). `capacity`: the most members it takes (-1: no limit).
+  enum class Open { create, append };
+  explicit FileSink(std::filesystem::path path, std::int64_t capacity = -1,
+                    Open open = Open::create);
   ~FileSink() override;
   [[nodiscard]] std::string describe() const override;
   void begin(const MemberColumns& columns,
@@ -132,6 +138,7 @@ private:
   struct File;
   std::filesystem::path m_path;
   std::int64_t m_capacity;
+  Open m_open;
   std::int64_t m_count = 0;
   std::unique_ptr<File> m_file;
 };

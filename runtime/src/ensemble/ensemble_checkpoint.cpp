@@ -1,0 +1,209 @@
+// An ensemble's checkpoint: what a resumed ensemble needs to go on as if it had not stopped (the
+// sampler's position, every member in the batch with its state, the members that left and those
+// waiting for a sink), written atomically, and read back into a new ensemble made with the same
+// arguments (checked: node, rule, varied params, shared params and kernels).
+#include "ensemble_impl.hpp"
+
+#include "member_transfer.hpp"
+
+#include <uwjit/common/byte_io.hpp>
+#include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
+#include <uwjit/common/posix_file.hpp>
+#include <uwjit/common/text.hpp>
+
+namespace uwjit::runtime {
+
+using namespace detail; // this file is the runtime's own
+
+namespace {
+
+constexpr std::string_view k_magic = "UWJITENS";
+constexpr std::uint32_t k_version = 1;
+
+void put_doubles(ByteWriter& out, const std::vector<double>& values) {
+  out.u64(values.size());
+  for (const double v : values) {
+    out.f64(v);
+  }
+}
+
+std::vector<double> get_doubles(ByteReader& in) {
+  std::vector<double> values(static_cast<std::size_t>(in.u64()));
+  for (auto& v : values) {
+    v = in.f64();
+  }
+  return values;
+}
+
+} // namespace
+
+// What must be the same in the ensemble that resumes: a text per fact, compared one by one.
+std::vector<std::pair<std::string, std::string>> Ensemble::Impl::identity() const {
+  std::vector<std::pair<std::string, std::string>> facts = {
+      {"node", type},
+      {"stop rule", options.until.text()},
+      {"varied params", join(varied)},
+  };
+  for (const auto& [key, value] : base.values()) {
+    facts.emplace_back("param " + key, value.text());
+  }
+  for (const auto& report : reports) {
+    facts.emplace_back(format("kernel of stage {}", report.stage), report.info.key);
+  }
+  return facts;
+}
+
+void Ensemble::Impl::save(const std::filesystem::path& path) const {
+  if (comm != nullptr) {
+    throw Error(ErrorKind::usage, format("ensemble checkpoint {}: an ensemble spread over ranks "
+                                         "cannot be checkpointed yet",
+                                         path.string()));
+  }
+  ByteWriter out;
+  out.raw(k_magic.data(), k_magic.size());
+  out.u32(k_version);
+  const auto facts = identity();
+  out.u64(facts.size());
+  for (const auto& [what, value] : facts) {
+    out.str(what);
+    out.str(value);
+  }
+  out.i64(next_id);
+  out.u8(exhausted ? 1 : 0);
+  out.i64(left);
+  out.i64(steps_taken);
+  out.i64(batch_steps);
+  out.str(encode_members(summaries));
+  out.str(encode_members(unplaced));
+  std::vector<const Member*> held;
+  for (const auto& m : members) {
+    if (m != nullptr) {
+      held.push_back(m.get());
+    }
+  }
+  out.u64(held.size());
+  for (const Member* m : held) {
+    out.i64(m->id);
+    put_doubles(out, m->values);
+    out.i64(m->steps);
+    put_doubles(out, m->previous);
+    put_doubles(out, m->state.integrals);
+    out.u8(m->stopped ? 1 : 0);
+    out.u8(static_cast<std::uint8_t>(m->status));
+    out.str(m->reason);
+    out.u64(m->state.current.size());
+    for (const auto& field : m->state.current) {
+      std::string interior(static_cast<std::size_t>(field->interior_count()) *
+                               codegen::size_of(field->dtype()),
+                           '\0');
+      field->copy_interior_to(std::as_writable_bytes(std::span(interior.data(), interior.size())));
+      out.str(interior);
+    }
+  }
+  posix::write_file_atomically(path, out.bytes());
+}
+
+void Ensemble::Impl::restore(const std::filesystem::path& path) {
+  const std::string what = "ensemble checkpoint " + path.string();
+  if (comm != nullptr) {
+    throw Error(
+        ErrorKind::usage,
+        format("{}: an ensemble spread over ranks cannot resume from a checkpoint yet", what));
+  }
+  const std::string bytes = posix::read_input_file(
+      path, {.what = what, .magic = k_magic, .not_magic = "not an ensemble checkpoint"});
+  ByteReader in(bytes, what);
+  (void)in.raw(k_magic.size());
+  const std::uint32_t version = in.u32();
+  if (version != k_version) {
+    in.fail(format("format version {}; this uwjit reads version {}", version, k_version));
+  }
+  const auto facts = identity();
+  const std::uint64_t count = in.u64();
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    auto fact = in.str();
+    saved.emplace_back(std::move(fact), in.str());
+  }
+  std::vector<std::string> differences;
+  for (const auto& [fact, value] : facts) {
+    const auto at =
+        std::find_if(saved.begin(), saved.end(), [&](const auto& s) { return s.first == fact; });
+    if (at == saved.end()) {
+      differences.push_back(format("{} is {} here, and not in the checkpoint", fact, value));
+    } else if (at->second != value) {
+      differences.push_back(format("{} is {} here, {} in the checkpoint", fact, value, at->second));
+    }
+  }
+  for (const auto& [fact, value] : saved) {
+    if (std::none_of(facts.begin(), facts.end(), [&](const auto& f) { return f.first == fact; })) {
+      differences.push_back(format("{} is {} in the checkpoint, and not here", fact, value));
+    }
+  }
+  if (!differences.empty()) {
+    throw Error(ErrorKind::usage,
+                format("{}: it is of another ensemble: {}; resume with the arguments it was made "
+                       "with",
+                       what, join(differences, "; ")));
+  }
+  const std::int64_t drawn = in.i64();
+  const bool was_exhausted = in.u8() != 0;
+  left = in.i64();
+  steps_taken = in.i64();
+  batch_steps = in.i64();
+  summaries = decode_members(in.str());
+  unplaced = decode_members(in.str());
+  // The sampler where it was: the members it gave are drawn again (the first one, the template,
+  // was drawn when this ensemble was made).
+  while (next_id < drawn) {
+    if (!sampler->next()) {
+      in.fail(format("the checkpoint's sampler had given {} members; this one gives {}", drawn,
+                     next_id));
+    }
+    ++next_id;
+  }
+  exhausted = was_exhausted;
+  const std::uint64_t held = in.u64();
+  if (held > members.size()) {
+    throw Error(ErrorKind::usage,
+                format("{}: its batch held {} members, more than this ensemble's batch of {}: "
+                       "resume with a batch of at least {}",
+                       what, held, members.size(), held));
+  }
+  for (auto& m : members) {
+    retire(std::move(m));
+  }
+  for (std::uint64_t slot = 0; slot < held; ++slot) {
+    const std::int64_t id = in.i64();
+    auto values = get_doubles(in);
+    auto m = build(id, std::move(values));
+    m->steps = in.i64();
+    m->previous = get_doubles(in);
+    m->state.integrals = get_doubles(in);
+    m->stopped = in.u8() != 0;
+    const auto status = in.u8();
+    if (status > static_cast<std::uint8_t>(MemberStatus::failed)) {
+      in.fail("a status out of range");
+    }
+    m->status = static_cast<MemberStatus>(status);
+    m->reason = in.str();
+    if (in.u64() != m->state.current.size()) {
+      in.fail(format("member {} has another number of fields", id));
+    }
+    for (auto& field : m->state.current) {
+      const std::string interior = in.str();
+      if (interior.size() !=
+          static_cast<std::size_t>(field->interior_count()) * codegen::size_of(field->dtype())) {
+        in.fail(format("member {}: field {} has another size", id, field->name()));
+      }
+      field->copy_interior_from(std::as_bytes(std::span(interior.data(), interior.size())));
+    }
+    members[slot] = std::move(m);
+  }
+  if (!in.at_end()) {
+    in.fail("bytes after the last member");
+  }
+}
+
+} // namespace uwjit::runtime
