@@ -131,7 +131,7 @@ of its node run alone. Each member stops by the rule `until`, leaves with its fi
 the sampler's next member takes its slot.
 
 Ensemble(engine, make, params, vary=None, samples=None, random=None, until=..., batch=0,
-         threads=None, output=None, keep=True, capacity=None, comm=None)
+         threads=None, output=None, keep=True, capacity=None, comm=None, resume=None)
 
 make(params) -> Node builds a member from its node params (a dict: `params` with the member's
 values set), e.g. lambda p: uwjit.node("heat", "heat", **p) or your own Node subclass. vary:
@@ -143,20 +143,26 @@ from memory). keep: members are kept in memory for take() (at most `capacity` at
 given: a member then waits in the batch until take() makes room); output: also (or, with
 keep=False, only) an HDF5 file, which must not exist yet. comm: None, or an mpi4py
 communicator to spread the members over (collective: every rank makes the ensemble with the same
-arguments and steps it alike; members that stop go to rank 0, whose take() and output get them). Raises UsageError naming what is wrong:
+arguments and steps it alike; members that stop go to rank 0, whose take() and output get them).
+resume: a checkpoint (Ensemble.checkpoint) to go on from, bit for bit, made by an ensemble of the
+same arguments (checked); output then appends the members its file does not hold yet. Raises UsageError naming what is wrong:
 an unknown param, an empty range, a rule naming no integral, an output that cannot be written,
 members whose layouts or kernels differ. The GIL is held while it runs (members are Python code).)doc")
       .def(py::init([](std::shared_ptr<engine::Engine> engine, py::object make,
                        const py::handle& params, const py::object& vary, const py::object& samples,
                        const py::object& random, const std::vector<std::string>& until,
                        const py::handle& batch, const py::object& threads, const py::object& output,
-                       bool keep, const py::object& capacity, const py::object& comm) {
+                       bool keep, const py::object& capacity, const py::object& comm,
+                       const py::object& resume) {
              auto self = std::make_unique<PyEnsemble>();
              self->engine = std::move(engine);
              self->factory = make;
              runtime::EnsembleOptions options;
              self->comm = comm_of(comm);
              options.comm = self->comm.get();
+             if (!resume.is_none()) {
+               options.resume = resume.cast<std::filesystem::path>();
+             }
              options.until = runtime::StopRule::parse(until);
              options.batch = int_arg(batch, "Ensemble: batch", 0);
              if (!threads.is_none()) {
@@ -175,7 +181,10 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                const auto path = output.cast<std::filesystem::path>();
                auto open = [&] {
                  if (self->comm == nullptr || self->comm->rank() == 0) {
-                   sinks.push_back(std::make_shared<runtime::FileSink>(path));
+                   sinks.push_back(std::make_shared<runtime::FileSink>(
+                       path, -1,
+                       options.resume.empty() ? runtime::FileSink::Open::create
+                                              : runtime::FileSink::Open::append));
                  }
                };
                if (self->comm != nullptr) {
@@ -228,7 +237,8 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
            py::arg("samples") = py::none(), py::arg("random") = py::none(),
            py::arg("until") = std::vector<std::string>{}, py::arg("batch") = 0,
            py::arg("threads") = py::none(), py::arg("output") = py::none(), py::arg("keep") = true,
-           py::arg("capacity") = py::none(), py::arg("comm") = py::none())
+           py::arg("capacity") = py::none(), py::arg("comm") = py::none(),
+           py::arg("resume") = py::none())
       .def(
           "step", [](PyEnsemble& self) { return self.ensemble->step(); },
           "One step of every member still stepping; the members that stop leave, their slots "
@@ -244,6 +254,24 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
           },
           py::arg("callback") = py::none(),
           "Steps until every member has left, calling callback() after each step.")
+      .def(
+          "checkpoint",
+          [](PyEnsemble& self, const std::filesystem::path& path) {
+            self.ensemble->checkpoint(path);
+          },
+          py::arg("path"),
+          "Writes what Ensemble(..., resume=path) needs to go on from here (atomically): the "
+          "sampler's position, every member in the batch with its state, the members that left "
+          "and those waiting. Members already taken from memory are not kept.")
+      .def(
+          "advance",
+          [](PyEnsemble& self, const py::handle& steps) {
+            return self.ensemble->advance(int_arg(steps, "Ensemble.advance: steps", 1));
+          },
+          py::arg("steps"),
+          "Up to `steps` steps of every member still stepping, in one round (members are judged "
+          "after each step; those that stop leave when the round ends). Returns whether members "
+          "remain.")
       .def(
           "take",
           [](PyEnsemble& self) {

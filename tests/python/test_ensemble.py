@@ -117,3 +117,21 @@ def test_bad_input_is_a_usage_error(engine):
                        until=["change:energy<1e-3", "steps:3"])
     with pytest.raises(uwjit.UsageError, match="never the layout"):
         uwjit.Ensemble(engine, Decay, BASE, vary={"nx": (4, 6, 2)}, until=["steps:2"])
+
+
+def test_a_checkpoint_resumes_bit_for_bit(engine, tmp_path):
+    kwargs = dict(samples=[{"rate": r} for r in (0.1, 0.2, 0.3, 0.4, 0.5)],
+                  until=["change:total<1e-9", "steps:100000"], batch=2)
+    whole = uwjit.Ensemble(engine, Decay, BASE, **kwargs)
+    whole.run()
+    expected = {m["id"]: m for m in whole.take()}
+    first = uwjit.Ensemble(engine, Decay, BASE, **kwargs)
+    for _ in range(8):
+        assert first.advance(16)
+    first.checkpoint(tmp_path / "decay.ckpt")
+    resumed = uwjit.Ensemble(engine, Decay, BASE, resume=tmp_path / "decay.ckpt", **kwargs)
+    resumed.run()
+    assert sorted(m["id"] for m in resumed.summaries) == [0, 1, 2, 3, 4]
+    for m in resumed.take():
+        assert m["steps"] == expected[m["id"]]["steps"]
+        assert np.array_equal(m["fields"]["u"], expected[m["id"]]["fields"]["u"])
