@@ -38,9 +38,8 @@ sampler_of(const py::object& vary, const py::object& samples, const py::object& 
                                   "or samples (a list of dicts), not both or neither");
   }
   if (!samples.is_none()) {
-    std::vector<std::string> names;
-    std::vector<std::vector<double>> rows;
-    for (const auto item : samples) {
+    // One member's values from a dict; the first dict names the params.
+    auto row_of = [](const py::handle& item, std::vector<std::string>& names, std::size_t index) {
       if (!py::isinstance<py::dict>(item)) {
         throw py::type_error("Ensemble: samples must be dicts of param → number, got " +
                              type_name(item));
@@ -55,14 +54,52 @@ sampler_of(const py::object& vary, const py::object& samples, const py::object& 
       for (const auto& name : names) {
         if (!row.contains(name) || row.size() != names.size()) {
           throw Error(ErrorKind::usage,
-                      format("Ensemble: sample {} does not set the params of the first ({})",
-                             rows.size(), join(names, ", ")));
+                      format("Ensemble: sample {} does not set the params of the first ({})", index,
+                             join(names, ", ")));
         }
         values.push_back(float_arg(row[py::str(name)], "Ensemble: a sample's value"));
       }
-      rows.push_back(std::move(values));
+      return values;
+    };
+    std::vector<std::string> names;
+    if (py::isinstance<py::list>(samples) || py::isinstance<py::tuple>(samples)) {
+      std::vector<std::vector<double>> rows;
+      for (const auto item : samples) {
+        rows.push_back(row_of(item, names, rows.size()));
+      }
+      return std::make_unique<runtime::ListSampler>(std::move(names), std::move(rows));
     }
-    return std::make_unique<runtime::ListSampler>(std::move(names), std::move(rows));
+    // Any other iterable (a generator): each member drawn when a slot needs it, never ahead.
+    auto iterator = std::make_shared<py::object>(py::iter(samples));
+    auto draw = [iterator]() -> std::optional<py::object> {
+      PyObject* item = PyIter_Next(iterator->ptr());
+      if (item == nullptr) {
+        if (PyErr_Occurred() != nullptr) {
+          throw py::error_already_set();
+        }
+        return std::nullopt;
+      }
+      return py::reinterpret_steal<py::object>(item);
+    };
+    auto head = draw();
+    if (!head) {
+      throw Error(ErrorKind::usage, "Ensemble: samples gives no members");
+    }
+    std::optional<std::vector<double>> first = row_of(*head, names, 0);
+    auto next = [draw, first, names, row_of,
+                 index = std::size_t{1}]() mutable -> std::optional<std::vector<double>> {
+      if (first) {
+        auto row = std::move(*first);
+        first.reset();
+        return row;
+      }
+      const auto item = draw();
+      if (!item) {
+        return std::nullopt;
+      }
+      return row_of(*item, names, index++);
+    };
+    return std::make_unique<runtime::CallableSampler>(names, std::move(next));
   }
   std::vector<runtime::ParamRange> ranges;
   for (const auto& [key, value] : vary.cast<py::dict>()) {
@@ -137,8 +174,9 @@ make(params) -> Node builds a member from its node params (a dict: `params` with
 values set), e.g. lambda p: uwjit.node("heat", "heat", **p) or your own Node subclass. vary:
 {name: (low, high, count)}, every combination (the last name fastest), or with random=(count,
 seed) that many members drawn uniformly in [low, high). samples: a list of dicts {name: value},
-one per member. until: stop rules as `uwjit ensemble --until` takes them, e.g.
-["change:heat<1e-9", "steps:5000"] (a step cap is required). batch: members stepped together (0:
+one per member, or an iterator of them (a generator), drawn as slots free up. until: stop rules
+as `uwjit ensemble --until` takes them, e.g. ["change:heat<1e-9", "steps:5000"] (a step cap is
+required). batch: members stepped together (0:
 from memory). keep: members are kept in memory for take() (at most `capacity` at a time, when
 given: a member then waits in the batch until take() makes room); output: also (or, with
 keep=False, only) an HDF5 file, which must not exist yet. comm: None, or an mpi4py

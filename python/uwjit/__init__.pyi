@@ -303,7 +303,7 @@ class Ensemble:
     def __init__(self, engine: Engine, make: Callable[[dict[str, Scalar]], Node],
                  params: Mapping[str, Scalar],
                  vary: Mapping[str, tuple[float, float, int]] | None = None,
-                 samples: Sequence[Mapping[str, float]] | None = None,
+                 samples: Iterable[Mapping[str, float]] | None = None,
                  random: tuple[int, int] | None = None, until: Sequence[str] = (),
                  batch: int = 0, threads: int | None = None, output: PathLike | None = None,
                  keep: bool = True, capacity: int | None = None,

@@ -135,3 +135,19 @@ def test_a_checkpoint_resumes_bit_for_bit(engine, tmp_path):
     for m in resumed.take():
         assert m["steps"] == expected[m["id"]]["steps"]
         assert np.array_equal(m["fields"]["u"], expected[m["id"]]["fields"]["u"])
+
+
+def test_members_drawn_from_a_generator_as_slots_free_up(engine):
+    drawn = []
+
+    def members():
+        for rate in (0.9, 0.1, 0.5, 0.3):
+            drawn.append(rate)
+            yield {"rate": rate}
+
+    ens = uwjit.Ensemble(engine, Decay, BASE, samples=members(),
+                         until=["change:total<1e-9", "steps:100000"], batch=2)
+    # Only what the batch holds has been drawn.
+    assert drawn == [0.9, 0.1]
+    ens.run()
+    assert sorted(m["params"]["rate"] for m in ens.take()) == [0.1, 0.3, 0.5, 0.9]
