@@ -8,6 +8,27 @@ source "$(dirname "$0")/lib.sh"
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
+# wait_for_member FILE [ALSO]: waits until FILE, an HDF5 file a sweep is writing, holds a member
+# (read without HDF5's lock) and ALSO exists, at most a minute; without h5py, a few seconds.
+wait_for_member() {
+  if "$py" -c "import h5py" 2>/dev/null; then
+    "$py" - "$1" "${2:-$1}" <<'PY'
+import os, sys, time
+import h5py
+for _ in range(600):
+    try:
+        with h5py.File(sys.argv[1], "r", locking=False) as f:
+            if len(f["id"]) > 0 and os.path.exists(sys.argv[2]):
+                break
+    except (OSError, KeyError):
+        pass
+    time.sleep(0.1)
+PY
+  else
+    sleep 5
+  fi
+}
+
 run "$uwjit" ensemble --help
 expect_code 0 "--help"
 expect_out "change:INTEGRAL<TOL" "--help explains the change rule"
@@ -62,24 +83,7 @@ expect_err "does not exist" "names the missing directory"
   --until 'change:heat<1e-12' --until steps:100000000 --batch 8 --output "$sandbox/stopped.h5" \
   --json >"$sandbox/stopped.json" 2>"$sandbox/stopped.err" &
 pid=$!
-# Until a member is in the file (read without HDF5's lock while the sweep writes it), at most a
-# minute; without h5py, a few seconds.
-if "$py" -c "import h5py" 2>/dev/null; then
-  "$py" - "$sandbox/stopped.h5" <<'PY'
-import os, sys, time
-import h5py
-for _ in range(600):
-    try:
-        with h5py.File(sys.argv[1], "r", locking=False) as f:
-            if len(f["id"]) > 0:
-                break
-    except (OSError, KeyError):
-        pass
-    time.sleep(0.1)
-PY
-else
-  sleep 5
-fi
+wait_for_member "$sandbox/stopped.h5"
 kill -INT "$pid"
 wait "$pid" && code=0 || code=$?
 out=$(cat "$sandbox/stopped.json")
@@ -100,22 +104,7 @@ slow=(ensemble heat --size 12 --set boundary=fixed --vary courant=0.0002:0.16:6
 "$uwjit" "${slow[@]}" --output "$sandbox/killed.h5" --checkpoint "$sandbox/killed.ckpt" \
   --checkpoint-every 500 >/dev/null 2>&1 &
 pid=$!
-if "$py" -c "import h5py" 2>/dev/null; then
-  "$py" - "$sandbox/killed.h5" "$sandbox/killed.ckpt" <<'PY'
-import os, sys, time
-import h5py
-for _ in range(600):
-    try:
-        with h5py.File(sys.argv[1], "r", locking=False) as f:
-            if len(f["id"]) > 0 and os.path.exists(sys.argv[2]):
-                break
-    except (OSError, KeyError):
-        pass
-    time.sleep(0.1)
-PY
-else
-  sleep 5
-fi
+wait_for_member "$sandbox/killed.h5" "$sandbox/killed.ckpt"
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 run "$uwjit" "${slow[@]}" --output "$sandbox/killed.h5" --resume "$sandbox/killed.ckpt"

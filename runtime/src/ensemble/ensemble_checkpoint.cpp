@@ -21,21 +21,6 @@ namespace {
 constexpr std::string_view k_magic = "UWJITENS";
 constexpr std::uint32_t k_version = 1;
 
-void put_doubles(ByteWriter& out, const std::vector<double>& values) {
-  out.u64(values.size());
-  for (const double v : values) {
-    out.f64(v);
-  }
-}
-
-std::vector<double> get_doubles(ByteReader& in) {
-  std::vector<double> values(static_cast<std::size_t>(in.u64()));
-  for (auto& v : values) {
-    v = in.f64();
-  }
-  return values;
-}
-
 } // namespace
 
 // What must be the same in the ensemble that resumes: a text per fact, compared one by one.

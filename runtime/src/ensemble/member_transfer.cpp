@@ -12,6 +12,8 @@ namespace {
 
 constexpr int k_members_tag = 0x454e53; // "ENS"
 
+} // namespace
+
 void put_doubles(ByteWriter& out, const std::vector<double>& values) {
   out.u64(values.size());
   for (const double v : values) {
@@ -26,8 +28,6 @@ std::vector<double> get_doubles(ByteReader& in) {
   }
   return values;
 }
-
-} // namespace
 
 std::string encode_members(const std::vector<MemberResult>& members) {
   ByteWriter out;

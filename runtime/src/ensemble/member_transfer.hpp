@@ -2,6 +2,7 @@
 #pragma once
 
 #include <uwjit/comm/comm.hpp>
+#include <uwjit/common/byte_io.hpp>
 #include <uwjit/runtime/member_sink.hpp>
 
 #include <string>
@@ -10,6 +11,10 @@
 
 namespace uwjit::runtime::detail {
 
+/// A list of doubles: its length, then each (what encode_members and a checkpoint write).
+void put_doubles(ByteWriter& out, const std::vector<double>& values);
+/// What put_doubles wrote.
+[[nodiscard]] std::vector<double> get_doubles(ByteReader& in);
 /// `members` as bytes (little-endian, every field of each MemberResult).
 [[nodiscard]] std::string encode_members(const std::vector<MemberResult>& members);
 /// What encode_members wrote; Error(io) for bytes it did not write.
