@@ -20,6 +20,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <span>
 #include <unistd.h>
@@ -66,6 +67,9 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
       .option("--checkpoint-every", "N", "rounds (of up to 16 steps) between checkpoints", "64")
       .option("--resume", "FILE",
               "go on from a checkpoint (the same arguments otherwise; --output then appends)")
+      .option("--vtk", "DIR",
+              "also write each member that leaves as VTK for ParaView: DIR/NODE_ID.vti "
+              "(DIR must exist)")
       .option("--output", "FILE.h5",
               "write every member's fields and results to this new HDF5 file")
       .flag("--json", "print the report as JSON on stdout");
@@ -174,6 +178,13 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
       parse_count("--checkpoint-every", args.value("--checkpoint-every"), 1);
   if (const auto resume = args.get("--resume")) {
     options.resume = *resume;
+  }
+  if (const auto vtk = args.get("--vtk")) {
+    std::error_code error;
+    if (!std::filesystem::is_directory(*vtk, error)) {
+      spec.fail(format("--vtk {}: not a directory (make it first)", *vtk));
+    }
+    options.vtk = *vtk;
   }
   if (const auto threads = args.get("--threads")) {
     options.threads = static_cast<int>(parse_count("--threads", *threads, 1));

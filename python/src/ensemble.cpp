@@ -168,7 +168,8 @@ of its node run alone. Each member stops by the rule `until`, leaves with its fi
 the sampler's next member takes its slot.
 
 Ensemble(engine, make, params, vary=None, samples=None, random=None, until=..., batch=0,
-         threads=None, output=None, keep=True, capacity=None, comm=None, resume=None)
+         threads=None, output=None, keep=True, capacity=None, comm=None, resume=None,
+         vtk=None)
 
 make(params) -> Node builds a member from its node params (a dict: `params` with the member's
 values set), e.g. lambda p: uwjit.node("heat", "heat", **p) or your own Node subclass. vary:
@@ -183,7 +184,8 @@ keep=False, only) an HDF5 file, which must not exist yet. comm: None, or an mpi4
 communicator to spread the members over (collective: every rank makes the ensemble with the same
 arguments and steps it alike; members that stop go to rank 0, whose take() and output get them).
 resume: a checkpoint (Ensemble.checkpoint) to go on from, bit for bit, made by an ensemble of the
-same arguments (checked); output then appends the members its file does not hold yet. Raises UsageError naming what is wrong:
+same arguments (checked); output then appends the members its file does not hold yet. vtk: a
+directory where each member that leaves is also written for ParaView (NODE_ID.vti). Raises UsageError naming what is wrong:
 an unknown param, an empty range, a rule naming no integral, an output that cannot be written,
 members whose layouts or kernels differ. The GIL is held while it runs (members are Python code).)doc")
       .def(py::init([](std::shared_ptr<engine::Engine> engine, py::object make,
@@ -191,7 +193,7 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                        const py::object& random, const std::vector<std::string>& until,
                        const py::handle& batch, const py::object& threads, const py::object& output,
                        bool keep, const py::object& capacity, const py::object& comm,
-                       const py::object& resume) {
+                       const py::object& resume, const py::object& vtk) {
              auto self = std::make_unique<PyEnsemble>();
              self->engine = std::move(engine);
              self->factory = make;
@@ -200,6 +202,14 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
              options.comm = self->comm.get();
              if (!resume.is_none()) {
                options.resume = resume.cast<std::filesystem::path>();
+             }
+             if (!vtk.is_none()) {
+               options.vtk = vtk.cast<std::filesystem::path>();
+               if (!std::filesystem::is_directory(options.vtk)) {
+                 throw Error(ErrorKind::usage,
+                             format("Ensemble: vtk {}: not a directory (make it first)",
+                                    options.vtk.string()));
+               }
              }
              options.until = runtime::StopRule::parse(until);
              options.batch = int_arg(batch, "Ensemble: batch", 0);
@@ -276,7 +286,7 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
            py::arg("until") = std::vector<std::string>{}, py::arg("batch") = 0,
            py::arg("threads") = py::none(), py::arg("output") = py::none(), py::arg("keep") = true,
            py::arg("capacity") = py::none(), py::arg("comm") = py::none(),
-           py::arg("resume") = py::none())
+           py::arg("resume") = py::none(), py::arg("vtk") = py::none())
       .def(
           "step", [](PyEnsemble& self) { return self.ensemble->step(); },
           "One step of every member still stepping; the members that stop leave, their slots "

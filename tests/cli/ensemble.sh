@@ -78,6 +78,19 @@ run "$uwjit" ensemble heat --size 6 --vary contrast=1:2:3 --until steps:3 --outp
 expect_code 2 "a missing directory"
 expect_err "does not exist" "names the missing directory"
 
+# --vtk: each member for ParaView, the same arrays as the member run alone.
+mkdir -p "$sandbox/vtk" "$sandbox/alone"
+run "$uwjit" ensemble heat --size 6 --vary contrast=1:2:3 --until steps:4 --vtk "$sandbox/vtk"
+expect_code 0 "--vtk"
+[ -f "$sandbox/vtk/heat_000000.vti" ] && [ -f "$sandbox/vtk/heat_000002.vti" ] && ok ||
+  fail "a VTK file per member"
+run "$uwjit" run heat --size 6 --set contrast=1.5 --steps 4 --output "$sandbox/alone"
+cmp -s <("$py" "$(dirname "$0")/vtk_arrays.py" "$sandbox/vtk/heat_000001.vti") \
+  <("$py" "$(dirname "$0")/vtk_arrays.py" "$sandbox/alone/heat.vti") && ok ||
+  fail "member 1's VTK arrays are those of the member run alone"
+run "$uwjit" ensemble heat --size 6 --vary contrast=1:2:3 --until steps:4 --vtk "$sandbox/none"
+expect_code 2 "--vtk into a directory that does not exist"
+
 # Ctrl-C: the members that left are reported and in the file, the others not; exit 130.
 "$uwjit" ensemble heat --size 6 --set boundary=fixed --vary courant=0.000001:0.16:8 \
   --until 'change:heat<1e-12' --until steps:100000000 --batch 8 --output "$sandbox/stopped.h5" \

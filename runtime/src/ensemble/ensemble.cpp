@@ -292,6 +292,7 @@ void Ensemble::Impl::leave() {
       if (m != nullptr && m->stopped && unplaced.empty()) {
         MemberResult result = result_of(*m, true);
         if (place(result)) {
+          write_vtk(*m);
           retire(std::move(m));
         }
       }
@@ -308,6 +309,7 @@ void Ensemble::Impl::leave() {
     for (auto& m : members) {
       if (m != nullptr && m->stopped) {
         going.push_back(result_of(*m, true));
+        write_vtk(*m);
         retire(std::move(m));
         ++departed;
       }

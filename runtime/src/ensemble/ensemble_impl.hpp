@@ -129,6 +129,7 @@ struct Ensemble::Impl {
   }
   [[nodiscard]] bool lead() const { return comm == nullptr || comm->rank() == 0; }
   void retire(std::unique_ptr<detail::EnsembleMember> member);
+  void write_vtk(const detail::EnsembleMember& member) const;
   std::vector<Field*> reuse_fields(detail::NodeState& s);
   void call_stage(std::span<const std::size_t> group, std::size_t stage, Calls& c,
                   std::size_t parts);

@@ -6,12 +6,15 @@
 
 #include "../decomposition.hpp"
 
+#include <uwjit/runtime/snapshot.hpp>
+
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace uwjit::runtime {
 
@@ -251,6 +254,34 @@ void Ensemble::Impl::retire(std::unique_ptr<EnsembleMember> member) {
   if (member != nullptr && spare.size() < members.size()) {
     spare.emplace_back(std::move(member->state.current), std::move(member->state.next));
   }
+}
+
+// A member that leaves, as VTK files for ParaView (EnsembleOptions::vtk): its node's write_vtk
+// of a snapshot of its state, named after the node type and the member's id.
+void Ensemble::Impl::write_vtk(const Member& member) const {
+  if (options.vtk.empty()) {
+    return;
+  }
+  const NodeState& s = member.state;
+  Snapshot::NodeData data;
+  data.node = s.node;
+  for (const auto& field : s.current) {
+    auto copy = std::make_shared<Field>(field->name(), field->dtype(), field->shape(),
+                                        std::vector<int>(field->shape().size(), 0));
+    std::vector<std::byte> interior(static_cast<std::size_t>(field->interior_count()) *
+                                    codegen::size_of(field->dtype()));
+    field->copy_interior_to(interior);
+    copy->copy_interior_from(interior);
+    data.fields.push_back(std::move(copy));
+  }
+  data.integrals = s.integrals;
+  data.bound = s.bound;
+  data.report = reports.front();
+  data.stage_reports = reports;
+  const Snapshot snapshot(member.steps, {std::move(data)});
+  char id[32];
+  std::snprintf(id, sizeof id, "%06lld", static_cast<long long>(member.id));
+  (void)s.node->write_vtk(snapshot, options.vtk, type + "_" + id);
 }
 
 // A member's current buffers (with its boundaries): a retired member's when there is one (its

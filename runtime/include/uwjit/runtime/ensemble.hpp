@@ -75,6 +75,10 @@ struct EnsembleOptions {
   /// on as the checkpointed one would have, bit for bit. Serial only for now (Error(usage) with a
   /// comm).
   std::filesystem::path resume = {};
+  /// A directory (it must exist) where each member that leaves is also written for ParaView, as
+  /// its node writes VTK (Node::write_vtk), named NODE_ID (heat_000012.vti), or empty. Over
+  /// ranks, each member is written by the rank that stepped it (the ranks must share it).
+  std::filesystem::path vtk = {};
 };
 
 /// What makes a member: its node from its node params (the ensemble's base with the member's
