@@ -172,7 +172,7 @@ Ensemble(engine, make, params, vary=None, samples=None, random=None, until=..., 
          vtk=None)
 
 make(params) -> Node builds a member from its node params (a dict: `params` with the member's
-values set), e.g. lambda p: uwjit.node("heat", "heat", **p) or your own Node subclass. vary:
+values set), e.g. ``lambda p: uwjit.node("heat", "heat", **p)`` or your own Node subclass. vary:
 {name: (low, high, count)}, every combination (the last name fastest), or with random=(count,
 seed) that many members drawn uniformly in [low, high). samples: a list of dicts {name: value},
 one per member, or an iterator of them (a generator), drawn as slots free up. until: stop rules
