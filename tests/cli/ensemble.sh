@@ -50,6 +50,18 @@ expect_code 0 "the member alone"
 alone=$(json 'd["integrals"]["heat"]' <<<"$out")
 [ "$member" = "$alone" ] && ok || fail "member 2's integral $member equals the run alone's $alone"
 
+# fvm (a mesh of its own per seed) and mlp (weights per seed): each member's integrals are those
+# of the node run alone.
+for case in "fvm 8 20" "mlp 8 5"; do
+  set -- $case
+  run "$uwjit" ensemble "$1" --size "$2" --vary seed=1:3:3 --until "steps:$3" --json
+  expect_code 0 "an ensemble of $1"
+  member=$(json '[m["integrals"] for m in d["members"] if m["params"]["seed"] == 2.0][0]' <<<"$out")
+  run "$uwjit" run "$1" --size "$2" --set seed=2 --steps "$3" --json --output "$sandbox"
+  alone=$(json 'd["integrals"]' <<<"$out")
+  [ "$member" = "$alone" ] && ok || fail "$1: member seed=2 $member equals the run alone $alone"
+done
+
 # Warm: a second sweep of other values compiles nothing.
 run "$uwjit" ensemble heat --size 8 --vary contrast=5:6:2 --until steps:3 --json
 [ "$(json 'd["compiles"]' <<<"$out")" = 0 ] && ok || fail "a second sweep compiles nothing"
