@@ -1,3 +1,7 @@
+// KernelWriter: a kernel's declarations (extents, buffers, params, integrals, the update box,
+// checked mode, GPU and batch forms) and finish(), which writes its text and slot tables. One
+// idea, the text of one kernel from its declarations, so over 700 lines; the cell form's
+// iteration and the judging of its reaches are in kernel_writer_cells.cpp.
 #include <uwjit/codegen/kernel_writer.hpp>
 
 #include <uwjit/codegen/kernel_abi.h>

@@ -183,11 +183,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     options.resume = *resume;
   }
   if (const auto vtk = args.get("--vtk")) {
-    std::error_code error;
-    if (!std::filesystem::is_directory(*vtk, error)) {
-      spec.fail(format("--vtk {}: not a directory (make it first)", *vtk));
-    }
-    options.vtk = *vtk;
+    options.vtk = *vtk; // checked by the ensemble, before any member runs
   }
   if (const auto threads = args.get("--threads")) {
     options.threads = static_cast<int>(parse_count("--threads", *threads, 1));

@@ -205,11 +205,6 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
              }
              if (!vtk.is_none()) {
                options.vtk = vtk.cast<std::filesystem::path>();
-               if (!std::filesystem::is_directory(options.vtk)) {
-                 throw Error(ErrorKind::usage,
-                             format("Ensemble: vtk {}: not a directory (make it first)",
-                                    options.vtk.string()));
-               }
              }
              options.until = runtime::StopRule::parse(until);
              options.batch = int_arg(batch, "Ensemble: batch", 0);

@@ -20,10 +20,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
+#include <filesystem>
 #include <limits>
 #include <span>
+#include <system_error>
 
 namespace uwjit::runtime {
 
@@ -66,6 +66,11 @@ Ensemble::Impl::Impl(engine::Engine& e, MemberFactory factory, Params params,
   if (options.batch < 0) {
     throw Error(ErrorKind::usage,
                 format("ensemble: batch {}: expected 0 (from memory) or more", options.batch));
+  }
+  if (std::error_code error;
+      !options.vtk.empty() && !std::filesystem::is_directory(options.vtk, error)) {
+    throw Error(ErrorKind::usage,
+                format("ensemble: vtk {}: not a directory (make it first)", options.vtk.string()));
   }
   varied = sampler->names();
   for (const auto& name : varied) {
