@@ -134,10 +134,10 @@ TEST_CASE("members of several slabs sum their integrals as a Simulation does, sl
   // Simulation adds in slab order; a member's integrals must be those bits.
   Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{48, 40, 30});
   for (const int threads : {1, 2}) {
-    auto out = run_all("heat", base,
-                       std::make_unique<GridSampler>(
-                           std::vector<ParamRange>{ParamRange::parse("contrast=1:5:3")}),
-                       {.until = steps(3), .batch = 2, .threads = threads});
+    auto out = run_all(
+        "heat", base,
+        std::make_unique<GridSampler>(std::vector<ParamRange>{ParamRange::parse("contrast=1:5:3")}),
+        {.until = steps(3), .batch = 2, .threads = threads});
     REQUIRE(out.members.size() == 3);
     for (const auto& member : out.members) {
       check_alone("heat", base, {"contrast"}, member);
