@@ -39,9 +39,10 @@ constexpr std::int64_t k_most_members = 4096;
 
 Ensemble::Impl::Impl(engine::Engine& e, MemberFactory factory, Params params,
                      std::unique_ptr<MemberSampler> source,
-                     std::vector<std::shared_ptr<MemberSink>> outs, EnsembleOptions opts)
+                     std::vector<std::shared_ptr<MemberSink>> outs, EnsembleOptions opts,
+                     StageRole stage)
     : engine(&e), make(std::move(factory)), base(std::move(params)), sampler(std::move(source)),
-      sinks(std::move(outs)), options(std::move(opts)) {
+      sinks(std::move(outs)), options(std::move(opts)), role(std::move(stage)) {
   if (!make) {
     throw Error(ErrorKind::usage, "ensemble: no member factory");
   }
@@ -106,7 +107,9 @@ Ensemble::Impl::Impl(engine::Engine& e, MemberFactory factory, Params params,
     }
   });
   members.resize(static_cast<std::size_t>(batch));
-  if (lead()) {
+  if (role.fed) {
+    retire(std::move(first)); // the template only: this stage's members come from the one before
+  } else if (lead()) {
     members[0] = std::move(first);
   }
   if (!options.resume.empty()) {
@@ -205,8 +208,9 @@ void Ensemble::Impl::begin_sinks(const Member& first) {
 // After a member's step: whether it stops, and why (StopRule).
 void Ensemble::Impl::judge(Member& m) const {
   const StopRule& rule = options.until;
-  const bool capped = m.steps >= rule.max_steps;
-  if (!capped && m.steps % rule.every != 0) {
+  const std::int64_t steps = m.steps - m.entered; // in a pipeline, the steps in this stage
+  const bool capped = steps >= rule.max_steps;
+  if (!capped && steps % rule.every != 0) {
     return;
   }
   const auto& now = m.state.integrals;
@@ -225,7 +229,7 @@ void Ensemble::Impl::judge(Member& m) const {
     return now[i] == m.previous[i] ? 0.0 : std::abs(now[i] - m.previous[i]) / std::abs(now[i]);
   };
   // A first step has no step before it to compare with.
-  bool converged = !rule.changes.empty() && m.steps >= 2;
+  bool converged = !rule.changes.empty() && steps >= 2;
   for (std::size_t r = 0; r < rule.changes.size() && converged; ++r) {
     converged = change_of(r) < rule.changes[r].tolerance;
   }
@@ -256,7 +260,7 @@ MemberResult Ensemble::Impl::result_of(const Member& m, bool with_fields) const 
   r.values = m.values;
   r.steps = m.steps;
   r.status = m.status;
-  r.reason = m.reason;
+  r.reason = role.label + m.reason;
   r.integrals = m.state.integrals;
   if (with_fields) {
     for (const auto& field : m.state.current) {
@@ -357,6 +361,14 @@ bool Ensemble::Impl::step(std::int64_t steps) {
     // Members that stopped earlier leave first, if a sink has room now; their slots refill.
     leave();
     allocate();
+    if (role.fed) {
+      leave(); // members that failed in a stage before pass on as they came
+    }
+  }
+  // Nothing stepping: members that wait can only wait for the host (a full memory sink), and
+  // an ensemble alone has drained. (A stage of a pipeline before the last sends its members on
+  // each round, and the pipeline agrees when every stage has drained.)
+  if (comm == nullptr && (!role.piped || role.last)) {
     const bool stepping = std::any_of(members.begin(), members.end(),
                                       [](const auto& m) { return m != nullptr && !m->stopped; });
     if (!stepping) {
@@ -367,8 +379,10 @@ bool Ensemble::Impl::step(std::int64_t steps) {
                            "room; take members from a memory sink, or give a file sink after it",
                            type, sinks.front()->describe(), waiting_count()));
       }
-      end_sinks();
-      return false;
+      if (!role.piped) {
+        end_sinks();
+        return false;
+      }
     }
   }
   std::int64_t taken = 0;
@@ -398,7 +412,7 @@ bool Ensemble::Impl::step(std::int64_t steps) {
     }
     remain = sums[0] != 0 || sums[1] != 0;
   }
-  if (!remain) {
+  if (!remain && !role.piped) {
     end_sinks();
   }
   return remain;
@@ -415,6 +429,8 @@ Ensemble::Ensemble(engine::Engine& engine, MemberFactory make, Params base,
                    std::vector<std::shared_ptr<MemberSink>> sinks, EnsembleOptions options)
     : m_impl(std::make_unique<Impl>(engine, std::move(make), std::move(base), std::move(sampler),
                                     std::move(sinks), std::move(options))) {}
+
+Ensemble::Ensemble(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 
 Ensemble::~Ensemble() = default;
 

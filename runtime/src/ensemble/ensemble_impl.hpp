@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -36,10 +37,21 @@ struct EnsembleMember {
   std::vector<double> values;
   NodeState state;
   std::int64_t steps = 0;
+  std::int64_t entered = 0;     // its steps when it entered this stage of a pipeline (else 0)
   std::vector<double> previous; // the integrals after the step before the last
   bool stopped = false;         // no longer stepped: it waits for a sink
   MemberStatus status = MemberStatus::step_cap;
   std::string reason;
+};
+
+/// What an ensemble is in a pipeline (Pipeline): a stage after the first is fed members by the
+/// stage before (its inbox), not by the sampler; a stage never ends on its own (the pipeline
+/// agrees when every stage is done); reasons name the stage.
+struct StageRole {
+  bool fed = false;
+  bool piped = false;
+  bool last = false; // the last stage: its sinks are the host's
+  std::string label; // "stage 1: ", or empty
 };
 
 /// What members must share of a layout, in words (boundaries, dt and values may differ).
@@ -107,12 +119,18 @@ struct Ensemble::Impl {
   bool ended = false;                         // the sinks have ended
   comm::Comm* comm = nullptr;                 // the ranks the members are spread over, or null
   std::int64_t departed = 0;                  // members that left this rank since the last step
+  detail::StageRole role;                     // in a pipeline: which stage, fed how
+  std::deque<MemberResult> inbox; // a fed stage: members from the stage before, waiting for slots
 
   Impl(engine::Engine& e, MemberFactory factory, Params params,
        std::unique_ptr<MemberSampler> source, std::vector<std::shared_ptr<MemberSink>> outs,
-       EnsembleOptions opts);
+       EnsembleOptions opts, detail::StageRole stage = {});
   [[nodiscard]] Params member_params(const std::vector<double>& values) const;
-  std::unique_ptr<detail::EnsembleMember> build(std::int64_t id, std::vector<double> values);
+  /// A member made from its values; with `from`, it goes on from that member's state and steps
+  /// (one that left the stage before in a pipeline).
+  std::unique_ptr<detail::EnsembleMember> build(std::int64_t id, std::vector<double> values,
+                                                const MemberResult* from = nullptr);
+  void allocate_fed();
   void load_kernels(const Node& node);
   void choose_batch(const detail::EnsembleMember& first);
   void begin_sinks(const detail::EnsembleMember& first);

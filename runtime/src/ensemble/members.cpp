@@ -93,7 +93,8 @@ Params Ensemble::Impl::member_params(const std::vector<double>& values) const {
   return params;
 }
 
-std::unique_ptr<EnsembleMember> Ensemble::Impl::build(std::int64_t id, std::vector<double> values) {
+std::unique_ptr<EnsembleMember> Ensemble::Impl::build(std::int64_t id, std::vector<double> values,
+                                                      const MemberResult* from) {
   auto m = std::make_unique<Member>();
   m->id = id;
   m->values = std::move(values);
@@ -167,6 +168,18 @@ std::unique_ptr<EnsembleMember> Ensemble::Impl::build(std::int64_t id, std::vect
   const std::vector<Field*> fields = reuse_fields(s);
   State state(fields, Slab{s.shard.offset, s.shard.extent, s.shard.global});
   node->initial_state(state);
+  if (from != nullptr) {
+    // It goes on from where it left the stage before: its fields, steps and integrals.
+    if (from->fields.size() != s.current.size()) {
+      throw Error(ErrorKind::internal, format("member {} arrived with {} fields, not {}", id,
+                                              from->fields.size(), s.current.size()));
+    }
+    for (std::size_t i = 0; i < s.current.size(); ++i) {
+      s.current[i]->copy_interior_from(from->fields[i].data);
+    }
+    m->steps = from->steps;
+    m->entered = from->steps;
+  }
   // A retired member's next buffers start as a new member's would (wire() copies the interior
   // into those it makes), so that a cell a kernel leaves unwritten is the same as alone.
   for (std::size_t i = 0; i < s.next.size(); ++i) {
@@ -178,6 +191,9 @@ std::unique_ptr<EnsembleMember> Ensemble::Impl::build(std::int64_t id, std::vect
     }
   }
   s.integrals.assign(s.layout.integrals.size(), 0.0);
+  if (from != nullptr && from->integrals.size() == s.integrals.size()) {
+    s.integrals = from->integrals;
+  }
   s.wire();
   for (std::size_t stage = 0; stage < s.stages.size(); ++stage) {
     codegen::set_table_lengths(s.stages[stage].args, slots[stage]);
@@ -194,6 +210,10 @@ std::unique_ptr<EnsembleMember> Ensemble::Impl::build(std::int64_t id, std::vect
 // code cannot build (its factory or initial state refusing its params) leaves at once as
 // failed; one that differs from the first is an error (on every rank).
 void Ensemble::Impl::allocate() {
+  if (role.fed) {
+    allocate_fed();
+    return;
+  }
   std::vector<std::size_t> free;
   if (comm != nullptr || unplaced.empty()) {
     for (std::size_t slot = 0; slot < members.size(); ++slot) {
@@ -247,6 +267,39 @@ void Ensemble::Impl::allocate() {
       }
     }
   });
+}
+
+// A stage of a pipeline after the first: its free slots take the members the stage before sent,
+// in the order they came, each going on from its state there with this stage's params. A member
+// that failed before passes through untouched (it waits for a sink like one unbuilt); one that
+// this stage's node refuses leaves as failed, with the state it came with.
+void Ensemble::Impl::allocate_fed() {
+  std::size_t slot = 0;
+  while (!inbox.empty()) {
+    if (inbox.front().status == MemberStatus::failed) {
+      unplaced.push_back(std::move(inbox.front()));
+      inbox.pop_front();
+      continue;
+    }
+    while (slot < members.size() && members[slot]) {
+      ++slot;
+    }
+    if (slot == members.size() || !unplaced.empty()) {
+      return; // no room, or members before it still wait for a sink
+    }
+    MemberResult from = std::move(inbox.front());
+    inbox.pop_front();
+    try {
+      members[slot] = build(from.id, from.values, &from);
+    } catch (const Error& error) {
+      if (mismatch) {
+        throw;
+      }
+      from.status = MemberStatus::failed;
+      from.reason = format("{}not built: {}", role.label, error.what());
+      unplaced.push_back(std::move(from));
+    }
+  }
 }
 
 // A member that has left: its state buffers are kept for the next member built.

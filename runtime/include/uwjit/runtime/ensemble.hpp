@@ -169,7 +169,9 @@ public:
   [[nodiscard]] int threads() const noexcept;
 
 private:
+  friend class Pipeline; // each of its stages is an ensemble
   struct Impl;
+  explicit Ensemble(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> m_impl;
 };
 
