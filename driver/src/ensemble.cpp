@@ -13,6 +13,7 @@
 #include <uwjit/driver/args.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/runtime/ensemble.hpp>
+#include <uwjit/runtime/pipeline.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,7 @@
 #include <filesystem>
 #include <iostream>
 #include <span>
+#include <sstream>
 #include <unistd.h>
 
 namespace uwjit::driver {
@@ -70,6 +72,13 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
       .option("--vtk", "DIR",
               "also write each member that leaves as VTK for ParaView: DIR/NODE_ID.vti "
               "(DIR must exist)")
+      .option("--stage", "'NAME=VALUE ... until=RULE'",
+              "a pipeline stage after the first (repeatable): its params over the others' and "
+              "its stop rule; one stage per MPI rank")
+      .option("--mode", "sync|async_recv|fully_async", "how pipeline stages exchange members",
+              "async_recv")
+      .option("--buffer", "N",
+              "the most members a pipeline stage sends on per round (default: the batch)")
       .option("--output", "FILE.h5",
               "write every member's fields and results to this new HDF5 file")
       .flag("--json", "print the report as JSON on stdout");
@@ -97,6 +106,16 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
       "Under mpiexec (or srun) with several ranks the members are spread over them: each rank\n"
       "steps a batch of its own, refilled from the same sampler wherever members finish; rank 0\n"
       "reports and writes the file. Each member's results stay those of its node run alone.\n\n"
+      "Pipelines: each --stage adds a stage after the first (the first is --set and --until),\n"
+      "one per MPI rank (mpiexec -n STAGES). A member that stops in a stage goes on in the next\n"
+      "from its state there, with that stage's params (the varied values stay its own) and\n"
+      "rule (its steps counted in the stage); the last rank reports and writes. E.g. a spin-up\n"
+      "at a large time step feeding a production run:\n"
+      "  mpiexec -n 2 uwjit ensemble heat --size 16 --set boundary=fixed --set courant=0.16 \\\n"
+      "      --vary contrast=1:4:8 --until steps:50 \\\n"
+      "      --stage 'courant=0.05 until=change:heat<1e-9 until=steps:20000'\n"
+      "Each round every stage sends the next its members (none, too: no stage waits forever),\n"
+      "at most --buffer and no more than the next has room for; the rest wait in the batch.\n\n"
       "Ctrl-C (SIGINT) or SIGTERM stops after the current round of up to 16 steps: the members\n"
       "that left are reported (and written), those still in the batch are not; exit 130. With\n"
       "--checkpoint FILE the running ensemble is written there then (and every N rounds), and\n"
@@ -173,6 +192,39 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     rules.push_back(format("steps:{}", kind.default_steps(*make_node(kind, type, params))));
   }
   options.until = runtime::StopRule::parse(rules);
+  // A pipeline: the first stage is --set and --until; each --stage sets params over them.
+  std::vector<runtime::PipelineStage> stages;
+  for (const auto& text : args.all("--stage")) {
+    runtime::PipelineStage stage;
+    std::vector<std::string> stage_rules;
+    std::istringstream words(text);
+    for (std::string item; words >> item;) {
+      if (item.starts_with("until=")) {
+        stage_rules.push_back(item.substr(6));
+        continue;
+      }
+      runtime::Params probe = params;
+      apply_sets(probe, {item}, command);
+      const std::string name = item.substr(0, item.find('='));
+      stage.params.set(name, probe.at(name));
+    }
+    if (stage_rules.empty()) {
+      spec.fail(format("--stage '{}': no until=RULE (e.g. until=steps:100)", text));
+    }
+    stage.until = runtime::StopRule::parse(stage_rules);
+    stages.push_back(std::move(stage));
+  }
+  if (!stages.empty()) {
+    stages.insert(stages.begin(), runtime::PipelineStage{{}, options.until});
+  }
+  const runtime::PipelineMode mode = runtime::parse_pipeline_mode(args.value("--mode"));
+  std::int64_t buffer = 0;
+  if (const auto given = args.get("--buffer")) {
+    buffer = parse_count("--buffer", *given, 1);
+  }
+  if (stages.empty() && (args.get("--buffer") || args.get("--mode"))) {
+    spec.fail("--mode and --buffer are a pipeline's: give its stages with --stage");
+  }
   if (const auto batch = args.get("--batch")) {
     options.batch = parse_count("--batch", *batch, 1);
   }
@@ -199,7 +251,15 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     throw Error(ErrorKind::usage, "--checkpoint and --resume: an ensemble spread over ranks "
                                   "cannot be checkpointed yet; run it in one process");
   }
-  const bool lead = comm == nullptr || comm->rank() == 0;
+  if (!stages.empty() && !comm) {
+    throw Error(ErrorKind::usage,
+                format("--stage: a pipeline of {} stages runs one stage per MPI rank: mpiexec -n "
+                       "{} {} ensemble ...",
+                       stages.size(), stages.size(), program.name.empty() ? "uwjit" : program.name));
+  }
+  // The rank that holds the sinks, prints and writes: rank 0, or a pipeline's last stage.
+  const bool lead = comm == nullptr ||
+                    comm->rank() == (stages.empty() ? 0 : comm->size() - 1);
   std::vector<std::shared_ptr<runtime::MemberSink>> sinks;
   std::shared_ptr<runtime::MemorySink> dropped;
   auto make_sinks = [&] {
@@ -229,12 +289,32 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     return make_node(kind, type, member);
   };
   const auto started = std::chrono::steady_clock::now();
-  runtime::Ensemble ensemble(engine, make, params, std::move(sampler), sinks, options);
+  std::unique_ptr<runtime::Ensemble> alone;
+  std::unique_ptr<runtime::Pipeline> pipeline;
+  if (stages.empty()) {
+    alone = std::make_unique<runtime::Ensemble>(engine, make, params, std::move(sampler), sinks,
+                                                options);
+  } else {
+    pipeline = std::make_unique<runtime::Pipeline>(
+        engine, make, params, std::move(sampler), sinks,
+        runtime::PipelineOptions{.stages = stages,
+                                 .mode = mode,
+                                 .buffer = buffer,
+                                 .batch = options.batch,
+                                 .memory_fraction = options.memory_fraction,
+                                 .threads = options.threads,
+                                 .comm = comm.get(),
+                                 .vtk = options.vtk});
+  }
+  // This rank's ensemble (a pipeline's: its stage), and the job's figures.
+  const runtime::Ensemble& ensemble = pipeline ? pipeline->ensemble() : *alone;
+  auto finished = [&] { return pipeline ? pipeline->finished() : ensemble.finished(); };
+  auto member_steps = [&] { return pipeline ? pipeline->member_steps() : ensemble.member_steps(); };
   const std::int64_t total = ensemble.total().value_or(0);
   Progress progress(
       total, "members",
-      [&ensemble](std::int64_t, double elapsed) {
-        return member_rate(ensemble.member_steps(), elapsed);
+      [&member_steps](std::int64_t, double elapsed) {
+        return member_rate(member_steps(), elapsed);
       },
       lead && ::isatty(STDERR_FILENO) == 1 && !json);
   // Rounds until every member has left, or a signal asks to stop (over ranks, all ranks stop
@@ -252,19 +332,20 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
       interrupted = StopOnSignal::signal() != 0 ? StopOnSignal::signal() : SIGINT;
       break;
     }
-    remain = ensemble.advance(runtime::Ensemble::round_steps);
+    remain = pipeline ? pipeline->advance(runtime::Ensemble::round_steps)
+                      : alone->advance(runtime::Ensemble::round_steps);
     ++rounds;
     if (checkpoint && remain && rounds % checkpoint_every == 0) {
-      ensemble.checkpoint(*checkpoint);
+      alone->checkpoint(*checkpoint);
     }
-    progress.update(ensemble.finished());
+    progress.update(finished());
     if (dropped) {
       (void)dropped->take();
     }
   }
   progress.finish();
   if (checkpoint && interrupted != 0) {
-    ensemble.checkpoint(*checkpoint); // where it stopped: --resume goes on from here
+    alone->checkpoint(*checkpoint); // where it stopped: --resume goes on from here
   }
   const int exit_interrupted = 128 + interrupted;
   const double seconds =
@@ -279,11 +360,17 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
                        {"request_ms", report.info.request_ms},
                        {"stage", report.stage}});
   }
+  if (pipeline) {
+    // Each stage requested its own kernels: the job's compiles are every rank's.
+    std::uint64_t all = static_cast<std::uint64_t>(compiles);
+    comm->all_reduce_sum(std::span<std::uint64_t>(&all, 1));
+    compiles = static_cast<int>(all);
+  }
   bool failed = false;
   for (const auto& m : ensemble.summaries()) {
     failed = failed || m.status == runtime::MemberStatus::failed;
   }
-  const double rate = seconds > 0 ? static_cast<double>(ensemble.member_steps()) / seconds : 0;
+  const double rate = seconds > 0 ? static_cast<double>(member_steps()) / seconds : 0;
   if (!lead) {
     return interrupted != 0 ? exit_interrupted : 0; // rank 0 reports
   }
@@ -307,7 +394,15 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
                          {"status", runtime::to_string(m.status)},
                          {"reason", m.reason}});
     }
-    const nlohmann::json report = {
+    nlohmann::json stage_list = nlohmann::json::array();
+    for (const auto& stage : stages) {
+      nlohmann::json set = nlohmann::json::object();
+      for (const auto& [name, value] : stage.params.values()) {
+        set[name] = value.text();
+      }
+      stage_list.push_back({{"params", std::move(set)}, {"until", stage.until.text()}});
+    }
+    nlohmann::json report = {
         {"ok", !failed},
         {"node", type},
         {"until", options.until.text()},
@@ -318,7 +413,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
         {"ranks", comm ? comm->size() : 1},
         {"compiles", compiles},
         {"kernels", std::move(kernels)},
-        {"member_steps", ensemble.member_steps()},
+        {"member_steps", member_steps()},
         {"seconds", seconds},
         {"member_steps_per_second", rate},
         {"output",
@@ -327,18 +422,37 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
         {"unfinished", ensemble.active()},
         {"members", std::move(members)},
     };
+    if (pipeline) {
+      report["stages"] = std::move(stage_list);
+      report["mode"] = std::string(runtime::to_string(pipeline->mode()));
+      report["buffer"] = pipeline->buffer();
+    }
     std::cout << report.dump(2) << "\n";
     return interrupted != 0 ? exit_interrupted : failed ? 1 : 0;
   }
-  std::cout << format("uwjit ensemble {}: {} members, rule {}\n", type, ensemble.finished(),
+  std::cout << format("uwjit ensemble {}: {} members, rule {}\n", type, finished(),
                       options.until.text());
+  for (std::size_t k = 1; k < stages.size(); ++k) {
+    std::vector<std::string> set;
+    for (const auto& [name, value] : stages[k].params.values()) {
+      set.push_back(format("{}={}", name, value.text()));
+    }
+    std::cout << format("  then stage {}: {}rule {}\n", k,
+                        set.empty() ? std::string() : join(set, " ") + ", ",
+                        stages[k].until.text());
+  }
+  if (pipeline) {
+    std::cout << format("  pipeline of {} stages on as many ranks, mode {}, up to {} member(s) sent "
+                        "a round; batch and kernels of the last stage:\n",
+                        stages.size(), runtime::to_string(mode), pipeline->buffer());
+  }
   std::cout << format("  batch {}\n", ensemble.batch_reason());
   for (const auto& report : ensemble.kernel_reports()) {
     std::cout << format("  kernel {}: {} in {} ms\n", report.info.key,
                         engine::to_string(report.info.tier), fixed(report.info.request_ms, 1));
   }
   std::cout << format("  {} member-steps in {} s on {} thread(s){}: {} member-steps/s\n",
-                      ensemble.member_steps(), fixed(seconds, 2), ensemble.threads(),
+                      member_steps(), fixed(seconds, 2), ensemble.threads(),
                       comm ? format(" on each of {} ranks", comm->size()) : "",
                       general(std::round(rate)));
   if (const auto output = args.get("--output")) {
@@ -347,7 +461,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
   if (interrupted != 0) {
     std::cout << format("  interrupted by signal {}: {} member(s) left and are reported{}; {} "
                         "still in this process's batch did not finish\n",
-                        interrupted, ensemble.finished(),
+                        interrupted, finished(),
                         args.get("--output") ? " and written" : "", ensemble.active());
   }
   std::vector<std::string> head = {"id"};

@@ -2,6 +2,8 @@
 # uwjit ensemble under MPI: the members spread over 2, 3 and 4 ranks, refilled wherever members
 # finish first, each leaves exactly once, and each equals the serial sweep's member (steps and
 # integrals exactly; the HDF5 file's fields bit for bit); an error on rank 0 ends every rank.
+# Pipelines of 2, 3 and 4 stages (one per rank) in each mode: every member leaves the last stage
+# once, the same bits in every mode; a pipeline of more stages than ranks is refused on all.
 # Usage: ensemble_mpi.sh MPIEXEC PATH/TO/uwjit
 mpiexec=$1
 uwjit=$2
@@ -42,6 +44,44 @@ PY
     [ "$same" = True ] && ok || fail "np $n: the file holds each member once, bit for bit: $same"
   fi
 done
+
+# Pipelines: a spin-up at a large time step, then stages at smaller ones until the heat settles.
+for n in 2 3 4; do
+  pipe=(ensemble heat --size 6 --set boundary=fixed --set courant=0.16 --vary contrast=1:4:7
+    --until steps:5 --batch 2 --buffer 1)
+  for ((k = 1; k < n; ++k)); do
+    pipe+=(--stage "courant=0.0$((k + 3)) until=change:heat<1e-6 until=steps:3000")
+  done
+  for mode in sync async_recv fully_async; do
+    run timeout 180 "$mpiexec" --oversubscribe -np "$n" "$uwjit" "${pipe[@]}" --mode "$mode" \
+      --json --output "$sandbox/pipe$n-$mode.h5"
+    expect_code 0 "mpiexec -np $n uwjit ensemble with $n stages, mode $mode"
+    [ "$(json '(len(d["stages"]), d["mode"], sorted(m["id"] for m in d["members"]))' <<<"$out")" = \
+      "($n, '$mode', [0, 1, 2, 3, 4, 5, 6])" ] && ok ||
+      fail "np $n $mode: the report names the stages and mode, every member once: $out"
+    [ "$(json 'all(m["status"] == "converged" and m["reason"].startswith("stage '$((n - 1))':") for m in d["members"])' <<<"$out")" = True ] &&
+      ok || fail "np $n $mode: members converge in the last stage: $out"
+  done
+  if "$py" -c "import h5py" 2>/dev/null; then
+    same=$("$py" - "$sandbox"/pipe$n-*.h5 <<'PY'
+import sys
+import h5py
+import numpy as np
+files = [h5py.File(name) for name in sys.argv[1:]]
+order = [np.argsort(f["id"][:]) for f in files]
+first = files[0]["fields/u"][:][order[0]]
+print(all(sorted(f["id"][:]) == list(range(7)) for f in files)
+      and all(np.array_equal(first, f["fields/u"][:][o]) for f, o in zip(files, order))
+      and not np.array_equal(first[0], first[1]))
+PY
+    )
+    [ "$same" = True ] && ok || fail "np $n: every mode's file holds each member once, the same bits"
+  fi
+done
+run timeout 120 "$mpiexec" --oversubscribe -np 3 "$uwjit" ensemble heat --size 6 --vary \
+  contrast=1:2:2 --until steps:2 --stage 'courant=0.05 until=steps:2'
+expect_code 2 "a pipeline of 2 stages on 3 ranks"
+expect_err "one stage per rank" "the error says why"
 
 # An output that exists: every rank ends with the error, none waits.
 run timeout 120 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${sweep[@]}" --output "$sandbox/np2.h5"

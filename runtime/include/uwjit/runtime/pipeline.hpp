@@ -60,9 +60,10 @@ struct PipelineOptions {
 /// goes on from the member's fields, steps and integrals; a member that stops in the last stage
 /// leaves for the sinks (on the last rank). A member that failed passes on to the sinks
 /// untouched. Each stage's stop rule counts the steps taken in that stage; a member's steps are
-/// all its steps. Every member is stepped as it would be alone: bit for bit, a Simulation of its
-/// first stage's node run for its steps there, checkpointed, and restored with the next stage's
-/// node (Simulation::restore with that node's factory), and so on.
+/// all its steps (the step its kernel is told goes on from stage to stage). Every member is
+/// stepped as it would be alone: bit for bit, a serial Simulation of its first stage's node run
+/// for its steps there, then one of the next stage's node whose initial state is where the first
+/// left it, and so on (tests/mpi/pipeline_tests.cpp).
 ///
 /// Back-pressure: a stage sends at most `buffer` members a round, and no more than the stage
 /// after it has free slots for; a member that stopped and cannot be sent waits in its batch, not
