@@ -64,6 +64,61 @@ double sequence_seconds(engine::Engine& engine, const std::string& type,
   return ms_since(start) / 1000;
 }
 
+// Member-steps per second of `uwjit ensemble ... --json` (every rank's steps over the job's time).
+double cli_member_steps_per_s(const std::vector<std::string>& argv,
+                              const std::vector<std::string>& env) {
+  const auto result = run(argv, env, std::chrono::minutes(5));
+  return result.json()["member_steps_per_second"].get<double>();
+}
+
+// A pipeline of two stages on two ranks (a spin-up, then a production stage at a smaller time
+// step) against the same member-steps as one stage in one process, each rank and the one
+// process on one thread: what the second rank adds, and what the exchange costs (ideal 2×).
+void pipeline_rows(const Options& options, int rounds, Series& series, Report& report) {
+  if (!have_program("mpiexec") || !have_program(helper(options, "uwjit"))) {
+    report.not_measured("ensemble", "the pipeline row: no mpiexec, or no uwjit beside the bench");
+    return;
+  }
+  // Stages of equal work: the pipeline's pace is its slowest stage's.
+  const std::int64_t spin = options.quick ? 8 : 200;
+  const std::int64_t production = spin;
+  const std::string members = options.quick ? "8" : "256";
+  const std::vector<std::string> common = {
+      helper(options, "uwjit"), "ensemble",   "heat",          "--size", "16",
+      "--set",                  "courant=0.1", "--vary",       "contrast=1:4:" + members,
+      "--threads",              "1",          "--json"};
+  std::vector<std::string> env = k_mpi_env;
+  env.push_back("UWJIT_CACHE_DIR=" + fresh_dir(options.work, "pipeline").string());
+  std::vector<std::string> piped = {"mpiexec", "-n", "2"};
+  piped.insert(piped.end(), common.begin(), common.end());
+  piped.insert(piped.end(), {"--until", format("steps:{}", spin), "--stage",
+                             format("courant=0.05 until=steps:{}", production)});
+  std::vector<std::string> alone = common;
+  alone.insert(alone.end(), {"--until", format("steps:{}", spin + production)});
+  (void)cli_member_steps_per_s(alone, env); // the kernel in the cache before either is timed
+  for (int round = 0; round < rounds; ++round) {
+    const double two = cli_member_steps_per_s(piped, env);
+    const double one = cli_member_steps_per_s(alone, env);
+    series.add("pipeline_np2_member_steps_per_s", two);
+    series.add("one_stage_member_steps_per_s", one);
+    series.add("pipeline_np2_over_one_stage", two / one);
+  }
+  report.add({.section = "ensemble",
+              .figure = format("heat 16³, {} members: pipeline of 2 stages at np 2 / the same "
+                               "member-steps as one stage in one process",
+                               members),
+              .unit = "×",
+              .value = series.summary("pipeline_np2_over_one_stage"),
+              .command = options.command("--sections ensemble"),
+              .note = format("`mpiexec -n 2 uwjit ensemble heat --size 16 --until steps:{} "
+                             "--stage 'courant=0.05 until=steps:{}'` against `--until steps:{}`, "
+                             "one thread per rank (ideal 2×); {} against {} member-steps/s, "
+                             "each job's start and compile-free kernel load included",
+                             spin, production, spin + production,
+                             number_text(series.summary("pipeline_np2_member_steps_per_s").median),
+                             number_text(series.summary("one_stage_member_steps_per_s").median))});
+}
+
 } // namespace
 
 void ensemble_section(const Options& options, Report& report) {
@@ -188,9 +243,9 @@ void ensemble_section(const Options& options, Report& report) {
               .note = format("batches of {}, rule change:heat<1e-6, {} threads; the fixed "
                              "batches step every member until the slowest of its batch stops",
                              batch_size, threads)});
+  pipeline_rows(options, rounds, series, report);
   section["series"] = series.to_json();
-  section["not_measured"] = {{"pipeline_np2", "ensembles do not run across MPI ranks yet"},
-                             {"gpu", "ensembles run on CPUs only"}};
+  section["not_measured"] = {{"gpu", "ensembles run on CPUs only"}};
 }
 
 } // namespace uwjit::bench
