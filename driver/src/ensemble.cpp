@@ -58,7 +58,7 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
       .option("--seed", "S", "the seed of --random", "1")
       .option("--until", "RULE",
               "when a member stops (repeatable, or comma-separated): steps:N, "
-              "change:INTEGRAL<TOL, every:K (below)")
+              "change:INTEGRAL<TOL, below:INTEGRAL<TOL, every:K (below)")
       .option("--batch", "B",
               "members stepped together (default: what fits in a quarter of "
               "the memory, at most the members)")
@@ -91,6 +91,9 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
       "  change:INTEGRAL<TOL     converged when the integral's relative change over one step,\n"
       "                          |I(s) - I(s-1)| / |I(s)|, is below TOL, e.g.\n"
       "                          --until 'change:heat<1e-9' --until steps:100000\n"
+      "  below:INTEGRAL<TOL      converged when the integral's magnitude |I(s)| is below TOL:\n"
+      "                          a residual the node's kernel sums, such as the sum of\n"
+      "                          (u_new - u_old)^2 over its cells\n"
       "  every:K                 check every K steps instead of every step\n"
       "A member whose kernel fails or whose integral is not finite leaves as failed.\n\n"
       "The report lists every member (id, varied params, steps, status, integrals) and the\n"

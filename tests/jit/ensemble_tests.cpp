@@ -251,6 +251,14 @@ TEST_CASE("bad ensemble input is one clear error") {
                        Error);
   CHECK_THROWS_WITH_AS(StopRule::parse({"stepz:3"}), doctest::Contains("unknown rule \"stepz\""),
                        Error);
+  CHECK_THROWS_WITH_AS(make({ParamRange::parse("kappa=1:2:2")}, {"below:resid<1e-9", "steps:2"}),
+                       doctest::Contains("stop rule \"below:resid<1e-09\": heat has no integral"),
+                       Error);
+  CHECK_THROWS_WITH_AS(StopRule::parse({"below:heat<0", "steps:2"}),
+                       doctest::Contains("not a number > 0"), Error);
+  // A rule reads back as it was written, each kind in its place.
+  CHECK(StopRule::parse({"below:heat<1e-06,change:heat<0.5", "every:3", "steps:9"}).text() ==
+        "below:heat<1e-06,change:heat<0.5,steps:9,every:3");
   CHECK_THROWS_WITH_AS((void)ParamRange::parse("kappa=1:2:0"), doctest::Contains("an empty range"),
                        Error);
   CHECK_THROWS_WITH_AS((void)ParamRange::parse("kappa=2:1:3"), doctest::Contains("above HIGH"),

@@ -81,6 +81,50 @@ def test_a_member_converges_by_its_own_rule(engine):
     assert np.array_equal(members[2]["fields"]["u"], u)
 
 
+class Settling(Decay):
+    """Decay with a residual the kernel sums: (u_new - u_old)^2 over the cells."""
+
+    def layout(self):
+        p = self.params
+        return uwjit.Layout(uwjit.grid([p["nx"], p["ny"]]), [uwjit.StateField("u")],
+                            integrals=["total", "residual"], dt=0.1)
+
+    def emit_update(self, writer):
+        writer.state_out("u")
+        writer.param("rate", self.params["rate"])
+        writer.static_array("floor", writer.provided_dtype("floor"),
+                            [writer.domain(0), writer.domain(1)])
+        writer.integral("total")
+        writer.integral("residual")
+        writer.body("""
+  for (uw_i64 i = 0; i < nx; ++i) {
+    for (uw_i64 j = 0; j < ny; ++j) {
+      u_out(i, j) = u(i, j) - rate * args->dt * (u(i, j) - floor(i, j));
+      total += u_out(i, j);
+      residual += (u_out(i, j) - u(i, j)) * (u_out(i, j) - u(i, j));
+    }
+  }
+""")
+
+
+def test_a_member_stops_when_its_residual_is_below_a_tolerance(engine):
+    ens = uwjit.Ensemble(engine, Settling, BASE, vary={"rate": (0.5, 2.0, 3)},
+                         until=["below:residual<1e-10", "steps:5000"], batch=2)
+    ens.run()
+    for m in ens.take():
+        assert m["status"] == "converged" and m["reason"].startswith("|residual| ")
+        # Run alone, the residual first falls below the tolerance at the member's step.
+        sim = uwjit.Simulation(engine, [Settling({**BASE, **m["params"]})], threads=1)
+        steps = 0
+        while True:
+            sim.step(1)
+            steps += 1
+            if abs(sim.integrals("decay")["residual"]) < 1e-10:
+                break
+        assert steps == m["steps"] > 1
+        assert np.array_equal(m["fields"]["u"], sim.field("decay", "u"))
+
+
 def test_heat_members_go_to_an_hdf5_file(engine, tmp_path):
     h5py = pytest.importorskip("h5py")
     params = uwjit.default_params("heat")

@@ -226,19 +226,25 @@ void Ensemble::Impl::judge(Member& m) const {
   // Numbers only on every check; the words only for a member that stops.
   auto change_of = [&](std::size_t r) {
     const std::size_t i = change_index[r];
+    if (rule.changes[r].below) {
+      return std::abs(now[i]);
+    }
     return now[i] == m.previous[i] ? 0.0 : std::abs(now[i] - m.previous[i]) / std::abs(now[i]);
   };
   // A first step has no step before it to compare with.
-  bool converged = !rule.changes.empty() && steps >= 2;
+  bool converged = !rule.changes.empty();
   for (std::size_t r = 0; r < rule.changes.size() && converged; ++r) {
-    converged = change_of(r) < rule.changes[r].tolerance;
+    converged = (rule.changes[r].below || steps >= 2) &&
+                change_of(r) < rule.changes[r].tolerance;
   }
   if (!converged && !capped) {
     return;
   }
   std::vector<std::string> parts;
   for (std::size_t r = 0; r < rule.changes.size(); ++r) {
-    parts.push_back(format("change of {} {} {} {}", integral_names[change_index[r]],
+    const std::string& name = integral_names[change_index[r]];
+    parts.push_back(format("{} {} {} {}",
+                           rule.changes[r].below ? format("|{}|", name) : "change of " + name,
                            general(change_of(r)), converged ? "<" : "(not <",
                            general(rule.changes[r].tolerance)) +
                     (converged ? "" : ")"));

@@ -129,9 +129,10 @@ std::unique_ptr<EnsembleMember> Ensemble::Impl::build(std::int64_t id, std::vect
       const auto at = std::find(integral_names.begin(), integral_names.end(), change.integral);
       if (at == integral_names.end()) {
         throw Error(ErrorKind::usage,
-                    format("stop rule \"change:{}<{}\": {} has no integral \"{}\"{}; its "
+                    format("stop rule \"{}:{}<{}\": {} has no integral \"{}\"{}; its "
                            "integrals are {}",
-                           change.integral, general(change.tolerance), type, change.integral,
+                           change.below ? "below" : "change", change.integral,
+                           general(change.tolerance), type, change.integral,
                            did_you_mean(change.integral, integral_names),
                            integral_names.empty() ? "none" : join(integral_names)));
       }

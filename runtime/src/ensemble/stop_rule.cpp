@@ -1,5 +1,5 @@
-// StopRule: when an ensemble's members stop, parsed from "steps:N", "change:INTEGRAL<TOL" and
-// "every:K".
+// StopRule: when an ensemble's members stop, parsed from "steps:N", "change:INTEGRAL<TOL",
+// "below:INTEGRAL<TOL" and "every:K".
 #include <uwjit/runtime/ensemble.hpp>
 
 #include <uwjit/common/error.hpp>
@@ -15,7 +15,9 @@ namespace {
 
 constexpr std::string_view k_rules =
     "steps:N (the step cap), change:INTEGRAL<TOLERANCE (converged when the integral's relative "
-    "change over a step is below TOLERANCE), every:K (check every K steps)";
+    "change over a step is below TOLERANCE), below:INTEGRAL<TOLERANCE (converged when the "
+    "integral's magnitude is below TOLERANCE, e.g. a residual the node sums), every:K (check "
+    "every K steps)";
 
 [[noreturn]] void bad_rule(std::string_view rule, std::string_view why) {
   throw Error(ErrorKind::usage, format("stop rule \"{}\": {}; rules are {}", rule, why, k_rules));
@@ -56,12 +58,12 @@ StopRule StopRule::parse(const std::vector<std::string>& rules) {
         capped = true;
       } else if (kind == "every") {
         rule.every = whole(one, rest);
-      } else if (kind == "change") {
+      } else if (kind == "change" || kind == "below") {
         const auto less = rest.find('<');
         if (less == std::string_view::npos) {
           bad_rule(one, "no \"<\" between the integral and the tolerance");
         }
-        Change change{std::string(rest.substr(0, less)), 0.0};
+        Change change{std::string(rest.substr(0, less)), 0.0, kind == "below"};
         if (!is_identifier(change.integral)) {
           bad_rule(one, format("\"{}\" is not an integral's name", change.integral));
         }
@@ -90,7 +92,8 @@ StopRule StopRule::parse(const std::vector<std::string>& rules) {
 std::string StopRule::text() const {
   std::vector<std::string> parts;
   for (const auto& c : changes) {
-    parts.push_back(format("change:{}<{}", c.integral, general(c.tolerance)));
+    parts.push_back(
+        format("{}:{}<{}", c.below ? "below" : "change", c.integral, general(c.tolerance)));
   }
   parts.push_back(format("steps:{}", max_steps));
   if (every != 1) {

@@ -27,20 +27,24 @@ class Comm;
 namespace uwjit::runtime {
 
 /// When a member stops, checked after every `every` steps of it (and at the cap): it has
-/// converged when, for every change rule, its integral's relative change over its last step,
-/// |I(s) - I(s-1)| / |I(s)|, is below the tolerance (0 / 0 counts as no change); it leaves at
-/// `max_steps` steps otherwise, not converged. A member whose kernel fails, or whose integral
+/// converged when every convergence rule holds: a change rule when its integral's relative change
+/// over its last step, |I(s) - I(s-1)| / |I(s)|, is below the tolerance (0 / 0 counts as no
+/// change; never at a first step), a below rule when the integral's magnitude |I(s)| is (a
+/// residual the node's kernel sums, e.g. the sum of (u_new - u_old)^2 over its cells); it leaves
+/// at `max_steps` steps otherwise, not converged. A member whose kernel fails, or whose integral
 /// is not finite at a check, leaves as failed.
 struct StopRule {
   struct Change {
     std::string integral;
     double tolerance = 0;
+    bool below = false; ///< |I(s)| < tolerance ("below:"), not its relative change ("change:")
   };
   std::int64_t max_steps = 0;  ///< the step cap (> 0: every member ends)
   std::vector<Change> changes; ///< convergence: all must hold
   std::int64_t every = 1;      ///< steps between checks (>= 1)
-  /// Parses rules, each "steps:N", "change:INTEGRAL<TOLERANCE" or "every:K" (several may be
-  /// given, also comma-separated in one text), e.g. {"change:heat<1e-9", "steps:5000"}.
+  /// Parses rules, each "steps:N", "change:INTEGRAL<TOLERANCE", "below:INTEGRAL<TOLERANCE" or
+  /// "every:K" (several may be given, also comma-separated in one text), e.g.
+  /// {"change:heat<1e-9", "steps:5000"}.
   /// Error(usage) naming the text for a rule it does not know, a number that does not parse,
   /// no steps rule (a member that never converges would never end) or a step count below 1.
   [[nodiscard]] static StopRule parse(const std::vector<std::string>& rules);
