@@ -8,6 +8,7 @@
 #include <uwjit/common/text.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/runtime/ensemble.hpp>
+#include <uwjit/runtime/pipeline.hpp>
 
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
@@ -28,8 +29,53 @@ struct PyEnsemble {
   py::object factory;
   std::shared_ptr<runtime::MemorySink> memory;
   std::shared_ptr<comm::Comm> comm;
-  std::unique_ptr<runtime::Ensemble> ensemble;
+  std::unique_ptr<runtime::Ensemble> ensemble; // or
+  std::unique_ptr<runtime::Pipeline> pipeline; // whose stage on this rank is `stage()`
+
+  // This rank's ensemble: the ensemble, or the pipeline's stage.
+  [[nodiscard]] const runtime::Ensemble& stage() const {
+    return pipeline ? pipeline->ensemble() : *ensemble;
+  }
+  bool advance(std::int64_t steps) {
+    return pipeline ? pipeline->advance(steps) : ensemble->advance(steps);
+  }
 };
+
+// The stages after the first: [{"params": {...}, "until": [...]}, ...].
+std::vector<runtime::PipelineStage> stages_of(const py::object& stages) {
+  std::vector<runtime::PipelineStage> out;
+  if (stages.is_none()) {
+    return out;
+  }
+  for (const auto item : stages) {
+    if (!py::isinstance<py::dict>(item)) {
+      throw py::type_error("Ensemble: stages must be dicts {\"params\": {...}, \"until\": [...]}, "
+                           "got " +
+                           type_name(item));
+    }
+    const auto stage = item.cast<py::dict>();
+    for (const auto& [key, value] : stage) {
+      const auto name = key.cast<std::string>();
+      if (name != "params" && name != "until") {
+        throw Error(ErrorKind::usage,
+                    format("Ensemble: stage {}: \"{}\" is not params or until", out.size() + 1,
+                           name));
+      }
+    }
+    runtime::PipelineStage one;
+    if (stage.contains("params")) {
+      one.params = to_params(stage["params"], "Ensemble: a stage's params");
+    }
+    if (!stage.contains("until")) {
+      throw Error(ErrorKind::usage,
+                  format("Ensemble: stage {} has no until (its stop rules, e.g. [\"steps:100\"])",
+                         out.size() + 1));
+    }
+    one.until = runtime::StopRule::parse(stage["until"].cast<std::vector<std::string>>());
+    out.push_back(std::move(one));
+  }
+  return out;
+}
 
 std::unique_ptr<runtime::MemberSampler>
 sampler_of(const py::object& vary, const py::object& samples, const py::object& random) {
@@ -169,7 +215,7 @@ the sampler's next member takes its slot.
 
 Ensemble(engine, make, params, vary=None, samples=None, random=None, until=..., batch=0,
          threads=None, output=None, keep=True, capacity=None, comm=None, resume=None,
-         vtk=None)
+         vtk=None, stages=None, mode="async_recv", buffer=0)
 
 make(params) -> Node builds a member from its node params (a dict: `params` with the member's
 values set), e.g. ``lambda p: uwjit.node("heat", "heat", **p)`` or your own Node subclass. vary:
@@ -185,7 +231,13 @@ communicator to spread the members over (collective: every rank makes the ensemb
 arguments and steps it alike; members that stop go to rank 0, whose take() and output get them).
 resume: a checkpoint (Ensemble.checkpoint) to go on from, bit for bit, made by an ensemble of the
 same arguments (checked); output then appends the members its file does not hold yet. vtk: a
-directory where each member that leaves is also written for ParaView (NODE_ID.vti). Raises UsageError naming what is wrong:
+directory where each member that leaves is also written for ParaView (NODE_ID.vti).
+stages: a pipeline, one stage per rank of comm: the first stage is `until` (and `params`),
+each later one a dict {"params": {name: value}, "until": [rules]}; a member that stops in a
+stage goes on in the next from its state there, with that stage's params (its varied values
+stay its own) and rules. mode: "sync", "async_recv" or "fully_async" (when transfers are waited
+for); buffer: the most members a stage sends on per step round (0: the batch). The last rank
+holds the sinks (its take() and output get the members). Raises UsageError naming what is wrong:
 an unknown param, an empty range, a rule naming no integral, an output that cannot be written,
 members whose layouts or kernels differ. The GIL is held while it runs (members are Python code).)doc")
       .def(py::init([](std::shared_ptr<engine::Engine> engine, py::object make,
@@ -193,7 +245,8 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                        const py::object& random, const std::vector<std::string>& until,
                        const py::handle& batch, const py::object& threads, const py::object& output,
                        bool keep, const py::object& capacity, const py::object& comm,
-                       const py::object& resume, const py::object& vtk) {
+                       const py::object& resume, const py::object& vtk, const py::object& stages,
+                       const std::string& mode, const py::handle& buffer) {
              auto self = std::make_unique<PyEnsemble>();
              self->engine = std::move(engine);
              self->factory = make;
@@ -207,6 +260,12 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                options.vtk = vtk.cast<std::filesystem::path>();
              }
              options.until = runtime::StopRule::parse(until);
+             std::vector<runtime::PipelineStage> later = stages_of(stages);
+             const auto pipe_mode = runtime::parse_pipeline_mode(mode);
+             const std::int64_t pipe_buffer = int_arg(buffer, "Ensemble: buffer", 0);
+             // The rank that holds the sinks: rank 0, or a pipeline's last stage.
+             const int holder = !later.empty() && self->comm != nullptr ? self->comm->size() - 1
+                                                                        : 0;
              options.batch = int_arg(batch, "Ensemble: batch", 0);
              if (!threads.is_none()) {
                options.threads = static_cast<int>(int_arg(threads, "Ensemble: threads", 1, 4096));
@@ -220,10 +279,10 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                sinks.push_back(self->memory);
              }
              if (!output.is_none()) {
-               // Rank 0's file: a path it refuses is an error on every rank.
+               // The holder's file: a path it refuses is an error on every rank.
                const auto path = output.cast<std::filesystem::path>();
                auto open = [&] {
-                 if (self->comm == nullptr || self->comm->rank() == 0) {
+                 if (self->comm == nullptr || self->comm->rank() == holder) {
                    sinks.push_back(std::make_shared<runtime::FileSink>(
                        path, -1,
                        options.resume.empty() ? runtime::FileSink::Open::create
@@ -271,6 +330,24 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                      cpp.reset();
                    });
              };
+             if (!later.empty()) {
+               if (!options.resume.empty()) {
+                 throw Error(ErrorKind::usage, "Ensemble: a pipeline cannot be resumed yet");
+               }
+               later.insert(later.begin(), runtime::PipelineStage{{}, options.until});
+               self->pipeline = std::make_unique<runtime::Pipeline>(
+                   *self->engine, std::move(member), to_params(params, "Ensemble: params"),
+                   sampler_of(vary, samples, random), std::move(sinks),
+                   runtime::PipelineOptions{.stages = std::move(later),
+                                            .mode = pipe_mode,
+                                            .buffer = pipe_buffer,
+                                            .batch = options.batch,
+                                            .memory_fraction = options.memory_fraction,
+                                            .threads = options.threads,
+                                            .comm = options.comm,
+                                            .vtk = options.vtk});
+               return self;
+             }
              self->ensemble = std::make_unique<runtime::Ensemble>(
                  *self->engine, std::move(member), to_params(params, "Ensemble: params"),
                  sampler_of(vary, samples, random), std::move(sinks), std::move(options));
@@ -281,25 +358,34 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
            py::arg("until") = std::vector<std::string>{}, py::arg("batch") = 0,
            py::arg("threads") = py::none(), py::arg("output") = py::none(), py::arg("keep") = true,
            py::arg("capacity") = py::none(), py::arg("comm") = py::none(),
-           py::arg("resume") = py::none(), py::arg("vtk") = py::none())
+           py::arg("resume") = py::none(), py::arg("vtk") = py::none(),
+           py::arg("stages") = py::none(), py::arg("mode") = "async_recv", py::arg("buffer") = 0)
       .def(
-          "step", [](PyEnsemble& self) { return self.ensemble->step(); },
+          "step", [](PyEnsemble& self) { return self.advance(1); },
           "One step of every member still stepping; the members that stop leave, their slots "
           "refilled. Returns whether members remain.")
       .def(
           "run",
           [](PyEnsemble& self, const py::object& callback) {
-            self.ensemble->run([&](const runtime::Ensemble&) {
+            while (self.advance(runtime::Ensemble::round_steps)) {
               if (!callback.is_none()) {
                 callback();
               }
-            });
+            }
+            if (!callback.is_none()) {
+              callback();
+            }
           },
           py::arg("callback") = py::none(),
-          "Steps until every member has left, calling callback() after each step.")
+          "Steps until every member has left, in rounds of up to 16 steps, calling callback() "
+          "after each round.")
       .def(
           "checkpoint",
           [](PyEnsemble& self, const std::filesystem::path& path) {
+            if (self.pipeline) {
+              throw Error(ErrorKind::usage, "Ensemble.checkpoint: a pipeline cannot be "
+                                            "checkpointed yet");
+            }
             self.ensemble->checkpoint(path);
           },
           py::arg("path"),
@@ -309,7 +395,7 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
       .def(
           "advance",
           [](PyEnsemble& self, const py::handle& steps) {
-            return self.ensemble->advance(int_arg(steps, "Ensemble.advance: steps", 1));
+            return self.advance(int_arg(steps, "Ensemble.advance: steps", 1));
           },
           py::arg("steps"),
           "Up to `steps` steps of every member still stepping, in one round (members are judged "
@@ -321,7 +407,7 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
             py::list out;
             if (self.memory) {
               for (const auto& r : self.memory->take()) {
-                out.append(result_dict(*self.ensemble, r));
+                out.append(result_dict(self.stage(), r));
               }
             }
             return out;
@@ -333,41 +419,48 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
           "summaries",
           [](const PyEnsemble& self) {
             py::list out;
-            for (const auto& r : self.ensemble->summaries()) {
-              out.append(result_dict(*self.ensemble, r));
+            for (const auto& r : self.stage().summaries()) {
+              out.append(result_dict(self.stage(), r));
             }
             return out;
           },
-          "Every member that has left, without its fields.")
+          "Every member that has left (a pipeline's stage: left this rank's stage), without its "
+          "fields.")
       .def_property_readonly(
-          "batch_size", [](const PyEnsemble& self) { return self.ensemble->batch_size(); },
+          "batch_size", [](const PyEnsemble& self) { return self.stage().batch_size(); },
           "Members stepped together.")
       .def_property_readonly(
-          "batch_reason", [](const PyEnsemble& self) { return self.ensemble->batch_reason(); },
+          "batch_reason", [](const PyEnsemble& self) { return self.stage().batch_reason(); },
           "Why the batch is that size (set, from memory, or the sampler's members).")
       .def_property_readonly(
-          "finished", [](const PyEnsemble& self) { return self.ensemble->finished(); },
-          "Members that have left (over every rank under MPI).")
+          "finished",
+          [](const PyEnsemble& self) {
+            return self.pipeline ? self.pipeline->finished() : self.ensemble->finished();
+          },
+          "Members that have left (over every rank under MPI; a pipeline's last stage).")
       .def_property_readonly(
-          "active", [](const PyEnsemble& self) { return self.ensemble->active(); },
+          "active", [](const PyEnsemble& self) { return self.stage().active(); },
           "Members in this process's batch now.")
       .def_property_readonly(
-          "waiting", [](const PyEnsemble& self) { return self.ensemble->waiting(); },
+          "waiting", [](const PyEnsemble& self) { return self.stage().waiting(); },
           "Members that stopped and wait for room in a sink.")
       .def_property_readonly(
-          "member_steps", [](const PyEnsemble& self) { return self.ensemble->member_steps(); },
+          "member_steps",
+          [](const PyEnsemble& self) {
+            return self.pipeline ? self.pipeline->member_steps() : self.ensemble->member_steps();
+          },
           "Member-steps taken in all (over every rank under MPI).")
       .def_property_readonly(
-          "varied", [](const PyEnsemble& self) { return self.ensemble->varied(); },
+          "varied", [](const PyEnsemble& self) { return self.stage().varied(); },
           "The varied params, in the order of each member's params.")
       .def_property_readonly(
-          "integrals", [](const PyEnsemble& self) { return self.ensemble->integrals(); },
+          "integrals", [](const PyEnsemble& self) { return self.stage().integrals(); },
           "The node's integrals, in the order of each member's integrals.")
       .def_property_readonly(
-          "kernel_reports", [](const PyEnsemble& self) { return self.ensemble->kernel_reports(); },
+          "kernel_reports", [](const PyEnsemble& self) { return self.stage().kernel_reports(); },
           "The batch kernels (one per stage of the node's step) and what the engine did for them.")
       .def("__repr__", [](const PyEnsemble& self) {
-        const auto& e = *self.ensemble;
+        const auto& e = self.stage();
         return "Ensemble(node=" + e.node_type() + ", batch=" + std::to_string(e.batch_size()) +
                ", finished=" + std::to_string(e.finished()) + ")";
       });
