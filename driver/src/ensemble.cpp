@@ -250,9 +250,9 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     comm = program.job->start();
     options.comm = comm.get();
   }
-  if (comm && (checkpoint || args.get("--resume"))) {
-    throw Error(ErrorKind::usage, "--checkpoint and --resume: an ensemble spread over ranks "
-                                  "cannot be checkpointed yet; run it in one process");
+  if (!stages.empty() && (checkpoint || args.get("--resume"))) {
+    throw Error(ErrorKind::usage,
+                "--checkpoint and --resume: a pipeline cannot be checkpointed yet");
   }
   if (!stages.empty() && !comm) {
     throw Error(ErrorKind::usage,

@@ -3,7 +3,8 @@
 # finish first, each leaves exactly once, and each equals the serial sweep's member (steps and
 # integrals exactly; the HDF5 file's fields bit for bit); an error on rank 0 ends every rank.
 # Pipelines of 2, 3 and 4 stages (one per rank) in each mode: every member leaves the last stage
-# once, the same bits in every mode; a pipeline of more stages than ranks is refused on all.
+# once, the same bits in every mode; a pipeline of more stages than ranks is refused on all. A
+# sweep over 2 ranks stopped while it checkpoints resumes as if it had not stopped.
 # Usage: ensemble_mpi.sh MPIEXEC PATH/TO/uwjit
 mpiexec=$1
 uwjit=$2
@@ -82,6 +83,43 @@ run timeout 120 "$mpiexec" --oversubscribe -np 3 "$uwjit" ensemble heat --size 6
   contrast=1:2:2 --until steps:2 --stage 'courant=0.05 until=steps:2'
 expect_code 2 "a pipeline of 2 stages on 3 ranks"
 expect_err "one stage per rank" "the error says why"
+
+# Stopped by SIGTERM while it checkpoints (each rank its part beside the file): resumed on as
+# many ranks it ends as the uninterrupted sweep, each member once in the file; on other rank
+# counts it is refused on every rank.
+slow=(ensemble heat --size 10 --set boundary=fixed --vary courant=0.0005:0.16:6
+  --until 'change:heat<1e-10' --until steps:10000000 --batch 2 --json)
+"$mpiexec" --oversubscribe -np 2 "$uwjit" "${slow[@]}" --output "$sandbox/stopped.h5" \
+  --checkpoint "$sandbox/stopped.ckpt" --checkpoint-every 50 >"$sandbox/stopped.json" \
+  2>/dev/null &
+pid=$!
+for _ in $(seq 600); do
+  [ -f "$sandbox/stopped.ckpt" ] && "$py" -c "import h5py,sys; sys.exit(len(h5py.File('$sandbox/stopped.h5','r',locking=False)['id']) == 0)" 2>/dev/null && break
+  sleep 0.1
+done
+kill -TERM "$pid"
+wait "$pid" 2>/dev/null
+[ "$(json 'd["interrupted"]' <"$sandbox/stopped.json")" = True ] && ok ||
+  fail "SIGTERM stops every rank after the same round"
+ls "$sandbox"/stopped.ckpt.g*.r0 "$sandbox"/stopped.ckpt.g*.r1 >/dev/null && ok ||
+  fail "each rank wrote its part: $(ls "$sandbox")"
+[ "$(ls "$sandbox" | grep -c 'stopped.ckpt.g')" = 2 ] && ok ||
+  fail "the parts of earlier checkpoints are gone: $(ls "$sandbox")"
+run timeout 120 "$mpiexec" --oversubscribe -np 3 "$uwjit" "${slow[@]}" --output "$sandbox/stopped.h5" \
+  --resume "$sandbox/stopped.ckpt"
+expect_code 2 "a resume on another rank count"
+expect_err "written by 2 rank" "names the ranks that wrote it"
+run timeout 300 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${slow[@]}" \
+  --output "$sandbox/stopped.h5" --resume "$sandbox/stopped.ckpt"
+expect_code 0 "the stopped sweep resumed over 2 ranks"
+resumed=$(json 'sorted((m["id"], m["steps"], m["integrals"]["heat"]) for m in d["members"])' <<<"$out")
+run "$uwjit" "${slow[@]}"
+whole=$(json 'sorted((m["id"], m["steps"], m["integrals"]["heat"]) for m in d["members"])' <<<"$out")
+[ "$resumed" = "$whole" ] && ok || fail "resumed, every member as uninterrupted: $resumed"
+if "$py" -c "import h5py" 2>/dev/null; then
+  ids=$("$py" -c "import h5py; print(sorted(h5py.File('$sandbox/stopped.h5')['id'][:].tolist()))")
+  [ "$ids" = "[0, 1, 2, 3, 4, 5]" ] && ok || fail "the file holds each member once: $ids"
+fi
 
 # An output that exists: every rank ends with the error, none waits.
 run timeout 120 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${sweep[@]}" --output "$sandbox/np2.h5"

@@ -1,7 +1,11 @@
 // An ensemble's checkpoint: what a resumed ensemble needs to go on as if it had not stopped (the
 // sampler's position, every member in the batch with its state, the members that left and those
 // waiting for a sink), written atomically, and read back into a new ensemble made with the same
-// arguments (checked: node, rule, varied params, shared params and kernels).
+// arguments (checked: node, rule, varied params, shared params and kernels). Over ranks, the
+// file holds what every rank shares and each rank writes its own batch to a part beside it
+// (PATH.gG.rR, G the checkpoint's generation): rank 0 replaces the file only once every part of
+// the new generation is whole, and the parts of the one before are removed after, so that a job
+// killed at any moment leaves one whole checkpoint; no rank holds another's members.
 #include "ensemble_impl.hpp"
 
 #include "member_transfer.hpp"
@@ -19,7 +23,14 @@ using namespace detail; // this file is the runtime's own
 namespace {
 
 constexpr std::string_view k_magic = "UWJITENS";
-constexpr std::uint32_t k_version = 1;
+constexpr std::string_view k_part_magic = "UWJITENP";
+constexpr std::uint32_t k_version = 2;
+
+// Rank `rank`'s part of generation `generation` of the checkpoint at `path`.
+std::filesystem::path part_path(const std::filesystem::path& path, std::uint64_t generation,
+                                int rank) {
+  return path.string() + format(".g{}.r{}", generation, rank);
+}
 
 } // namespace
 
@@ -39,27 +50,10 @@ std::vector<std::pair<std::string, std::string>> Ensemble::Impl::identity() cons
   return facts;
 }
 
-void Ensemble::Impl::save(const std::filesystem::path& path) const {
-  if (comm != nullptr) {
-    throw Error(ErrorKind::usage, format("ensemble checkpoint {}: an ensemble spread over ranks "
-                                         "cannot be checkpointed yet",
-                                         path.string()));
-  }
+// Every member in this rank's batch (its id, values, steps, integrals, status and state), and
+// those waiting here for a sink.
+std::string Ensemble::Impl::batch_bytes() const {
   ByteWriter out;
-  out.raw(k_magic.data(), k_magic.size());
-  out.u32(k_version);
-  const auto facts = identity();
-  out.u64(facts.size());
-  for (const auto& [what, value] : facts) {
-    out.str(what);
-    out.str(value);
-  }
-  out.i64(next_id);
-  out.u8(exhausted ? 1 : 0);
-  out.i64(left);
-  out.i64(steps_taken);
-  out.i64(batch_steps);
-  out.str(encode_members(summaries));
   out.str(encode_members(unplaced));
   std::vector<const Member*> held;
   for (const auto& m : members) {
@@ -86,18 +80,76 @@ void Ensemble::Impl::save(const std::filesystem::path& path) const {
       out.str(interior);
     }
   }
-  posix::write_file_atomically(path, out.bytes());
+  return std::move(out.bytes());
+}
+
+void Ensemble::Impl::save(const std::filesystem::path& path) const {
+  const int ranks = comm != nullptr ? comm->size() : 1;
+  const std::uint64_t generation = checkpoints + 1;
+  // Over ranks, every rank's part first: the file names a generation only once it is whole.
+  collectively([&] {
+    if (comm != nullptr) {
+      ByteWriter part;
+      part.raw(k_part_magic.data(), k_part_magic.size());
+      part.u64(generation);
+      part.u32(static_cast<std::uint32_t>(comm->rank()));
+      part.str(batch_bytes());
+      posix::write_file_atomically(part_path(path, generation, comm->rank()), part.bytes());
+    }
+  });
+  collectively([&] {
+    if (!lead()) {
+      return;
+    }
+    ByteWriter out;
+    out.raw(k_magic.data(), k_magic.size());
+    out.u32(k_version);
+    const auto facts = identity();
+    out.u64(facts.size());
+    for (const auto& [what, value] : facts) {
+      out.str(what);
+      out.str(value);
+    }
+    out.u32(static_cast<std::uint32_t>(ranks));
+    out.u64(generation);
+    out.i64(next_id);
+    out.u8(exhausted ? 1 : 0);
+    out.i64(left);
+    out.i64(steps_taken);
+    out.i64(batch_steps);
+    out.str(encode_members(summaries));
+    if (comm == nullptr) {
+      out.str(batch_bytes());
+    }
+    posix::write_file_atomically(path, out.bytes());
+  });
+  checkpoints = generation;
+  if (comm != nullptr && generation > 1) {
+    // The generation before is no longer named by the file: its parts go.
+    std::error_code ignored;
+    std::filesystem::remove(part_path(path, generation - 1, comm->rank()), ignored);
+  }
 }
 
 void Ensemble::Impl::restore(const std::filesystem::path& path) {
   const std::string what = "ensemble checkpoint " + path.string();
+  // Over ranks, rank 0 reads the file and every rank gets it (the members that left, without
+  // their fields, and what the ranks share); each then reads its own part.
+  std::string bytes;
+  collectively([&] {
+    if (lead()) {
+      bytes = posix::read_input_file(
+          path, {.what = what, .magic = k_magic, .not_magic = "not an ensemble checkpoint"});
+    }
+  });
   if (comm != nullptr) {
-    throw Error(
-        ErrorKind::usage,
-        format("{}: an ensemble spread over ranks cannot resume from a checkpoint yet", what));
+    bytes = comm->broadcast(std::move(bytes), 0);
   }
-  const std::string bytes = posix::read_input_file(
-      path, {.what = what, .magic = k_magic, .not_magic = "not an ensemble checkpoint"});
+  collectively([&] { restore_from(path, bytes); });
+}
+
+void Ensemble::Impl::restore_from(const std::filesystem::path& path, const std::string& bytes) {
+  const std::string what = "ensemble checkpoint " + path.string();
   ByteReader in(bytes, what);
   (void)in.raw(k_magic.size());
   const std::uint32_t version = in.u32();
@@ -132,12 +184,54 @@ void Ensemble::Impl::restore(const std::filesystem::path& path) {
                        "with",
                        what, join(differences, "; ")));
   }
+  const int ranks = comm != nullptr ? comm->size() : 1;
+  const std::uint32_t saved_ranks = in.u32();
+  if (static_cast<int>(saved_ranks) != ranks) {
+    throw Error(ErrorKind::usage, format("{}: written by {} rank(s); resume it on as many (this "
+                                         "job has {})",
+                                         what, saved_ranks, ranks));
+  }
+  const std::uint64_t generation = in.u64();
   const std::int64_t drawn = in.i64();
   const bool was_exhausted = in.u8() != 0;
   left = in.i64();
   steps_taken = in.i64();
   batch_steps = in.i64();
   summaries = decode_members(in.str());
+  if (!lead()) {
+    summaries.clear(); // rank 0's: the others report none
+  }
+  checkpoints = generation;
+  std::string part_bytes;
+  std::string batch;
+  if (comm == nullptr) {
+    batch = in.str();
+  } else {
+    const auto part = part_path(path, generation, comm->rank());
+    const std::string part_what = format("{} (rank {}'s part, {})", what, comm->rank(),
+                                         part.string());
+    part_bytes = posix::read_input_file(part, {.what = part_what,
+                                               .magic = k_part_magic,
+                                               .not_magic = "not an ensemble checkpoint's part"});
+    ByteReader head(part_bytes, part_what);
+    (void)head.raw(k_part_magic.size());
+    if (head.u64() != generation || head.u32() != static_cast<std::uint32_t>(comm->rank())) {
+      head.fail("of another checkpoint or rank");
+    }
+    batch = head.str();
+    if (!head.at_end()) {
+      head.fail("bytes after the batch");
+    }
+  }
+  if (!in.at_end()) {
+    in.fail("bytes after the batch");
+  }
+  restore_batch(what, drawn, was_exhausted, batch);
+}
+
+void Ensemble::Impl::restore_batch(const std::string& what, std::int64_t drawn,
+                                   bool was_exhausted, const std::string& bytes) {
+  ByteReader in(bytes, what);
   unplaced = decode_members(in.str());
   // The sampler where it was: the members it gave are drawn again (the first one, the template,
   // was drawn when this ensemble was made).

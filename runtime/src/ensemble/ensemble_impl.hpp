@@ -138,7 +138,7 @@ struct Ensemble::Impl {
   void leave_unbuilt(MemberResult result);
   void leave();
   void end_sinks();
-  template <class Body> void collectively(Body&& body) {
+  template <class Body> void collectively(Body&& body) const {
     if (comm != nullptr) {
       comm::together(*comm, body);
     } else {
@@ -160,7 +160,12 @@ struct Ensemble::Impl {
   // ensemble_checkpoint.cpp
   [[nodiscard]] std::vector<std::pair<std::string, std::string>> identity() const;
   void save(const std::filesystem::path& path) const;
+  [[nodiscard]] std::string batch_bytes() const;
   void restore(const std::filesystem::path& path);
+  void restore_from(const std::filesystem::path& path, const std::string& bytes);
+  void restore_batch(const std::string& what, std::int64_t drawn, bool was_exhausted,
+                     const std::string& bytes);
+  mutable std::uint64_t checkpoints = 0; // the generation of the last checkpoint written or resumed
   bool step(std::int64_t steps);
   [[nodiscard]] std::int64_t waiting_count() const;
 };

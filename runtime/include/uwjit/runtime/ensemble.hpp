@@ -76,8 +76,8 @@ struct EnsembleOptions {
   /// stop rule and kernels are checked: Error(usage) naming each difference), a sampler that gives
   /// the same members (it is advanced to where the checkpoint's was), and a batch at least as
   /// large as the one held then; a file sink reopened with FileSink::Open::append. It then goes
-  /// on as the checkpointed one would have, bit for bit. Serial only for now (Error(usage) with a
-  /// comm).
+  /// on as the checkpointed one would have, bit for bit. Over ranks, on as many ranks as wrote
+  /// it (Error(usage) otherwise), each reading its own part.
   std::filesystem::path resume = {};
   /// A directory (it must exist) where each member that leaves is also written for ParaView, as
   /// its node writes VTK (Node::write_vtk), named NODE_ID (heat_000012.vti), or empty. Over
@@ -133,8 +133,12 @@ public:
   /// member in the batch with its state, the members that left (their summaries) and those
   /// waiting for a sink. What sinks took is theirs: a file sink's rows stay in its file (a
   /// resumed ensemble does not write a member the file holds again), a memory sink's members are
-  /// the host's. Call it between steps; Error(io) when the file cannot be written, Error(usage)
-  /// for an ensemble spread over ranks (not yet).
+  /// the host's. Call it between steps; Error(io) when the file cannot be written. Over ranks it
+  /// is collective: `path` holds what the ranks share (rank 0 writes it) and each rank writes its
+  /// own batch to a part beside it, PATH.gG.rR (G counts the checkpoints, R is the rank; the
+  /// ranks must share the directory); the file is replaced only once every part of the new one is
+  /// whole, and the parts it no longer names are removed, so a job killed at any moment leaves one
+  /// whole checkpoint.
   void checkpoint(const std::filesystem::path& path) const;
   /// Steps until every member has left, in rounds of up to 16 steps between refills, calling
   /// `progress` after each round. Within a round, groups of members that fit in a share of the
