@@ -258,11 +258,11 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     throw Error(ErrorKind::usage,
                 format("--stage: a pipeline of {} stages runs one stage per MPI rank: mpiexec -n "
                        "{} {} ensemble ...",
-                       stages.size(), stages.size(), program.name.empty() ? "uwjit" : program.name));
+                       stages.size(), stages.size(),
+                       program.name.empty() ? "uwjit" : program.name));
   }
   // The rank that holds the sinks, prints and writes: rank 0, or a pipeline's last stage.
-  const bool lead = comm == nullptr ||
-                    comm->rank() == (stages.empty() ? 0 : comm->size() - 1);
+  const bool lead = comm == nullptr || comm->rank() == (stages.empty() ? 0 : comm->size() - 1);
   std::vector<std::shared_ptr<runtime::MemberSink>> sinks;
   std::shared_ptr<runtime::MemorySink> dropped;
   auto make_sinks = [&] {
@@ -445,9 +445,10 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
                         stages[k].until.text());
   }
   if (pipeline) {
-    std::cout << format("  pipeline of {} stages on as many ranks, mode {}, up to {} member(s) sent "
-                        "a round; batch and kernels of the last stage:\n",
-                        stages.size(), runtime::to_string(mode), pipeline->buffer());
+    std::cout << format(
+        "  pipeline of {} stages on as many ranks, mode {}, up to {} member(s) sent "
+        "a round; batch and kernels of the last stage:\n",
+        stages.size(), runtime::to_string(mode), pipeline->buffer());
   }
   std::cout << format("  batch {}\n", ensemble.batch_reason());
   for (const auto& report : ensemble.kernel_reports()) {
@@ -464,8 +465,8 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
   if (interrupted != 0) {
     std::cout << format("  interrupted by signal {}: {} member(s) left and are reported{}; {} "
                         "still in this process's batch did not finish\n",
-                        interrupted, finished(),
-                        args.get("--output") ? " and written" : "", ensemble.active());
+                        interrupted, finished(), args.get("--output") ? " and written" : "",
+                        ensemble.active());
   }
   std::vector<std::string> head = {"id"};
   head.insert(head.end(), ensemble.varied().begin(), ensemble.varied().end());

@@ -57,9 +57,8 @@ std::vector<runtime::PipelineStage> stages_of(const py::object& stages) {
     for (const auto& [key, value] : stage) {
       const auto name = key.cast<std::string>();
       if (name != "params" && name != "until") {
-        throw Error(ErrorKind::usage,
-                    format("Ensemble: stage {}: \"{}\" is not params or until", out.size() + 1,
-                           name));
+        throw Error(ErrorKind::usage, format("Ensemble: stage {}: \"{}\" is not params or until",
+                                             out.size() + 1, name));
       }
     }
     runtime::PipelineStage one;
@@ -264,8 +263,8 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
              const auto pipe_mode = runtime::parse_pipeline_mode(mode);
              const std::int64_t pipe_buffer = int_arg(buffer, "Ensemble: buffer", 0);
              // The rank that holds the sinks: rank 0, or a pipeline's last stage.
-             const int holder = !later.empty() && self->comm != nullptr ? self->comm->size() - 1
-                                                                        : 0;
+             const int holder =
+                 !later.empty() && self->comm != nullptr ? self->comm->size() - 1 : 0;
              options.batch = int_arg(batch, "Ensemble: batch", 0);
              if (!threads.is_none()) {
                options.threads = static_cast<int>(int_arg(threads, "Ensemble: threads", 1, 4096));

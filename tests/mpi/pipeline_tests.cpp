@@ -118,9 +118,7 @@ public:
     }
   }
   void emit_update(uwjit::codegen::KernelWriter& w) const override { m_inner->emit_update(w); }
-  uwjit::runtime::StaticData build_static_data() const override {
-    return m_inner->static_data();
-  }
+  uwjit::runtime::StaticData build_static_data() const override { return m_inner->static_data(); }
 
 private:
   std::shared_ptr<const Node> m_inner;
@@ -179,13 +177,14 @@ bool last_rank() {
 
 } // namespace
 
-MPI_TEST_CASE("in every mode each member leaves once, bit for bit as run alone through its stages") {
+MPI_TEST_CASE(
+    "in every mode each member leaves once, bit for bit as run alone through its stages") {
   // Back-pressure: batches of 3, at most 2 members sent a round; stages alternate between a step
   // cap and a change rule that most members meet before their cap.
   const auto all = stages({"steps:5", "change:heat<1e-14,every:2,steps:40", "steps:3"});
   for (const auto mode : k_modes) {
-    const Outcome out = run_pipeline(
-        {.stages = all, .mode = mode, .buffer = 2, .batch = 3, .threads = 1}, 7, 100);
+    const Outcome out =
+        run_pipeline({.stages = all, .mode = mode, .buffer = 2, .batch = 3, .threads = 1}, 7, 100);
     MPI_CHECK(out.finished == 7);
     if (last_rank()) {
       MPI_CHECK(out.members.size() == 7);
@@ -210,8 +209,8 @@ MPI_TEST_CASE("no stage waits forever when no member converges for many steps") 
     stage.params.set("boundary", std::string("fixed"));
   }
   for (const auto mode : k_modes) {
-    const Outcome out = run_pipeline(
-        {.stages = all, .mode = mode, .buffer = 1, .batch = 2, .threads = 1}, 5, 100);
+    const Outcome out =
+        run_pipeline({.stages = all, .mode = mode, .buffer = 1, .batch = 2, .threads = 1}, 5, 100);
     MPI_CHECK(out.finished == 5);
     MPI_CHECK(out.member_steps == 5 * 120 * comm()->size());
     for (const auto& member : out.members) {
@@ -241,8 +240,8 @@ MPI_TEST_CASE("a full sink on the last rank is the same error on every rank") {
   for (const auto mode : k_modes) {
     std::string message;
     try {
-      (void)run_pipeline(
-          {.stages = stages({"steps:2"}), .mode = mode, .batch = 2, .threads = 1}, 6, 1);
+      (void)run_pipeline({.stages = stages({"steps:2"}), .mode = mode, .batch = 2, .threads = 1}, 6,
+                         1);
     } catch (const uwjit::Error& error) {
       message = error.what();
     }

@@ -85,10 +85,20 @@ void pipeline_rows(const Options& options, int rounds, Series& series, Report& r
   const std::int64_t spin = options.quick ? 8 : 200;
   const std::int64_t production = spin;
   const std::string members = options.quick ? "8" : "256";
-  const std::vector<std::string> common = {
-      helper(options, "uwjit"), "ensemble",   "heat",          "--size", "16",
-      "--set",                  "courant=0.1", "--vary",       "contrast=1:4:" + members,
-      "--threads",              "1",          "--batch",       "32",     "--json"};
+  const std::vector<std::string> common = {helper(options, "uwjit"),
+                                           "ensemble",
+                                           "heat",
+                                           "--size",
+                                           "16",
+                                           "--set",
+                                           "courant=0.1",
+                                           "--vary",
+                                           "contrast=1:4:" + members,
+                                           "--threads",
+                                           "1",
+                                           "--batch",
+                                           "32",
+                                           "--json"};
   std::vector<std::string> env = k_mpi_env;
   env.push_back("UWJIT_CACHE_DIR=" + fresh_dir(options.work, "pipeline").string());
   std::vector<std::string> piped = {"mpiexec", "-n", "2"};

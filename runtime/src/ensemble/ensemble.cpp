@@ -234,8 +234,7 @@ void Ensemble::Impl::judge(Member& m) const {
   // A first step has no step before it to compare with.
   bool converged = !rule.changes.empty();
   for (std::size_t r = 0; r < rule.changes.size() && converged; ++r) {
-    converged = (rule.changes[r].below || steps >= 2) &&
-                change_of(r) < rule.changes[r].tolerance;
+    converged = (rule.changes[r].below || steps >= 2) && change_of(r) < rule.changes[r].tolerance;
   }
   if (!converged && !capped) {
     return;

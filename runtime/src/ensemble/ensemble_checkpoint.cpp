@@ -208,8 +208,8 @@ void Ensemble::Impl::restore_from(const std::filesystem::path& path, const std::
     batch = in.str();
   } else {
     const auto part = part_path(path, generation, comm->rank());
-    const std::string part_what = format("{} (rank {}'s part, {})", what, comm->rank(),
-                                         part.string());
+    const std::string part_what =
+        format("{} (rank {}'s part, {})", what, comm->rank(), part.string());
     part_bytes = posix::read_input_file(part, {.what = part_what,
                                                .magic = k_part_magic,
                                                .not_magic = "not an ensemble checkpoint's part"});
@@ -229,8 +229,8 @@ void Ensemble::Impl::restore_from(const std::filesystem::path& path, const std::
   restore_batch(what, drawn, was_exhausted, batch);
 }
 
-void Ensemble::Impl::restore_batch(const std::string& what, std::int64_t drawn,
-                                   bool was_exhausted, const std::string& bytes) {
+void Ensemble::Impl::restore_batch(const std::string& what, std::int64_t drawn, bool was_exhausted,
+                                   const std::string& bytes) {
   ByteReader in(bytes, what);
   unplaced = decode_members(in.str());
   // The sampler where it was: the members it gave are drawn again (the first one, the template,

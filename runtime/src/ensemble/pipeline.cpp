@@ -85,7 +85,8 @@ std::string_view to_string(PipelineMode mode) noexcept {
 }
 
 PipelineMode parse_pipeline_mode(std::string_view text) {
-  for (const auto mode : {PipelineMode::sync, PipelineMode::async_recv, PipelineMode::fully_async}) {
+  for (const auto mode :
+       {PipelineMode::sync, PipelineMode::async_recv, PipelineMode::fully_async}) {
     if (text == to_string(mode)) {
       return mode;
     }
@@ -102,8 +103,8 @@ struct Pipeline::Impl {
   std::int64_t buffer = 0;
   std::unique_ptr<Ensemble> ensemble;
   Ensemble::Impl* e = nullptr;
-  std::shared_ptr<SendBuffer> out; // null on the last stage
-  std::string send_bytes;          // the message in flight to the next stage
+  std::shared_ptr<SendBuffer> out;      // null on the last stage
+  std::string send_bytes;               // the message in flight to the next stage
   std::vector<std::byte> receive_bytes; // the receive buffer, allocated at the first round
   std::size_t member_bytes = 0;         // the most one member takes in a message
   std::unique_ptr<comm::Comm::Request> sending;
@@ -178,8 +179,7 @@ Pipeline::Pipeline(engine::Engine& engine, MemberFactory make, Params base,
   settings.until = mine.until;
   settings.batch = options.batch;
   settings.memory_fraction = options.memory_fraction;
-  settings.threads =
-      options.threads > 0 ? options.threads : default_threads(p.comm->node_size());
+  settings.threads = options.threads > 0 ? options.threads : default_threads(p.comm->node_size());
   settings.vtk = p.last() ? options.vtk : std::filesystem::path{};
   StageRole role{.fed = !p.first(),
                  .piped = true,
@@ -217,8 +217,8 @@ Pipeline::Pipeline(engine::Engine& engine, MemberFactory make, Params base,
                          k, layout, first_layout));
     }
   }
-  p.buffer = options.buffer > 0 ? options.buffer
-                                : *std::max_element(batches.begin(), batches.end());
+  p.buffer =
+      options.buffer > 0 ? options.buffer : *std::max_element(batches.begin(), batches.end());
   if (!p.last()) {
     p.room_after = batches[static_cast<std::size_t>(p.stage + 1)];
   }
@@ -231,9 +231,9 @@ Pipeline::Pipeline(engine::Engine& engine, MemberFactory make, Params base,
     for (const auto n : column.shape) {
       count *= n;
     }
-    shape.fields.push_back({column.name, column.dtype, column.shape,
-                            std::vector<std::byte>(static_cast<std::size_t>(count) *
-                                                   codegen::size_of(column.dtype))});
+    shape.fields.push_back(
+        {column.name, column.dtype, column.shape,
+         std::vector<std::byte>(static_cast<std::size_t>(count) * codegen::size_of(column.dtype))});
   }
   p.member_bytes = encode_members({shape}).size() - encode_members({}).size() + k_reason_bytes;
 }
@@ -330,9 +330,8 @@ bool Pipeline::Impl::advance(std::int64_t steps) {
   }
   // The agreement: whether each stage still holds, awaits or sends a member, its room, and its
   // figures.
-  std::vector<double> figures_of(static_cast<std::size_t>(Figure::figures) *
-                                     static_cast<std::size_t>(stages),
-                                 0.0);
+  std::vector<double> figures_of(
+      static_cast<std::size_t>(Figure::figures) * static_cast<std::size_t>(stages), 0.0);
   const auto at = [](int rank) {
     return static_cast<std::size_t>(Figure::figures) * static_cast<std::size_t>(rank);
   };
