@@ -11,6 +11,8 @@ import uwjit
 class Decay(uwjit.Node):
     """u <- u - rate * dt * (u - floor) on a 2-D grid, with a run-time rate and a per-member
     floor (a static array built from the params); the integral is the total."""
+    INTEGRALS = ["total"]
+    RESIDUAL = ""  # a line the kernel adds to each cell's update
 
     def __init__(self, params):
         super().__init__("decay", "decay", params)
@@ -18,7 +20,7 @@ class Decay(uwjit.Node):
     def layout(self):
         p = self.params
         return uwjit.Layout(uwjit.grid([p["nx"], p["ny"]]), [uwjit.StateField("u")],
-                            integrals=["total"], dt=0.1)
+                            integrals=self.INTEGRALS, dt=0.1)
 
     def build_static_data(self):
         p = self.params
@@ -35,15 +37,16 @@ class Decay(uwjit.Node):
         writer.param("rate", self.params["rate"])
         writer.static_array("floor", writer.provided_dtype("floor"),
                             [writer.domain(0), writer.domain(1)])
-        writer.integral("total")
+        for name in self.INTEGRALS:
+            writer.integral(name)
         writer.body("""
   for (uw_i64 i = 0; i < nx; ++i) {
     for (uw_i64 j = 0; j < ny; ++j) {
       u_out(i, j) = u(i, j) - rate * args->dt * (u(i, j) - floor(i, j));
-      total += u_out(i, j);
+      total += u_out(i, j);%s
     }
   }
-""")
+""" % self.RESIDUAL)
 
 
 BASE = {"nx": 7, "ny": 5, "rate": 0.5, "floor": 1.0}
@@ -83,28 +86,8 @@ def test_a_member_converges_by_its_own_rule(engine):
 
 class Settling(Decay):
     """Decay with a residual the kernel sums: (u_new - u_old)^2 over the cells."""
-
-    def layout(self):
-        p = self.params
-        return uwjit.Layout(uwjit.grid([p["nx"], p["ny"]]), [uwjit.StateField("u")],
-                            integrals=["total", "residual"], dt=0.1)
-
-    def emit_update(self, writer):
-        writer.state_out("u")
-        writer.param("rate", self.params["rate"])
-        writer.static_array("floor", writer.provided_dtype("floor"),
-                            [writer.domain(0), writer.domain(1)])
-        writer.integral("total")
-        writer.integral("residual")
-        writer.body("""
-  for (uw_i64 i = 0; i < nx; ++i) {
-    for (uw_i64 j = 0; j < ny; ++j) {
-      u_out(i, j) = u(i, j) - rate * args->dt * (u(i, j) - floor(i, j));
-      total += u_out(i, j);
-      residual += (u_out(i, j) - u(i, j)) * (u_out(i, j) - u(i, j));
-    }
-  }
-""")
+    INTEGRALS = ["total", "residual"]
+    RESIDUAL = "\n      residual += (u_out(i, j) - u(i, j)) * (u_out(i, j) - u(i, j));"
 
 
 def test_a_member_stops_when_its_residual_is_below_a_tolerance(engine):

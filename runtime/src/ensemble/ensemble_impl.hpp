@@ -62,6 +62,8 @@ struct StageRole {
 /// What one member holds: its state buffers (halos included), its static arrays and their
 /// halo-padded copies, in bytes.
 [[nodiscard]] double member_memory(const NodeState& state);
+/// Every member's fields, as zeros of their shapes (a member never built, or a message's size).
+[[nodiscard]] std::vector<MemberField> zero_fields(const MemberColumns& columns);
 /// The last-level cache of this machine's first CPU (sysfs), 8 MiB when it does not say.
 [[nodiscard]] std::size_t last_level_cache_bytes();
 

@@ -68,6 +68,20 @@ double member_memory(const NodeState& s) {
   return bytes;
 }
 
+std::vector<MemberField> zero_fields(const MemberColumns& columns) {
+  std::vector<MemberField> fields;
+  for (const auto& column : columns.fields) {
+    std::int64_t count = 1;
+    for (const auto n : column.shape) {
+      count *= n;
+    }
+    fields.push_back(
+        {column.name, column.dtype, column.shape,
+         std::vector<std::byte>(static_cast<std::size_t>(count) * codegen::size_of(column.dtype))});
+  }
+  return fields;
+}
+
 } // namespace detail
 
 using namespace detail; // this file is the runtime's own
@@ -363,15 +377,7 @@ std::vector<Field*> Ensemble::Impl::reuse_fields(NodeState& s) {
 // A member that was never built: its fields are zeros of the members' shapes, so that every
 // member has a row in every sink.
 void Ensemble::Impl::leave_unbuilt(MemberResult result) {
-  for (const auto& column : columns.fields) {
-    std::int64_t count = 1;
-    for (const auto n : column.shape) {
-      count *= n;
-    }
-    result.fields.push_back(
-        {column.name, column.dtype, column.shape,
-         std::vector<std::byte>(static_cast<std::size_t>(count) * codegen::size_of(column.dtype))});
-  }
+  result.fields = zero_fields(columns);
   unplaced.push_back(std::move(result));
   ++departed;
 }

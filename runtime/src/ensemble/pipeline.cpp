@@ -226,15 +226,7 @@ Pipeline::Pipeline(engine::Engine& engine, MemberFactory make, Params base,
   MemberResult shape;
   shape.values.assign(p.e->varied.size(), 0.0);
   shape.integrals.assign(p.e->integral_names.size(), 0.0);
-  for (const auto& column : p.e->columns.fields) {
-    std::int64_t count = 1;
-    for (const auto n : column.shape) {
-      count *= n;
-    }
-    shape.fields.push_back(
-        {column.name, column.dtype, column.shape,
-         std::vector<std::byte>(static_cast<std::size_t>(count) * codegen::size_of(column.dtype))});
-  }
+  shape.fields = zero_fields(p.e->columns);
   p.member_bytes = encode_members({shape}).size() - encode_members({}).size() + k_reason_bytes;
 }
 
