@@ -1,6 +1,7 @@
 // nodes/: the built-in nodes' physics checks, checkpoints and extents. These tests really JIT.
 #include "sandbox.hpp"
 
+#include <uwjit/codegen/kernel_writer.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/nodes/fvm.hpp>
@@ -639,6 +640,137 @@ TEST_CASE("heat, pipe-flow, fvm and mlp give the same state bytes and integral b
         CHECK(many.field(type, f.name).interior_equals(one.field(type, f.name)));
       }
     }
+  }
+}
+
+namespace {
+
+// heat as its kernel was written before its face conductances became static arrays: it reads
+// kappa and computes the harmonic mean of each face for each of the face's two cells (six
+// divisions per cell). Layout, initial state and kappa are the heat node's own.
+class HeatFromKappa final : public uwjit::runtime::Node {
+public:
+  explicit HeatFromKappa(std::shared_ptr<const uwjit::nodes::BuiltinNode> heat)
+      : Node("heat-from-kappa", heat->name(), heat->params()), m_heat(std::move(heat)) {}
+
+  [[nodiscard]] uwjit::runtime::NodeLayout layout() const override { return m_heat->layout(); }
+  void initial_state(uwjit::runtime::State& state) const override { m_heat->initial_state(state); }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.static_array("kappa", uwjit::runtime::Dtype::f64,
+                   {{w.domain(0), 1}, {w.domain(1), 1}, {w.domain(2), 1}});
+    w.integral("heat");
+    w.helpers("inline double face(double a, double b) { return 2.0 * a * b / (a + b); }\n");
+    w.for_each_cell({.indices = {"i", "j", "k"}}, R"(          const double uc = u(i, j, k);
+          const double kc = kappa(i, j, k);
+          double flux = face(kc, kappa(i - 1, j, k)) * (u(i - 1, j, k) - uc);
+          flux += face(kc, kappa(i + 1, j, k)) * (u(i + 1, j, k) - uc);
+          flux += face(kc, kappa(i, j - 1, k)) * (u(i, j - 1, k) - uc);
+          flux += face(kc, kappa(i, j + 1, k)) * (u(i, j + 1, k) - uc);
+          flux += face(kc, kappa(i, j, k - 1)) * (u(i, j, k - 1) - uc);
+          flux += face(kc, kappa(i, j, k + 1)) * (u(i, j, k + 1) - uc);
+          const double next = uc + args->dt * flux;
+          u_out(i, j, k) = next;
+          heat += next;
+)");
+  }
+
+protected:
+  // heat's conductivity: a sphere of contrast × kappa, a quarter of the smallest extent in
+  // radius, in the middle.
+  [[nodiscard]] uwjit::runtime::StaticData build_static_data() const override {
+    const auto n = m_heat->domain();
+    const double kappa = params().get_double("kappa");
+    const double contrast = params().get_double("contrast");
+    const double radius = static_cast<double>(std::min({n[0], n[1], n[2]})) / 4;
+    std::vector<double> values;
+    for (std::int64_t i = 0; i < n[0]; ++i) {
+      for (std::int64_t j = 0; j < n[1]; ++j) {
+        for (std::int64_t k = 0; k < n[2]; ++k) {
+          const double x = static_cast<double>(i) + 0.5 - static_cast<double>(n[0]) / 2;
+          const double y = static_cast<double>(j) + 0.5 - static_cast<double>(n[1]) / 2;
+          const double z = static_cast<double>(k) + 0.5 - static_cast<double>(n[2]) / 2;
+          values.push_back(x * x + y * y + z * z < radius * radius ? kappa * contrast : kappa);
+        }
+      }
+    }
+    uwjit::runtime::StaticData data;
+    data.add(uwjit::runtime::StaticArray::from_vector("kappa", std::move(values), n));
+    return data;
+  }
+
+private:
+  std::shared_ptr<const uwjit::nodes::BuiltinNode> m_heat;
+};
+
+} // namespace
+
+TEST_CASE("heat's face conductances, computed once as static arrays, give the bits of the kernel "
+          "that computed each face for both its cells, at every wall kind and thread count") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  // Small grids put the sphere of another conductivity against the walls (nx = 4: the cell
+  // next to a fixed wall is inside it, the cell on the wall not); 45 × 20 × 19 runs in 3 slabs;
+  // 90 × 80 × 73, above 2^19 cells, computes its faces from kappa as before.
+  const std::vector<std::vector<std::int64_t>> sizes = {
+      {4, 4, 4}, {5, 3, 6}, {45, 20, 19}, {90, 80, 73}};
+  for (const std::string boundary : {"insulating", "periodic", "fixed"}) {
+    for (const double contrast : {1.0, 8.0, 0.125}) {
+      for (const auto& size : sizes) {
+        for (const std::string extents : {"compiled", "runtime"}) {
+          const Params params =
+              with(uwjit::nodes::sized_params("heat", size), {{"boundary", boundary},
+                                                              {"contrast", contrast},
+                                                              {"mode", std::int64_t{1}},
+                                                              {"extents", extents}});
+          auto heat = uwjit::nodes::make("heat", "heat", params);
+          auto before = std::make_shared<HeatFromKappa>(heat);
+          for (const int threads : {1, 3}) {
+            INFO(boundary << ", contrast " << contrast << ", " << size[0] << "×" << size[1] << "×"
+                          << size[2] << ", " << extents << ", " << threads << " threads");
+            Simulation now(engine, {heat}, {.threads = threads});
+            Simulation then(engine, {before}, {.threads = threads});
+            for (int s = 0; s < 6; ++s) {
+              now.step();
+              then.step();
+              CHECK(same_bits(now.integrals(std::size_t{0}), then.integrals(std::size_t{0})));
+            }
+            CHECK(now.field("heat", "u").interior_equals(then.field("heat", "u")));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("heat's kernel divides nothing up to 2^19 cells, where it reads its face conductances; "
+          "above, it reads kappa") {
+  const uwjit_test::TempDir scratch("uwjit-nodes");
+  uwjit::engine::EngineOptions options;
+  options.disk_cache = uwjit::engine::DiskCache::off;
+  options.dump_dir = scratch.path();
+  Engine engine(options);
+  struct Case {
+    std::string boundary;
+    std::vector<std::int64_t> size;
+    std::vector<std::string> statics;
+  };
+  for (const auto& [boundary, size, statics] :
+       {Case{"insulating", {16}, {"face_x", "face_y", "face_z"}},
+        Case{"fixed", {16}, {"face_x", "face_y", "face_z", "face_x_low"}},
+        Case{"insulating", {128, 64, 64}, {"face_x", "face_y", "face_z"}},
+        Case{"insulating", {128, 64, 65}, {"kappa"}}, Case{"fixed", {128, 64, 65}, {"kappa"}}}) {
+    const Params params =
+        with(uwjit::nodes::sized_params("heat", size), {{"boundary", boundary}, {"contrast", 4.0}});
+    auto node = uwjit::nodes::make("heat", "heat", params);
+    Simulation simulation(engine, {node});
+    const auto& report = simulation.kernel_reports()[0];
+    INFO(boundary << ", " << node->domain()[2] << " cells along z, " << report.info.key);
+    CHECK(report.source->slots().statics == statics);
+    std::ifstream in(scratch.path() / ("heat-" + report.info.key + ".ll"));
+    REQUIRE(in);
+    const std::string ir((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(ir.find(" x double>") != std::string::npos);
+    CHECK((ir.find("fdiv") == std::string::npos) == (statics.front() != "kappa"));
   }
 }
 

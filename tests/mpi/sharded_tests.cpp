@@ -558,8 +558,8 @@ MPI_TEST_CASE("a shard-mode static array along an axis that is not sharded is an
   auto engine = make_engine(job_sandbox());
   const auto message = same_error_everywhere(
       [&] { Simulation s(*engine, builtin("heat", {8, 8, 8}), sharded({1})); });
-  MPI_CHECK(contains(message, "node \"heat\": static array \"kappa\" is sharded along its axis 0, "
-                              "which is not a sharded domain axis"));
+  MPI_CHECK(contains(message, "node \"heat\": static array \"face_x\" is sharded along its axis "
+                              "0, which is not a sharded domain axis"));
 }
 
 MPI_TEST_CASE("a grid that does not match the rank count is an error") {

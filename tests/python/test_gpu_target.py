@@ -15,7 +15,7 @@ def test_a_nodes_kernels_are_the_ones_its_simulation_requests(engine):
     assert engine.key_of(source) == sim.kernel_reports()[0].info.key
     # Called directly, its arrays are checked against what the node declared.
     kernel = engine.kernel(source)
-    assert kernel.slots["statics"] == ["kappa"]
+    assert kernel.slots["statics"] == ["face_x", "face_y", "face_z"]
 
 
 def test_a_nodes_gpu_kernel_compiles_to_ptx_and_is_cached(engine, cache_dir):
