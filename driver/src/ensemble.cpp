@@ -123,7 +123,8 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
       "that left are reported (and written), those still in the batch are not; exit 130. With\n"
       "--checkpoint FILE the running ensemble is written there then (and every N rounds), and\n"
       "the same command with --resume FILE goes on from it bit for bit, appending to --output\n"
-      "the members it does not hold yet.\n\n"
+      "the members it does not hold yet. Under mpiexec each rank also writes its batch beside\n"
+      "FILE (FILE.gG.rR); resume on as many ranks. A pipeline cannot be checkpointed yet.\n\n"
       "Exit codes: 0 every member converged or reached its cap, 1 a member failed, 2 bad usage,\n"
       "130 interrupted." +
       (program.epilog.empty() ? std::string() : "\n" + program.epilog));
