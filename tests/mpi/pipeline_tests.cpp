@@ -1,7 +1,8 @@
 // Pipelines under mpiexec, one stage per rank, in each mode: every member leaves the last stage
 // exactly once, bit for bit the member run alone through its stages (a Simulation checkpointed
 // after each stage and restored with the next stage's node); no stage waits forever when no
-// member converges for many steps or every member stops at once; an error on one rank is the
+// member converges for many steps or every member stops at once; a member that fails passes to
+// the sinks; an error on one rank is the
 // same error on every rank; bad input is refused alike everywhere.
 #include "harness.hpp"
 #include "job.hpp"
@@ -233,6 +234,31 @@ MPI_TEST_CASE("every member stopping at once passes through a buffer of one") {
         MPI_CHECK(out.members[i].steps == comm()->size());
       }
     }
+  }
+}
+
+MPI_TEST_CASE("a member the first stage cannot build passes to the sinks as failed") {
+  // contrast 0 is outside heat's range: member 1 fails where it is built (the first member is
+  // the template, which must build), the others run.
+  auto sink = std::make_shared<MemorySink>(100);
+  Pipeline pipeline(
+      engine(), heat_factory(), heat_base(),
+      std::make_unique<uwjit::runtime::ListSampler>(
+          std::vector<std::string>{"contrast"},
+          std::vector<std::vector<double>>{{1.0}, {0.0}, {2.0}}),
+      {sink},
+      {.stages = stages({"steps:2"}), .buffer = 1, .batch = 2, .threads = 1, .comm = comm().get()});
+  pipeline.run();
+  MPI_CHECK(pipeline.finished() == 3);
+  auto members = sink->take();
+  std::sort(members.begin(), members.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
+  if (last_rank()) {
+    MPI_CHECK(members.size() == 3);
+    MPI_CHECK(members.size() == 3 && members[1].status == MemberStatus::failed &&
+              members[1].reason.find("not built") != std::string::npos && members[1].steps == 0);
+    MPI_CHECK(members.size() == 3 && members[2].status == MemberStatus::step_cap &&
+              members[2].steps == 2 * comm()->size());
   }
 }
 
