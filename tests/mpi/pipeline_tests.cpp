@@ -1,9 +1,8 @@
 // Pipelines under mpiexec, one stage per rank, in each mode: every member leaves the last stage
-// exactly once, bit for bit the member run alone through its stages (a Simulation checkpointed
-// after each stage and restored with the next stage's node); no stage waits forever when no
-// member converges for many steps or every member stops at once; a member that fails passes to
-// the sinks; an error on one rank is the
-// same error on every rank; bad input is refused alike everywhere.
+// exactly once, bit for bit the member run alone through its stages (a Simulation per stage, each
+// started from the state the one before left); no stage waits forever when no member converges
+// for many steps or every member stops at once; a member that fails passes to the sinks; an
+// error on one rank is the same error on every rank; bad input is refused alike everywhere.
 #include "harness.hpp"
 #include "job.hpp"
 
