@@ -366,18 +366,27 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
       .def(
           "run",
           [](PyEnsemble& self, const py::object& callback) {
-            while (self.advance(runtime::Ensemble::round_steps)) {
-              if (!callback.is_none()) {
+            // Over ranks, a callback that raises on one rank stops every rank after the same
+            // round (that rank raises its own exception, the others a UsageError naming it).
+            auto after = [&] {
+              if (callback.is_none()) {
+                return;
+              }
+              if (self.comm != nullptr) {
+                comm::together(*self.comm, [&] { callback(); });
+              } else {
                 callback();
               }
+            };
+            while (self.advance(runtime::Ensemble::round_steps)) {
+              after();
             }
-            if (!callback.is_none()) {
-              callback();
-            }
+            after();
           },
           py::arg("callback") = py::none(),
           "Steps until every member has left, in rounds of up to 16 steps, calling callback() "
-          "after each round.")
+          "after each round; under MPI, a callback that raises on one rank stops every rank "
+          "after the same round.")
       .def(
           "checkpoint",
           [](PyEnsemble& self, const std::filesystem::path& path) {

@@ -342,3 +342,23 @@ def test_a_pipeline_passes_every_member_through_its_stages_once(engine):
     with pytest.raises(uwjit.UsageError, match="one stage per rank"):
         uwjit.Ensemble(engine, make, params, vary={"contrast": (1, 4, 5)}, until=["steps:5"],
                        comm=COMM, stages=stages + stages[:1])
+
+
+def test_an_ensemble_callback_failing_on_one_rank_stops_every_rank_after_the_same_round(engine):
+    params = uwjit.default_params("heat")
+    params.update({"nx": 6, "ny": 6, "nz": 6})
+    bad = COMM.size - 1
+    rounds = []
+
+    def callback():
+        rounds.append(1)
+        if COMM.rank == bad and len(rounds) == 2:
+            raise ValueError("enough")
+    ens = uwjit.Ensemble(engine, lambda p: uwjit.node("heat", "heat", **p), params,
+                         vary={"contrast": (1, 4, 6)}, until=["steps:200"], batch=1, comm=COMM)
+    expected = ValueError if COMM.rank == bad else uwjit.UsageError
+    with pytest.raises(expected) as caught:
+        ens.run(callback)
+    if COMM.rank != bad:
+        assert "enough" in str(caught.value)
+    assert COMM.allgather(len(rounds)) == [2] * COMM.size
