@@ -124,7 +124,7 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
       "--checkpoint FILE the running ensemble is written there then (and every N rounds), and\n"
       "the same command with --resume FILE goes on from it bit for bit, appending to --output\n"
       "the members it does not hold yet. Under mpiexec each rank also writes its batch beside\n"
-      "FILE (FILE.gG.rR); resume on as many ranks. A pipeline cannot be checkpointed yet.\n\n"
+      "FILE (FILE.gG.rR); resume on as many ranks (a pipeline: its stages).\n\n"
       "Exit codes: 0 every member converged or reached its cap, 1 a member failed, 2 bad usage,\n"
       "130 interrupted." +
       (program.epilog.empty() ? std::string() : "\n" + program.epilog));
@@ -251,10 +251,6 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     comm = program.job->start();
     options.comm = comm.get();
   }
-  if (!stages.empty() && (checkpoint || args.get("--resume"))) {
-    throw Error(ErrorKind::usage,
-                "--checkpoint and --resume: a pipeline cannot be checkpointed yet");
-  }
   if (!stages.empty() && !comm) {
     throw Error(ErrorKind::usage,
                 format("--stage: a pipeline of {} stages runs one stage per MPI rank: mpiexec -n "
@@ -308,7 +304,8 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
                                  .memory_fraction = options.memory_fraction,
                                  .threads = options.threads,
                                  .comm = comm.get(),
-                                 .vtk = options.vtk});
+                                 .vtk = options.vtk,
+                                 .resume = options.resume});
   }
   // This rank's ensemble (a pipeline's: its stage), and the job's figures.
   const runtime::Ensemble& ensemble = pipeline ? pipeline->ensemble() : *alone;
@@ -340,7 +337,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
                       : alone->advance(runtime::Ensemble::round_steps);
     ++rounds;
     if (checkpoint && remain && rounds % checkpoint_every == 0) {
-      alone->checkpoint(*checkpoint);
+      pipeline ? pipeline->checkpoint(*checkpoint) : alone->checkpoint(*checkpoint);
     }
     progress.update(finished());
     if (dropped) {
@@ -349,7 +346,8 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
   }
   progress.finish();
   if (checkpoint && interrupted != 0) {
-    alone->checkpoint(*checkpoint); // where it stopped: --resume goes on from here
+    // Where it stopped: --resume goes on from here.
+    pipeline ? pipeline->checkpoint(*checkpoint) : alone->checkpoint(*checkpoint);
   }
   const int exit_interrupted = 128 + interrupted;
   const double seconds =

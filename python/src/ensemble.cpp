@@ -330,9 +330,6 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                    });
              };
              if (!later.empty()) {
-               if (!options.resume.empty()) {
-                 throw Error(ErrorKind::usage, "Ensemble: a pipeline cannot be resumed yet");
-               }
                later.insert(later.begin(), runtime::PipelineStage{{}, options.until});
                self->pipeline = std::make_unique<runtime::Pipeline>(
                    *self->engine, std::move(member), to_params(params, "Ensemble: params"),
@@ -344,7 +341,8 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                                             .memory_fraction = options.memory_fraction,
                                             .threads = options.threads,
                                             .comm = options.comm,
-                                            .vtk = options.vtk});
+                                            .vtk = options.vtk,
+                                            .resume = options.resume});
                return self;
              }
              self->ensemble = std::make_unique<runtime::Ensemble>(
@@ -391,10 +389,10 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
           "checkpoint",
           [](PyEnsemble& self, const std::filesystem::path& path) {
             if (self.pipeline) {
-              throw Error(ErrorKind::usage, "Ensemble.checkpoint: a pipeline cannot be "
-                                            "checkpointed yet");
+              self.pipeline->checkpoint(path);
+            } else {
+              self.ensemble->checkpoint(path);
             }
-            self.ensemble->checkpoint(path);
           },
           py::arg("path"),
           "Writes what Ensemble(..., resume=path) needs to go on from here (atomically): the "

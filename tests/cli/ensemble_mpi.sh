@@ -121,6 +121,34 @@ if "$py" -c "import h5py" 2>/dev/null; then
   [ "$ids" = "[0, 1, 2, 3, 4, 5]" ] && ok || fail "the file holds each member once: $ids"
 fi
 
+# A pipeline stopped by SIGTERM while it checkpoints resumes on as many ranks as if it had not
+# stopped.
+pipe=(ensemble heat --size 12 --set boundary=fixed --set courant=0.16 --vary contrast=1:4:6
+  --until steps:40 --stage 'courant=0.004 until=change:heat<1e-12 until=steps:10000000'
+  --batch 2 --buffer 1 --json)
+"$mpiexec" --oversubscribe -np 2 "$uwjit" "${pipe[@]}" --output "$sandbox/piped.h5" \
+  --checkpoint "$sandbox/piped.ckpt" --checkpoint-every 50 >"$sandbox/piped.json" 2>/dev/null &
+pid=$!
+for _ in $(seq 600); do
+  [ -f "$sandbox/piped.ckpt" ] && "$py" -c "import h5py,sys; sys.exit(len(h5py.File('$sandbox/piped.h5','r',locking=False)['id']) == 0)" 2>/dev/null && break
+  sleep 0.1
+done
+kill -TERM "$pid"
+wait "$pid" 2>/dev/null
+[ "$(json 'd["interrupted"]' <"$sandbox/piped.json")" = True ] && ok ||
+  fail "SIGTERM stops both stages after the same round"
+run timeout 300 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${pipe[@]}" \
+  --output "$sandbox/piped.h5" --resume "$sandbox/piped.ckpt"
+expect_code 0 "the stopped pipeline resumed"
+resumed=$(json 'sorted((m["id"], m["steps"], m["integrals"]["heat"]) for m in d["members"])' <<<"$out")
+run timeout 300 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${pipe[@]}"
+whole=$(json 'sorted((m["id"], m["steps"], m["integrals"]["heat"]) for m in d["members"])' <<<"$out")
+[ "$resumed" = "$whole" ] && ok || fail "the pipeline resumed, every member as uninterrupted: $resumed"
+if "$py" -c "import h5py" 2>/dev/null; then
+  ids=$("$py" -c "import h5py; print(sorted(h5py.File('$sandbox/piped.h5')['id'][:].tolist()))")
+  [ "$ids" = "[0, 1, 2, 3, 4, 5]" ] && ok || fail "the pipeline's file holds each member once: $ids"
+fi
+
 # An output that exists: every rank ends with the error, none waits.
 run timeout 120 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${sweep[@]}" --output "$sandbox/np2.h5"
 expect_code 2 "an existing output under MPI"

@@ -115,7 +115,9 @@ Ensemble::Impl::Impl(engine::Engine& e, MemberFactory factory, Params params,
   if (!options.resume.empty()) {
     restore(options.resume);
   }
-  allocate();
+  if (!role.unfilled) {
+    allocate();
+  }
 }
 
 // The first member's kernels, written as a batch: one request per stage, whatever the members

@@ -26,13 +26,12 @@ constexpr std::string_view k_magic = "UWJITENS";
 constexpr std::string_view k_part_magic = "UWJITENP";
 constexpr std::uint32_t k_version = 2;
 
-// Rank `rank`'s part of generation `generation` of the checkpoint at `path`.
-std::filesystem::path part_path(const std::filesystem::path& path, std::uint64_t generation,
-                                int rank) {
+} // namespace
+
+std::filesystem::path detail::part_path(const std::filesystem::path& path, std::uint64_t generation,
+                                        int rank) {
   return path.string() + format(".g{}.r{}", generation, rank);
 }
-
-} // namespace
 
 // What must be the same in the ensemble that resumes: a text per fact, compared one by one.
 std::vector<std::pair<std::string, std::string>> Ensemble::Impl::identity() const {
@@ -50,11 +49,12 @@ std::vector<std::pair<std::string, std::string>> Ensemble::Impl::identity() cons
   return facts;
 }
 
-// Every member in this rank's batch (its id, values, steps, integrals, status and state), and
-// those waiting here for a sink.
+// Every member in this rank's batch (its id, values, steps, integrals, status and state), those
+// waiting here for a sink, and (a pipeline's stage) those received and waiting for a slot.
 std::string Ensemble::Impl::batch_bytes() const {
   ByteWriter out;
   out.str(encode_members(unplaced));
+  out.str(encode_members(std::vector<MemberResult>(inbox.begin(), inbox.end())));
   std::vector<const Member*> held;
   for (const auto& m : members) {
     if (m != nullptr) {
@@ -66,6 +66,7 @@ std::string Ensemble::Impl::batch_bytes() const {
     out.i64(m->id);
     put_doubles(out, m->values);
     out.i64(m->steps);
+    out.i64(m->entered);
     put_doubles(out, m->previous);
     put_doubles(out, m->state.integrals);
     out.u8(m->stopped ? 1 : 0);
@@ -104,12 +105,7 @@ void Ensemble::Impl::save(const std::filesystem::path& path) const {
     ByteWriter out;
     out.raw(k_magic.data(), k_magic.size());
     out.u32(k_version);
-    const auto facts = identity();
-    out.u64(facts.size());
-    for (const auto& [what, value] : facts) {
-      out.str(what);
-      out.str(value);
-    }
+    put_identity(out);
     out.u32(static_cast<std::uint32_t>(ranks));
     out.u64(generation);
     out.i64(next_id);
@@ -148,14 +144,16 @@ void Ensemble::Impl::restore(const std::filesystem::path& path) {
   collectively([&] { restore_from(path, bytes); });
 }
 
-void Ensemble::Impl::restore_from(const std::filesystem::path& path, const std::string& bytes) {
-  const std::string what = "ensemble checkpoint " + path.string();
-  ByteReader in(bytes, what);
-  (void)in.raw(k_magic.size());
-  const std::uint32_t version = in.u32();
-  if (version != k_version) {
-    in.fail(format("format version {}; this uwjit reads version {}", version, k_version));
+void Ensemble::Impl::put_identity(ByteWriter& out) const {
+  const auto facts = identity();
+  out.u64(facts.size());
+  for (const auto& [what, value] : facts) {
+    out.str(what);
+    out.str(value);
   }
+}
+
+void Ensemble::Impl::check_identity(const std::string& what, ByteReader& in) const {
   const auto facts = identity();
   const std::uint64_t count = in.u64();
   std::vector<std::pair<std::string, std::string>> saved;
@@ -184,6 +182,17 @@ void Ensemble::Impl::restore_from(const std::filesystem::path& path, const std::
                        "with",
                        what, join(differences, "; ")));
   }
+}
+
+void Ensemble::Impl::restore_from(const std::filesystem::path& path, const std::string& bytes) {
+  const std::string what = "ensemble checkpoint " + path.string();
+  ByteReader in(bytes, what);
+  (void)in.raw(k_magic.size());
+  const std::uint32_t version = in.u32();
+  if (version != k_version) {
+    in.fail(format("format version {}; this uwjit reads version {}", version, k_version));
+  }
+  check_identity(what, in);
   const int ranks = comm != nullptr ? comm->size() : 1;
   const std::uint32_t saved_ranks = in.u32();
   if (static_cast<int>(saved_ranks) != ranks) {
@@ -233,6 +242,8 @@ void Ensemble::Impl::restore_batch(const std::string& what, std::int64_t drawn, 
                                    const std::string& bytes) {
   ByteReader in(bytes, what);
   unplaced = decode_members(in.str());
+  const auto received = decode_members(in.str());
+  inbox.assign(received.begin(), received.end());
   // The sampler where it was: the members it gave are drawn again (the first one, the template,
   // was drawn when this ensemble was made).
   while (next_id < drawn) {
@@ -258,6 +269,7 @@ void Ensemble::Impl::restore_batch(const std::string& what, std::int64_t drawn, 
     auto values = get_doubles(in);
     auto m = build(id, std::move(values));
     m->steps = in.i64();
+    m->entered = in.i64();
     m->previous = get_doubles(in);
     m->state.integrals = get_doubles(in);
     m->stopped = in.u8() != 0;

@@ -14,12 +14,14 @@
 
 #include <uwjit/comm/comm.hpp>
 #include <uwjit/comm/verdict.hpp>
+#include <uwjit/common/byte_io.hpp>
 #include <uwjit/engine/kernel.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -52,6 +54,9 @@ struct StageRole {
   bool piped = false;
   bool last = false; // the last stage: its sinks are the host's
   std::string label; // "stage 1: ", or empty
+  // A pipeline's resume: the batch is left unfilled, for the pipeline to restore the stage from
+  // its part of a checkpoint before it fills it.
+  bool unfilled = false;
 };
 
 /// What members must share of a layout, in words (boundaries, dt and values may differ).
@@ -62,6 +67,9 @@ struct StageRole {
 /// What one member holds: its state buffers (halos included), its static arrays and their
 /// halo-padded copies, in bytes.
 [[nodiscard]] double member_memory(const NodeState& state);
+/// Rank `rank`'s part of generation `generation` of the checkpoint at `path`: PATH.gG.rR.
+[[nodiscard]] std::filesystem::path part_path(const std::filesystem::path& path,
+                                              std::uint64_t generation, int rank);
 /// Every member's fields, as zeros of their shapes (a member never built, or a message's size).
 [[nodiscard]] std::vector<MemberField> zero_fields(const MemberColumns& columns);
 /// The last-level cache of this machine's first CPU (sysfs), 8 MiB when it does not say.
@@ -161,6 +169,10 @@ struct Ensemble::Impl {
   bool place(MemberResult& result);
   // ensemble_checkpoint.cpp
   [[nodiscard]] std::vector<std::pair<std::string, std::string>> identity() const;
+  /// identity() as a checkpoint holds it, and its check against what a checkpoint holds
+  /// (Error(usage) naming each difference; `what` names the file).
+  void put_identity(ByteWriter& out) const;
+  void check_identity(const std::string& what, ByteReader& in) const;
   void save(const std::filesystem::path& path) const;
   [[nodiscard]] std::string batch_bytes() const;
   void restore(const std::filesystem::path& path);

@@ -11,6 +11,7 @@
 #include <uwjit/common/byte_io.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/posix_file.hpp>
 #include <uwjit/common/text.hpp>
 
 #include <algorithm>
@@ -25,6 +26,10 @@ namespace {
 
 // The tag of a pipeline's messages (its own, apart from the halo exchange's).
 constexpr int k_tag = 0x5049;
+// A pipeline's checkpoint file and each stage's part of it.
+constexpr std::string_view k_magic = "UWJITPIP";
+constexpr std::string_view k_part_magic = "UWJITPPT";
+constexpr std::uint32_t k_version = 1;
 // Room for a member's reason in a message; a longer reason is cut there.
 constexpr std::size_t k_reason_bytes = 4096;
 // The figures each rank gives the round's all-reduce, at 5 × its rank.
@@ -114,6 +119,7 @@ struct Pipeline::Impl {
   std::int64_t finished = 0;
   std::int64_t member_steps = 0;
   std::int64_t rounds = 0;
+  std::uint64_t generation = 0; // of the last checkpoint written or resumed
   bool done = false;
 
   [[nodiscard]] bool first() const { return stage == 0; }
@@ -121,7 +127,147 @@ struct Pipeline::Impl {
   void receive_into_inbox();
   void finish();
   bool advance(std::int64_t steps);
+  [[nodiscard]] std::int64_t room() const;
+  void agree_rooms();
+  void settle();
+  void save(const std::filesystem::path& path);
+  void restore(const std::filesystem::path& path);
 };
+
+// This stage's free slots not yet promised to members it has received.
+std::int64_t Pipeline::Impl::room() const {
+  const std::int64_t free_slots = std::count_if(e->members.begin(), e->members.end(),
+                                                [](const auto& m) { return m == nullptr; });
+  return std::max<std::int64_t>(free_slots - std::ssize(e->inbox), 0);
+}
+
+// Collective: each stage learns the room of the stage after it, every member counted.
+void Pipeline::Impl::agree_rooms() {
+  std::vector<double> rooms(static_cast<std::size_t>(stages), 0.0);
+  rooms[static_cast<std::size_t>(stage)] = static_cast<double>(room());
+  comm->all_reduce_sum(rooms);
+  if (!last()) {
+    room_after = static_cast<std::int64_t>(rooms[static_cast<std::size_t>(stage) + 1]);
+  }
+  unaccounted = 0;
+}
+
+// The round's transfers complete, their members in the inbox: no member in flight (each rank's
+// partner completes its side too, so that no rank waits for ever).
+void Pipeline::Impl::settle() {
+  if (receiving) {
+    receiving->wait();
+    receiving.reset();
+    receive_into_inbox();
+  }
+  if (sending) {
+    sending->wait();
+    sending.reset();
+  }
+}
+
+void Pipeline::Impl::save(const std::filesystem::path& path) {
+  comm::together(*comm, [&] { settle(); });
+  agree_rooms();
+  const std::uint64_t next = generation + 1;
+  ByteWriter facts;
+  e->put_identity(facts);
+  const auto all = comm->all_gather(facts.bytes());
+  comm::together(*comm, [&] {
+    ByteWriter part;
+    part.raw(k_part_magic.data(), k_part_magic.size());
+    part.u64(next);
+    part.u32(static_cast<std::uint32_t>(stage));
+    part.i64(e->next_id);
+    part.u8(e->exhausted ? 1 : 0);
+    part.i64(e->left);
+    part.i64(e->steps_taken);
+    part.i64(e->batch_steps);
+    part.str(encode_members(e->summaries));
+    part.str(e->batch_bytes());
+    posix::write_file_atomically(part_path(path, next, stage), part.bytes());
+  });
+  comm::together(*comm, [&] {
+    if (stage != 0) {
+      return;
+    }
+    ByteWriter out;
+    out.raw(k_magic.data(), k_magic.size());
+    out.u32(k_version);
+    out.u32(static_cast<std::uint32_t>(stages));
+    out.u64(next);
+    out.i64(finished);
+    out.i64(member_steps);
+    out.i64(rounds);
+    for (const auto& stage_facts : all) {
+      out.str(stage_facts);
+    }
+    posix::write_file_atomically(path, out.bytes());
+  });
+  generation = next;
+  if (next > 1) {
+    std::error_code ignored;
+    std::filesystem::remove(part_path(path, next - 1, stage), ignored);
+  }
+}
+
+// Collective, at construction: rank 0 reads the file, every rank gets it and reads its own part.
+void Pipeline::Impl::restore(const std::filesystem::path& path) {
+  const std::string what = "pipeline checkpoint " + path.string();
+  std::string bytes;
+  comm::together(*comm, [&] {
+    if (stage == 0) {
+      bytes = posix::read_input_file(
+          path, {.what = what, .magic = k_magic, .not_magic = "not a pipeline checkpoint"});
+    }
+  });
+  bytes = comm->broadcast(std::move(bytes), 0);
+  comm::together(*comm, [&] {
+    ByteReader in(bytes, what);
+    (void)in.raw(k_magic.size());
+    if (const std::uint32_t version = in.u32(); version != k_version) {
+      in.fail(format("format version {}; this uwjit reads version {}", version, k_version));
+    }
+    if (const std::uint32_t saved = in.u32(); static_cast<int>(saved) != stages) {
+      throw Error(ErrorKind::usage,
+                  format("{}: a pipeline of {} stage(s); this one has {}", what, saved, stages));
+    }
+    generation = in.u64();
+    finished = in.i64();
+    member_steps = in.i64();
+    rounds = in.i64();
+    for (int k = 0; k < stages; ++k) {
+      const std::string stage_facts = in.str();
+      if (k == stage) {
+        ByteReader facts(stage_facts, what);
+        e->check_identity(format("{} (stage {})", what, k), facts);
+      }
+    }
+    const auto part = part_path(path, generation, stage);
+    const std::string part_what = format("{} (stage {}'s part, {})", what, stage, part.string());
+    const std::string part_bytes = posix::read_input_file(
+        part, {.what = part_what, .magic = k_part_magic, .not_magic = "not a pipeline's part"});
+    ByteReader head(part_bytes, part_what);
+    (void)head.raw(k_part_magic.size());
+    if (head.u64() != generation || head.u32() != static_cast<std::uint32_t>(stage)) {
+      head.fail("of another checkpoint or stage");
+    }
+    const std::int64_t drawn = head.i64();
+    const bool exhausted = head.u8() != 0;
+    e->left = head.i64();
+    e->steps_taken = head.i64();
+    e->batch_steps = head.i64();
+    e->summaries = decode_members(head.str());
+    const std::string batch = head.str();
+    if (!head.at_end()) {
+      head.fail("bytes after the batch");
+    }
+    e->restore_batch(part_what, drawn, exhausted, batch);
+    e->checkpoints = generation;
+    e->allocate();
+  });
+  agree_rooms();
+}
 
 Pipeline::Pipeline(engine::Engine& engine, MemberFactory make, Params base,
                    std::unique_ptr<MemberSampler> sampler,
@@ -184,7 +330,8 @@ Pipeline::Pipeline(engine::Engine& engine, MemberFactory make, Params base,
   StageRole role{.fed = !p.first(),
                  .piped = true,
                  .last = p.last(),
-                 .label = p.stages > 1 ? format("stage {}: ", p.stage) : std::string{}};
+                 .label = p.stages > 1 ? format("stage {}: ", p.stage) : std::string{},
+                 .unfilled = !options.resume.empty()};
   if (!p.last()) {
     p.out = std::make_shared<SendBuffer>(p.stage + 1);
     sinks = {p.out};
@@ -228,6 +375,9 @@ Pipeline::Pipeline(engine::Engine& engine, MemberFactory make, Params base,
   shape.integrals.assign(p.e->integral_names.size(), 0.0);
   shape.fields = zero_fields(p.e->columns);
   p.member_bytes = encode_members({shape}).size() - encode_members({}).size() + k_reason_bytes;
+  if (!options.resume.empty()) {
+    p.restore(options.resume);
+  }
 }
 
 Pipeline::~Pipeline() = default;
@@ -328,14 +478,12 @@ bool Pipeline::Impl::advance(std::int64_t steps) {
     return static_cast<std::size_t>(Figure::figures) * static_cast<std::size_t>(rank);
   };
   double* mine = figures_of.data() + at(stage);
-  const std::int64_t free_slots = std::count_if(e->members.begin(), e->members.end(),
-                                                [](const auto& m) { return m == nullptr; });
-  const bool holds = free_slots < static_cast<std::int64_t>(e->members.size()) ||
+  const bool holds = std::any_of(e->members.begin(), e->members.end(),
+                                 [](const auto& m) { return m != nullptr; }) ||
                      !e->unplaced.empty() || !e->inbox.empty() || (first() && !e->exhausted);
   mine[Figure::busy] = holds || sent > 0 ? 1.0 : 0.0;
   mine[Figure::failed] = failure ? 1.0 : 0.0;
-  mine[Figure::room] =
-      static_cast<double>(std::max<std::int64_t>(free_slots - std::ssize(e->inbox), 0));
+  mine[Figure::room] = static_cast<double>(room());
   mine[Figure::member_steps] = static_cast<double>(e->steps_taken - steps_before);
   mine[Figure::finished] = last() ? static_cast<double>(e->left - left_before) : 0.0;
   comm->all_reduce_sum(figures_of);
@@ -375,6 +523,10 @@ bool Pipeline::advance(std::int64_t steps) {
     throw Error(ErrorKind::usage, format("pipeline: advance by {} steps: at least 1", steps));
   }
   return m_impl->advance(steps);
+}
+
+void Pipeline::checkpoint(const std::filesystem::path& path) {
+  m_impl->save(path);
 }
 
 void Pipeline::run(const std::function<void(const Pipeline&)>& progress) {

@@ -52,6 +52,11 @@ struct PipelineOptions {
   comm::Comm* comm = nullptr;
   /// As EnsembleOptions::vtk, written by the last stage.
   std::filesystem::path vtk = {};
+  /// A checkpoint (Pipeline::checkpoint) to go on from, or empty: made by a pipeline of the same
+  /// arguments on as many ranks (each stage's node, params, rules and kernels are checked:
+  /// Error(usage) naming each difference), each rank reading its own part; a file sink reopened
+  /// with FileSink::Open::append. Every member then goes on bit for bit as it would have.
+  std::filesystem::path resume = {};
 };
 
 /// An ensemble in stages, one stage per rank: the first stage's batch is filled from the sampler
@@ -91,6 +96,14 @@ public:
   /// Rounds of Ensemble::round_steps until every member has left the last stage, calling
   /// `progress` after each.
   void run(const std::function<void(const Pipeline&)>& progress = {});
+  /// Collective, between rounds: writes what PipelineOptions::resume needs. First every member
+  /// in flight arrives (the round's transfers complete); then each rank writes its stage (its
+  /// batch, the members received and waiting for a slot, those waiting for a sink, the sampler's
+  /// position on the first stage) to a part beside `path`, PATH.gG.rR, and rank 0 writes `path`
+  /// (every stage's identity and the pipeline's counts), naming generation G only once every
+  /// part is whole; the parts of the generation before are removed after. What sinks took is
+  /// theirs, as for Ensemble::checkpoint. Error(io) when a file cannot be written.
+  void checkpoint(const std::filesystem::path& path);
 
   /// This rank's stage (its index), and the number of stages.
   [[nodiscard]] int stage() const noexcept;
