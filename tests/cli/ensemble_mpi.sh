@@ -13,6 +13,18 @@ export UWJIT_LOG_LEVEL=off
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
+# term_once_written PID STEM: SIGTERM to PID once STEM.h5 holds a member and STEM.ckpt exists
+# (at most a minute), then waits for it to end.
+term_once_written() {
+  for _ in $(seq 600); do
+    [ -f "$2.ckpt" ] && "$py" -c "import h5py, sys
+sys.exit(len(h5py.File('$2.h5', 'r', locking=False)['id']) == 0)" 2>/dev/null && break
+    sleep 0.1
+  done
+  kill -TERM "$1"
+  wait "$1" 2>/dev/null
+}
+
 # Fixed-wall bars of different Courant numbers: members converge after different steps.
 sweep=(ensemble heat --size 6 --set boundary=fixed --vary courant=0.02:0.16:9
   --until 'change:heat<1e-8' --until steps:20000 --batch 2)
@@ -92,13 +104,7 @@ slow=(ensemble heat --size 10 --set boundary=fixed --vary courant=0.0005:0.16:6
 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${slow[@]}" --output "$sandbox/stopped.h5" \
   --checkpoint "$sandbox/stopped.ckpt" --checkpoint-every 50 >"$sandbox/stopped.json" \
   2>/dev/null &
-pid=$!
-for _ in $(seq 600); do
-  [ -f "$sandbox/stopped.ckpt" ] && "$py" -c "import h5py,sys; sys.exit(len(h5py.File('$sandbox/stopped.h5','r',locking=False)['id']) == 0)" 2>/dev/null && break
-  sleep 0.1
-done
-kill -TERM "$pid"
-wait "$pid" 2>/dev/null
+term_once_written $! "$sandbox/stopped"
 [ "$(json 'd["interrupted"]' <"$sandbox/stopped.json")" = True ] && ok ||
   fail "SIGTERM stops every rank after the same round"
 ls "$sandbox"/stopped.ckpt.g*.r0 "$sandbox"/stopped.ckpt.g*.r1 >/dev/null && ok ||
@@ -128,13 +134,7 @@ pipe=(ensemble heat --size 12 --set boundary=fixed --set courant=0.16 --vary con
   --batch 2 --buffer 1 --json)
 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${pipe[@]}" --output "$sandbox/piped.h5" \
   --checkpoint "$sandbox/piped.ckpt" --checkpoint-every 50 >"$sandbox/piped.json" 2>/dev/null &
-pid=$!
-for _ in $(seq 600); do
-  [ -f "$sandbox/piped.ckpt" ] && "$py" -c "import h5py,sys; sys.exit(len(h5py.File('$sandbox/piped.h5','r',locking=False)['id']) == 0)" 2>/dev/null && break
-  sleep 0.1
-done
-kill -TERM "$pid"
-wait "$pid" 2>/dev/null
+term_once_written $! "$sandbox/piped"
 [ "$(json 'd["interrupted"]' <"$sandbox/piped.json")" = True ] && ok ||
   fail "SIGTERM stops both stages after the same round"
 run timeout 300 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${pipe[@]}" \
