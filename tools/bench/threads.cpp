@@ -221,7 +221,8 @@ void threads_section(const Options& options, Report& report) {
       "reads u and kappa with their halos and writes u; pipe-flow moves {} bytes per lattice "
       "update (19 populations read and written, 20 one-byte flags). {} rounds; then {} rounds of "
       "`mpiexec -n 2 uwjit-bench-mpi --speed ...` (the same nodes sharded along x, 1 thread per "
-      "rank; rank 0's fastest of {} steps, each after a barrier), each against the 2-thread copy "
+      "rank; the fastest of {} steps, each after a barrier and timed by its slowest rank), each "
+      "against the 2-thread copy "
       "measured just before it",
       reps, k_pipe_bytes_per_update, rounds, mpi_rounds, reps);
   engine::Engine engine({.disk_cache = engine::DiskCache::off});
