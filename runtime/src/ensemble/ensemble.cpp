@@ -107,7 +107,7 @@ Ensemble::Impl::Impl(engine::Engine& e, MemberFactory factory, Params params,
     }
   });
   members.resize(static_cast<std::size_t>(batch));
-  if (role.fed) {
+  if (role.fed()) {
     retire(std::move(first)); // the template only: this stage's members come from the one before
   } else if (lead()) {
     members[0] = std::move(first);
@@ -267,7 +267,7 @@ MemberResult Ensemble::Impl::result_of(const Member& m, bool with_fields) const 
   r.values = m.values;
   r.steps = m.steps;
   r.status = m.status;
-  r.reason = role.label + m.reason;
+  r.reason = role.label() + m.reason;
   r.integrals = m.state.integrals;
   if (with_fields) {
     for (const auto& field : m.state.current) {
@@ -368,14 +368,14 @@ bool Ensemble::Impl::step(std::int64_t steps) {
     // Members that stopped earlier leave first, if a sink has room now; their slots refill.
     leave();
     allocate();
-    if (role.fed) {
+    if (role.fed()) {
       leave(); // members that failed in a stage before pass on as they came
     }
   }
   // Nothing stepping: members that wait can only wait for the host (a full memory sink), and
   // an ensemble alone has drained. (A stage of a pipeline before the last sends its members on
   // each round, and the pipeline agrees when every stage has drained.)
-  if (comm == nullptr && (!role.piped || role.last)) {
+  if (comm == nullptr && (!role.piped() || role.last())) {
     const bool stepping = std::any_of(members.begin(), members.end(),
                                       [](const auto& m) { return m != nullptr && !m->stopped; });
     if (!stepping) {
@@ -386,7 +386,7 @@ bool Ensemble::Impl::step(std::int64_t steps) {
                            "room; take members from a memory sink, or give a file sink after it",
                            type, sinks.front()->describe(), waiting_count()));
       }
-      if (!role.piped) {
+      if (!role.piped()) {
         end_sinks();
         return false;
       }
@@ -419,7 +419,7 @@ bool Ensemble::Impl::step(std::int64_t steps) {
     }
     remain = sums[0] != 0 || sums[1] != 0;
   }
-  if (!remain && !role.piped) {
+  if (!remain && !role.piped()) {
     end_sinks();
   }
   return remain;

@@ -50,13 +50,17 @@ struct EnsembleMember {
 /// stage before (its inbox), not by the sampler; a stage never ends on its own (the pipeline
 /// agrees when every stage is done); reasons name the stage.
 struct StageRole {
-  bool fed = false;
-  bool piped = false;
-  bool last = false; // the last stage: its sinks are the host's
-  std::string label; // "stage 1: ", or empty
+  int index = -1; // the stage, or -1: an ensemble alone
+  int count = 0;  // the pipeline's stages
   // A pipeline's resume: the batch is left unfilled, for the pipeline to restore the stage from
   // its part of a checkpoint before it fills it.
   bool unfilled = false;
+
+  [[nodiscard]] bool piped() const noexcept { return index >= 0; }
+  [[nodiscard]] bool fed() const noexcept { return index > 0; }
+  [[nodiscard]] bool last() const noexcept { return index + 1 == count; } // the host's sinks
+  /// What a member's reason starts with: "stage 1: " in a pipeline of several stages.
+  [[nodiscard]] std::string label() const;
 };
 
 /// What members must share of a layout, in words (boundaries, dt and values may differ).

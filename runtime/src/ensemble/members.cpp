@@ -82,6 +82,10 @@ std::vector<MemberField> zero_fields(const MemberColumns& columns) {
   return fields;
 }
 
+std::string StageRole::label() const {
+  return count > 1 ? format("stage {}: ", index) : std::string{};
+}
+
 } // namespace detail
 
 using namespace detail; // this file is the runtime's own
@@ -225,7 +229,7 @@ std::unique_ptr<EnsembleMember> Ensemble::Impl::build(std::int64_t id, std::vect
 // code cannot build (its factory or initial state refusing its params) leaves at once as
 // failed; one that differs from the first is an error (on every rank).
 void Ensemble::Impl::allocate() {
-  if (role.fed) {
+  if (role.fed()) {
     allocate_fed();
     return;
   }
@@ -311,7 +315,7 @@ void Ensemble::Impl::allocate_fed() {
         throw;
       }
       from.status = MemberStatus::failed;
-      from.reason = format("{}not built: {}", role.label, error.what());
+      from.reason = format("{}not built: {}", role.label(), error.what());
       unplaced.push_back(std::move(from));
     }
   }

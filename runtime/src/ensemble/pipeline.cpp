@@ -15,7 +15,6 @@
 #include <uwjit/common/text.hpp>
 
 #include <algorithm>
-#include <cstring>
 #include <exception>
 
 namespace uwjit::runtime {
@@ -123,6 +122,10 @@ struct Pipeline::Impl {
   bool done = false;
 
   [[nodiscard]] bool first() const { return stage == 0; }
+  // The most bytes a message takes: its length, the member count, `buffer` members.
+  [[nodiscard]] std::size_t message_capacity() const {
+    return 16 + static_cast<std::size_t>(buffer) * member_bytes;
+  }
   [[nodiscard]] bool last() const { return stage + 1 == stages; }
   void receive_into_inbox();
   void finish();
@@ -172,7 +175,7 @@ void Pipeline::Impl::save(const std::filesystem::path& path) {
   const std::uint64_t next = generation + 1;
   ByteWriter facts;
   e->put_identity(facts);
-  const auto all = comm->all_gather(facts.bytes());
+  const auto all = gather_to_root(*comm, facts.bytes()); // rank 0 writes them
   comm::together(*comm, [&] {
     ByteWriter part;
     part.raw(k_part_magic.data(), k_part_magic.size());
@@ -324,14 +327,11 @@ Pipeline::Pipeline(engine::Engine& engine, MemberFactory make, Params base,
   EnsembleOptions settings;
   settings.until = mine.until;
   settings.batch = options.batch;
-  settings.memory_fraction = options.memory_fraction;
+  // The batch, the receive buffer and the message in flight: a third of the fraction each.
+  settings.memory_fraction = options.memory_fraction / 3;
   settings.threads = options.threads > 0 ? options.threads : default_threads(p.comm->node_size());
   settings.vtk = p.last() ? options.vtk : std::filesystem::path{};
-  StageRole role{.fed = !p.first(),
-                 .piped = true,
-                 .last = p.last(),
-                 .label = p.stages > 1 ? format("stage {}: ", p.stage) : std::string{},
-                 .unfilled = !options.resume.empty()};
+  StageRole role{.index = p.stage, .count = p.stages, .unfilled = !options.resume.empty()};
   if (!p.last()) {
     p.out = std::make_shared<SendBuffer>(p.stage + 1);
     sinks = {p.out};
@@ -426,7 +426,7 @@ bool Pipeline::Impl::advance(std::int64_t steps) {
   }
   if (!first()) {
     if (receive_bytes.empty()) {
-      receive_bytes.resize(16 + static_cast<std::size_t>(buffer) * member_bytes);
+      receive_bytes.resize(message_capacity());
     }
     receiving = comm->start_receive(receive_bytes, stage - 1, k_tag);
   }
@@ -453,7 +453,7 @@ bool Pipeline::Impl::advance(std::int64_t steps) {
     out->held.clear();
     sent = static_cast<std::int64_t>(going.size());
     send_bytes = message(going);
-    UWJIT_ASSERT(send_bytes.size() <= 16 + static_cast<std::size_t>(buffer) * member_bytes,
+    UWJIT_ASSERT(send_bytes.size() <= message_capacity(),
                  "a pipeline message larger than the receive buffer");
     sending = comm->start_send(std::as_bytes(std::span(send_bytes)), stage + 1, k_tag);
     if (mode != PipelineMode::fully_async) {

@@ -44,7 +44,9 @@ struct PipelineOptions {
   /// the stage after it, allocated once from the first member); 0: the batch size.
   std::int64_t buffer = 0;
   /// Each stage's batch (EnsembleOptions::batch; 0: from memory), the memory fraction and threads
-  /// (0: this process's share of its machine's cores).
+  /// (0: this process's share of its machine's cores). A stage holds, besides its batch, a
+  /// receive buffer and a message of up to `buffer` members (at the default, a batch each): a
+  /// batch from memory is sized from a third of the fraction, so that the three fit in it.
   std::int64_t batch = 0;
   double memory_fraction = 0.25;
   int threads = 0;
