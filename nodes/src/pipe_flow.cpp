@@ -178,42 +178,37 @@ std::int64_t PipeFlowNode::fluid_nodes() const {
 runtime::StaticData PipeFlowNode::build_static_data() const {
   // Computed when first read (a run binds them): the kernel's key needs only their shapes, so
   // `uwjit warm` never builds them, and a run too large for memory is refused before they are.
-  const std::int64_t nx = m_n[0], ny = m_n[1], nz = m_n[2];
+  const std::int64_t ny = m_n[1], nz = m_n[2];
   const double radius = m_radius;
   const auto solid = [ny, nz, radius](std::int64_t y, std::int64_t z) {
     return solid_site(ny, nz, radius, y, z);
   };
   // Box by box: a sharded run computes each rank's slab only (the pipe does not vary along x,
-  // so a box's masks depend on its y and z range alone).
-  auto walls = [=](const runtime::ArrayBox& box, std::span<std::uint8_t> wall) {
+  // so a box's words depend on its y and z range alone). One word per node, not one byte per
+  // direction: the kernel reads one stream of 4 bytes per node instead of 19 of one byte, whose
+  // arrays (nx ny nz bytes apart, often a multiple of 4 KiB) fall into the same cache sets.
+  auto links = [=](const runtime::ArrayBox& box, std::span<std::int32_t> word) {
     std::size_t at = 0;
     for (std::int64_t x = 0; x < box.extent[0]; ++x) {
       for (std::int64_t y = box.offset[1]; y < box.offset[1] + box.extent[1]; ++y) {
         for (std::int64_t z = box.offset[2]; z < box.offset[2] + box.extent[2]; ++z) {
-          wall[at++] = solid(y, z) ? 1 : 0;
-        }
-      }
-    }
-  };
-  auto bounced = [=](const runtime::ArrayBox& box, std::span<std::uint8_t> missing) {
-    std::size_t at = 0;
-    for (std::int64_t q = box.offset[0]; q < box.offset[0] + box.extent[0]; ++q) {
-      const auto& c = k_c[static_cast<std::size_t>(q)];
-      for (std::int64_t x = 0; x < box.extent[1]; ++x) {
-        for (std::int64_t y = box.offset[2]; y < box.offset[2] + box.extent[2]; ++y) {
-          for (std::int64_t z = box.offset[3]; z < box.offset[3] + box.extent[3]; ++z) {
+          // Bit 0: a solid node. Bit q: at a fluid node, direction q would come from a solid
+          // node and is bounced back instead.
+          const bool wall = solid(y, z);
+          std::int32_t bits = wall ? 1 : 0;
+          for (int q = 1; q < k_q && !wall; ++q) {
             // Direction q arrives from x - c_q; the pipe does not vary along (periodic) x.
-            missing[at++] = q > 0 && !solid(y, z) && solid(y - c[1], z - c[2]) ? 1 : 0;
+            const auto& c = k_c[static_cast<std::size_t>(q)];
+            bits |= solid(y - c[1], z - c[2]) ? std::int32_t{1} << q : 0;
           }
+          word[at++] = bits;
         }
       }
     }
   };
   runtime::StaticData data;
-  data.add(runtime::StaticArray::computed_by_box<std::uint8_t>(
-      "pipe_wall", {nx, ny, nz}, std::move(walls), runtime::Replication::shard, 0));
-  data.add(runtime::StaticArray::computed_by_box<std::uint8_t>(
-      "pipe_missing", {k_q, nx, ny, nz}, std::move(bounced), runtime::Replication::shard, 1));
+  data.add(runtime::StaticArray::computed_by_box<std::int32_t>(
+      "pipe_links", {m_n[0], ny, nz}, std::move(links), runtime::Replication::shard, 0));
   return data;
 }
 
@@ -235,8 +230,7 @@ void PipeFlowNode::initial_state(runtime::State& state) const {
 void PipeFlowNode::emit_update(codegen::KernelWriter& w) const {
   w.state_out("f");
   const codegen::Extent x = w.domain(0), y = w.domain(1), z = w.domain(2);
-  w.static_array("pipe_wall", runtime::Dtype::u8, {{x}, {y}, {z}});
-  w.static_array("pipe_missing", runtime::Dtype::u8, {{w.constant(k_q)}, {x}, {y}, {z}});
+  w.static_array("pipe_links", runtime::Dtype::i32, {{x}, {y}, {z}});
   w.integral("drag");
   w.integral("mass");
   w.integral("momentum");
@@ -260,12 +254,13 @@ void PipeFlowNode::emit_update(codegen::KernelWriter& w) const {
           "#else\n"
           "#define UWJIT_KEPT(q, loaded) loaded\n"
           "#endif\n";
-  cell += "          const bool solid = pipe_wall(i, j, k) != 0;\n"
+  cell += "          const uw_i32 links = pipe_links(i, j, k);\n"
+          "          const bool solid = (links & 1) != 0;\n"
           "          // Pull streaming; a link from a solid node is bounced back at the wall.\n"
           "          const double f0 = f(0, i, j, k);\n";
   for (int q = 1; q < k_q; ++q) {
     const auto& c = k_c[static_cast<std::size_t>(q)];
-    cell += format("          const bool m{} = pipe_missing({}, i, j, k) != 0;\n", q, q);
+    cell += format("          const bool m{} = (links & {}) != 0;\n", q, 1 << q);
     cell += format("          const double back{} = f({}, i, j, k);\n", q, opposite(q));
     cell += format("          const double pull{} = f({}, {}, {}, {});\n", q, q,
                    upstream("i", c[0]), upstream("j", c[1]), upstream("k", c[2]));

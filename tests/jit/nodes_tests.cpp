@@ -288,16 +288,43 @@ TEST_CASE("pipe-flow: the check fails a run that has not reached the steady stat
   CHECK(measurement(verdict, "mass conservation").passed);
 }
 
-TEST_CASE("pipe-flow: the wall masks are sharded static arrays of the documented shapes") {
-  const auto node = uwjit::nodes::make("pipe-flow", "p", uwjit::nodes::default_params("pipe-flow"));
-  const auto& wall = node->static_data().at("pipe_wall");
-  const auto& missing = node->static_data().at("pipe_missing");
-  CHECK(wall.shape() == std::vector<std::int64_t>{32, 24, 24});
-  CHECK(missing.shape() == std::vector<std::int64_t>{19, 32, 24, 24});
-  CHECK(wall.dtype() == uwjit::runtime::Dtype::u8);
-  CHECK(missing.dtype() == uwjit::runtime::Dtype::u8);
-  CHECK(wall.shard_axis() == 0);
-  CHECK(missing.shard_axis() == 1); // x is the second axis of (19, nx, ny, nz)
+TEST_CASE("pipe-flow: the wall is one sharded word per node, solid in bit 0, bounced links above") {
+  const auto params = uwjit::nodes::default_params("pipe-flow"); // 32 x 24 x 24, radius 11
+  const auto node = uwjit::nodes::make("pipe-flow", "p", params);
+  const auto& links = node->static_data().at("pipe_links");
+  CHECK(links.shape() == std::vector<std::int64_t>{32, 24, 24});
+  CHECK(links.dtype() == uwjit::runtime::Dtype::i32);
+  CHECK(links.shard_axis() == 0);
+  CHECK(node->static_data().size() == 1);
+  // Against the geometry itself: bit 0 where the site lies in the wall, bit q at a fluid site
+  // whose upstream neighbour along direction q (from (y - c_y, z - c_z)) does.
+  constexpr int c[19][2] = {{0, 0}, {0, 0},  {0, 0},   {1, 0},  {-1, 0}, {0, 1},  {0, -1},
+                            {1, 0}, {-1, 0}, {-1, 0},  {1, 0},  {0, 1},  {0, -1}, {0, -1},
+                            {0, 1}, {1, 1},  {-1, -1}, {1, -1}, {-1, 1}};
+  const double radius = params.get_double("radius");
+  auto solid = [&](std::int64_t y, std::int64_t z) {
+    if (y < 0 || y >= 24 || z < 0 || z >= 24) {
+      return true;
+    }
+    const double dy = static_cast<double>(y) - 11.5, dz = static_cast<double>(z) - 11.5;
+    return dy * dy + dz * dz >= radius * radius;
+  };
+  const auto words = links.values<std::int32_t>();
+  int bounced = 0;
+  for (std::int64_t x = 0; x < 32; ++x) {
+    for (std::int64_t y = 0; y < 24; ++y) {
+      for (std::int64_t z = 0; z < 24; ++z) {
+        std::int32_t expected = solid(y, z) ? 1 : 0;
+        for (int q = 1; q < 19 && !solid(y, z); ++q) {
+          expected |= solid(y - c[q][0], z - c[q][1]) ? 1 << q : 0;
+        }
+        const std::int32_t word = words[static_cast<std::size_t>((x * 24 + y) * 24 + z)];
+        CHECK(word == expected);
+        bounced += word > 1 ? 1 : 0;
+      }
+    }
+  }
+  CHECK(bounced > 0);
 }
 
 namespace {

@@ -122,8 +122,9 @@ struct Stepper {
 };
 
 // The least traffic of one lattice update of pipe-flow: 19 populations read and 19 written
-// (8 bytes each), the wall flag and the 19 missing-link flags (1 byte each).
-constexpr double k_pipe_bytes_per_update = 19 * 8 * 2 + 1 + 19;
+// (8 bytes each) and the node's wall word (4 bytes: solid and the 18 bounced links). Runs of the
+// benchmark before the node kept one word per node counted 19 one-byte flags, 324 bytes.
+constexpr double k_pipe_bytes_per_update = 19 * 8 * 2 + 4;
 
 // The floating-point work per cell update of a kernel, from its optimised IR: each vector
 // instruction (one lane per cell) counts once, a fused multiply-add twice. Only the vectorised
@@ -219,7 +220,7 @@ void threads_section(const Options& options, Report& report) {
       "steps, and a fraction is the node's bandwidth over the copy's of the same round and "
       "thread count. Bandwidth counts each input read once and each output written once: heat "
       "reads u and kappa with their halos and writes u; pipe-flow moves {} bytes per lattice "
-      "update (19 populations read and written, 20 one-byte flags). {} rounds; then {} rounds of "
+      "update (19 populations read and written, a 4-byte wall word). {} rounds; then {} rounds of "
       "`mpiexec -n 2 uwjit-bench-mpi --speed ...` (the same nodes sharded along x, 1 thread per "
       "rank; the fastest of {} steps, each after a barrier and timed by its slowest rank), each "
       "against the 2-thread copy "

@@ -6,10 +6,10 @@
 namespace uwjit::nodes {
 
 /// D3Q19 lattice Boltzmann (BGK collision, Guo forcing) in a circular pipe along x, periodic in
-/// x. The wall is two static arrays built from the params: `pipe_wall` (nx, ny, nz) u8, 1 for
-/// solid nodes, and `pipe_missing` (19, nx, ny, nz) u8, 1 where the population of direction q
-/// arriving at a fluid node would come from a solid node and is bounced back (half-way
-/// bounce-back) instead. Both are sharded along x when a domain is split.
+/// x. The wall is one static array built from the params, `pipe_links` (nx, ny, nz) i32, one word
+/// per node: bit 0 set for a solid node; at a fluid node, bit q (1..18) set where the population
+/// of direction q would come from a solid node and is bounced back (half-way bounce-back)
+/// instead. It is sharded along x when a domain is split.
 ///
 /// Params: nx, ny, nz (lattice); radius (lattice units, at most min(ny, nz)/2 - 1: one solid
 /// layer at least); tau (relaxation time > 1/2; viscosity (tau - 1/2)/3); u_max (the centreline
