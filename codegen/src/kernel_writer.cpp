@@ -539,6 +539,9 @@ KernelSource KernelWriter::finish() const {
   for (const auto& line : m_comments) {
     text += "// " + line + "\n";
   }
+  if (!m_cell.empty() && m_cell_loop.masked_remainder) {
+    text += masked_form_text();
+  }
   const bool namespace_block = !m_integrals.empty() || !m_helpers.empty() || m_checked;
   if (namespace_block) {
     text += "namespace {\n";

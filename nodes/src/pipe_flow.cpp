@@ -245,11 +245,13 @@ void PipeFlowNode::emit_update(codegen::KernelWriter& w) const {
   // values computed for it, discarded, stay finite).
   // The k loop's trip count is the update box's, known only at run time: vectorised as usual, it
   // would get a scalar remainder loop, a second copy of this long cell that doubles the machine
-  // code and the compile time. Folding the remainder into masked vector iterations keeps one.
-  // What a solid node stores: on AVX2, the value loaded already (naming f(q, i, j, k) again
-  // lets the compiler sink the select into two masked stores, microcoded on AMD's AVX2 cores);
-  // elsewhere a second load, which keeps fewer values live (faster with AVX-512, measured).
-  cell += "#if defined(__AVX512F__) || !defined(__x86_64__)\n"
+  // code and the compile time. The masked cell form folds the remainder into masked vector
+  // iterations where masked moves are cheap (UWJIT_MASKED_MOVES, set by the writer per target).
+  // What a solid node stores: without masked moves, the value loaded already (naming
+  // f(q, i, j, k) again lets the compiler sink the select into two masked stores, microcoded on
+  // AMD's AVX2 cores); with them, a second load, which keeps fewer values live (faster with
+  // AVX-512, measured).
+  cell += "#if UWJIT_MASKED_MOVES\n"
           "#define UWJIT_KEPT(q, loaded) f(q, i, j, k)\n"
           "#else\n"
           "#define UWJIT_KEPT(q, loaded) loaded\n"

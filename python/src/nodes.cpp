@@ -542,7 +542,8 @@ the writer emits the loops (vectorised, sliced over threads); for a GPU, one thr
 text must not return, break or continue out of the cell. A kernel has either a body() or one
 for_each_cell(); UsageError otherwise, or if the index count is not the domain's.
 `masked_remainder`: fold the innermost loop's remainder into masked vector iterations (one copy
-of a long cell's code instead of two) where masked moves are cheap (AVX-512, not AVX2).)doc")
+of a long cell's code instead of two) where masked moves are cheap (AVX-512, not AVX2). The text
+sees the choice as the macro UWJIT_MASKED_MOVES (1 or 0).)doc")
       .def_property_readonly("cell_form", through(&KernelWriter::is_cell_form),
                              "Whether the kernel is written with for_each_cell().")
       .def_property_readonly("gpu", through(&KernelWriter::is_gpu),

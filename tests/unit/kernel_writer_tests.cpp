@@ -341,11 +341,22 @@ TEST_CASE("the cell form on a CPU: loops over the update box, the last axis inne
 
   KernelWriter masked = cell_like();
   masked.for_each_cell({.indices = {"i", "j", "k"}, .masked_remainder = true}, k_cell);
-  // Masked iterations where the target's masked moves are cheap: the compiler's features choose.
-  CHECK(contains(masked.finish().body(), "#if defined(__AVX512F__) || !defined(__x86_64__)\n"
-                                         "#pragma clang loop vectorize_predicate(enable)\n"
-                                         "#endif\n"
-                                         "        for (uw_i64 k = nz_begin;"));
+  // Masked iterations where the target's masked moves are cheap: the compiler's macros choose,
+  // and the text names the choice for the node's own code.
+  const std::string masked_body = masked.finish().body();
+  CHECK(contains(masked_body, "#if UWJIT_MASKED_MOVES\n"
+                              "#pragma clang loop vectorize_predicate(enable)\n"
+                              "#else\n"
+                              "#pragma clang loop vectorize(enable)\n"
+                              "#endif\n"
+                              "        for (uw_i64 k = nz_begin;"));
+  // The choice itself, before the text that uses it.
+  const auto choice = masked_body.find("#if defined(__AVX512F__) || !defined(__x86_64__)\n"
+                                       "#define UWJIT_MASKED_MOVES 1\n#else\n"
+                                       "#define UWJIT_MASKED_MOVES 0\n#endif\n");
+  CHECK(choice != std::string::npos);
+  CHECK(choice < masked_body.find("#if UWJIT_MASKED_MOVES"));
+  CHECK_FALSE(contains(body, "UWJIT_MASKED_MOVES"));
 }
 
 TEST_CASE(

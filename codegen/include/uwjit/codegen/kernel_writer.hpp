@@ -76,8 +76,11 @@ struct CellLoop {
   /// CPU form: fold the innermost loop's remainder into masked vector iterations, one copy of
   /// the cell's code instead of a vector loop and a scalar remainder loop (for long cells, whose
   /// second copy would double the machine code and the compile time), where masked memory
-  /// operations are cheap: on x86-64 with AVX-512 only (AVX2's masked moves are microcoded on
-  /// AMD's cores), and on other architectures. No effect on a GPU.
+  /// operations are cheap: on x86-64 with AVX-512, and on other architectures. AVX2's masked
+  /// moves are microcoded on AMD's cores, so with AVX2 the loop keeps its remainder (and is
+  /// vectorised whatever the cost model says of its run-time checks). The text sees the choice
+  /// as the macro UWJIT_MASKED_MOVES (1 where the remainder is masked, else 0). No effect on a
+  /// GPU (1 there).
   bool masked_remainder = false;
 };
 
@@ -348,6 +351,7 @@ private:
   [[nodiscard]] std::pair<std::string, std::string> cell_loops() const;
   [[nodiscard]] std::pair<std::string, std::string> cell_threads() const;
   [[nodiscard]] static std::string_view warp_sum_text() noexcept;
+  [[nodiscard]] static std::string_view masked_form_text() noexcept;
   // The cell form's accessor reaches (kernel_writer_cells.cpp): throws for one that is certain.
   [[nodiscard]] HaloReads judge_reads() const;
 
