@@ -149,6 +149,25 @@ void compute_layer(std::byte* dst, const std::byte* src, std::int64_t count,
   }
 }
 
+// Copies one layer of a halo. Along the innermost axis a layer is one element: a call of memcpy
+// per element cost more than its copy (pipe-flow 96x64x64 spent a fifth of its step in them), so
+// layers of one element are copied inline.
+void copy_layer(std::byte* to, const std::byte* from, std::size_t bytes) noexcept {
+  switch (bytes) {
+  case 8:
+    std::memcpy(to, from, 8);
+    break;
+  case 4:
+    std::memcpy(to, from, 4);
+    break;
+  case 1:
+    std::memcpy(to, from, 1);
+    break;
+  default:
+    std::memcpy(to, from, bytes);
+  }
+}
+
 } // namespace
 
 void fill_face(Field& field, std::size_t axis, Side side, const BoundaryFace& face) {
@@ -173,10 +192,10 @@ void fill_face(Field& field, std::size_t axis, Side side, const BoundaryFace& fa
       const std::int64_t halo_cell = low ? h - k : h + n - 1 + k; // padded indices
       switch (face.kind) {
       case BoundaryFace::Kind::periodic:
-        std::memcpy(at(halo_cell), at(low ? halo_cell + n : halo_cell - n), layer);
+        copy_layer(at(halo_cell), at(low ? halo_cell + n : halo_cell - n), layer);
         break;
       case BoundaryFace::Kind::edge:
-        std::memcpy(at(halo_cell), at(low ? h : h + n - 1), layer);
+        copy_layer(at(halo_cell), at(low ? h : h + n - 1), layer);
         break;
       case BoundaryFace::Kind::dirichlet:
       case BoundaryFace::Kind::neumann: {
