@@ -6,6 +6,7 @@
 
 #include <uwjit/codegen/kernel_abi.h>
 #include <uwjit/engine/kernel.hpp>
+#include <uwjit/runtime/field.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -63,6 +64,11 @@ public:
   /// changed. Allocates only when a call needs more slab storage than any call before it.
   [[nodiscard]] int call(const engine::Kernel& kernel, const uwjit_kernel_args& args,
                          std::size_t axes, bool splits, std::span<double> sums);
+
+  /// Fills the halos of `field` as Field::fill_halos(boundary) does, bit for bit, each axis's
+  /// faces cut into parts that the threads fill (the axes in order: an axis's corners come from
+  /// the halos of the axes before it). Throws as fill_halos does, before filling anything.
+  void fill_halos(Field& field, std::span<const Boundary> boundary);
 
 private:
   ThreadPool m_pool;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace uwjit::runtime::detail {
@@ -28,6 +29,17 @@ struct AxisView {
 /// Unchecked: the caller has checked the boundary (boundary_problem) and the dtype
 /// (takes_computed_faces, f32_problem). Allocates nothing.
 void fill_face(Field& field, std::size_t axis, Side side, const BoundaryFace& face);
+
+/// fill_face of both sides of `axis`, in the slabs [first, last) of AxisView(field, axis) only
+/// (`outer` slabs in all). A slab's halo is filled from that slab alone, so disjoint ranges can
+/// be filled on different threads; every axis before `axis` must be filled first (its halo
+/// cells are the corners this axis copies). Unchecked, as fill_face.
+void fill_faces(Field& field, std::size_t axis, const Boundary& boundary, std::int64_t first,
+                std::int64_t last);
+
+/// Throws Error(usage) naming the field and the axis where Field::fill_halos would refuse
+/// `boundary` (one Boundary per axis): its checks, for callers that fill the faces themselves.
+void check_fill(const Field& field, std::span<const Boundary> boundary);
 
 /// What is wrong with `boundary` on an axis of `cells` cells and a halo of `halo`, or "" if
 /// nothing: periodic on one face only, a dirichlet or neumann value that is not finite or beyond

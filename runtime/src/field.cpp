@@ -170,48 +170,103 @@ void copy_layer(std::byte* to, const std::byte* from, std::size_t bytes) noexcep
 
 } // namespace
 
+namespace {
+
+// Fills the `side` halo layers of one slab of an axis's view (`at` gives a padded index's layer).
+template <class At>
+void fill_slab_face(const Field& field, const AxisView& view, Side side, const BoundaryFace& face,
+                    At at) {
+  const std::int64_t h = view.h;
+  const std::int64_t n = view.n;
+  const std::size_t layer = static_cast<std::size_t>(view.inner) * codegen::size_of(field.dtype());
+  const bool low = side == Side::low;
+  for (std::int64_t k = 1; k <= h; ++k) {
+    const std::int64_t halo_cell = low ? h - k : h + n - 1 + k; // padded indices
+    switch (face.kind) {
+    case BoundaryFace::Kind::periodic:
+      copy_layer(at(halo_cell), at(low ? halo_cell + n : halo_cell - n), layer);
+      break;
+    case BoundaryFace::Kind::edge:
+      copy_layer(at(halo_cell), at(low ? h : h + n - 1), layer);
+      break;
+    case BoundaryFace::Kind::dirichlet:
+    case BoundaryFace::Kind::neumann: {
+      const std::int64_t mirror = low ? h + k - 1 : h + n - k;
+      if (field.dtype() == Dtype::f32) {
+        compute_layer<float>(at(halo_cell), at(mirror), view.inner, face, k);
+      } else {
+        UWJIT_ASSERT(field.dtype() == Dtype::f64, "fill_face: a computed face on an integer field");
+        compute_layer<double>(at(halo_cell), at(mirror), view.inner, face, k);
+      }
+      break;
+    }
+    }
+  }
+}
+
+// Calls fill(at) for each slab in [first, last) of the axis's view, `at` giving a padded index's
+// layer in that slab.
+template <class Fill>
+void for_each_slab(Field& field, const AxisView& view, std::int64_t first, std::int64_t last,
+                   Fill fill) {
+  const std::size_t element = codegen::size_of(field.dtype());
+  auto* base = static_cast<std::byte*>(field.data());
+  for (std::int64_t o = first; o < last; ++o) {
+    std::byte* slab = base + static_cast<std::size_t>(o * view.padded() * view.inner) * element;
+    fill([&](std::int64_t padded_index) {
+      return slab + static_cast<std::size_t>(padded_index * view.inner) * element;
+    });
+  }
+}
+
+} // namespace
+
+void check_fill(const Field& field, std::span<const Boundary> boundary) {
+  if (boundary.size() != field.shape().size()) {
+    throw Error(ErrorKind::usage, format("field \"{}\": {} boundaries for {} axes", field.name(),
+                                         boundary.size(), field.shape().size()));
+  }
+  for (std::size_t d = 0; d < field.shape().size(); ++d) {
+    if (const auto problem =
+            detail::boundary_problem(boundary[d], field.shape()[d], field.halo()[d]);
+        !problem.empty()) {
+      throw Error(ErrorKind::usage, format("field \"{}\": axis {}: {}", field.name(), d, problem));
+    }
+    if (field.halo()[d] > 0 && (boundary[d].low.computed() || boundary[d].high.computed()) &&
+        !detail::takes_computed_faces(field.dtype())) {
+      throw Error(
+          ErrorKind::usage,
+          format("field \"{}\": axis {}: a {} boundary needs a floating-point field, not {}",
+                 field.name(), d, to_string(boundary[d]), codegen::to_string(field.dtype())));
+    }
+    if (const auto problem = detail::f32_problem(boundary[d], field.dtype());
+        field.halo()[d] > 0 && !problem.empty()) {
+      throw Error(ErrorKind::usage, format("field \"{}\": axis {}: {}", field.name(), d, problem));
+    }
+  }
+}
+
 void fill_face(Field& field, std::size_t axis, Side side, const BoundaryFace& face) {
-  const std::int64_t h = field.halo()[axis];
-  if (h == 0) {
+  if (field.halo()[axis] == 0) {
     return;
   }
   const AxisView view(field, axis);
-  const std::int64_t n = view.n;
-  const std::int64_t inner = view.inner;
-  const std::int64_t outer = view.outer;
-  const std::size_t element = codegen::size_of(field.dtype());
-  const std::size_t layer = static_cast<std::size_t>(inner) * element;
-  auto* base = static_cast<std::byte*>(field.data());
-  const bool low = side == Side::low;
-  for (std::int64_t o = 0; o < outer; ++o) {
-    std::byte* slab = base + static_cast<std::size_t>(o * view.padded() * inner) * element;
-    auto at = [&](std::int64_t padded_index) {
-      return slab + static_cast<std::size_t>(padded_index * inner) * element;
-    };
-    for (std::int64_t k = 1; k <= h; ++k) {
-      const std::int64_t halo_cell = low ? h - k : h + n - 1 + k; // padded indices
-      switch (face.kind) {
-      case BoundaryFace::Kind::periodic:
-        copy_layer(at(halo_cell), at(low ? halo_cell + n : halo_cell - n), layer);
-        break;
-      case BoundaryFace::Kind::edge:
-        copy_layer(at(halo_cell), at(low ? h : h + n - 1), layer);
-        break;
-      case BoundaryFace::Kind::dirichlet:
-      case BoundaryFace::Kind::neumann: {
-        const std::int64_t mirror = low ? h + k - 1 : h + n - k;
-        if (field.dtype() == Dtype::f32) {
-          compute_layer<float>(at(halo_cell), at(mirror), inner, face, k);
-        } else {
-          UWJIT_ASSERT(field.dtype() == Dtype::f64,
-                       "fill_face: a computed face on an integer field");
-          compute_layer<double>(at(halo_cell), at(mirror), inner, face, k);
-        }
-        break;
-      }
-      }
-    }
+  for_each_slab(field, view, 0, view.outer,
+                [&](auto at) { fill_slab_face(field, view, side, face, at); });
+}
+
+void fill_faces(Field& field, std::size_t axis, const Boundary& boundary, std::int64_t first,
+                std::int64_t last) {
+  if (field.halo()[axis] == 0) {
+    return;
   }
+  // Both sides slab by slab: along the innermost axis a slab's high halo and the next slab's
+  // low halo share a cache line, which one pass then loads once.
+  const AxisView view(field, axis);
+  for_each_slab(field, view, first, last, [&](auto at) {
+    fill_slab_face(field, view, Side::low, boundary.low, at);
+    fill_slab_face(field, view, Side::high, boundary.high, at);
+  });
 }
 
 } // namespace detail
@@ -502,30 +557,11 @@ bool Field::interior_equals(const Field& other) const {
 }
 
 void Field::fill_halos(std::span<const Boundary> boundary) {
-  if (boundary.size() != m_shape.size()) {
-    throw Error(ErrorKind::usage, format("field \"{}\": {} boundaries for {} axes", m_name,
-                                         boundary.size(), m_shape.size()));
-  }
+  detail::check_fill(*this, boundary);
   for (std::size_t d = 0; d < m_shape.size(); ++d) {
-    if (const auto problem = detail::boundary_problem(boundary[d], m_shape[d], m_halo[d]);
-        !problem.empty()) {
-      throw Error(ErrorKind::usage, format("field \"{}\": axis {}: {}", m_name, d, problem));
+    if (m_halo[d] > 0) {
+      detail::fill_faces(*this, d, boundary[d], 0, detail::AxisView(*this, d).outer);
     }
-    if (m_halo[d] > 0 && (boundary[d].low.computed() || boundary[d].high.computed()) &&
-        !detail::takes_computed_faces(m_dtype)) {
-      throw Error(
-          ErrorKind::usage,
-          format("field \"{}\": axis {}: a {} boundary needs a floating-point field, not {}",
-                 m_name, d, to_string(boundary[d]), codegen::to_string(m_dtype)));
-    }
-    if (const auto problem = detail::f32_problem(boundary[d], m_dtype);
-        m_halo[d] > 0 && !problem.empty()) {
-      throw Error(ErrorKind::usage, format("field \"{}\": axis {}: {}", m_name, d, problem));
-    }
-  }
-  for (std::size_t d = 0; d < m_shape.size(); ++d) {
-    detail::fill_face(*this, d, detail::Side::low, boundary[d].low);
-    detail::fill_face(*this, d, detail::Side::high, boundary[d].high);
   }
 }
 

@@ -42,7 +42,7 @@ void Simulation::Impl::step_node(NodeState& s) {
     } else {
       for (std::size_t i = 0; i < s.current.size(); ++i) {
         if (s.refills(stage, i)) {
-          s.current[i]->fill_halos(s.boundaries[i]);
+          executor->fill_halos(*s.current[i], s.boundaries[i]);
         }
       }
     }

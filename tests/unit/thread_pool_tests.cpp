@@ -1,6 +1,9 @@
-// runtime/src: the persistent thread pool and the slab plan of the CPU executor.
+// runtime/src: the persistent thread pool, the slab plan and the halo filling of the CPU
+// executor.
 #include "cpu_executor.hpp"
 #include "thread_pool.hpp"
+
+#include <uwjit/common/error.hpp>
 
 #include <doctest/doctest.h>
 
@@ -88,4 +91,44 @@ TEST_CASE("slabs tile the box along its first wide axis and depend on the box al
   // An empty box is one (empty) slab.
   args.update_end[1] = 3;
   CHECK(plan_slabs(args, 3).count == 1);
+}
+
+TEST_CASE("the executor's threads fill halos bit for bit as Field::fill_halos does") {
+  using uwjit::runtime::Boundary;
+  using uwjit::runtime::BoundaryFace;
+  using uwjit::runtime::Dtype;
+  using uwjit::runtime::Field;
+  // A component axis (no halo) before three domain axes; each boundary kind, halos of 1 and 2.
+  const std::vector<Boundary> kinds = {
+      Boundary::periodic,
+      Boundary::edge,
+      {.low = BoundaryFace::dirichlet(1.5), .high = BoundaryFace::neumann(-0.25)}};
+  for (const int halo : {1, 2}) {
+    for (const auto& kind : kinds) {
+      const std::vector<Boundary> boundary = {Boundary::edge, kind, Boundary::edge, kind};
+      auto filled = [&](int threads) {
+        Field field("f", Dtype::f64, {3, 40, 7, 33}, {0, halo, halo, halo});
+        auto* values = static_cast<double*>(field.data());
+        for (std::int64_t e = 0; e < field.padded_count(); ++e) {
+          values[e] = static_cast<double>((e * 7919) % 1013) / 17.0; // halos too: overwritten
+        }
+        if (threads == 0) {
+          field.fill_halos(boundary);
+        } else {
+          uwjit::runtime::detail::CpuExecutor executor(threads);
+          executor.fill_halos(field, boundary);
+        }
+        return std::vector<double>(values, values + field.padded_count());
+      };
+      const auto serial = filled(0);
+      for (const int threads : {1, 2, 3}) {
+        CHECK(filled(threads) == serial);
+      }
+    }
+  }
+  // Refused as fill_halos refuses, before anything is filled.
+  Field field("f", Dtype::f64, {4, 4}, {1, 1});
+  uwjit::runtime::detail::CpuExecutor executor(2);
+  CHECK_THROWS_WITH_AS(executor.fill_halos(field, std::vector<Boundary>{Boundary::edge}),
+                       doctest::Contains("1 boundaries for 2 axes"), uwjit::Error);
 }
