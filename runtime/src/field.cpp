@@ -168,10 +168,6 @@ void copy_layer(std::byte* to, const std::byte* from, std::size_t bytes) noexcep
   }
 }
 
-} // namespace
-
-namespace {
-
 // Fills the `side` halo layers of one slab of an axis's view (`at` gives a padded index's layer).
 template <class At>
 void fill_slab_face(const Field& field, const AxisView& view, Side side, const BoundaryFace& face,

@@ -203,8 +203,7 @@ void HaloExchanger::fill_except(std::span<Field* const> fields, ExchangeMode mod
       }
       const AxisPlan& plan = m_plans[f][axis];
       if (!plan.exchange) {
-        fill_face(field, axis, Side::low, plan.boundary.low);
-        fill_face(field, axis, Side::high, plan.boundary.high);
+        fill_faces(field, axis, plan.boundary, 0, AxisView(field, axis).outer);
         continue;
       }
       if (mode == ExchangeMode::sync) {
@@ -256,8 +255,7 @@ void HaloExchanger::finish_fill(std::span<Field* const> fields) {
       if (plan.exchange) {
         fill_global_faces(*fields[f], f, later, Faces::computed);
       } else if (plan.boundary.low.computed() || plan.boundary.high.computed()) {
-        fill_face(*fields[f], later, Side::low, plan.boundary.low);
-        fill_face(*fields[f], later, Side::high, plan.boundary.high);
+        fill_faces(*fields[f], later, plan.boundary, 0, AxisView(*fields[f], later).outer);
       }
     }
   }
