@@ -7,6 +7,7 @@
 
 #include "llvm.hpp"
 #include "nvptx.hpp"
+#include "pipeline.hpp"
 #include "timing.hpp"
 
 #include <algorithm>
@@ -217,6 +218,7 @@ Compiler::Compiler(CompileOptions options, Target gpu) : m_impl(std::make_unique
   }
   const TargetInfo& target = host_target();
   const bool cuda = gpu.is_cuda();
+  detail::configure_code_generation();
   // -S for cuda: the driver's NVPTX job list is then cc1 alone (no ptxas step to find).
   std::vector<std::string> args = {target.clang_path,
                                    cuda ? "-S" : "-c",
@@ -337,6 +339,10 @@ const std::string& Compiler::flags() const noexcept {
   return m_impl->flags;
 }
 
+const std::string& Compiler::pipeline() const noexcept {
+  return detail::pipeline_name();
+}
+
 const Target& Compiler::target() const noexcept {
   return m_impl->target;
 }
@@ -422,10 +428,11 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing,
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
-    // Hand-built pipelines leave the vectorisers off unless told (the driver turns them on).
+    // Hand-built pipelines leave the vectorisers off unless told (the driver turns them on);
+    // SLP vectorisation is the kernel pipeline's own (pipeline.cpp).
     llvm::PipelineTuningOptions tuning;
     tuning.LoopVectorization = level >= 2;
-    tuning.SLPVectorization = level >= 2;
+    tuning.SLPVectorization = false;
     tuning.LoopUnrolling = level >= 1;
     tuning.LoopInterleaving = level >= 1;
     llvm::PassBuilder builder(machine.get(), tuning);
@@ -434,12 +441,7 @@ CompiledObject Compiler::compile(std::string_view source, Listing listing,
     builder.registerFunctionAnalyses(fam);
     builder.registerLoopAnalyses(lam);
     builder.crossRegisterProxies(lam, fam, cgam, mam);
-    const llvm::OptimizationLevel opt = level == 0   ? llvm::OptimizationLevel::O0
-                                        : level == 1 ? llvm::OptimizationLevel::O1
-                                        : level == 2 ? llvm::OptimizationLevel::O2
-                                                     : llvm::OptimizationLevel::O3;
-    llvm::ModulePassManager passes = level == 0 ? builder.buildO0DefaultPipeline(opt)
-                                                : builder.buildPerModuleDefaultPipeline(opt);
+    llvm::ModulePassManager passes = detail::kernel_pipeline(builder, level);
     passes.run(*module, mam);
   }
   backend_errors("optimisation");

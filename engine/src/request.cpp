@@ -121,7 +121,8 @@ Flavour::Flavour(const CompileOptions& options, const Target& gpu) : compiler(op
       .add("cpu", cuda ? gpu.sm() : target.cpu)
       .add("features", cuda ? "+ptx" + std::string(k_ptx_isa) : join(target.features, ","))
       .add("opt", std::to_string(compiler.options().opt_level))
-      .add("flags", compiler.flags());
+      .add("flags", compiler.flags())
+      .add("pipeline", compiler.pipeline());
   if (cuda) {
     // The host's salt has no target component, so that host keys stay what they were; its
     // triple, CPU and features name the host.

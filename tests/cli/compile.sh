@@ -26,6 +26,7 @@ expect_code 0 "env"
 expect_out '^LLVM version +19\.' "env prints the LLVM version"
 expect_out '^target triple +x86_64' "env prints the triple"
 expect_out '^resource dir +/' "env prints the resource dir"
+expect_out '^pipeline +slp-where-scalar,no-lsr$' "env names the kernel pipeline, part of every key"
 
 run "$uwjit" env --json
 expect_code 0 "env --json"

@@ -240,6 +240,41 @@ TEST_CASE("the optimiser vectorises a simple loop at -O3 and not at -O0") {
   CHECK(plain.optimised_ir.find("x double>") == std::string::npos);
 }
 
+TEST_CASE(
+    "the kernel pipeline leaves out loop strength reduction and SLP-vectorises straight code") {
+  const uwjit::engine::Compiler o3;
+  // Every build's LLVM registers -disable-lsr: the pipeline found and set it.
+  CHECK(o3.pipeline() == "slp-where-scalar,no-lsr");
+  // Straight-line code, which the loop vectoriser has nothing to do with, still gets the SLP
+  // vectoriser: four adjacent loads and stores become vector ones.
+  const std::string straight = "extern \"C\" int k(const uwjit_kernel_args* args) {\n"
+                               "  const double* a = (const double*)args->state_in[0];\n"
+                               "  double* b = (double*)args->state_out[0];\n"
+                               "  const double x0 = a[0], x1 = a[1], x2 = a[2], x3 = a[3];\n"
+                               "  b[0] = 2.0 * x0 + 1.0; b[1] = 2.0 * x1 + 1.0;\n"
+                               "  b[2] = 2.0 * x2 + 1.0; b[3] = 2.0 * x3 + 1.0;\n"
+                               "  return 0;\n"
+                               "}\n";
+  const auto slp =
+      o3.compile(KernelSource::from_text(straight, "k").canonical(), uwjit::engine::Listing::ir);
+  CHECK(slp.optimised_ir.find("store <") != std::string::npos);
+  CHECK(slp.optimised_ir.find("x double>") != std::string::npos);
+  // The kernel runs as written.
+  Engine engine(memory_only());
+  const auto kernel = engine.kernel(KernelSource::from_text(straight, "k"));
+  std::vector<double> in = {1.0, 2.0, 3.0, 4.0}, out(4, 0.0);
+  const void* ins[] = {in.data()};
+  void* outs[] = {out.data()};
+  uwjit_kernel_args args{};
+  args.abi_version = UWJIT_KERNEL_ABI_VERSION;
+  args.n_state_in = 1;
+  args.n_state_out = 1;
+  args.state_in = ins;
+  args.state_out = outs;
+  CHECK(kernel(args) == UWJIT_KERNEL_OK);
+  CHECK(out == std::vector<double>{3.0, 5.0, 7.0, 9.0});
+}
+
 TEST_CASE("a kernel that needs a static initialiser is refused at compile time") {
   Engine engine(memory_only());
   const auto message = compile_error_of(
@@ -664,11 +699,12 @@ TEST_CASE("the key does not depend on the generated names and changes with any c
   CHECK(engine.key_of(axpb(1.0, 2.0)) == a);
   CHECK(engine.key_of(axpb(1.0, 2.5)) != a);
   // The salt names every component that changes the object.
-  for (const char* part :
-       {"uwjit", "format", "abi", "llvm", "triple", "cpu", "features", "opt", "flags"}) {
+  for (const char* part : {"uwjit", "format", "abi", "canonical", "llvm", "triple", "cpu",
+                           "features", "opt", "flags", "pipeline"}) {
     CAPTURE(part);
     CHECK(engine.salt().get(part).has_value());
   }
+  CHECK(engine.salt().get("pipeline") == engine.compiler().pipeline());
   Engine o2({.compile = {.opt_level = 2}, .disk_cache = DiskCache::off});
   CHECK(o2.key_of(axpb(1.0, 2.0)) != a);
 }

@@ -103,11 +103,12 @@ std::string seconds_text(double seconds) {
 } // namespace
 
 int env_command(const std::vector<std::string>& argv) {
-  ArgSpec spec("env", "Prints the configuration uwjit resolves on this machine: versions, target, "
-                      "CPU and features,\nClang's resource directory, the compile flags, the "
-                      "cache, the CUDA driver and its devices\nand every UWJIT_* variable.\nExits "
-                      "2 after listing every variable "
-                      "that holds a value the library would refuse.");
+  ArgSpec spec("env",
+               "Prints the configuration uwjit resolves on this machine: versions, target, "
+               "CPU and features,\nClang's resource directory, the compile flags and pipeline, the "
+               "cache, the CUDA driver and its devices\nand every UWJIT_* variable.\nExits "
+               "2 after listing every variable "
+               "that holds a value the library would refuse.");
   spec.flag("--json", "print it as JSON");
   const Args args = Args::parse(spec, argv);
   if (args.wants_help()) {
@@ -201,6 +202,7 @@ int env_command(const std::vector<std::string>& argv) {
         {"clang", target.clang_path},
         {"opt_level", compiler.options().opt_level},
         {"flags", unless(flags_invalid, compiler.flags())},
+        {"pipeline", compiler.pipeline()},
         {"cache_dir", unless(cache_invalid, cache_dir)},
         {"cache_rule", unless(cache_invalid, location.rule)},
         {"cache_exists", unless(cache_invalid, cache_exists)},
@@ -229,7 +231,8 @@ int env_command(const std::vector<std::string>& argv) {
               << "resource dir    " << target.resource_dir << "\n"
               << "clang driver    " << target.clang_path << "\n"
               << "opt level       " << compiler.options().opt_level << "\n"
-              << "flags           " << shown(flags_invalid, compiler.flags()) << "\n";
+              << "flags           " << shown(flags_invalid, compiler.flags()) << "\n"
+              << "pipeline        " << compiler.pipeline() << "\n";
     if (cache_invalid) {
       std::cout << "cache dir       " << k_invalid << "\n";
     } else {
