@@ -106,27 +106,30 @@ int CpuExecutor::call(const engine::Kernel& kernel, const uwjit_kernel_args& arg
 
 void CpuExecutor::fill_halos(Field& field, std::span<const Boundary> boundary) {
   check_fill(field, boundary);
+  for (std::size_t d = 0; d < field.shape().size(); ++d) {
+    if (field.halo()[d] != 0) {
+      fill_axis(field, d, boundary[d]);
+    }
+  }
+}
+
+void CpuExecutor::fill_axis(Field& field, std::size_t d, const Boundary& boundary) {
   // Halo filling is memory traffic like a step's (along the innermost axis, a cache line at
   // each end of every row): on one thread it was a fifth of a pipe-flow step, and the share of
   // a step that the other threads wait for.
   constexpr std::int64_t k_least_slabs_per_part = 16;
-  for (std::size_t d = 0; d < field.shape().size(); ++d) {
-    if (field.halo()[d] == 0) {
-      continue;
-    }
-    const std::int64_t slabs = AxisView(field, d).outer;
-    const auto parts = static_cast<std::size_t>(
-        std::clamp<std::int64_t>(slabs / k_least_slabs_per_part, 1, threads()));
-    auto fill = [&](std::size_t p) {
-      const auto part = static_cast<std::int64_t>(p);
-      const auto count = static_cast<std::int64_t>(parts);
-      fill_faces(field, d, boundary[d], slabs * part / count, slabs * (part + 1) / count);
-    };
-    if (parts == 1) {
-      fill(0);
-    } else {
-      m_pool.run(parts, fill);
-    }
+  const std::int64_t slabs = AxisView(field, d).outer;
+  const auto parts = static_cast<std::size_t>(
+      std::clamp<std::int64_t>(slabs / k_least_slabs_per_part, 1, threads()));
+  auto fill = [&](std::size_t p) {
+    const auto part = static_cast<std::int64_t>(p);
+    const auto count = static_cast<std::int64_t>(parts);
+    fill_faces(field, d, boundary, slabs * part / count, slabs * (part + 1) / count);
+  };
+  if (parts == 1) {
+    fill(0);
+  } else {
+    m_pool.run(parts, fill);
   }
 }
 

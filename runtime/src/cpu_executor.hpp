@@ -70,6 +70,10 @@ public:
   /// the halos of the axes before it). Throws as fill_halos does, before filling anything.
   void fill_halos(Field& field, std::span<const Boundary> boundary);
 
+  /// Fills the halos of one axis `d` of `field` with `boundary`, as fill_halos does for that
+  /// axis (no check: the caller has checked the boundary against the field).
+  void fill_axis(Field& field, std::size_t d, const Boundary& boundary);
+
 private:
   ThreadPool m_pool;
   std::vector<uwjit_kernel_args> m_slab_args;

@@ -51,8 +51,17 @@ int tag(std::size_t f, std::size_t axis, Side towards) {
 
 } // namespace
 
-HaloExchanger::HaloExchanger(comm::Comm& comm, std::vector<std::vector<AxisPlan>> plans)
-    : m_comm(&comm), m_plans(std::move(plans)) {}
+HaloExchanger::HaloExchanger(comm::Comm& comm, std::vector<std::vector<AxisPlan>> plans,
+                             LocalFill local_fill)
+    : m_comm(&comm), m_local_fill(std::move(local_fill)), m_plans(std::move(plans)) {}
+
+void HaloExchanger::fill_local(Field& field, std::size_t axis, const Boundary& boundary) {
+  if (m_local_fill) {
+    m_local_fill(field, axis, boundary);
+  } else {
+    fill_faces(field, axis, boundary, 0, AxisView(field, axis).outer);
+  }
+}
 
 void HaloExchanger::ensure_buffers(std::span<Field* const> fields) {
   if (m_ready) {
@@ -203,7 +212,7 @@ void HaloExchanger::fill_except(std::span<Field* const> fields, ExchangeMode mod
       }
       const AxisPlan& plan = m_plans[f][axis];
       if (!plan.exchange) {
-        fill_faces(field, axis, plan.boundary, 0, AxisView(field, axis).outer);
+        fill_local(field, axis, plan.boundary);
         continue;
       }
       if (mode == ExchangeMode::sync) {
@@ -255,7 +264,7 @@ void HaloExchanger::finish_fill(std::span<Field* const> fields) {
       if (plan.exchange) {
         fill_global_faces(*fields[f], f, later, Faces::computed);
       } else if (plan.boundary.low.computed() || plan.boundary.high.computed()) {
-        fill_faces(*fields[f], later, plan.boundary, 0, AxisView(*fields[f], later).outer);
+        fill_local(*fields[f], later, plan.boundary);
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <uwjit/runtime/simulation.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -31,7 +32,13 @@ struct AxisPlan {
 /// number of times with the same plans. Not thread-safe.
 class HaloExchanger {
 public:
-  HaloExchanger(comm::Comm& comm, std::vector<std::vector<AxisPlan>> plans);
+  /// Fills one field axis's halos locally from the field's own interior (an axis that is not
+  /// exchanged), as fill_faces over all its slabs does: e.g. on the threads of an executor.
+  using LocalFill = std::function<void(Field&, std::size_t axis, const Boundary&)>;
+
+  /// `local_fill` fills the axes that are not exchanged; empty: on the calling thread.
+  HaloExchanger(comm::Comm& comm, std::vector<std::vector<AxisPlan>> plans,
+                LocalFill local_fill = {});
 
   /// Fills every halo of `fields` (the same layouts, in the same order, on every call).
   void fill(std::span<Field* const> fields, ExchangeMode mode);
@@ -65,7 +72,10 @@ private:
   enum class Faces { all, computed };
   void fill_global_faces(Field& field, std::size_t f, std::size_t axis, Faces which);
 
+  void fill_local(Field& field, std::size_t axis, const Boundary& boundary);
+
   comm::Comm* m_comm;
+  LocalFill m_local_fill;
   std::vector<std::vector<AxisPlan>> m_plans;  // per field, per field axis
   std::vector<std::vector<Buffers>> m_buffers; // per field, per field axis
   std::vector<std::unique_ptr<comm::Comm::Request>> m_pending;

@@ -21,6 +21,14 @@ using namespace detail; // this file is the runtime's own
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+// The halos of the axes a rank does not exchange are filled on the executor's threads, as a
+// serial run's are, not on the calling thread alone.
+HaloExchanger::LocalFill on_threads(CpuExecutor& executor) {
+  return [&executor](Field& field, std::size_t axis, const Boundary& boundary) {
+    executor.fill_axis(field, axis, boundary);
+  };
+}
 } // namespace
 
 // One step of node `s`: its stages in order. Before each, the state halos that may be stale are
@@ -135,7 +143,7 @@ void Simulation::Impl::exchange_inputs(NodeState& s) {
       field_plans.insert(field_plans.end(), owner.begin(), owner.end());
       plans.push_back(std::move(field_plans));
     }
-    s.input_exchanger.emplace(*decomposition->comm, std::move(plans));
+    s.input_exchanger.emplace(*decomposition->comm, std::move(plans), on_threads(*executor));
   }
   s.input_exchanger->fill(s.input_fields, exchange_mode);
   exchange.seconds += std::chrono::duration<double>(Clock::now() - start).count();
@@ -411,7 +419,7 @@ bool Simulation::Impl::prepare_exchange(NodeState& s, std::size_t stage) {
         k.halo_fields.push_back(nullptr);
       }
     }
-    k.exchanger.emplace(*decomposition->comm, std::move(plans));
+    k.exchanger.emplace(*decomposition->comm, std::move(plans), on_threads(*executor));
   }
   std::size_t at = 0;
   for (std::size_t i = 0; i < s.current.size(); ++i) {
