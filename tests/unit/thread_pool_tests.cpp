@@ -99,6 +99,8 @@ TEST_CASE("the executor's threads fill halos bit for bit as Field::fill_halos do
   using uwjit::runtime::Dtype;
   using uwjit::runtime::Field;
   // A component axis (no halo) before three domain axes; each boundary kind, halos of 1 and 2.
+  // Large enough that every halo axis has 2 or 3 parts of at least 16384 elements (the least
+  // the executor hands a thread), so that 2 and 3 threads really share each axis.
   const std::vector<Boundary> kinds = {
       Boundary::periodic,
       Boundary::edge,
@@ -107,7 +109,7 @@ TEST_CASE("the executor's threads fill halos bit for bit as Field::fill_halos do
     for (const auto& kind : kinds) {
       const std::vector<Boundary> boundary = {Boundary::edge, kind, Boundary::edge, kind};
       auto filled = [&](int threads) {
-        Field field("f", Dtype::f64, {3, 40, 7, 33}, {0, halo, halo, halo});
+        Field field("f", Dtype::f64, {3, 100, 60, 100}, {0, halo, halo, halo});
         auto* values = static_cast<double*>(field.data());
         for (std::int64_t e = 0; e < field.padded_count(); ++e) {
           values[e] = static_cast<double>((e * 7919) % 1013) / 17.0; // halos too: overwritten
