@@ -1,17 +1,19 @@
 // The optimisation pipeline of a kernel: LLVM's own pipeline of the -O level, with two changes
-// that cut a cold compile by a fifth to a quarter and leave the kernels as fast (measured with
-// `uwjit-bench --sections cold,kernel_speed`, docs/explanation/performance.md):
+// that make a cold compile cheaper and leave the kernels as fast (on the AMD EPYC of
+// docs/explanation/performance.md, "A pipeline chosen for kernels": the stencil's cold request
+// 42 % shorter, pipe-flow's 12 %, fields16's 4 %; JIT/AOT 0.985-0.997):
 //
 // - SLP vectorisation runs at the end of the pipeline, and only on a function the loop
 //   vectoriser left without vector instructions. A kernel's time is in its innermost loop; once
-//   that loop is vectorised, the straight-line vectoriser finds nothing there worth its cost
-//   (a quarter of the optimisation time of a kernel with 16 fields), and a kernel whose loops
-//   stay scalar (gathers, a loop the cost model refuses) still gets it.
-// - Code generation leaves out loop strength reduction. For a loop that reads many arrays (19
-//   populations at three offsets in pipe-flow) it was 40 % of code generation, and the kernels
-//   ran as fast without it. LLVM offers no per-compile switch for it, only the process-wide
-//   option `-disable-lsr`: it is set once, and so applies to every compile by this process's
-//   LLVM (a host that also generates code with the same libLLVM gets it too).
+//   that loop is vectorised, the straight-line vectoriser has nothing there worth its cost, and
+//   a kernel whose loops stay scalar (gathers, a loop the cost model refuses, as fields16's and
+//   mlp's) still gets it.
+// - Code generation leaves out loop strength reduction. For loops that read many arrays it was
+//   40 % of pipe-flow's code generation (19 populations at three offsets) and three quarters of
+//   the stencil's, and the kernels ran as fast without it. LLVM offers no per-compile switch
+//   for it, only the process-wide option `-disable-lsr`: it is set once, and so applies to every
+//   compile by this process's LLVM (a host that also generates code with the same libLLVM gets
+//   it too).
 #include "pipeline.hpp"
 
 #include <mutex>
