@@ -16,8 +16,6 @@
 //   it too).
 #include "pipeline.hpp"
 
-#include <mutex>
-
 namespace uwjit::engine::detail {
 
 namespace {
@@ -53,14 +51,13 @@ struct SlpWhereScalar : llvm::PassInfoMixin<SlpWhereScalar> {
   }
 };
 
-bool set_no_loop_strength_reduction() {
-  auto& options = llvm::cl::getRegisteredOptions();
-  const auto found = options.find("disable-lsr");
-  return found != options.end() && !found->second->addOccurrence(0, "disable-lsr", "true");
-}
-
-bool& lsr_disabled() {
-  static bool disabled = false;
+// Sets LLVM's -disable-lsr, once per process; whether it could (every build registers it).
+bool no_loop_strength_reduction() {
+  static const bool disabled = [] {
+    auto& options = llvm::cl::getRegisteredOptions();
+    const auto found = options.find("disable-lsr");
+    return found != options.end() && !found->second->addOccurrence(0, "disable-lsr", "true");
+  }();
   return disabled;
 }
 
@@ -83,13 +80,12 @@ llvm::ModulePassManager kernel_pipeline(llvm::PassBuilder& builder, int level) {
 }
 
 void configure_code_generation() {
-  static std::once_flag once;
-  std::call_once(once, [] { lsr_disabled() = set_no_loop_strength_reduction(); });
+  (void)no_loop_strength_reduction();
 }
 
 const std::string& pipeline_name() {
-  configure_code_generation();
-  static const std::string name = lsr_disabled() ? "slp-where-scalar,no-lsr" : "slp-where-scalar";
+  static const std::string name =
+      no_loop_strength_reduction() ? "slp-where-scalar,no-lsr" : "slp-where-scalar";
   return name;
 }
 
