@@ -1,9 +1,44 @@
 #include "thread_pool.hpp"
 
+#include <chrono>
 #include <system_error>
 #include <utility>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace uwjit::runtime::detail {
+
+namespace {
+
+// How long a thread polls for what it waits for before it sleeps. A step loop calls the team
+// every few hundred microseconds or faster: a worker that slept in between pays a futex wake-up
+// (tens of microseconds on a loaded machine) at every call. A bounded spin keeps that off the
+// common path and costs an idle team at most this much CPU per call.
+constexpr auto k_spin = std::chrono::microseconds(50);
+
+inline void relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// Polls `ready` for up to k_spin; true as soon as it holds.
+template <class Ready> bool spin_until(Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + k_spin;
+  for (int polls = 0;; ++polls) {
+    if (ready()) {
+      return true;
+    }
+    relax();
+    if ((polls & 63) == 63 && std::chrono::steady_clock::now() >= deadline) {
+      return false;
+    }
+  }
+}
+
+} // namespace
 
 ThreadPool::ThreadPool(int threads) {
   const int workers = threads > 1 ? threads - 1 : 0;
@@ -20,7 +55,7 @@ ThreadPool::ThreadPool(int threads) {
 ThreadPool::~ThreadPool() {
   {
     const std::lock_guard lock(m_mutex);
-    m_stop = true;
+    m_stop.store(true);
   }
   m_wake.notify_all();
   for (auto& worker : m_workers) {
@@ -33,24 +68,29 @@ void ThreadPool::run_erased(std::size_t count, void* context, Call call) {
     return;
   }
   {
+    // Under the mutex, so that a sleeping worker's predicate sees the new job whole; the
+    // generation's increment (seq_cst) publishes it to a spinning one.
     const std::lock_guard lock(m_mutex);
     m_context = context;
     m_call = call;
     m_count = count;
-    m_next = 0;
+    m_next.store(0);
     m_error = nullptr;
-    m_active = static_cast<int>(m_workers.size());
-    ++m_generation;
+    m_active.store(static_cast<int>(m_workers.size()));
+    m_generation.fetch_add(1);
   }
   if (!m_workers.empty()) {
     m_wake.notify_all();
   }
   drain();
+  // Every worker leaves the job before the caller's `fn` (and the job's fields) go away.
+  if (!spin_until([this] { return m_active.load() == 0; })) {
+    std::unique_lock lock(m_mutex);
+    m_idle.wait(lock, [this] { return m_active.load() == 0; });
+  }
   std::exception_ptr error;
   {
-    std::unique_lock lock(m_mutex);
-    // Every worker leaves the job before the caller's `fn` (and the job's fields) go away.
-    m_idle.wait(lock, [this] { return m_active == 0; });
+    const std::lock_guard lock(m_mutex);
     m_context = nullptr;
     m_call = nullptr;
     error = std::exchange(m_error, nullptr);
@@ -62,13 +102,9 @@ void ThreadPool::run_erased(std::size_t count, void* context, Call call) {
 
 void ThreadPool::drain() {
   for (;;) {
-    std::size_t index = 0;
-    {
-      const std::lock_guard lock(m_mutex);
-      if (m_next >= m_count) {
-        return;
-      }
-      index = m_next++;
+    const std::size_t index = m_next.fetch_add(1);
+    if (index >= m_count) {
+      return;
     }
     try {
       m_call(m_context, index);
@@ -84,20 +120,23 @@ void ThreadPool::drain() {
 
 void ThreadPool::work_loop() {
   std::uint64_t seen = 0;
+  const auto news = [&] { return m_stop.load() || m_generation.load() != seen; };
   for (;;) {
-    {
+    if (!spin_until(news)) {
       std::unique_lock lock(m_mutex);
-      m_wake.wait(lock, [&] { return m_stop || m_generation != seen; });
-      if (m_stop) {
-        return;
-      }
-      seen = m_generation;
+      m_wake.wait(lock, news);
     }
+    if (m_stop.load()) {
+      return;
+    }
+    seen = m_generation.load();
     drain();
     bool last = false;
     {
+      // Under the mutex: a caller that found the job unfinished and went to sleep checks
+      // m_active under it too, so this decrement and its notify cannot fall between the two.
       const std::lock_guard lock(m_mutex);
-      last = --m_active == 0;
+      last = m_active.fetch_sub(1) == 1;
     }
     if (last) {
       m_idle.notify_one();

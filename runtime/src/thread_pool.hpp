@@ -2,6 +2,7 @@
 // thread creation per call.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +20,10 @@ namespace uwjit::runtime::detail {
 ///
 /// Exceptions never cross a thread: each is caught where it is thrown, and run() rethrows the one
 /// of the lowest index after every call has finished. Not reentrant; one caller at a time.
+///
+/// Between calls a thread polls for up to 50 us before it sleeps on a condition variable (the
+/// caller likewise for the workers' end of a job), so that a step loop's calls do not each pay
+/// a wake-up.
 class ThreadPool {
 public:
   /// Starts threads - 1 workers (threads >= 1). If the system refuses a thread, the team is
@@ -47,14 +52,16 @@ private:
   std::mutex m_mutex;
   std::condition_variable m_wake; // workers wait for a new job (or the stop)
   std::condition_variable m_idle; // the caller waits for the workers to leave the job
-  std::uint64_t m_generation = 0; // counts jobs, so that a worker joins each job once
-  bool m_stop = false;
-  int m_active = 0; // workers still inside the current job
+  // Written under the mutex (so that the condition variables' predicates cannot miss a change),
+  // read with or without it by threads that poll.
+  std::atomic<std::uint64_t> m_generation = 0; // counts jobs, so that a worker joins each job once
+  std::atomic<bool> m_stop = false;
+  std::atomic<int> m_active = 0; // workers still inside the current job
   // The current job; written by run_erased under the mutex before any worker may read it.
   void* m_context = nullptr;
   Call m_call = nullptr;
   std::size_t m_count = 0;
-  std::size_t m_next = 0; // the next index to take (under the mutex: jobs are a few slabs)
+  std::atomic<std::size_t> m_next = 0; // the next index to take
   std::size_t m_error_index = 0;
   std::exception_ptr m_error;
 };
