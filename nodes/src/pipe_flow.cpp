@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <span>
+#include <vector>
 
 namespace uwjit::nodes {
 
@@ -155,8 +156,18 @@ runtime::NodeLayout PipeFlowNode::layout() const {
   auto axes =
       runtime::NodeLayout::grid({m_n[0], m_n[1], m_n[2]}, 1, runtime::Boundary::edge, m_extents);
   axes[0].boundary = runtime::Boundary::periodic;
+  // Population q is pulled from x - c_q: it reads the halos of the axes where c_q is not 0 (and
+  // the corners of two of them), its own cell otherwise. The rest population reads no halo.
+  std::vector<std::uint32_t> halo_axes;
+  for (const auto& c : k_c) {
+    std::uint32_t mask = 0;
+    for (std::size_t d = 0; d < 3; ++d) {
+      mask |= c[d] != 0 ? std::uint32_t{1} << d : 0U;
+    }
+    halo_axes.push_back(mask);
+  }
   return {.axes = std::move(axes),
-          .fields = {{"f", runtime::Dtype::f64, {k_q}}},
+          .fields = {{"f", runtime::Dtype::f64, {k_q}, std::move(halo_axes)}},
           .integrals = {"drag", "mass", "momentum"},
           .slab_initial_state = true};
 }

@@ -100,6 +100,9 @@ std::string state_field_repr(const runtime::StateField& field) {
   if (!field.components.empty()) {
     text += ", components=" + py::repr(py::cast(field.components)).cast<std::string>();
   }
+  if (!field.halo_axes.empty()) {
+    text += ", halo_axes=" + py::repr(py::cast(field.halo_axes)).cast<std::string>();
+  }
   return text + ")";
 }
 
@@ -650,16 +653,32 @@ node's Layout says slab_initial_state=True.)doc")
                ", global_extent=" + shape_text(s.global) + ")";
       });
   py::class_<runtime::StateField>(m, "StateField", R"doc(
-A state field of a node: StateField(name, dtype="f64", components=()). `name` is a C identifier
-(the kernel reads it as NAME(...) and writes NAME_out(...)), `dtype` one of "f64", "f32", "i64",
-"i32", "i8", "u8" (or its numpy dtype), and `components` the extents of leading component axes,
-e.g. [19] for the D3Q19 populations; the domain axes follow.)doc")
-      .def(py::init([](std::string name, const py::handle& dtype, const py::handle& components) {
+A state field of a node: StateField(name, dtype="f64", components=(), halo_axes=()). `name` is a
+C identifier (the kernel reads it as NAME(...) and writes NAME_out(...)), `dtype` one of "f64",
+"f32", "i64", "i32", "i8", "u8" (or its numpy dtype), and `components` the extents of leading
+component axes, e.g. [19] for the D3Q19 populations; the domain axes follow. `halo_axes`, one
+int per component (components flattened row-major; one for a scalar field), says which halos the
+kernels read: bit d for domain axis d (a corner needs the bits of its axes), e.g. [0b01, 0b10]
+for a component read across axis 0 only and one read across axis 1 only. Only those halos are
+filled each step; empty: every halo. Checked mode fills every halo.)doc")
+      .def(py::init([](std::string name, const py::handle& dtype, const py::handle& components,
+                       const py::handle& halo_axes) {
+             std::vector<std::uint32_t> masks;
+             for (const std::int64_t mask :
+                  ints_arg(halo_axes, "StateField: halo_axes", 0, 0xffffffffLL)) {
+               masks.push_back(static_cast<std::uint32_t>(mask));
+             }
              return runtime::StateField{std::move(name), dtype_arg(dtype, "StateField"),
-                                        ints_arg(components, "StateField: components")};
+                                        ints_arg(components, "StateField: components"),
+                                        std::move(masks)};
            }),
-           py::arg("name"), py::arg("dtype") = "f64", py::arg("components") = py::tuple())
+           py::arg("name"), py::arg("dtype") = "f64", py::arg("components") = py::tuple(),
+           py::arg("halo_axes") = py::tuple())
       .def_readonly("name", &runtime::StateField::name, "The field's name.")
+      .def_property_readonly(
+          "halo_axes",
+          [](const runtime::StateField& f) { return py::tuple(py::cast(f.halo_axes)); },
+          "The halos the kernels read: a mask of domain axes per component; () for every halo.")
       .def("__repr__", &state_field_repr);
   py::class_<runtime::NodeInput>(m, "NodeInput", R"doc(
 A state field of another node that this node's kernels read (coupling): NodeInput(node, field,

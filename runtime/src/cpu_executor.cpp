@@ -104,16 +104,18 @@ int CpuExecutor::call(const engine::Kernel& kernel, const uwjit_kernel_args& arg
   return UWJIT_KERNEL_OK;
 }
 
-void CpuExecutor::fill_halos(Field& field, std::span<const Boundary> boundary) {
+void CpuExecutor::fill_halos(Field& field, std::span<const Boundary> boundary,
+                             const ReadHalos& read) {
   check_fill(field, boundary);
   for (std::size_t d = 0; d < field.shape().size(); ++d) {
     if (field.halo()[d] != 0) {
-      fill_axis(field, d, boundary[d]);
+      fill_axis(field, d, boundary[d], read);
     }
   }
 }
 
-void CpuExecutor::fill_axis(Field& field, std::size_t d, const Boundary& boundary) {
+void CpuExecutor::fill_axis(Field& field, std::size_t d, const Boundary& boundary,
+                            const ReadHalos& read) {
   // Halo filling is memory traffic like a step's (along the innermost axis, a cache line at
   // each end of every row): on one thread it was a fifth of a pipe-flow step, and the share of
   // a step that the other threads wait for. A part is worth waking a thread for only with many
@@ -121,14 +123,17 @@ void CpuExecutor::fill_axis(Field& field, std::size_t d, const Boundary& boundar
   // than the wake-up, and were 4× a step's time when cut into parts.
   constexpr std::int64_t k_least_elements_per_part = 16384;
   const AxisView view(field, d);
-  const std::int64_t slabs = view.outer;
+  const std::int64_t slabs = read_slabs(field, d, read);
+  if (slabs == 0) {
+    return;
+  }
   const std::int64_t elements = slabs * 2 * view.h * view.inner;
   const auto parts = static_cast<std::size_t>(std::clamp<std::int64_t>(
       std::min(elements / k_least_elements_per_part, slabs), 1, threads()));
   auto fill = [&](std::size_t p) {
     const auto part = static_cast<std::int64_t>(p);
     const auto count = static_cast<std::int64_t>(parts);
-    fill_faces(field, d, boundary, slabs * part / count, slabs * (part + 1) / count);
+    fill_read_faces(field, d, boundary, read, slabs * part / count, slabs * (part + 1) / count);
   };
   if (parts == 1) {
     fill(0);

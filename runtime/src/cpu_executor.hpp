@@ -2,6 +2,7 @@
 // that a persistent thread pool runs, with results that do not depend on the thread count.
 #pragma once
 
+#include "face_fill.hpp"
 #include "thread_pool.hpp"
 
 #include <uwjit/codegen/kernel_abi.h>
@@ -68,11 +69,13 @@ public:
   /// Fills the halos of `field` as Field::fill_halos(boundary) does, bit for bit, each axis's
   /// faces cut into parts that the threads fill (the axes in order: an axis's corners come from
   /// the halos of the axes before it). Throws as fill_halos does, before filling anything.
-  void fill_halos(Field& field, std::span<const Boundary> boundary);
+  /// `read`: only the halos the field's kernels read; the others are left as they are.
+  void fill_halos(Field& field, std::span<const Boundary> boundary, const ReadHalos& read = {});
 
   /// Fills the halos of one axis `d` of `field` with `boundary`, as fill_halos does for that
-  /// axis (no check: the caller has checked the boundary against the field).
-  void fill_axis(Field& field, std::size_t d, const Boundary& boundary);
+  /// axis (no check: the caller has checked the boundary against the field), of the components
+  /// that `read` says read it.
+  void fill_axis(Field& field, std::size_t d, const Boundary& boundary, const ReadHalos& read = {});
 
 private:
   ThreadPool m_pool;

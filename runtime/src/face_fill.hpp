@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace uwjit::runtime::detail {
 
@@ -36,6 +37,43 @@ void fill_face(Field& field, std::size_t axis, Side side, const BoundaryFace& fa
 /// cells are the corners this axis copies). Unchecked, as fill_face.
 void fill_faces(Field& field, std::size_t axis, const Boundary& boundary, std::int64_t first,
                 std::int64_t last);
+
+/// Which halos of a state field its kernels read (StateField::halo_axes): one mask per component
+/// (the field's leading `component_axes` axes, flattened), bit d for domain axis d. No masks:
+/// every component reads every halo.
+class ReadHalos {
+public:
+  ReadHalos() = default;
+  ReadHalos(std::vector<std::uint32_t> masks, std::size_t component_axes)
+      : m_masks(std::move(masks)), m_component_axes(component_axes) {}
+
+  /// Whether component `c` reads the halo of field axis `axis` (a domain axis).
+  [[nodiscard]] bool reads(std::size_t c, std::size_t axis) const noexcept {
+    return m_masks.empty() ||
+           (axis >= m_component_axes && ((m_masks[c] >> (axis - m_component_axes)) & 1U) != 0);
+  }
+  /// Whether every component reads the halo of field axis `axis`.
+  [[nodiscard]] bool every(std::size_t axis) const noexcept;
+  /// The components the masks are for (0: no masks).
+  [[nodiscard]] std::size_t components() const noexcept { return m_masks.size(); }
+
+private:
+  std::vector<std::uint32_t> m_masks;
+  std::size_t m_component_axes = 0;
+};
+
+/// The slabs of AxisView(field, axis) whose halos `read` says are read: all `outer` of them, or
+/// those of the components that read the axis.
+[[nodiscard]] std::int64_t read_slabs(const Field& field, std::size_t axis, const ReadHalos& read);
+
+/// fill_faces of the slabs [first, last) of the read_slabs(field, axis, read) slabs, counted over
+/// the reading components only, in component order; the halos of the other components are left
+/// as they are. Disjoint ranges can be filled on different threads. Unchecked, as fill_face.
+void fill_read_faces(Field& field, std::size_t axis, const Boundary& boundary,
+                     const ReadHalos& read, std::int64_t first, std::int64_t last);
+
+/// Field::fill_halos(boundary) of the halos `read` says are read only, on the calling thread.
+void fill_read_halos(Field& field, std::span<const Boundary> boundary, const ReadHalos& read);
 
 /// Throws Error(usage) naming the field and the axis where Field::fill_halos would refuse
 /// `boundary` (one Boundary per axis): its checks, for callers that fill the faces themselves.

@@ -265,6 +265,60 @@ void fill_faces(Field& field, std::size_t axis, const Boundary& boundary, std::i
   });
 }
 
+void fill_read_halos(Field& field, std::span<const Boundary> boundary, const ReadHalos& read) {
+  check_fill(field, boundary);
+  for (std::size_t d = 0; d < field.shape().size(); ++d) {
+    if (field.halo()[d] > 0) {
+      fill_read_faces(field, d, boundary[d], read, 0, read_slabs(field, d, read));
+    }
+  }
+}
+
+bool ReadHalos::every(std::size_t axis) const noexcept {
+  for (std::size_t c = 0; c < m_masks.size(); ++c) {
+    if (!reads(c, axis)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::int64_t read_slabs(const Field& field, std::size_t axis, const ReadHalos& read) {
+  const std::int64_t outer = AxisView(field, axis).outer;
+  if (read.every(axis)) {
+    return outer;
+  }
+  // Components lead the field's axes: component c's slabs are [c per, (c + 1) per).
+  const auto per = outer / static_cast<std::int64_t>(read.components());
+  std::int64_t count = 0;
+  for (std::size_t c = 0; c < read.components(); ++c) {
+    count += read.reads(c, axis) ? per : 0;
+  }
+  return count;
+}
+
+void fill_read_faces(Field& field, std::size_t axis, const Boundary& boundary,
+                     const ReadHalos& read, std::int64_t first, std::int64_t last) {
+  if (read.every(axis)) {
+    fill_faces(field, axis, boundary, first, last);
+    return;
+  }
+  const auto per = AxisView(field, axis).outer / static_cast<std::int64_t>(read.components());
+  std::int64_t base = 0; // the first slab of component c, counted over the reading components
+  for (std::size_t c = 0; c < read.components() && base < last; ++c) {
+    if (!read.reads(c, axis)) {
+      continue;
+    }
+    const std::int64_t lo = std::max(first, base);
+    const std::int64_t hi = std::min(last, base + per);
+    if (lo < hi) {
+      const auto at = static_cast<std::int64_t>(c) * per - base;
+      fill_faces(field, axis, boundary, at + lo, at + hi);
+    }
+    base += per;
+  }
+}
+
 } // namespace detail
 
 namespace {
@@ -553,12 +607,7 @@ bool Field::interior_equals(const Field& other) const {
 }
 
 void Field::fill_halos(std::span<const Boundary> boundary) {
-  detail::check_fill(*this, boundary);
-  for (std::size_t d = 0; d < m_shape.size(); ++d) {
-    if (m_halo[d] > 0) {
-      detail::fill_faces(*this, d, boundary[d], 0, detail::AxisView(*this, d).outer);
-    }
-  }
+  detail::fill_read_halos(*this, boundary, {});
 }
 
 } // namespace uwjit::runtime

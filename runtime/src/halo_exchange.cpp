@@ -20,7 +20,6 @@ struct Layers : AxisView {
   Layers(const Field& field, std::size_t axis)
       : AxisView(field, axis), element(codegen::size_of(field.dtype())) {}
   [[nodiscard]] std::size_t chunk() const { return static_cast<std::size_t>(h * inner) * element; }
-  [[nodiscard]] std::size_t bytes() const { return static_cast<std::size_t>(outer) * chunk(); }
   // The address of padded layer `layer` in slab `o`.
   [[nodiscard]] std::byte* at(Field& field, std::int64_t o, std::int64_t layer) const {
     return static_cast<std::byte*>(field.data()) +
@@ -28,19 +27,44 @@ struct Layers : AxisView {
   }
 };
 
-// Copies the h layers that start at padded layer `first` into `out`, slab by slab.
-void pack(Field& field, const Layers& l, std::int64_t first, std::span<std::byte> out) {
-  for (std::int64_t o = 0; o < l.outer; ++o) {
-    std::memcpy(out.data() + static_cast<std::size_t>(o) * l.chunk(), l.at(field, o, first),
-                l.chunk());
+// Calls fn(o, k) for the slabs o of `l` whose halos along `axis` are read, k counting them.
+template <class Fn>
+void for_each_read_slab(const Layers& l, const ReadHalos& read, std::size_t axis, Fn fn) {
+  if (read.every(axis)) {
+    for (std::int64_t o = 0; o < l.outer; ++o) {
+      fn(o, o);
+    }
+    return;
+  }
+  // Components lead the field's axes: component c's slabs are [c per, (c + 1) per).
+  const auto per = l.outer / static_cast<std::int64_t>(read.components());
+  std::int64_t k = 0;
+  for (std::size_t c = 0; c < read.components(); ++c) {
+    if (read.reads(c, axis)) {
+      const auto first = static_cast<std::int64_t>(c) * per;
+      for (std::int64_t o = first; o < first + per; ++o) {
+        fn(o, k++);
+      }
+    }
   }
 }
 
-void unpack(Field& field, const Layers& l, std::int64_t first, std::span<const std::byte> in) {
-  for (std::int64_t o = 0; o < l.outer; ++o) {
-    std::memcpy(l.at(field, o, first), in.data() + static_cast<std::size_t>(o) * l.chunk(),
+// Copies the h layers that start at padded layer `first` of the read slabs into `out`, slab by
+// slab.
+void pack(Field& field, const Layers& l, const ReadHalos& read, std::size_t axis,
+          std::int64_t first, std::span<std::byte> out) {
+  for_each_read_slab(l, read, axis, [&](std::int64_t o, std::int64_t k) {
+    std::memcpy(out.data() + static_cast<std::size_t>(k) * l.chunk(), l.at(field, o, first),
                 l.chunk());
-  }
+  });
+}
+
+void unpack(Field& field, const Layers& l, const ReadHalos& read, std::size_t axis,
+            std::int64_t first, std::span<const std::byte> in) {
+  for_each_read_slab(l, read, axis, [&](std::int64_t o, std::int64_t k) {
+    std::memcpy(l.at(field, o, first), in.data() + static_cast<std::size_t>(k) * l.chunk(),
+                l.chunk());
+  });
 }
 
 // Distinct tags per field, axis and direction, so that transfers in flight together never match
@@ -52,14 +76,25 @@ int tag(std::size_t f, std::size_t axis, Side towards) {
 } // namespace
 
 HaloExchanger::HaloExchanger(comm::Comm& comm, std::vector<std::vector<AxisPlan>> plans,
-                             LocalFill local_fill)
-    : m_comm(&comm), m_local_fill(std::move(local_fill)), m_plans(std::move(plans)) {}
+                             LocalFill local_fill, std::vector<ReadHalos> reads)
+    : m_comm(&comm), m_local_fill(std::move(local_fill)), m_plans(std::move(plans)),
+      m_reads(std::move(reads)) {
+  UWJIT_ASSERT(m_reads.empty() || m_reads.size() == m_plans.size(),
+               "HaloExchanger: no read halos, or one per field");
+}
 
-void HaloExchanger::fill_local(Field& field, std::size_t axis, const Boundary& boundary) {
+const ReadHalos& HaloExchanger::read(std::size_t f) const {
+  static const ReadHalos k_every;
+  return m_reads.empty() ? k_every : m_reads[f];
+}
+
+void HaloExchanger::fill_local(Field& field, std::size_t f, std::size_t axis,
+                               const Boundary& boundary) {
+  const ReadHalos& read = this->read(f);
   if (m_local_fill) {
-    m_local_fill(field, axis, boundary);
+    m_local_fill(field, axis, boundary, read);
   } else {
-    fill_faces(field, axis, boundary, 0, AxisView(field, axis).outer);
+    fill_read_faces(field, axis, boundary, read, 0, read_slabs(field, axis, read));
   }
 }
 
@@ -78,7 +113,8 @@ void HaloExchanger::ensure_buffers(std::span<Field* const> fields) {
       if (!m_plans[f][axis].exchange || field.halo()[axis] == 0) {
         continue;
       }
-      const std::size_t bytes = Layers(field, axis).bytes();
+      const std::size_t bytes =
+          static_cast<std::size_t>(read_slabs(field, axis, read(f))) * Layers(field, axis).chunk();
       Buffers& b = m_buffers[f][axis];
       b.send_low.resize(m_plans[f][axis].low >= 0 ? bytes : 0);
       b.receive_low.resize(m_plans[f][axis].low >= 0 ? bytes : 0);
@@ -103,7 +139,7 @@ void HaloExchanger::exchange_sync(Field& field, std::size_t f, std::size_t axis)
     auto& receive = towards == Side::low ? b.receive_high : b.receive_low;
     const int t = tag(f, axis, towards);
     if (dest >= 0) {
-      pack(field, l, towards == Side::low ? l.h : l.n, send);
+      pack(field, l, read(f), axis, towards == Side::low ? l.h : l.n, send);
     }
     if (dest >= 0 && source >= 0) {
       m_comm->send_receive(send, dest, receive, source, t);
@@ -113,7 +149,7 @@ void HaloExchanger::exchange_sync(Field& field, std::size_t f, std::size_t axis)
       m_comm->start_receive(receive, source, t)->wait();
     }
     if (source >= 0) {
-      unpack(field, l, towards == Side::low ? l.h + l.n : 0, receive);
+      unpack(field, l, read(f), axis, towards == Side::low ? l.h + l.n : 0, receive);
     }
   }
 }
@@ -136,11 +172,11 @@ void HaloExchanger::post(Field& field, std::size_t f, std::size_t axis) {
   }
   const Layers l(field, axis);
   if (plan.low >= 0) {
-    pack(field, l, l.h, b.send_low);
+    pack(field, l, read(f), axis, l.h, b.send_low);
     m_pending.push_back(m_comm->start_send(b.send_low, plan.low, tag(f, axis, Side::low)));
   }
   if (plan.high >= 0) {
-    pack(field, l, l.n, b.send_high);
+    pack(field, l, read(f), axis, l.n, b.send_high);
     m_pending.push_back(m_comm->start_send(b.send_high, plan.high, tag(f, axis, Side::high)));
   }
 }
@@ -156,10 +192,10 @@ void HaloExchanger::wait_pending() {
 void HaloExchanger::receive(Field& field, std::size_t f, std::size_t axis) {
   const Layers l(field, axis);
   if (m_plans[f][axis].high >= 0) {
-    unpack(field, l, l.h + l.n, m_buffers[f][axis].receive_high);
+    unpack(field, l, read(f), axis, l.h + l.n, m_buffers[f][axis].receive_high);
   }
   if (m_plans[f][axis].low >= 0) {
-    unpack(field, l, 0, m_buffers[f][axis].receive_low);
+    unpack(field, l, read(f), axis, 0, m_buffers[f][axis].receive_low);
   }
 }
 
@@ -212,7 +248,7 @@ void HaloExchanger::fill_except(std::span<Field* const> fields, ExchangeMode mod
       }
       const AxisPlan& plan = m_plans[f][axis];
       if (!plan.exchange) {
-        fill_local(field, axis, plan.boundary);
+        fill_local(field, f, axis, plan.boundary);
         continue;
       }
       if (mode == ExchangeMode::sync) {
@@ -264,7 +300,7 @@ void HaloExchanger::finish_fill(std::span<Field* const> fields) {
       if (plan.exchange) {
         fill_global_faces(*fields[f], f, later, Faces::computed);
       } else if (plan.boundary.low.computed() || plan.boundary.high.computed()) {
-        fill_local(*fields[f], later, plan.boundary);
+        fill_local(*fields[f], f, later, plan.boundary);
       }
     }
   }

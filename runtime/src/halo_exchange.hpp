@@ -2,6 +2,8 @@
 // sized on first use and reused.
 #pragma once
 
+#include "face_fill.hpp"
+
 #include <uwjit/comm/comm.hpp>
 #include <uwjit/runtime/field.hpp>
 #include <uwjit/runtime/simulation.hpp>
@@ -33,12 +35,17 @@ struct AxisPlan {
 class HaloExchanger {
 public:
   /// Fills one field axis's halos locally from the field's own interior (an axis that is not
-  /// exchanged), as fill_faces over all its slabs does: e.g. on the threads of an executor.
-  using LocalFill = std::function<void(Field&, std::size_t axis, const Boundary&)>;
+  /// exchanged), as fill_read_faces over all its read slabs does: e.g. on the threads of an
+  /// executor.
+  using LocalFill =
+      std::function<void(Field&, std::size_t axis, const Boundary&, const ReadHalos&)>;
 
-  /// `local_fill` fills the axes that are not exchanged; empty: on the calling thread.
+  /// `local_fill` fills the axes that are not exchanged; empty: on the calling thread. `reads`
+  /// (empty: every halo; or one per field, the same on every rank): the halos that are filled,
+  /// locally or by an exchange that carries the layers of the reading components only. The
+  /// global faces of an exchanged axis are filled whole.
   HaloExchanger(comm::Comm& comm, std::vector<std::vector<AxisPlan>> plans,
-                LocalFill local_fill = {});
+                LocalFill local_fill = {}, std::vector<ReadHalos> reads = {});
 
   /// Fills every halo of `fields` (the same layouts, in the same order, on every call).
   void fill(std::span<Field* const> fields, ExchangeMode mode);
@@ -72,11 +79,13 @@ private:
   enum class Faces { all, computed };
   void fill_global_faces(Field& field, std::size_t f, std::size_t axis, Faces which);
 
-  void fill_local(Field& field, std::size_t axis, const Boundary& boundary);
+  void fill_local(Field& field, std::size_t f, std::size_t axis, const Boundary& boundary);
+  [[nodiscard]] const ReadHalos& read(std::size_t f) const;
 
   comm::Comm* m_comm;
   LocalFill m_local_fill;
   std::vector<std::vector<AxisPlan>> m_plans;  // per field, per field axis
+  std::vector<ReadHalos> m_reads;              // per field, or empty: every halo
   std::vector<std::vector<Buffers>> m_buffers; // per field, per field axis
   std::vector<std::unique_ptr<comm::Comm::Request>> m_pending;
   std::size_t m_deferred = k_none; // between start_fill and finish_fill: the deferred axis

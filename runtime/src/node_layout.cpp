@@ -65,9 +65,23 @@ Layout read_layout(const Node& node) {
     if (!codegen::is_supported(f.dtype)) {
       node_error(node, format("state field \"{}\" has an unsupported dtype", f.name));
     }
+    std::int64_t components = 1;
     for (const std::int64_t c : f.components) {
       if (c < 1) {
         node_error(node, format("state field \"{}\" has a component extent {}", f.name, c));
+      }
+      components *= c;
+    }
+    if (!f.halo_axes.empty() && static_cast<std::int64_t>(f.halo_axes.size()) != components) {
+      node_error(node, format("state field \"{}\": halo_axes has {} masks, but the field has {} "
+                              "component{} (one mask each, or none for every halo)",
+                              f.name, f.halo_axes.size(), components, components == 1 ? "" : "s"));
+    }
+    for (std::size_t c = 0; c < f.halo_axes.size(); ++c) {
+      if ((f.halo_axes[c] >> axes) != 0) {
+        node_error(node, format("state field \"{}\": halo_axes[{}] is {}, which names an axis "
+                                "beyond the domain's {} (bit d is domain axis d)",
+                                f.name, c, f.halo_axes[c], axes));
       }
     }
   }

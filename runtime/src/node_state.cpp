@@ -16,14 +16,19 @@ bool NodeState::refills(std::size_t stage, std::size_t i) const {
   return std::find(wrote.begin(), wrote.end(), i) != wrote.end();
 }
 
+void NodeState::add_halo_rules(const StateField& f) {
+  boundaries.push_back(layout.boundaries(f));
+  const auto halos = layout.halos(f);
+  has_halo.push_back(std::any_of(halos.begin(), halos.end(), [](int h) { return h > 0; }));
+  read_halos.push_back(checked ? ReadHalos() : ReadHalos(f.halo_axes, f.components.size()));
+}
+
 std::vector<Field*> NodeState::allocate_fields() {
   std::vector<Field*> fields;
   for (const auto& f : layout.fields) {
     current.push_back(std::make_unique<Field>(f.name, f.dtype, layout.shape(f), layout.halos(f)));
     next.push_back(nullptr);
-    boundaries.push_back(layout.boundaries(f));
-    const auto halos = layout.halos(f);
-    has_halo.push_back(std::any_of(halos.begin(), halos.end(), [](int h) { return h > 0; }));
+    add_halo_rules(f);
     if (checked) {
       current.back()->poison_halos();
     }

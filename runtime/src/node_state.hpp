@@ -62,8 +62,11 @@ struct NodeState {
   DeviceBuffers device_next;
   std::vector<std::vector<Boundary>> boundaries; // per state field, per axis
   std::vector<bool> has_halo;                    // per state field
-  std::vector<double> integrals;                 // declared order
-  bool checked = false; // checked mode: every stage's args.check points at check_record
+  // Per state field: the halos its kernels read (StateField::halo_axes), the ones a step fills;
+  // checked mode fills every halo, so that a run whose declaration is wrong differs from it.
+  std::vector<ReadHalos> read_halos;
+  std::vector<double> integrals; // declared order
+  bool checked = false;          // checked mode: every stage's args.check points at check_record
   std::array<uw_i64, UWJIT_CHECK_RECORD_SIZE> check_record{};
   // Coupled inputs (layout.inputs order): the owners' current fields, refreshed per stage, and,
   // sharded, the exchanger that fills their halos (made on the first step).
@@ -79,6 +82,9 @@ struct NodeState {
   // others' are still right).
   [[nodiscard]] bool refills(std::size_t stage, std::size_t i) const;
 
+  // Appends state field f's boundaries, halo flag and read halos (the next field's, in layout
+  // order).
+  void add_halo_rules(const StateField& f);
   // Allocates the current buffer of every state field over the layout (halos poisoned in
   // checked mode), with its boundaries; returns the fields, for initial_state.
   std::vector<Field*> allocate_fields();

@@ -25,9 +25,8 @@ using Clock = std::chrono::steady_clock;
 // The halos of the axes a rank does not exchange are filled on the executor's threads, as a
 // serial run's are, not on the calling thread alone.
 HaloExchanger::LocalFill on_threads(CpuExecutor& executor) {
-  return [&executor](Field& field, std::size_t axis, const Boundary& boundary) {
-    executor.fill_axis(field, axis, boundary);
-  };
+  return [&executor](Field& field, std::size_t axis, const Boundary& boundary,
+                     const ReadHalos& read) { executor.fill_axis(field, axis, boundary, read); };
 }
 } // namespace
 
@@ -50,7 +49,7 @@ void Simulation::Impl::step_node(NodeState& s) {
     } else {
       for (std::size_t i = 0; i < s.current.size(); ++i) {
         if (s.refills(stage, i)) {
-          executor->fill_halos(*s.current[i], s.boundaries[i]);
+          executor->fill_halos(*s.current[i], s.boundaries[i], s.read_halos[i]);
         }
       }
     }
@@ -411,15 +410,18 @@ bool Simulation::Impl::prepare_exchange(NodeState& s, std::size_t stage) {
   StageKernel& k = s.stages[stage];
   if (!k.exchanger) {
     std::vector<std::vector<detail::AxisPlan>> plans;
+    std::vector<ReadHalos> reads;
     for (std::size_t i = 0; i < s.current.size(); ++i) {
       if (s.refills(stage, i)) {
         std::vector<detail::AxisPlan> field_plans(s.layout.fields[i].components.size());
         field_plans.insert(field_plans.end(), s.plans.begin(), s.plans.end());
         plans.push_back(std::move(field_plans));
+        reads.push_back(s.read_halos[i]);
         k.halo_fields.push_back(nullptr);
       }
     }
-    k.exchanger.emplace(*decomposition->comm, std::move(plans), on_threads(*executor));
+    k.exchanger.emplace(*decomposition->comm, std::move(plans), on_threads(*executor),
+                        std::move(reads));
   }
   std::size_t at = 0;
   for (std::size_t i = 0; i < s.current.size(); ++i) {

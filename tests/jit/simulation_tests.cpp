@@ -144,8 +144,16 @@ public:
     } else if (m_fault == "zero dt") {
       dt = 0.0;
     }
-    return {
-        .axes = std::move(axes), .fields = {{"u", Dtype::f64}}, .integrals = {"total"}, .dt = dt};
+    std::vector<std::uint32_t> halo_axes;
+    if (m_fault == "halo masks per component") {
+      halo_axes = {0b11, 0b11}; // a scalar field has one component
+    } else if (m_fault == "halo mask beyond the domain") {
+      halo_axes = {0b101};
+    }
+    return {.axes = std::move(axes),
+            .fields = {{"u", Dtype::f64, {}, std::move(halo_axes)}},
+            .integrals = {"total"},
+            .dt = dt};
   }
   void initial_state(uwjit::runtime::State&) const override {}
   void emit_update(KernelWriter& w) const override {
@@ -442,6 +450,18 @@ TEST_CASE("declarations the kernel does not keep are errors naming the node") {
                    Simulation sim(engine, one(std::make_shared<FaultyNode>("f", "negative halo")));
                  }),
                  "node \"f\": halo width -1 on axis 1 is negative"));
+  CHECK(contains(usage_error([&] {
+                   Simulation sim(
+                       engine, one(std::make_shared<FaultyNode>("f", "halo masks per component")));
+                 }),
+                 "node \"f\": state field \"u\": halo_axes has 2 masks, but the field has 1 "
+                 "component (one mask each, or none for every halo)"));
+  CHECK(contains(usage_error([&] {
+                   Simulation sim(engine, one(std::make_shared<FaultyNode>(
+                                              "f", "halo mask beyond the domain")));
+                 }),
+                 "node \"f\": state field \"u\": halo_axes[0] is 5, which names an axis beyond "
+                 "the domain's 2 (bit d is domain axis d)"));
   CHECK(contains(usage_error([&] {
                    Simulation sim(engine, {std::make_shared<FaultyNode>("f", "none"),
                                            std::make_shared<FaultyNode>("f", "none")});

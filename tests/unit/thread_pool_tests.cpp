@@ -7,7 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -133,4 +135,81 @@ TEST_CASE("the executor's threads fill halos bit for bit as Field::fill_halos do
   uwjit::runtime::detail::CpuExecutor executor(2);
   CHECK_THROWS_WITH_AS(executor.fill_halos(field, std::vector<Boundary>{Boundary::edge}),
                        doctest::Contains("1 boundaries for 2 axes"), uwjit::Error);
+}
+
+TEST_CASE("only the halos a field's kernels read are filled, on any number of threads") {
+  using uwjit::runtime::Boundary;
+  using uwjit::runtime::BoundaryFace;
+  using uwjit::runtime::Dtype;
+  using uwjit::runtime::Field;
+  using uwjit::runtime::detail::ReadHalos;
+  // Four components over three domain axes: one that reads no halo, one that reads x, one that
+  // reads y and z (and their corners), one that reads every halo. Large enough that 2 and 3
+  // threads share the axes that half the components read.
+  const std::vector<std::uint32_t> masks = {0b000, 0b001, 0b110, 0b111};
+  const std::vector<std::int64_t> n = {120, 80, 120};
+  const int h = 1;
+  const std::vector<Boundary> boundary = {
+      Boundary::edge,
+      Boundary::periodic,
+      Boundary::edge,
+      {.low = BoundaryFace::dirichlet(1.5), .high = BoundaryFace::neumann(-0.25)}};
+  auto make = [&] {
+    Field field("f", Dtype::f64, {4, n[0], n[1], n[2]}, {0, h, h, h});
+    auto* values = static_cast<double*>(field.data());
+    for (std::int64_t e = 0; e < field.padded_count(); ++e) {
+      values[e] = static_cast<double>((e * 7919) % 1013) / 17.0;
+    }
+    return field;
+  };
+  Field initial = make();
+  Field full = make();
+  full.fill_halos(boundary);
+  const auto* before = static_cast<const double*>(initial.data());
+  const auto* every = static_cast<const double*>(full.data());
+  for (const int threads : {0, 1, 2, 3}) {
+    CAPTURE(threads);
+    Field field = make();
+    const ReadHalos read(masks, 1);
+    if (threads == 0) {
+      uwjit::runtime::detail::fill_read_halos(field, boundary, read);
+    } else {
+      uwjit::runtime::detail::CpuExecutor executor(threads);
+      executor.fill_halos(field, boundary, read);
+    }
+    const auto* got = static_cast<const double*>(field.data());
+    // A cell outside the interior along the axes `outside`: filled as fill_halos fills it where
+    // the component reads all of them, untouched where it reads none (a corner of a read and an
+    // unread axis holds whatever the read axis copied there).
+    std::int64_t filled = 0, kept = 0, wrong = 0;
+    for (std::int64_t c = 0; c < 4; ++c) {
+      for (std::int64_t i = -h; i < n[0] + h; ++i) {
+        for (std::int64_t j = -h; j < n[1] + h; ++j) {
+          for (std::int64_t k = -h; k < n[2] + h; ++k) {
+            const std::uint32_t outside = (i < 0 || i >= n[0] ? 1U : 0U) |
+                                          (j < 0 || j >= n[1] ? 2U : 0U) |
+                                          (k < 0 || k >= n[2] ? 4U : 0U);
+            const std::int64_t index[] = {c, i, j, k};
+            const std::int64_t at = field.offset(index);
+            const auto mask = masks[static_cast<std::size_t>(c)];
+            if ((outside & ~mask) == 0) {
+              ++filled;
+              wrong += got[at] == every[at] ? 0 : 1;
+            } else if ((outside & mask) == 0) {
+              ++kept;
+              wrong += got[at] == before[at] ? 0 : 1;
+            }
+          }
+        }
+      }
+    }
+    CHECK(wrong == 0);
+    CHECK(filled > 0);
+    CHECK(kept > 0);
+  }
+  // No masks: every halo, as fill_halos.
+  Field all = make();
+  uwjit::runtime::detail::CpuExecutor executor(2);
+  executor.fill_halos(all, boundary, ReadHalos());
+  CHECK(std::equal(every, every + full.padded_count(), static_cast<const double*>(all.data())));
 }

@@ -52,7 +52,7 @@ void Ensemble::Impl::call_stage(std::span<const std::size_t> group, std::size_t 
     NodeState& s = m->state;
     for (std::size_t i = 0; i < s.current.size(); ++i) {
       if (s.refills(stage, i)) {
-        s.current[i]->fill_halos(s.boundaries[i]);
+        fill_read_halos(*s.current[i], s.boundaries[i], s.read_halos[i]);
       }
     }
     StageKernel& k = s.stages[stage];

@@ -367,10 +367,7 @@ std::vector<Field*> Ensemble::Impl::reuse_fields(NodeState& s) {
   spare.pop_back();
   std::vector<Field*> fields;
   for (std::size_t i = 0; i < s.layout.fields.size(); ++i) {
-    const StateField& f = s.layout.fields[i];
-    s.boundaries.push_back(s.layout.boundaries(f));
-    const auto halos = s.layout.halos(f);
-    s.has_halo.push_back(std::any_of(halos.begin(), halos.end(), [](int h) { return h > 0; }));
+    s.add_halo_rules(s.layout.fields[i]);
     fields.push_back(current[i].get());
   }
   s.current = std::move(current);

@@ -26,6 +26,16 @@ struct StateField {
   std::string name;
   Dtype dtype = Dtype::f64;
   std::vector<std::int64_t> components = {};
+  /// Which halos the node's kernels read, one mask per component (components flattened in
+  /// row-major order; a scalar field has one): bit d set where some stage reads the component
+  /// across domain axis d, in a face halo of axis d or a corner through it (a corner needs the
+  /// bits of all its axes). Empty: every component reads every halo. A step fills only these
+  /// halos, and a sharded rank sends only these components' layers to its neighbours: D3Q19's
+  /// population q streams only along the axes where its velocity is not 0, so pipe-flow fills
+  /// (and exchanges) 10 of its 19 populations' halos along x, not 19. Checked mode fills every
+  /// halo, so a declaration that leaves out a halo the kernel reads shows as a run whose results
+  /// differ from the checked run's.
+  std::vector<std::uint32_t> halo_axes = {};
 };
 
 /// One domain axis of a node: its interior cells, its halo, how the halo is filled, whether the
