@@ -42,10 +42,11 @@ template <class Ready> bool spin_until(Ready ready) {
 
 ThreadPool::ThreadPool(int threads) {
   const int workers = threads > 1 ? threads - 1 : 0;
+  m_shares = std::make_unique<Share[]>(static_cast<std::size_t>(workers) + 1);
   m_workers.reserve(static_cast<std::size_t>(workers));
   for (int t = 0; t < workers; ++t) {
     try {
-      m_workers.emplace_back([this] { work_loop(); });
+      m_workers.emplace_back([this, t] { work_loop(static_cast<std::size_t>(t) + 1); });
     } catch (const std::system_error&) {
       break; // a smaller team: size() tells
     }
@@ -73,8 +74,11 @@ void ThreadPool::run_erased(std::size_t count, void* context, Call call) {
     const std::lock_guard lock(m_mutex);
     m_context = context;
     m_call = call;
-    m_count = count;
-    m_next.store(0);
+    const auto team = static_cast<std::size_t>(size());
+    for (std::size_t t = 0; t < team; ++t) {
+      m_shares[t].next.store(count * t / team);
+      m_shares[t].end = count * (t + 1) / team;
+    }
     m_error = nullptr;
     m_active.store(static_cast<int>(m_workers.size()));
     m_generation.fetch_add(1);
@@ -82,7 +86,7 @@ void ThreadPool::run_erased(std::size_t count, void* context, Call call) {
   if (!m_workers.empty()) {
     m_wake.notify_all();
   }
-  drain();
+  drain(0);
   // Every worker leaves the job before the caller's `fn` (and the job's fields) go away.
   if (!spin_until([this] { return m_active.load() == 0; })) {
     std::unique_lock lock(m_mutex);
@@ -100,25 +104,29 @@ void ThreadPool::run_erased(std::size_t count, void* context, Call call) {
   }
 }
 
-void ThreadPool::drain() {
-  for (;;) {
-    const std::size_t index = m_next.fetch_add(1);
-    if (index >= m_count) {
-      return;
-    }
-    try {
-      m_call(m_context, index);
-    } catch (...) {
-      const std::lock_guard lock(m_mutex);
-      if (!m_error || index < m_error_index) {
-        m_error = std::current_exception();
-        m_error_index = index;
+void ThreadPool::drain(std::size_t self) {
+  const auto team = static_cast<std::size_t>(size());
+  for (std::size_t k = 0; k < team; ++k) {
+    Share& share = m_shares[(self + k) % team];
+    for (;;) {
+      const std::size_t index = share.next.fetch_add(1);
+      if (index >= share.end) {
+        break;
+      }
+      try {
+        m_call(m_context, index);
+      } catch (...) {
+        const std::lock_guard lock(m_mutex);
+        if (!m_error || index < m_error_index) {
+          m_error = std::current_exception();
+          m_error_index = index;
+        }
       }
     }
   }
 }
 
-void ThreadPool::work_loop() {
+void ThreadPool::work_loop(std::size_t self) {
   std::uint64_t seen = 0;
   const auto news = [&] { return m_stop.load() || m_generation.load() != seen; };
   for (;;) {
@@ -130,7 +138,7 @@ void ThreadPool::work_loop() {
       return;
     }
     seen = m_generation.load();
-    drain();
+    drain(self);
     bool last = false;
     {
       // Under the mutex: a caller that found the job unfinished and went to sleep checks

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -15,8 +16,11 @@ namespace uwjit::runtime::detail {
 
 /// A fixed team of `threads` threads: the caller of run() and threads - 1 workers that wait
 /// between calls. run(count, fn) calls fn(i) for every i in [0, count), each exactly once, spread
-/// over the team, and returns when all are done. Which thread runs which i is not fixed; callers
-/// that need deterministic results write per-index outputs and combine them in index order.
+/// over the team, and returns when all are done. Each thread starts on a contiguous share of
+/// [0, count) of its own, in order (neighbouring slabs share halo planes, which then stay in one
+/// core's cache), and then helps with the shares left of the others. Which thread runs which i
+/// is not fixed; callers that need deterministic results write per-index outputs and combine
+/// them in index order.
 ///
 /// Exceptions never cross a thread: each is caught where it is thrown, and run() rethrows the one
 /// of the lowest index after every call has finished. Not reentrant; one caller at a time.
@@ -44,9 +48,10 @@ public:
 private:
   using Call = void (*)(void* context, std::size_t index);
   void run_erased(std::size_t count, void* context, Call call);
-  void work_loop();
-  // Takes indices of the current job until none is left; records the first failure.
-  void drain();
+  void work_loop(std::size_t self);
+  // Takes indices of the current job until none is left, from share `self` first, then from the
+  // others in turn; records the first failure.
+  void drain(std::size_t self);
 
   std::vector<std::thread> m_workers;
   std::mutex m_mutex;
@@ -60,8 +65,13 @@ private:
   // The current job; written by run_erased under the mutex before any worker may read it.
   void* m_context = nullptr;
   Call m_call = nullptr;
-  std::size_t m_count = 0;
-  std::atomic<std::size_t> m_next = 0; // the next index to take
+  // One share of the current job's indices per thread (the caller's is 0): [next, end), next
+  // taken atomically by the owner and by the threads that help it. A cache line each.
+  struct alignas(64) Share {
+    std::atomic<std::size_t> next = 0;
+    std::size_t end = 0;
+  };
+  std::unique_ptr<Share[]> m_shares;
   std::size_t m_error_index = 0;
   std::exception_ptr m_error;
 };

@@ -9,7 +9,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -41,6 +44,48 @@ TEST_CASE("the pool runs every index exactly once, call after call, on several t
     CHECK(h.load() == 50);
   }
   CHECK(on_other_threads.load() > 0);
+}
+
+TEST_CASE("each thread of the pool starts on a contiguous share of its own") {
+  // Three threads and 30 indices: shares [0, 10), [10, 20), [20, 30). Each thread's first index
+  // waits until all three have taken one, so that none can finish its share and help another
+  // before every thread has started on its own.
+  ThreadPool pool(3);
+  REQUIRE(pool.size() == 3);
+  for (int call = 0; call < 20; ++call) {
+    std::atomic<int> started{0};
+    std::mutex mutex;
+    std::map<std::thread::id, std::vector<std::size_t>> taken;
+    auto fn = [&](std::size_t i) {
+      bool first = false;
+      {
+        const std::lock_guard lock(mutex);
+        auto& mine = taken[std::this_thread::get_id()];
+        first = mine.empty();
+        mine.push_back(i);
+      }
+      if (first) {
+        ++started;
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (started.load() < 3 && std::chrono::steady_clock::now() < give_up) {
+          std::this_thread::yield();
+        }
+      }
+    };
+    pool.run(std::size_t{30}, fn);
+    std::vector<std::size_t> firsts;
+    for (const auto& [thread, indices] : taken) {
+      firsts.push_back(indices.front());
+      // Within its own share a thread goes in order, until it leaves it to help another.
+      const std::size_t end = (indices.front() / 10 + 1) * 10;
+      for (std::size_t k = 1;
+           k < indices.size() && indices[k] >= indices.front() && indices[k] < end; ++k) {
+        CHECK(indices[k] == indices[k - 1] + 1);
+      }
+    }
+    std::sort(firsts.begin(), firsts.end());
+    CHECK(firsts == std::vector<std::size_t>{0, 10, 20});
+  }
 }
 
 TEST_CASE("an exception in a pool thread reaches the caller: the one of the lowest index") {
