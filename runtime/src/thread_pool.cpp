@@ -14,8 +14,9 @@ namespace {
 
 // How long a thread polls for what it waits for before it sleeps. A step loop calls the team
 // every few hundred microseconds or faster: a worker that slept in between pays a futex wake-up
-// (tens of microseconds on a loaded machine) at every call. A bounded spin keeps that off the
-// common path and costs an idle team at most this much CPU per call.
+// at every call. A bounded spin keeps that off the common path and costs an idle team at most
+// this much CPU per call. (On the AMD Zen 5 of docs/explanation/performance.md it measured
+// neutral; the contiguous shares below are what made threads as fast as ranks there.)
 constexpr auto k_spin = std::chrono::microseconds(50);
 
 inline void relax() noexcept {
