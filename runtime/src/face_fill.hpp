@@ -54,8 +54,23 @@ public:
   }
   /// Whether every component reads the halo of field axis `axis`.
   [[nodiscard]] bool every(std::size_t axis) const noexcept;
-  /// The components the masks are for (0: no masks).
-  [[nodiscard]] std::size_t components() const noexcept { return m_masks.size(); }
+
+  /// Calls fn(first, last) for each run [first, last) of consecutive slabs, of the `outer`
+  /// slabs an AxisView of field axis `axis` has, whose halos are read, in order: one run of all
+  /// when every component reads the axis. (Components lead a field's axes, so component c's
+  /// slabs are [c outer / C, (c + 1) outer / C) of C components.) The one place that knows it.
+  template <class Fn> void for_each_read_run(std::int64_t outer, std::size_t axis, Fn fn) const {
+    if (every(axis)) {
+      fn(std::int64_t{0}, outer);
+      return;
+    }
+    const auto per = outer / static_cast<std::int64_t>(m_masks.size());
+    for (std::size_t c = 0; c < m_masks.size(); ++c) {
+      if (reads(c, axis)) {
+        fn(static_cast<std::int64_t>(c) * per, static_cast<std::int64_t>(c + 1) * per);
+      }
+    }
+  }
 
 private:
   std::vector<std::uint32_t> m_masks;

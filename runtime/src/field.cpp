@@ -284,39 +284,24 @@ bool ReadHalos::every(std::size_t axis) const noexcept {
 }
 
 std::int64_t read_slabs(const Field& field, std::size_t axis, const ReadHalos& read) {
-  const std::int64_t outer = AxisView(field, axis).outer;
-  if (read.every(axis)) {
-    return outer;
-  }
-  // Components lead the field's axes: component c's slabs are [c per, (c + 1) per).
-  const auto per = outer / static_cast<std::int64_t>(read.components());
   std::int64_t count = 0;
-  for (std::size_t c = 0; c < read.components(); ++c) {
-    count += read.reads(c, axis) ? per : 0;
-  }
+  read.for_each_read_run(AxisView(field, axis).outer, axis,
+                         [&](std::int64_t first, std::int64_t last) { count += last - first; });
   return count;
 }
 
 void fill_read_faces(Field& field, std::size_t axis, const Boundary& boundary,
                      const ReadHalos& read, std::int64_t first, std::int64_t last) {
-  if (read.every(axis)) {
-    fill_faces(field, axis, boundary, first, last);
-    return;
-  }
-  const auto per = AxisView(field, axis).outer / static_cast<std::int64_t>(read.components());
-  std::int64_t base = 0; // the first slab of component c, counted over the reading components
-  for (std::size_t c = 0; c < read.components() && base < last; ++c) {
-    if (!read.reads(c, axis)) {
-      continue;
-    }
-    const std::int64_t lo = std::max(first, base);
-    const std::int64_t hi = std::min(last, base + per);
-    if (lo < hi) {
-      const auto at = static_cast<std::int64_t>(c) * per - base;
-      fill_faces(field, axis, boundary, at + lo, at + hi);
-    }
-    base += per;
-  }
+  std::int64_t base = 0; // the runs' slabs counted from the first run's
+  read.for_each_read_run(AxisView(field, axis).outer, axis,
+                         [&](std::int64_t from, std::int64_t to) {
+                           const std::int64_t lo = std::max(first, base);
+                           const std::int64_t hi = std::min(last, base + to - from);
+                           if (lo < hi) {
+                             fill_faces(field, axis, boundary, from + lo - base, from + hi - base);
+                           }
+                           base += to - from;
+                         });
 }
 
 } // namespace detail

@@ -30,23 +30,12 @@ struct Layers : AxisView {
 // Calls fn(o, k) for the slabs o of `l` whose halos along `axis` are read, k counting them.
 template <class Fn>
 void for_each_read_slab(const Layers& l, const ReadHalos& read, std::size_t axis, Fn fn) {
-  if (read.every(axis)) {
-    for (std::int64_t o = 0; o < l.outer; ++o) {
-      fn(o, o);
-    }
-    return;
-  }
-  // Components lead the field's axes: component c's slabs are [c per, (c + 1) per).
-  const auto per = l.outer / static_cast<std::int64_t>(read.components());
   std::int64_t k = 0;
-  for (std::size_t c = 0; c < read.components(); ++c) {
-    if (read.reads(c, axis)) {
-      const auto first = static_cast<std::int64_t>(c) * per;
-      for (std::int64_t o = first; o < first + per; ++o) {
-        fn(o, k++);
-      }
+  read.for_each_read_run(l.outer, axis, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t o = first; o < last; ++o) {
+      fn(o, k++);
     }
-  }
+  });
 }
 
 // Copies the h layers that start at padded layer `first` of the read slabs into `out`, slab by
