@@ -32,13 +32,11 @@ std::string_view to_string(Dtype dtype) noexcept {
   return "unsupported";
 }
 
-namespace {
-[[noreturn]] void unsupported(Dtype dtype) {
+void detail::unsupported_dtype(Dtype dtype) {
   throw Error(ErrorKind::usage,
               format("dtype {}: unsupported (accepted: f32, f64, i8, u8, i32, i64)",
                      static_cast<int>(dtype)));
 }
-} // namespace
 
 std::string_view c_type(Dtype dtype) {
   switch (dtype) {
@@ -55,22 +53,7 @@ std::string_view c_type(Dtype dtype) {
   case Dtype::i64:
     return "uw_i64";
   }
-  unsupported(dtype);
-}
-
-std::size_t size_of(Dtype dtype) {
-  switch (dtype) {
-  case Dtype::f32:
-  case Dtype::i32:
-    return 4;
-  case Dtype::f64:
-  case Dtype::i64:
-    return 8;
-  case Dtype::i8:
-  case Dtype::u8:
-    return 1;
-  }
-  unsupported(dtype);
+  detail::unsupported_dtype(dtype);
 }
 
 std::optional<Dtype> parse_dtype(std::string_view name) noexcept {

@@ -353,15 +353,19 @@ Field::Field(std::string name, Dtype dtype, std::vector<std::int64_t> shape, std
     m_padded *= padded;
   }
   m_bytes = static_cast<std::size_t>(m_padded) * codegen::size_of(m_dtype);
+  m_storage.reset(allocate());
+  std::memset(m_storage.get(), 0, m_bytes);
+}
+
+std::byte* Field::allocate() const {
   // Beyond what a 64-bit process's address space holds (2^47 bytes on x86-64 and most others),
   // nothing is asked of the allocator (some, e.g. AddressSanitizer's, abort instead of throwing).
   constexpr std::size_t k_address_space = std::size_t{1} << 47;
-  std::byte* raw = nullptr;
   try {
     if (m_bytes > k_address_space) {
       throw std::bad_alloc();
     }
-    raw = static_cast<std::byte*>(
+    return static_cast<std::byte*>(
         ::operator new[](std::max<std::size_t>(m_bytes, 1), std::align_val_t{k_alignment}));
   } catch (const std::bad_alloc&) {
     throw Error(ErrorKind::usage,
@@ -370,8 +374,31 @@ Field::Field(std::string name, Dtype dtype, std::vector<std::int64_t> shape, std
                        m_name, m_bytes, codegen::to_string(m_dtype), shape_text(m_shape),
                        shape_text({m_halo.begin(), m_halo.end()})));
   }
-  std::memset(raw, 0, m_bytes);
-  m_storage.reset(raw);
+}
+
+Field::Field(const Field& like, const std::byte* values)
+    : m_name(like.m_name), m_dtype(like.m_dtype), m_shape(like.m_shape), m_halo(like.m_halo),
+      m_strides(like.m_strides), m_interior(like.m_interior), m_padded(like.m_padded),
+      m_bytes(like.m_bytes) {
+  m_storage.reset(allocate());
+  std::memcpy(m_storage.get(), values, m_bytes);
+}
+
+Field Field::clone() const {
+  return {*this, m_storage.get()};
+}
+
+void Field::copy_from(const Field& other) {
+  if (other.m_dtype != m_dtype || other.m_shape != m_shape || other.m_halo != m_halo) {
+    throw Error(
+        ErrorKind::usage,
+        format("field \"{}\": cannot copy field \"{}\" of another layout ({} {} halos {} "
+               "into {} {} halos {})",
+               m_name, other.m_name, codegen::to_string(other.m_dtype), shape_text(other.m_shape),
+               shape_text({other.m_halo.begin(), other.m_halo.end()}), codegen::to_string(m_dtype),
+               shape_text(m_shape), shape_text({m_halo.begin(), m_halo.end()})));
+  }
+  std::memcpy(m_storage.get(), other.m_storage.get(), m_bytes);
 }
 
 void Field::poison_halos() noexcept {

@@ -46,16 +46,13 @@ void NodeState::wire() {
       const bool written = std::find(binding.out_field.begin(), binding.out_field.end(), i) !=
                            binding.out_field.end();
       if (written && next[i] == nullptr) {
-        const StateField& f = layout.fields[i];
-        next[i] = std::make_unique<Field>(f.name, f.dtype, layout.shape(f), layout.halos(f));
+        // Every value as current's, in one pass over fresh memory: cells a kernel does not write
+        // keep their values in both buffers; halos are filled before they are read (poisoned
+        // in checked mode, as current's are).
+        next[i] = std::make_unique<Field>(current[i]->clone());
         if (checked) {
           next[i]->poison_halos();
         }
-        const std::size_t bytes =
-            static_cast<std::size_t>(current[i]->interior_count()) * codegen::size_of(f.dtype);
-        std::vector<std::byte> interior(bytes);
-        current[i]->copy_interior_to(interior);
-        next[i]->copy_interior_from(interior);
       }
     }
     uwjit_kernel_args& args = stage.args;

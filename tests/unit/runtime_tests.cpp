@@ -14,7 +14,9 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -370,6 +372,29 @@ TEST_CASE("params are typed, sorted, and set from text in their own type") {
   CHECK(contains(usage_error([&] { (void)params.get_int("tau"); }),
                  "param \"tau\": expected an integer, got double 0.75"));
   CHECK(contains(usage_error([&] { (void)params.at("missing"); }), "param \"missing\" is missing"));
+}
+
+TEST_CASE("a clone holds every value, halos included; copy_from needs the same layout") {
+  uwjit::runtime::Field field("u", Dtype::f64, {2, 3, 4}, {0, 1, 2});
+  auto* values = static_cast<double*>(field.data());
+  for (std::int64_t n = 0; n < field.padded_count(); ++n) {
+    values[n] = 0.5 * static_cast<double>(n) - 7;
+  }
+  const uwjit::runtime::Field copy = field.clone();
+  CHECK(copy.name() == "u");
+  CHECK(copy.shape() == field.shape());
+  CHECK(copy.halo() == field.halo());
+  CHECK(copy.data() != field.data());
+  CHECK(std::memcmp(copy.data(), field.data(), field.size_bytes()) == 0);
+  CHECK(reinterpret_cast<std::uintptr_t>(copy.data()) % 64 == 0);
+
+  uwjit::runtime::Field into("v", Dtype::f64, {2, 3, 4}, {0, 1, 2});
+  into.copy_from(field);
+  CHECK(std::memcmp(into.data(), field.data(), field.size_bytes()) == 0);
+  uwjit::runtime::Field other_halos("w", Dtype::f64, {2, 3, 4}, {0, 1, 1});
+  CHECK(contains(usage_error([&] { other_halos.copy_from(field); }), "another layout"));
+  uwjit::runtime::Field other_dtype("w", Dtype::f32, {2, 3, 4}, {0, 1, 2});
+  CHECK(contains(usage_error([&] { other_dtype.copy_from(field); }), "another layout"));
 }
 
 TEST_CASE("halos are filled periodically or from the edge, corners included") {

@@ -78,6 +78,10 @@ struct StageRole {
 [[nodiscard]] std::vector<MemberField> zero_fields(const MemberColumns& columns);
 /// The last-level cache of this machine's first CPU (sysfs), 8 MiB when it does not say.
 [[nodiscard]] std::size_t last_level_cache_bytes();
+/// Members of `member_bytes` each that fit one of `threads` threads' share of the last-level
+/// cache (half of it split between them); at least 1. A thread steps such a group all the steps
+/// of a round while its buffers stay in the cache.
+[[nodiscard]] std::size_t cache_group(double member_bytes, std::size_t threads);
 
 } // namespace detail
 
@@ -102,6 +106,7 @@ struct Ensemble::Impl {
   std::int64_t batch = 0;
   std::string batch_reason;
   double bytes_per_member = 0;
+  std::int64_t memory_fit = 0; // members that fit in the memory fraction
   std::vector<std::unique_ptr<detail::EnsembleMember>> members; // the batch's slots; null: empty
   std::vector<MemberResult> summaries;
   std::int64_t next_id = 0;
@@ -121,7 +126,6 @@ struct Ensemble::Impl {
   // layout): a refill allocates nothing.
   std::vector<std::pair<std::vector<std::unique_ptr<Field>>, std::vector<std::unique_ptr<Field>>>>
       spare;
-  std::vector<std::byte> interior;    // a field's interior, on its way from current to next
   std::vector<char> failed_now;       // per slot: its kernel failed in this step
   std::vector<MemberResult> unplaced; // serially, members never built, waiting for a sink;
                                       // over ranks, what leaves this rank next (rank 0: what

@@ -199,14 +199,11 @@ std::unique_ptr<EnsembleMember> Ensemble::Impl::build(std::int64_t id, std::vect
     m->steps = from->steps;
     m->entered = from->steps;
   }
-  // A retired member's next buffers start as a new member's would (wire() copies the interior
-  // into those it makes), so that a cell a kernel leaves unwritten is the same as alone.
+  // A retired member's next buffers start as a new member's would (wire() makes those it makes
+  // as copies), so that a cell a kernel leaves unwritten is the same as alone.
   for (std::size_t i = 0; i < s.next.size(); ++i) {
     if (s.next[i] != nullptr) {
-      interior.resize(static_cast<std::size_t>(s.current[i]->interior_count()) *
-                      codegen::size_of(s.current[i]->dtype()));
-      s.current[i]->copy_interior_to(interior);
-      s.next[i]->copy_interior_from(interior);
+      s.next[i]->copy_from(*s.current[i]);
     }
   }
   s.integrals.assign(s.layout.integrals.size(), 0.0);

@@ -26,8 +26,27 @@ inline constexpr Dtype k_all_dtypes[] = {Dtype::f32, Dtype::f64, Dtype::i8,
 /// Throws Error(usage) for an unsupported value.
 [[nodiscard]] std::string_view c_type(Dtype dtype);
 
-/// The size of one element in bytes. Throws Error(usage) for an unsupported value.
-[[nodiscard]] std::size_t size_of(Dtype dtype);
+namespace detail {
+/// Throws Error(usage) naming `dtype` as unsupported.
+[[noreturn]] void unsupported_dtype(Dtype dtype);
+} // namespace detail
+
+/// The size of one element in bytes. Throws Error(usage) for an unsupported value. Inline: the
+/// runtime asks it per row when it fills halos.
+[[nodiscard]] inline std::size_t size_of(Dtype dtype) {
+  switch (dtype) {
+  case Dtype::f32:
+  case Dtype::i32:
+    return 4;
+  case Dtype::f64:
+  case Dtype::i64:
+    return 8;
+  case Dtype::i8:
+  case Dtype::u8:
+    return 1;
+  }
+  detail::unsupported_dtype(dtype);
+}
 
 /// The dtype named `name` ("f64", ...), or nullopt. Thread-safe.
 [[nodiscard]] std::optional<Dtype> parse_dtype(std::string_view name) noexcept;

@@ -109,6 +109,14 @@ public:
   Field(const Field&) = delete;
   Field& operator=(const Field&) = delete;
 
+  /// A new field of this one's name, dtype, shape and halos holding every value of it, halos
+  /// included: one pass over fresh memory (no zeroing first). Throws Error(usage) when out of
+  /// memory, as the constructor does.
+  [[nodiscard]] Field clone() const;
+  /// Every value of `other`, halos included, into this field of the same dtype, shape and halos
+  /// (Error(usage) naming both otherwise). Allocates nothing.
+  void copy_from(const Field& other);
+
   [[nodiscard]] const std::string& name() const noexcept { return m_name; }
   [[nodiscard]] Dtype dtype() const noexcept { return m_dtype; }
   [[nodiscard]] const std::vector<std::int64_t>& shape() const noexcept { return m_shape; }
@@ -199,6 +207,10 @@ public:
   [[nodiscard]] bool interior_equals(const Field& other) const;
 
 private:
+  // clone(): `like`'s layout, its values copied.
+  Field(const Field& like, const std::byte* values);
+  // Allocates m_bytes, 64-byte aligned, not initialised.
+  [[nodiscard]] std::byte* allocate() const;
   void check_access(Dtype dtype, std::size_t indices) const;
   template <class Fn> void for_each_interior_row(Fn&& fn) const;
 
