@@ -60,8 +60,9 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
               "when a member stops (repeatable, or comma-separated): steps:N, "
               "change:INTEGRAL<TOL, below:INTEGRAL<TOL, every:K (below)")
       .option("--batch", "B",
-              "members stepped together (default: what fits in a quarter of "
-              "the memory, at most the members)")
+              "members stepped together (default: two groups a thread of the members that fit "
+              "its share of the last-level cache, at most what fits in a quarter of the memory "
+              "and the members)")
       .option("--threads", "N", "threads (default: the cores this process may use)")
       .option("--checkpoint", "FILE",
               "write the running ensemble to FILE every --checkpoint-every rounds and when "

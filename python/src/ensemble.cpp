@@ -223,7 +223,7 @@ seed) that many members drawn uniformly in [low, high). samples: a list of dicts
 one per member, or an iterator of them (a generator), drawn as slots free up. until: stop rules
 as `uwjit ensemble --until` takes them, e.g. ["change:heat<1e-9", "steps:5000"] (a step cap is
 required). batch: members stepped together (0:
-from memory). keep: members are kept in memory for take() (at most `capacity` at a time, when
+what the threads step from their caches, at most what fits in memory). keep: members are kept in memory for take() (at most `capacity` at a time, when
 given: a member then waits in the batch until take() makes room); output: also (or, with
 keep=False, only) an HDF5 file, which must not exist yet. comm: None, or an mpi4py
 communicator to spread the members over (collective: every rank makes the ensemble with the same
@@ -437,7 +437,8 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
           "Members stepped together.")
       .def_property_readonly(
           "batch_reason", [](const PyEnsemble& self) { return self.stage().batch_reason(); },
-          "Why the batch is that size (set, from memory, or the sampler's members).")
+          "Why the batch is that size (set, the threads' caches, memory, or the sampler's "
+          "members).")
       .def_property_readonly(
           "finished",
           [](const PyEnsemble& self) {

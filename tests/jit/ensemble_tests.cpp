@@ -299,6 +299,49 @@ TEST_CASE("the batch from memory is at most the sampler's members, and says why"
       doctest::Contains("a batch of at most"), Error);
 }
 
+TEST_CASE("the default batch is two cache-sized groups a thread, and a resume grows it to fit") {
+  uwjit_test::TempDir dir;
+  // Members of about 4.3 MB (heat 48³: two state buffers, the conductivity and its padded copy):
+  // a thread's share of any last-level cache holds a few of them, far fewer than the sampler's.
+  Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{48});
+  auto sampler = [] {
+    return std::make_unique<GridSampler>(
+        std::vector<ParamRange>{ParamRange::parse("kappa=1:2:4000")});
+  };
+  for (const int threads : {1, 2}) {
+    CAPTURE(threads);
+    Ensemble e(engine(), factory("heat"), base, sampler(), {std::make_shared<MemorySink>(10)},
+               {.until = steps(1), .threads = threads});
+    CHECK(e.batch_size() < 4000);
+    CHECK(e.batch_size() % (2 * threads) == 0);
+    CHECK(e.batch_reason().find("two groups a thread for " + std::to_string(threads) + " thread") !=
+          std::string::npos);
+    CHECK(e.batch_reason().find("fits") != std::string::npos); // memory's figure too
+  }
+  // A checkpoint of a larger batch than this machine's default: resumed with the default, the
+  // batch grows to hold every member it held.
+  const EnsembleOptions defaults{.until = steps(3), .threads = 1};
+  const std::int64_t chosen = Ensemble(engine(), factory("heat"), base, sampler(),
+                                       {std::make_shared<MemorySink>(10)}, defaults)
+                                  .batch_size();
+  auto larger = defaults;
+  larger.batch = chosen + 3;
+  const auto checkpoint = dir.path() / "larger.ckpt";
+  {
+    Ensemble first(engine(), factory("heat"), base, sampler(),
+                   {std::make_shared<MemorySink>(100000)}, larger);
+    REQUIRE(first.active() == chosen + 3);
+    first.checkpoint(checkpoint);
+  }
+  auto resumed = defaults;
+  resumed.resume = checkpoint;
+  Ensemble again(engine(), factory("heat"), base, sampler(), {std::make_shared<MemorySink>(100000)},
+                 resumed);
+  CHECK(again.batch_size() == chosen + 3);
+  CHECK(again.active() == chosen + 3);
+  CHECK(again.batch_reason().find("the batch the checkpoint held") != std::string::npos);
+}
+
 TEST_CASE("a checkpointed ensemble resumes bit for bit, and its file holds each member once") {
   uwjit_test::TempDir dir;
   Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{6});

@@ -8,6 +8,7 @@
 #include <uwjit/common/format.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
@@ -30,6 +31,12 @@ std::size_t last_level_cache_bytes() {
     }
   }
   return std::size_t{8} << 20;
+}
+
+std::size_t cache_group(double member_bytes, std::size_t threads) {
+  const double share =
+      static_cast<double>(last_level_cache_bytes()) / (2.0 * static_cast<double>(threads));
+  return static_cast<std::size_t>(std::max(1.0, std::floor(share / member_bytes)));
 }
 
 } // namespace detail
@@ -191,9 +198,8 @@ std::int64_t Ensemble::Impl::advance_all(std::int64_t steps) {
     return advance(stepping, steps, scratch[0], threads);
   }
   // Groups of at most a cache share each, and at least one group per thread.
-  const double share = static_cast<double>(last_level_cache_bytes()) / (2.0 * threads);
-  const auto fits = static_cast<std::size_t>(std::max(1.0, share / bytes_per_member));
-  const std::size_t size = std::min(fits, (stepping.size() + threads - 1) / threads);
+  const std::size_t size =
+      std::min(cache_group(bytes_per_member, threads), (stepping.size() + threads - 1) / threads);
   const std::size_t groups = (stepping.size() + size - 1) / size;
   scratch.resize(std::max(scratch.size(), groups));
   std::vector<std::int64_t> taken(groups, 0);

@@ -131,9 +131,10 @@ void Ensemble::Impl::load_kernels(const Node& node) {
   }
 }
 
-// The batch: as set, or what fits in the stated fraction of the memory this process can use,
-// computed from the first member's buffers (never probed); never more than the sampler's
-// members. A batch that cannot fit is refused with the figures.
+// The batch: as set, or what the threads step from their caches, at most what fits in the stated
+// fraction of the memory this process can use, computed from the first member's buffers (never
+// probed); never more than the sampler's members. A batch that cannot fit is refused with the
+// figures.
 void Ensemble::Impl::choose_batch(const Member& first) {
   bytes_per_member = std::max(member_memory(first.state), 1.0);
   const MemoryLimits limits = available_memory();
@@ -172,12 +173,26 @@ void Ensemble::Impl::choose_batch(const Member& first) {
                        fixed(options.memory_fraction * 100, 0), bytes_text(limit.bytes),
                        limit.source));
   } else {
-    batch = std::min(fit, k_most_members);
-    batch_reason = fit <= k_most_members ? format("{} from memory: {}", batch, memory)
-                                         : format("{}, the most a batch sized from memory holds "
-                                                  "({})",
-                                                  batch, memory);
+    // On CPUs a batch beyond what the threads step from their caches only adds memory to touch
+    // and to keep: each thread steps groups of members that fit its share of the last-level
+    // cache (advance_all), and two groups a thread keep every thread busy as members leave.
+    const auto threads = static_cast<std::size_t>(pool->size());
+    const std::size_t group = cache_group(bytes_per_member, threads);
+    const auto cores = static_cast<std::int64_t>(2 * threads * group);
+    batch = std::min({fit, k_most_members, cores});
+    if (batch == cores && cores < fit) {
+      batch_reason = format("{}: two groups a thread for {} thread{}, each of {} member{} in a "
+                            "share of the {} last-level cache ({})",
+                            batch, threads, threads == 1 ? "" : "s", group, group == 1 ? "" : "s",
+                            bytes_text(static_cast<double>(last_level_cache_bytes())), memory);
+    } else {
+      batch_reason = fit <= k_most_members ? format("{} from memory: {}", batch, memory)
+                                           : format("{}, the most a batch sized from memory "
+                                                    "holds ({})",
+                                                    batch, memory);
+    }
   }
+  memory_fit = fit;
   const std::int64_t ranks = comm != nullptr ? comm->size() : 1;
   if (size && (*size + ranks - 1) / ranks < batch) {
     batch = (*size + ranks - 1) / ranks;

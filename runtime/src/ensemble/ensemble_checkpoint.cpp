@@ -255,6 +255,14 @@ void Ensemble::Impl::restore_batch(const std::string& what, std::int64_t drawn, 
   }
   exhausted = was_exhausted;
   const std::uint64_t held = in.u64();
+  // A batch this ensemble chose itself grows to hold the checkpoint's, where memory allows (a
+  // checkpoint of another machine, or of another default, may have held more).
+  if (held > members.size() && options.batch == 0 &&
+      held <= static_cast<std::uint64_t>(memory_fit)) {
+    batch_reason = format("{}: the batch the checkpoint held (was {})", held, batch_reason);
+    batch = static_cast<std::int64_t>(held);
+    members.resize(held);
+  }
   if (held > members.size()) {
     throw Error(ErrorKind::usage,
                 format("{}: its batch held {} members, more than this ensemble's batch of {}: "
