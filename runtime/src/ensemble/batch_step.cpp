@@ -14,10 +14,9 @@
 
 namespace uwjit::runtime {
 
-namespace detail {
+namespace {
 
-// The last-level cache of this machine's first CPU (sysfs), 8 MiB when it does not say.
-std::size_t last_level_cache_bytes() {
+std::size_t read_last_level_cache_bytes() {
   for (int index = 4; index >= 0; --index) {
     std::ifstream in(format("/sys/devices/system/cpu/cpu0/cache/index{}/size", index));
     std::string text;
@@ -31,6 +30,17 @@ std::size_t last_level_cache_bytes() {
     }
   }
   return std::size_t{8} << 20;
+}
+
+} // namespace
+
+namespace detail {
+
+// The last-level cache of this machine's first CPU (sysfs), 8 MiB when it does not say; read
+// once per process (every round of every ensemble asks).
+std::size_t last_level_cache_bytes() {
+  static const std::size_t bytes = read_last_level_cache_bytes();
+  return bytes;
 }
 
 std::size_t cache_group(double member_bytes, std::size_t threads) {
