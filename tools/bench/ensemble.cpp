@@ -184,7 +184,9 @@ void ensemble_section(const Options& options, Report& report) {
                 .limit = format(
                     "the members' own updates: batched {} MLUPS on {} threads, alone {} MLUPS "
                     "(a grid this small is one slab, so one thread); a Simulation's fixed cost "
-                    "per step is a small part of a step here, so batching has little to save",
+                    "per step is a small part of a step here, so the batch adds the other "
+                    "threads, less what stays serial between rounds (building new members, "
+                    "copying finished ones to the sink)",
                     number_text(series.summary(c.type + "_batched_member_steps_per_s").median *
                                 cells / 1e6),
                     threads,
