@@ -376,16 +376,16 @@ std::byte* Field::allocate() const {
   }
 }
 
-Field::Field(const Field& like, const std::byte* values)
-    : m_name(like.m_name), m_dtype(like.m_dtype), m_shape(like.m_shape), m_halo(like.m_halo),
-      m_strides(like.m_strides), m_interior(like.m_interior), m_padded(like.m_padded),
-      m_bytes(like.m_bytes) {
+Field::Field(CloneOf clone)
+    : m_name(clone.like.m_name), m_dtype(clone.like.m_dtype), m_shape(clone.like.m_shape),
+      m_halo(clone.like.m_halo), m_strides(clone.like.m_strides), m_interior(clone.like.m_interior),
+      m_padded(clone.like.m_padded), m_bytes(clone.like.m_bytes) {
   m_storage.reset(allocate());
-  std::memcpy(m_storage.get(), values, m_bytes);
+  std::memcpy(m_storage.get(), clone.like.m_storage.get(), m_bytes);
 }
 
 Field Field::clone() const {
-  return {*this, m_storage.get()};
+  return Field(CloneOf{*this});
 }
 
 void Field::copy_from(const Field& other) {

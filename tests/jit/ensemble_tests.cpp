@@ -301,7 +301,7 @@ TEST_CASE("the batch from memory is at most the sampler's members, and says why"
 
 TEST_CASE("the default batch is two cache-sized groups a thread, and a resume grows it to fit") {
   uwjit_test::TempDir dir;
-  // Members of about 4.3 MB (heat 48³: two state buffers, the conductivity and its padded copy):
+  // Members of about 7.4 MB (heat 48³: its state buffers, the conductivity and its copies):
   // a thread's share of any last-level cache holds a few of them, far fewer than the sampler's.
   Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{48});
   auto sampler = [] {

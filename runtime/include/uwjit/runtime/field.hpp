@@ -207,8 +207,11 @@ public:
   [[nodiscard]] bool interior_equals(const Field& other) const;
 
 private:
-  // clone(): `like`'s layout, its values copied.
-  Field(const Field& like, const std::byte* values);
+  // clone(): `like`'s layout and every value of it.
+  struct CloneOf {
+    const Field& like;
+  };
+  explicit Field(CloneOf clone);
   // Allocates m_bytes, 64-byte aligned, not initialised.
   [[nodiscard]] std::byte* allocate() const;
   void check_access(Dtype dtype, std::size_t indices) const;
