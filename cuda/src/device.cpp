@@ -42,6 +42,14 @@ void DeviceMemory::download(void* host) const {
   }
 }
 
+void DeviceMemory::upload(const void* host) const {
+  if (m_bytes > 0) {
+    const Driver& driver = Driver::get();
+    driver.check(driver.api().cuMemcpyHtoD_v2(m_pointer, host, m_bytes), "cuMemcpyHtoD_v2",
+                 ErrorKind::io);
+  }
+}
+
 PinnedMemory::PinnedMemory(std::size_t bytes) : m_bytes(bytes) {
   const Driver& driver = Driver::get();
   driver.check(driver.api().cuMemAllocHost_v2(&m_data, std::max<std::size_t>(bytes, 8)),

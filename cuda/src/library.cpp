@@ -50,6 +50,7 @@ Library open_library() {
   UWJIT_CUDA_RESOLVE(cuMemcpyDtoH_v2);
   UWJIT_CUDA_RESOLVE(cuMemcpyDtoD_v2);
   UWJIT_CUDA_RESOLVE(cuMemsetD8_v2);
+  UWJIT_CUDA_RESOLVE(cuMemGetInfo_v2);
   UWJIT_CUDA_RESOLVE(cuMemAllocHost_v2);
   UWJIT_CUDA_RESOLVE(cuMemFreeHost);
   UWJIT_CUDA_RESOLVE(cuLaunchKernel);

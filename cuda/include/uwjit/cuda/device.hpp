@@ -35,6 +35,8 @@ public:
   }
   /// Copies all of it to `host`.
   void download(void* host) const;
+  /// Copies its size in bytes from `host` into it.
+  void upload(const void* host) const;
 
 private:
   DevicePtr m_pointer = 0;

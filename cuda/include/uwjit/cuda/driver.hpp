@@ -59,6 +59,7 @@ struct Api {
   Result (*cuMemcpyDtoH_v2)(void* destination, DevicePtr source, std::size_t bytes);
   Result (*cuMemcpyDtoD_v2)(DevicePtr destination, DevicePtr source, std::size_t bytes);
   Result (*cuMemsetD8_v2)(DevicePtr destination, unsigned char value, std::size_t count);
+  Result (*cuMemGetInfo_v2)(std::size_t* free, std::size_t* total);
   Result (*cuMemAllocHost_v2)(void** pointer, std::size_t bytes);
   Result (*cuMemFreeHost)(void* pointer);
   Result (*cuLaunchKernel)(Function function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
