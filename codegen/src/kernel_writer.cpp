@@ -517,10 +517,6 @@ KernelSource KernelWriter::finish() const {
   if (m_gpu && m_checked) {
     fail("checked mode runs on CPUs only: check the kernel there, then write it for the GPU");
   }
-  if (m_gpu && m_batch) {
-    fail("a batch of members runs on CPUs only for now; on a GPU, run each member as a "
-         "simulation of its own");
-  }
   // A reach beyond a halo that every cell makes is refused before anything is compiled.
   (void)judge_reads();
   std::string text = "// uwjit generated kernel (KernelWriter)\n";
@@ -534,7 +530,8 @@ KernelSource KernelWriter::finish() const {
     text += "// checked: every accessor index is tested against its buffer's layout\n";
   }
   if (m_batch) {
-    text += "// a batch: the entry makes the calls listed in args->members\n";
+    text += m_gpu ? "// a batch: each member of args->members is a run of blocks along x\n"
+                  : "// a batch: the entry makes the calls listed in args->members\n";
   }
   for (const auto& line : m_comments) {
     text += "// " + line + "\n";
@@ -591,7 +588,9 @@ KernelSource KernelWriter::finish() const {
   if (namespace_block) {
     text += "} // namespace\n";
   }
-  if (m_gpu) {
+  if (m_gpu && m_batch) {
+    text += gpu_batch_head();
+  } else if (m_gpu) {
     // The argument is passed by value; the text reads it through `args` as on a CPU.
     text += format("extern \"C\" __attribute__((nvptx_kernel)) void {}(const uwjit_kernel_args "
                    "uwjit_args) {\n",
@@ -708,7 +707,7 @@ KernelSource KernelWriter::finish() const {
                   : format("  args->integrals[{}] = {}.value;\n", i, m_integrals[i]);
   }
   text += m_gpu ? "}\n" : "  return UWJIT_KERNEL_OK;\n}\n";
-  if (m_batch) {
+  if (m_batch && !m_gpu) {
     text += format("extern \"C\" int {}(const uwjit_kernel_args* batch) {\n"
                    "  int first = UWJIT_KERNEL_OK;\n"
                    "  for (uw_i64 m = 0; m < batch->n_members; ++m) {\n"

@@ -171,16 +171,47 @@ std::pair<std::string, std::string> KernelWriter::cell_threads() const {
   for (std::size_t d = 0; d < rank; ++d) {
     const std::string& n = m_extents[static_cast<std::size_t>(m_domain[d])].name;
     const std::size_t from_last = rank - 1 - d;
-    const std::string thread = from_last == 0
-                                   ? "static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_x()) * "
-                                     "__nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x()"
-                                   : format("static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_{}())",
-                                            from_last == 1 ? "y" : "z");
+    // In a batch, ctaid.x also counts the member: the block within the row is a local of its own.
+    std::string thread;
+    if (from_last != 0) {
+      thread = format("static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_{}())",
+                      from_last == 1 ? "y" : "z");
+    } else {
+      thread = format("{} * __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x()",
+                      m_batch ? "uwjit_row_block"
+                              : "static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_x())");
+    }
     opening += format("    const uw_i64 {} = {}_begin + {};\n", indices[d], n, thread);
     inside += format("{}{} < {}_end", d == 0 ? "" : " && ", indices[d], n);
   }
   opening += format("    if ({}) {\n", inside);
   return {opening, "    }\n"};
+}
+
+// The entry of a batch on a GPU, up to `args`: the block's member from ctaid.x, each member a
+// run of the same number of blocks along x (the members share the update box, the batch's own),
+// and the block within that member's row (uwjit_row_block, which cell_threads reads). A whole
+// block beyond the members returns before any warp sums.
+std::string KernelWriter::gpu_batch_head() const {
+  const auto& indices = m_cell_loop.indices;
+  const ExtentDecl& last = m_extents[static_cast<std::size_t>(m_domain[indices.size() - 1])];
+  std::string text = format("extern \"C\" __attribute__((nvptx_kernel)) void {}(const "
+                            "uwjit_kernel_args uwjit_batch) {\n",
+                            k_entry_placeholder);
+  text += format("  const uw_i64 uwjit_row = uwjit_batch.update_end[{}] - "
+                 "uwjit_batch.update_begin[{}];\n",
+                 last.domain_axis, last.domain_axis);
+  text += "  const uw_i64 uwjit_threads = __nvvm_read_ptx_sreg_ntid_x();\n"
+          "  const uw_i64 uwjit_row_blocks = (uwjit_row + uwjit_threads - 1) / uwjit_threads;\n"
+          "  const uw_i64 uwjit_block = __nvvm_read_ptx_sreg_ctaid_x();\n"
+          "  if (uwjit_row_blocks == 0 || uwjit_block >= uwjit_row_blocks * uwjit_batch.n_members) "
+          "{\n"
+          "    return;\n"
+          "  }\n"
+          "  const uw_i64 uwjit_row_block = uwjit_block % uwjit_row_blocks;\n"
+          "  const uwjit_kernel_args* const args = &uwjit_batch.members[uwjit_block / "
+          "uwjit_row_blocks];\n";
+  return text;
 }
 
 // A warp's 32 partial sums folded into lane 0 by shuffles (a double as two 32-bit halves), then

@@ -386,6 +386,37 @@ TEST_CASE(
   CHECK(cpu.finish().canonical() != source.canonical());
 }
 
+TEST_CASE("a batch for a GPU: each member a run of blocks along x, its cells as the plain "
+          "kernel's") {
+  KernelWriter w = cell_like();
+  w.gpu(true);
+  w.batch(true);
+  w.for_each_cell({.indices = {"i", "j", "k"}}, k_cell);
+  const auto source = w.finish();
+  const std::string& body = source.body();
+  // The member from ctaid.x, over blocks of the batch's shared row (the last axis, z).
+  CHECK(contains(body, "extern \"C\" __attribute__((nvptx_kernel)) void "
+                       "__UWJIT_ENTRY__(const uwjit_kernel_args uwjit_batch) {\n"
+                       "  const uw_i64 uwjit_row = uwjit_batch.update_end[2] - "
+                       "uwjit_batch.update_begin[2];\n"));
+  CHECK(contains(body, "  if (uwjit_row_blocks == 0 || uwjit_block >= uwjit_row_blocks * "
+                       "uwjit_batch.n_members) {\n    return;\n  }\n"));
+  CHECK(contains(body, "  const uwjit_kernel_args* const args = &uwjit_batch.members[uwjit_block / "
+                       "uwjit_row_blocks];\n"));
+  // The cell's threads and text as the plain kernel's, the block within the member's row.
+  CHECK(contains(body, "    const uw_i64 k = nz_begin + uwjit_row_block * "
+                       "__nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();\n"
+                       "    if (i < nx_end && j < ny_end && k < nz_end) {\n" +
+                           std::string(k_cell) + "    }\n"));
+  CHECK(contains(body, "  uwjit_warp_add(&args->integrals[0], total.value);\n}\n"));
+  // No CPU entry looping over members, and another key than the plain GPU kernel's.
+  CHECK_FALSE(contains(body, "uwjit_member("));
+  KernelWriter plain = cell_like();
+  plain.gpu(true);
+  plain.for_each_cell({.indices = {"i", "j", "k"}}, k_cell);
+  CHECK(plain.finish().canonical() != source.canonical());
+}
+
 TEST_CASE("the cell form's mistakes are usage errors naming the kernel") {
   {
     KernelWriter w = cell_like();

@@ -284,8 +284,12 @@ public:
   /// each call's status in args->member_status. The node's text is the same; the member's update
   /// is a function of its own, kept out of line so that it is compiled as the plain entry is, and
   /// so computes the same bits. The text, and so the key, differs from the plain kernel's and
-  /// never depends on how many members a call lists. CPUs only: finish() throws Error(usage)
-  /// for a GPU.
+  /// never depends on how many members a call lists. For a GPU, one launch covers the members:
+  /// they share the update box, given in the batch's own args (update_begin, update_end), and
+  /// member m is the m-th run of b blocks along x, b the blocks of one member's row
+  /// (cell_launch's grid x for that box), so the grid's x is b times args->n_members; each
+  /// thread runs the cell of its member as the plain kernel would, its integrals added to that
+  /// member's (member_status is not written: a GPU kernel has no status).
   void batch(bool on) noexcept { m_batch = on; }
   /// Whether the kernel is written as a batch.
   [[nodiscard]] bool is_batch() const noexcept { return m_batch; }
@@ -352,6 +356,7 @@ private:
   // The cell form's iteration (kernel_writer_cells.cpp): the text before and after the cell.
   [[nodiscard]] std::pair<std::string, std::string> cell_loops() const;
   [[nodiscard]] std::pair<std::string, std::string> cell_threads() const;
+  [[nodiscard]] std::string gpu_batch_head() const;
   [[nodiscard]] static std::string_view warp_sum_text() noexcept;
   [[nodiscard]] std::string masked_form_text() const;
   // The cell form's accessor reaches (kernel_writer_cells.cpp): throws for one that is certain.
