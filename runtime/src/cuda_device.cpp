@@ -22,7 +22,7 @@ const cuda::Driver& driver() {
 
 } // namespace
 
-DeviceChoice parse_device(std::string_view text) {
+DeviceChoice parse_device(std::string_view text, std::string_view who) {
   if (text == "cpu") {
     return {};
   }
@@ -38,9 +38,9 @@ DeviceChoice parse_device(std::string_view text) {
     }
   }
   throw Error(ErrorKind::usage,
-              format("simulation: device \"{}\": expected \"cpu\", \"cuda\" (device 0, or under "
-                     "MPI the rank's place on its node) or \"cuda:N\" (device N)",
-                     text));
+              format("{}: device \"{}\": expected \"cpu\", \"cuda\" (device 0, or under MPI the "
+                     "rank's place on its node) or \"cuda:N\" (device N)",
+                     who, text));
 }
 
 LoadedModule::LoadedModule(const engine::PtxKernel& ptx, const engine::CudaImage& image)
@@ -130,6 +130,27 @@ DeviceStage CudaDevice::stage(const Binding& binding, const codegen::SlotTables&
       std::make_unique<cuda::DeviceMemory>(binding.kernel_integrals.size() * sizeof(double));
   stage.read_back.assign(binding.kernel_integrals.size(), 0.0);
   return stage;
+}
+
+void CudaDevice::refresh(DeviceStage& stage, const Binding& binding) {
+  UWJIT_ASSERT(stage.statics.size() == binding.statics.size() &&
+                   stage.read_back.size() == binding.kernel_integrals.size(),
+               "refresh: a binding of another layout");
+  for (std::size_t slot = 0; slot < binding.statics.size(); ++slot) {
+    UWJIT_ASSERT(stage.statics[slot]->bytes() == binding.static_bytes[slot],
+                 "refresh: a static array of another size");
+    stage.statics[slot]->upload(binding.statics[slot]);
+  }
+  stage.extents->upload(binding.extents.data());
+  stage.params->upload(binding.params.data());
+}
+
+std::pair<double, double> CudaDevice::memory() const {
+  std::size_t free = 0;
+  std::size_t total = 0;
+  driver().check(driver().api().cuMemGetInfo_v2(&free, &total), "cuMemGetInfo_v2",
+                 ErrorKind::usage);
+  return {static_cast<double>(free), static_cast<double>(total)};
 }
 
 std::unique_ptr<cuda::DeviceMemory> CudaDevice::copy_of(const Field& field) {
@@ -313,9 +334,9 @@ void CudaDevice::clear_integrals(DeviceStage& stage) {
   }
 }
 
-void CudaDevice::launch(DeviceStage& stage, const uwjit_kernel_args& args,
-                        std::span<const void* const> in, std::span<void* const> out,
-                        std::size_t rank) {
+uwjit_kernel_args CudaDevice::device_args(DeviceStage& stage, const uwjit_kernel_args& args,
+                                          std::span<const void* const> in,
+                                          std::span<void* const> out, double* integrals) {
   auto table = std::find_if(stage.state_tables.begin(), stage.state_tables.end(), [&](auto& t) {
     return t.first.size() == in.size() + out.size() &&
            std::equal(in.begin(), in.end(), t.first.begin()) &&
@@ -337,13 +358,56 @@ void CudaDevice::launch(DeviceStage& stage, const uwjit_kernel_args& args,
   device_args.statics = stage.static_table->as<const void* const>();
   device_args.extents = stage.extents->as<const uw_i64>();
   device_args.params = stage.params->as<const double>();
-  device_args.integrals = stage.integrals->as<double>();
+  device_args.integrals = integrals != nullptr ? integrals : stage.integrals->as<double>();
   device_args.check = nullptr;
-  const auto launch = codegen::cell_launch(device_args, rank, k_block_threads);
+  return device_args;
+}
+
+void CudaDevice::launch(DeviceStage& stage, const uwjit_kernel_args& args,
+                        std::span<const void* const> in, std::span<void* const> out,
+                        std::size_t rank) {
+  const uwjit_kernel_args on_device = device_args(stage, args, in, out);
+  const auto launch = codegen::cell_launch(on_device, rank, k_block_threads);
   if (launch.grid[0] == 0 || launch.grid[1] == 0 || launch.grid[2] == 0) {
     return; // an empty box
   }
-  run(stage.code->function(), device_args, launch.grid, launch.block);
+  run(stage.code->function(), on_device, launch.grid, launch.block);
+}
+
+void CudaDevice::launch_batch(const LoadedModule& code, std::span<const uwjit_kernel_args> members,
+                              std::size_t rank) {
+  if (members.empty()) {
+    return;
+  }
+  const std::size_t bytes = members.size() * sizeof(uwjit_kernel_args);
+  if (!m_batch_table || m_batch_table->bytes() < bytes) {
+    m_batch_table = std::make_unique<cuda::DeviceMemory>(bytes);
+  }
+  driver().check(driver().api().cuMemcpyHtoD_v2(m_batch_table->pointer(), members.data(), bytes),
+                 "cuMemcpyHtoD_v2 of a batch's members", ErrorKind::io);
+  uwjit_kernel_args batch{};
+  batch.abi_version = UWJIT_KERNEL_ABI_VERSION;
+  std::copy(std::begin(members[0].update_begin), std::end(members[0].update_begin),
+            std::begin(batch.update_begin));
+  std::copy(std::begin(members[0].update_end), std::end(members[0].update_end),
+            std::begin(batch.update_end));
+  batch.n_members = static_cast<uw_i64>(members.size());
+  batch.members = m_batch_table->as<const uwjit_kernel_args>();
+  auto launch = codegen::cell_launch(members[0], rank, k_block_threads);
+  if (launch.grid[0] == 0 || launch.grid[1] == 0 || launch.grid[2] == 0) {
+    return; // an empty box
+  }
+  // The members' runs of blocks side by side along x, whose grid takes at most 2^31 - 1.
+  constexpr std::uint64_t k_most_blocks_x = (std::uint64_t{1} << 31) - 1;
+  const std::uint64_t blocks = std::uint64_t{launch.grid[0]} * members.size();
+  if (blocks > k_most_blocks_x) {
+    throw Error(ErrorKind::usage,
+                format("ensemble: {} members of {} blocks each exceed a GPU grid's {} blocks "
+                       "along x: a smaller batch",
+                       members.size(), launch.grid[0], k_most_blocks_x));
+  }
+  launch.grid[0] = static_cast<unsigned>(blocks);
+  run(code.function(), batch, launch.grid, launch.block);
 }
 
 void CudaDevice::read_integrals(DeviceStage& stage, std::span<double> sums) {

@@ -30,8 +30,9 @@ struct DeviceChoice {
   int ordinal = -1;
 };
 
-/// "cpu", "cuda" or "cuda:N"; Error(usage) naming the accepted forms otherwise.
-[[nodiscard]] DeviceChoice parse_device(std::string_view text);
+/// "cpu", "cuda" or "cuda:N"; Error(usage) naming the accepted forms otherwise, its message
+/// starting with `who` ("simulation: device ...").
+[[nodiscard]] DeviceChoice parse_device(std::string_view text, std::string_view who = "simulation");
 
 /// A kernel's module loaded into the current context (its cubin, or its PTX where the driver
 /// could make none), and its entry. Unloaded when it goes.
@@ -106,6 +107,12 @@ public:
   /// (the binding's, halo-padded where the kernel reads halos) and tables uploaded.
   [[nodiscard]] DeviceStage stage(const Binding& binding, const codegen::SlotTables& slots,
                                   std::shared_ptr<const LoadedModule> code);
+  /// Uploads `binding`'s static arrays, extents and params into `stage`, made by stage() for a
+  /// binding of the same layout (an ensemble's member taking another's slot): nothing allocated.
+  void refresh(DeviceStage& stage, const Binding& binding);
+
+  /// The device's free and total memory in bytes (cuMemGetInfo), now.
+  [[nodiscard]] std::pair<double, double> memory() const;
 
   /// A device copy of `field`'s padded array.
   [[nodiscard]] std::unique_ptr<cuda::DeviceMemory> copy_of(const Field& field);
@@ -135,6 +142,19 @@ public:
   /// Error(kernel) naming the driver's error if the launch fails.
   void launch(DeviceStage& stage, const uwjit_kernel_args& args, std::span<const void* const> in,
               std::span<void* const> out, std::size_t rank);
+  /// `args` as `stage` launches it: its tables those on the device, its state tables the device
+  /// buffers in `in` and `out` (uploaded once per distinct table), its integrals `integrals`
+  /// (device memory; the stage's own when null).
+  [[nodiscard]] uwjit_kernel_args device_args(DeviceStage& stage, const uwjit_kernel_args& args,
+                                              std::span<const void* const> in,
+                                              std::span<void* const> out,
+                                              double* integrals = nullptr);
+  /// One launch of the batch kernel `code` (KernelWriter::batch, for a GPU) over `members`, each
+  /// made by device_args, over a domain of `rank` axes: they share the update box of the first.
+  /// Returns at once, as launch(). Error(kernel) naming the driver's error if it fails, or
+  /// Error(usage) if the members' blocks exceed the grid's x.
+  void launch_batch(const LoadedModule& code, std::span<const uwjit_kernel_args> members,
+                    std::size_t rank);
   /// Waits for the stage's launches and adds its integrals to `sums` (none: nothing to wait
   /// for here). Error(kernel) naming the driver's error if a kernel failed.
   void read_integrals(DeviceStage& stage, std::span<double> sums);
@@ -176,7 +196,8 @@ private:
   std::map<std::string, std::weak_ptr<const LoadedModule>> m_modules; // by key
   std::map<codegen::Dtype, std::shared_ptr<const LoadedModule>> m_halo_kernels;
   std::map<codegen::Dtype, std::shared_ptr<const LoadedModule>> m_layers_kernels;
-  std::map<cuda::DevicePtr, Staging> m_staging; // by the field buffer's address
+  std::map<cuda::DevicePtr, Staging> m_staging;      // by the field buffer's address
+  std::unique_ptr<cuda::DeviceMemory> m_batch_table; // launch_batch's members, grown as needed
   // The halo kernels' tables per distinct launch (a field buffer, an axis, a layer range),
   // uploaded on first use: a few per field (ping-pong, axes, faces).
   std::map<std::array<char, sizeof(HaloTables)>, std::unique_ptr<cuda::DeviceMemory>> m_halo_tables;

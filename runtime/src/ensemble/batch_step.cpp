@@ -202,6 +202,9 @@ std::int64_t Ensemble::Impl::advance_all(std::int64_t steps) {
     }
   }
   failed_now.resize(members.size(), 0);
+  if (device) {
+    return advance_on_device(stepping, steps);
+  }
   const auto threads = static_cast<std::size_t>(pool->size());
   if (stepping.size() < threads) {
     scratch.resize(1);
@@ -224,6 +227,71 @@ std::int64_t Ensemble::Impl::advance_all(std::int64_t steps) {
     total += t;
   }
   return total;
+}
+
+// Up to `steps` steps of the members in `stepping` on the device: a member not there yet (new in
+// its slot, or resumed) is uploaded first; each stage of a step is one launch for every member
+// still stepping (MemberDevice::step); each member is judged after each of its steps, as on
+// CPUs, and one that stops has its state brought back for the sinks.
+std::int64_t Ensemble::Impl::advance_on_device(std::span<const std::size_t> stepping,
+                                               std::int64_t steps) {
+  for (const std::size_t slot : stepping) {
+    Member& m = *members[slot];
+    if (!m.on_device) {
+      device->place(slot, m.state);
+      m.on_device = true;
+    }
+  }
+  std::vector<std::pair<std::size_t, NodeState*>> now;
+  std::int64_t taken = 0;
+  for (std::int64_t step = 0; step < steps; ++step) {
+    now.clear();
+    for (const std::size_t slot : stepping) {
+      if (!members[slot]->stopped) {
+        now.emplace_back(slot, &members[slot]->state);
+      }
+    }
+    if (now.empty()) {
+      break;
+    }
+    for (std::size_t stage = 0; stage < sources.size(); ++stage) {
+      for (const auto& [slot, s] : now) {
+        s->stages[stage].args.step = members[slot]->steps;
+      }
+      device->step(stage, now);
+      for (const auto& [slot, s] : now) {
+        const Binding& binding = s->stages[stage].binding;
+        for (std::size_t i = 0; i < s->integrals.size(); ++i) {
+          if (binding.integral_slot[i] != k_no_slot) {
+            s->integrals[i] = binding.kernel_integrals[binding.integral_slot[i]];
+          }
+        }
+      }
+    }
+    for (const auto& [slot, s] : now) {
+      Member& m = *members[slot];
+      ++m.steps;
+      ++taken;
+      judge(m);
+      m.previous = s->integrals;
+      if (m.stopped) {
+        device->pull(slot, m.state);
+      }
+    }
+  }
+  return taken;
+}
+
+void Ensemble::Impl::pull_stepping() const {
+  if (!device) {
+    return;
+  }
+  for (std::size_t slot = 0; slot < members.size(); ++slot) {
+    const auto& m = members[slot];
+    if (m != nullptr && m->on_device && !m->stopped) {
+      device->pull(slot, m->state);
+    }
+  }
 }
 
 } // namespace uwjit::runtime

@@ -17,6 +17,7 @@
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
 #include <uwjit/engine/engine.hpp>
+#include <uwjit/runtime/node_kernels.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -94,6 +95,11 @@ Ensemble::Impl::Impl(engine::Engine& e, MemberFactory factory, Params params,
     throw Error(ErrorKind::usage, format("ensemble: {} threads", threads));
   }
   pool.emplace(threads == 0 ? default_threads(comm != nullptr ? comm->node_size() : 1) : threads);
+  // On a device the batch kernels are written for it (the first member's text), so it opens
+  // first; a rank without one fails every rank alike.
+  if (const DeviceChoice choice = parse_device(options.device, "ensemble"); choice.cuda) {
+    collectively([&] { device = std::make_unique<MemberDevice>(choice, comm); });
+  }
   // The first member is the template: its kernels are the batch's, requested once (over ranks:
   // every rank builds it, one compiles, all load; rank 0 keeps it as member 0). It is an error
   // if it cannot be built; later members that cannot are recorded as failed.
@@ -123,9 +129,26 @@ Ensemble::Impl::Impl(engine::Engine& e, MemberFactory factory, Params params,
 // The first member's kernels, written as a batch: one request per stage, whatever the members
 // (over ranks, one request for the job: one rank compiles, every rank loads).
 void Ensemble::Impl::load_kernels(const Node& node) {
-  kernels = engine->kernels(sources, comm);
+  if (!device) {
+    kernels = engine->kernels(sources, comm);
+    for (std::size_t stage = 0; stage < sources.size(); ++stage) {
+      reports.push_back({node.name(), kernels[stage].info(),
+                         std::make_shared<const codegen::KernelSource>(sources[stage]),
+                         static_cast<int>(stage)});
+    }
+    return;
+  }
+  // On a device: the PTX of each stage's batch kernel, then of the halo kernel of each dtype of
+  // a state field with halos.
+  std::vector<codegen::KernelSource> all = sources;
+  const std::vector<codegen::Dtype> dtypes = halo_dtypes(node);
+  for (const codegen::Dtype dtype : dtypes) {
+    all.push_back(halo_fill_kernel(dtype));
+  }
+  const std::vector<engine::PtxKernel> ptx = engine->ptx(all, device->target(), comm);
+  collectively([&] { device->load(*engine, ptx, slots, dtypes); });
   for (std::size_t stage = 0; stage < sources.size(); ++stage) {
-    reports.push_back({node.name(), kernels[stage].info(),
+    reports.push_back({node.name(), *ptx[stage].info,
                        std::make_shared<const codegen::KernelSource>(sources[stage]),
                        static_cast<int>(stage)});
   }
@@ -142,18 +165,34 @@ void Ensemble::Impl::choose_batch(const Member& first) {
   const MemoryLimit& limit = process_lower ? limits.process : limits.machine;
   const double usable = limit.bytes * options.memory_fraction;
   const double fit_bytes = std::floor(usable / bytes_per_member);
-  const std::int64_t fit = std::isfinite(fit_bytes)
-                               ? static_cast<std::int64_t>(std::min(fit_bytes, 1e15))
-                               : std::numeric_limits<std::int64_t>::max();
+  std::int64_t fit = std::isfinite(fit_bytes) ? static_cast<std::int64_t>(std::min(fit_bytes, 1e15))
+                                              : std::numeric_limits<std::int64_t>::max();
   const std::optional<std::int64_t> size = sampler->size();
-  const std::string memory =
+  const std::string percent = fixed(options.memory_fraction * 100, 0) + "%";
+  std::string memory =
       std::isfinite(usable)
-          ? format("{} of {} ({}) fits {} of {} each",
-                   fixed(options.memory_fraction * 100, 0) + "%", bytes_text(limit.bytes),
+          ? format("{} of {} ({}) fits {} of {} each", percent, bytes_text(limit.bytes),
                    limit.source, fit, bytes_text(bytes_per_member))
           : format("nothing is known of this machine's memory; {} each",
                    bytes_text(bytes_per_member));
+  if (device) {
+    // A member on the device holds there what it holds on the host (its state buffers, its
+    // static arrays); the host keeps its copy too. The device's free memory, asked now.
+    const auto [free, total] = device->memory();
+    const auto on_device = static_cast<std::int64_t>(
+        std::min(std::floor(free * options.memory_fraction / bytes_per_member), 1e15));
+    memory = format("{} of the {} free of {} on {} (cuMemGetInfo) fits {}; on the host {}", percent,
+                    bytes_text(free), bytes_text(total), device->description(), on_device, memory);
+    fit = std::min(fit, on_device);
+  }
   if (options.batch > 0) {
+    if (options.batch > fit && device) {
+      throw Error(ErrorKind::usage,
+                  format("ensemble of {}: a batch of {} members needs about {} ({} each), and {}: "
+                         "a batch of at most {}",
+                         type, options.batch, bytes_text(bytes_per_member * options.batch),
+                         bytes_text(bytes_per_member), memory, fit));
+    }
     if (options.batch > fit) {
       throw Error(ErrorKind::usage,
                   format("ensemble of {}: a batch of {} members needs about {} ({} each), and {} "
@@ -166,12 +205,15 @@ void Ensemble::Impl::choose_batch(const Member& first) {
     batch = options.batch;
     batch_reason = format("{} as set ({})", batch, memory);
   } else if (fit < 1) {
-    throw Error(ErrorKind::usage,
-                format("ensemble of {}: one member needs about {}, above the {} it may use "
-                       "({}% of {}, {})",
-                       type, bytes_text(bytes_per_member), bytes_text(usable),
-                       fixed(options.memory_fraction * 100, 0), bytes_text(limit.bytes),
-                       limit.source));
+    throw Error(ErrorKind::usage, format("ensemble of {}: one member needs about {}, above what "
+                                         "it may use: {}",
+                                         type, bytes_text(bytes_per_member), memory));
+  } else if (device) {
+    // One launch covers the batch: as many members as memory holds keep the device busy.
+    batch = std::min(fit, k_most_members);
+    batch_reason = fit <= k_most_members
+                       ? format("{} from memory: {}", batch, memory)
+                       : format("{}, the most a batch sized from memory holds ({})", batch, memory);
   } else {
     // On CPUs a batch beyond what the threads step from their caches only adds memory to touch
     // and to keep: each thread steps groups of members that fit its share of the last-level
@@ -529,6 +571,10 @@ const std::vector<KernelReport>& Ensemble::kernel_reports() const noexcept {
 }
 int Ensemble::threads() const noexcept {
   return m_impl->pool->size();
+}
+
+std::string Ensemble::device() const {
+  return m_impl->device ? m_impl->device->description() : std::string("cpu");
 }
 
 } // namespace uwjit::runtime

@@ -52,6 +52,7 @@ std::vector<std::pair<std::string, std::string>> Ensemble::Impl::identity() cons
 // Every member in this rank's batch (its id, values, steps, integrals, status and state), those
 // waiting here for a sink, and (a pipeline's stage) those received and waiting for a slot.
 std::string Ensemble::Impl::batch_bytes() const {
+  pull_stepping();
   ByteWriter out;
   out.str(encode_members(unplaced));
   out.str(encode_members(std::vector<MemberResult>(inbox.begin(), inbox.end())));

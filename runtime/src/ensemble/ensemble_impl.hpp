@@ -11,6 +11,7 @@
 #include "../node_layout.hpp"
 #include "../node_state.hpp"
 #include "../thread_pool.hpp"
+#include "member_device.hpp"
 
 #include <uwjit/comm/comm.hpp>
 #include <uwjit/comm/verdict.hpp>
@@ -44,6 +45,7 @@ struct EnsembleMember {
   bool stopped = false;         // no longer stepped: it waits for a sink
   MemberStatus status = MemberStatus::step_cap;
   std::string reason;
+  bool on_device = false; // its state is on the ensemble's device (MemberDevice::place)
 };
 
 /// What an ensemble is in a pipeline (Pipeline): a stage after the first is fed members by the
@@ -114,6 +116,7 @@ struct Ensemble::Impl {
   std::int64_t batch_steps = 0;
   std::int64_t left = 0;
   std::optional<detail::ThreadPool> pool;
+  std::unique_ptr<detail::MemberDevice> device; // the CUDA device the batch runs on, or null
   // One stage's calls of a group of members: each stepping member's slabs, in member order.
   struct Calls {
     std::vector<uwjit_kernel_args> args;
@@ -172,6 +175,9 @@ struct Ensemble::Impl {
   std::int64_t advance(std::span<const std::size_t> group, std::int64_t steps, Calls& c,
                        std::size_t parts);
   std::int64_t advance_all(std::int64_t steps);
+  std::int64_t advance_on_device(std::span<const std::size_t> stepping, std::int64_t steps);
+  /// The state of every member stepping on the device, back in its host buffers.
+  void pull_stepping() const;
   void judge(detail::EnsembleMember& m) const;
   [[nodiscard]] MemberResult result_of(const detail::EnsembleMember& m, bool with_fields) const;
   bool place(MemberResult& result);

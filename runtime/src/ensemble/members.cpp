@@ -164,7 +164,7 @@ std::unique_ptr<EnsembleMember> Ensemble::Impl::build(std::int64_t id, std::vect
   s.shard = serial_shard(s.layout);
   s.bound = node->static_data();
   std::vector<Emitted> emitted =
-      emit(*node, s.layout, s.bound, node->static_data(), false, false, true);
+      emit(*node, s.layout, s.bound, node->static_data(), false, device != nullptr, true);
   if (first) {
     for (const auto& e : emitted) {
       texts.push_back(e.source.canonical());

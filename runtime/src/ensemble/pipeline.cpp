@@ -13,6 +13,7 @@
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/posix_file.hpp>
 #include <uwjit/common/text.hpp>
+#include <uwjit/cuda/probe.hpp>
 
 #include <algorithm>
 #include <exception>
@@ -331,6 +332,15 @@ Pipeline::Pipeline(engine::Engine& engine, MemberFactory make, Params base,
   settings.memory_fraction = options.memory_fraction / 3;
   settings.threads = options.threads > 0 ? options.threads : default_threads(p.comm->node_size());
   settings.vtk = p.last() ? options.vtk : std::filesystem::path{};
+  // A stage alone would take device 0: "cuda" is the rank's place on its node, as over ranks.
+  settings.device = options.device;
+  if (options.device == "cuda") {
+    const cuda::DriverProbe probe = cuda::probe();
+    if (probe.usable && !probe.devices.empty()) {
+      settings.device =
+          format("cuda:{}", p.comm->node_rank() % static_cast<int>(probe.devices.size()));
+    }
+  }
   StageRole role{.index = p.stage, .count = p.stages, .unfilled = !options.resume.empty()};
   if (!p.last()) {
     p.out = std::make_shared<SendBuffer>(p.stage + 1);

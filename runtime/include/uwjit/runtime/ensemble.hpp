@@ -63,6 +63,15 @@ struct EnsembleOptions {
   /// Threads that step the batch (members split between them); 0: this process's cores (shared
   /// among the ranks of its machine).
   int threads = 0;
+  /// Where the batch runs: "cpu", "cuda" (device 0; over ranks, the rank's place on its node
+  /// modulo the devices there) or "cuda:N". On a CUDA device each member's state and static
+  /// arrays stay in device memory while it steps, a stage of a step is one launch for every
+  /// member stepping, and the default batch is what fits in `memory_fraction` of the device's
+  /// free memory (cuMemGetInfo) and of the host's (each member keeps its host copy), at most
+  /// 4096. Members' states are those of a Simulation on the device, bit for bit; their integrals
+  /// are summed there by atomic additions, so their last bits may differ from run to run (and a
+  /// change rule may then stop a member a step sooner or later).
+  std::string device = "cpu";
   /// The ranks to spread the members over, or null (this process alone). With a comm,
   /// construction and step() are collective (every rank makes the ensemble with the same
   /// arguments, its sampler giving the same members, and steps it alike); each rank steps a
@@ -177,6 +186,8 @@ public:
   [[nodiscard]] const std::vector<KernelReport>& kernel_reports() const noexcept;
   /// The threads that step the batch.
   [[nodiscard]] int threads() const noexcept;
+  /// Where the batch runs: "cpu", or the device ("cuda:0 (NVIDIA H100 80GB HBM3, sm_90)").
+  [[nodiscard]] std::string device() const;
 
 private:
   friend class Pipeline; // each of its stages is an ensemble

@@ -50,6 +50,9 @@ struct PipelineOptions {
   std::int64_t batch = 0;
   double memory_fraction = 0.25;
   int threads = 0;
+  /// Where each stage's batch runs (EnsembleOptions::device); "cuda" gives each rank a device of
+  /// its node (its place there modulo the devices).
+  std::string device = "cpu";
   /// The ranks, one per stage (required).
   comm::Comm* comm = nullptr;
   /// As EnsembleOptions::vtk, written by the last stage.
