@@ -64,6 +64,10 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
               "its share of the last-level cache, at most what fits in a quarter of the memory "
               "and the members)")
       .option("--threads", "N", "threads (default: the cores this process may use)")
+      .option("--device", "cpu|cuda|cuda:N",
+              "where the batch runs: this process's cores, or an NVIDIA GPU, one launch a step "
+              "for every member (under MPI, cuda gives each rank a GPU of its node)",
+              "cpu")
       .option("--checkpoint", "FILE",
               "write the running ensemble to FILE every --checkpoint-every rounds and when "
               "interrupted")
@@ -245,6 +249,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
   if (const auto threads = args.get("--threads")) {
     options.threads = static_cast<int>(parse_count("--threads", *threads, 1));
   }
+  options.device = args.value("--device"); // checked by the ensemble, before any member runs
   // Under mpiexec or srun with several ranks, the members are spread over them; rank 0 holds
   // the sinks, prints and writes.
   std::unique_ptr<comm::Comm> comm;
@@ -304,6 +309,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
                                  .batch = options.batch,
                                  .memory_fraction = options.memory_fraction,
                                  .threads = options.threads,
+                                 .device = options.device,
                                  .comm = comm.get(),
                                  .vtk = options.vtk,
                                  .resume = options.resume});
@@ -413,6 +419,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
         {"batch_reason", ensemble.batch_reason()},
         {"member_bytes", ensemble.member_bytes()},
         {"threads", ensemble.threads()},
+        {"device", ensemble.device()},
         {"ranks", comm ? comm->size() : 1},
         {"compiles", compiles},
         {"kernels", std::move(kernels)},
@@ -455,10 +462,10 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     std::cout << format("  kernel {}: {} in {} ms\n", report.info.key,
                         engine::to_string(report.info.tier), fixed(report.info.request_ms, 1));
   }
-  std::cout << format("  {} member-steps in {} s on {} thread(s){}: {} member-steps/s\n",
-                      member_steps(), fixed(seconds, 2), ensemble.threads(),
-                      comm ? format(" on each of {} ranks", comm->size()) : "",
-                      general(std::round(rate)));
+  std::cout << format(
+      "  {} member-steps in {} s on {}{}: {} member-steps/s\n", member_steps(), fixed(seconds, 2),
+      ensemble.device() == "cpu" ? format("{} thread(s)", ensemble.threads()) : ensemble.device(),
+      comm ? format(" on each of {} ranks", comm->size()) : "", general(std::round(rate)));
   if (const auto output = args.get("--output")) {
     std::cout << format("  members written to {}\n", *output);
   }

@@ -214,7 +214,7 @@ the sampler's next member takes its slot.
 
 Ensemble(engine, make, params, vary=None, samples=None, random=None, until=..., batch=0,
          threads=None, output=None, keep=True, capacity=None, comm=None, resume=None,
-         vtk=None, stages=None, mode="async_recv", buffer=0)
+         vtk=None, stages=None, mode="async_recv", buffer=0, device="cpu")
 
 make(params) -> Node builds a member from its node params (a dict: `params` with the member's
 values set), e.g. ``lambda p: uwjit.node("heat", "heat", **p)`` or your own Node subclass. vary:
@@ -236,7 +236,10 @@ each later one a dict {"params": {name: value}, "until": [rules]}; a member that
 stage goes on in the next from its state there, with that stage's params (its varied values
 stay its own) and rules. mode: "sync", "async_recv" or "fully_async" (when transfers are waited
 for); buffer: the most members a stage sends on per step round (0: the batch). The last rank
-holds the sinks (its take() and output get the members). Raises UsageError naming what is wrong:
+holds the sinks (its take() and output get the members). device: "cpu", "cuda" or "cuda:N":
+on a CUDA device every member's state stays in device memory while it steps and a stage of a
+step is one launch for all of them (the default batch then from the device's free memory).
+Raises UsageError naming what is wrong:
 an unknown param, an empty range, a rule naming no integral, an output that cannot be written,
 members whose layouts or kernels differ. The GIL is held while it runs (members are Python code).)doc")
       .def(py::init([](std::shared_ptr<engine::Engine> engine, py::object make,
@@ -245,7 +248,8 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                        const py::handle& batch, const py::object& threads, const py::object& output,
                        bool keep, const py::object& capacity, const py::object& comm,
                        const py::object& resume, const py::object& vtk, const py::object& stages,
-                       const std::string& mode, const py::handle& buffer) {
+                       const std::string& mode, const py::handle& buffer,
+                       const std::string& device) {
              auto self = std::make_unique<PyEnsemble>();
              self->engine = std::move(engine);
              self->factory = make;
@@ -266,6 +270,7 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
              const int holder =
                  !later.empty() && self->comm != nullptr ? self->comm->size() - 1 : 0;
              options.batch = int_arg(batch, "Ensemble: batch", 0);
+             options.device = device;
              if (!threads.is_none()) {
                options.threads = static_cast<int>(int_arg(threads, "Ensemble: threads", 1, 4096));
              }
@@ -340,6 +345,7 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                                             .batch = options.batch,
                                             .memory_fraction = options.memory_fraction,
                                             .threads = options.threads,
+                                            .device = options.device,
                                             .comm = options.comm,
                                             .vtk = options.vtk,
                                             .resume = options.resume});
@@ -356,7 +362,8 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
            py::arg("threads") = py::none(), py::arg("output") = py::none(), py::arg("keep") = true,
            py::arg("capacity") = py::none(), py::arg("comm") = py::none(),
            py::arg("resume") = py::none(), py::arg("vtk") = py::none(),
-           py::arg("stages") = py::none(), py::arg("mode") = "async_recv", py::arg("buffer") = 0)
+           py::arg("stages") = py::none(), py::arg("mode") = "async_recv", py::arg("buffer") = 0,
+           py::arg("device") = "cpu")
       .def(
           "step", [](PyEnsemble& self) { return self.advance(1); },
           "One step of every member still stepping; the members that stop leave, their slots "
@@ -439,6 +446,9 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
           "batch_reason", [](const PyEnsemble& self) { return self.stage().batch_reason(); },
           "Why the batch is that size (set, the threads' caches, memory, or the sampler's "
           "members).")
+      .def_property_readonly(
+          "device", [](const PyEnsemble& self) { return self.stage().device(); },
+          "Where the batch runs: \"cpu\", or the CUDA device it runs on.")
       .def_property_readonly(
           "finished",
           [](const PyEnsemble& self) {

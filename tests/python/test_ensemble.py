@@ -178,3 +178,20 @@ def test_members_drawn_from_a_generator_as_slots_free_up(engine):
     assert drawn == [0.9, 0.1]
     ens.run()
     assert sorted(m["params"]["rate"] for m in ens.take()) == [0.1, 0.3, 0.5, 0.9]
+
+
+def test_an_ensemble_names_where_it_runs_and_a_missing_gpu_is_one_clear_error(engine):
+    import ctypes
+
+    ens = uwjit.Ensemble(engine, Decay, BASE, vary={"rate": (0.2, 1.0, 2)}, until=["steps:1"])
+    assert ens.device == "cpu"
+    with pytest.raises(uwjit.UsageError, match=r'ensemble: device "gpu": expected "cpu", "cuda"'):
+        uwjit.Ensemble(engine, Decay, BASE, vary={"rate": (0.2, 1.0, 2)}, until=["steps:1"],
+                       device="gpu")
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        with pytest.raises(uwjit.UsageError, match=r"no NVIDIA driver: libcuda\.so\.1 could not "
+                                                   r"be loaded"):
+            uwjit.Ensemble(engine, Decay, BASE, vary={"rate": (0.2, 1.0, 2)}, until=["steps:1"],
+                           device="cuda")
