@@ -33,7 +33,9 @@ for line in '^PASS  uwjit_gpu_tests' \
   '^PASS  two ranks, a cold cache: as many compiles as one rank \(3\)$' \
   "^PASS  heat: two ranks give one rank's state bit for bit$" \
   "^PASS  heat: the device's state is the CPU's bit for bit$" \
-  '^check.sh: 10 passed, 0 failed; outputs in '; do
+  '^PASS  uwjit ensemble heat --device cuda  \(batch 16, [0-9]+ member-steps/s\)$' \
+  '^PASS  ensemble: every member on the device as on the CPU  \(CPU [0-9]+ member-steps/s\)$' \
+  '^check.sh: 12 passed, 0 failed; outputs in '; do
   expect_out "$line" "check.sh reports /$line/"
 done
 [ -s "$sandbox/check/gpu_tests.txt" ] && [ -s "$sandbox/check/heat-np2.ckpt" ] && ok ||

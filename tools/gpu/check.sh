@@ -20,6 +20,7 @@ when every check passed, 1 when one failed, 77 when there is no GPU (nothing els
                                    compiles nothing, the states are equal bit for bit
   mpiexec -np 1|2 uwjit run heat --device cuda --shard x, and heat on the CPU: equal states,
                                    and two ranks compile what one rank compiles
+  uwjit ensemble heat --device cuda, and on the CPU: every member alike, member-steps/s
   uwjit-bench --sections gpu       MLUPS, fraction of the copy, compile and load times, Clang
                                    against NVIDIA's compiler (NVRTC) where it is installed
 
@@ -130,6 +131,31 @@ uwjit "${heat[@]}" --checkpoint "$out/heat-cpu.ckpt" >"$out/run-heat-cpu.txt" 2>
 same_state "$out/heat-np1.ckpt" "$out/heat-cpu.ckpt" heat-cpu &&
   verdict OK "heat: the device's state is the CPU's bit for bit" ||
   verdict FAIL "heat: the device's state is the CPU's bit for bit" "$(head -3 "$out/same-heat-cpu.txt")"
+
+# An ensemble on the device: one launch a stage for every member, each member as on the CPU
+# (steps, status; integrals within 1e-12, summed there by atomics), and its member-steps/s.
+sweep=(ensemble heat --size 16 --vary contrast=1:4:256 --until steps:40 --json)
+[ "$quick" = 1 ] && sweep=(ensemble heat --size 8 --vary contrast=1:4:16 --until steps:9 --json)
+uwjit "${sweep[@]}" --device cuda >"$out/ensemble-gpu.json" 2>"$out/ensemble-gpu.err"
+code=$?
+[ "$code" = 0 ] && verdict OK "uwjit ensemble heat --device cuda" \
+  "$(json "$out/ensemble-gpu.json" '"batch %d, %.0f member-steps/s" % (d["batch"], d["member_steps_per_second"])')" ||
+  verdict FAIL "uwjit ensemble heat --device cuda exit $code: $(tail -1 "$out/ensemble-gpu.err")"
+uwjit "${sweep[@]}" >"$out/ensemble-cpu.json" 2>"$out/ensemble-cpu.err"
+python3 - "$out/ensemble-gpu.json" "$out/ensemble-cpu.json" >"$out/same-ensemble.txt" 2>&1 <<'PY'
+import json, math, sys
+gpu, cpu = ({m["id"]: m for m in json.load(open(p))["members"]} for p in sys.argv[1:3])
+assert gpu.keys() == cpu.keys(), "other members"
+for i, m in gpu.items():
+    c = cpu[i]
+    assert (m["steps"], m["status"]) == (c["steps"], c["status"]), f"member {i}"
+    for name, value in m["integrals"].items():
+        assert math.isclose(value, c["integrals"][name], rel_tol=1e-12), f"member {i} {name}"
+print(len(gpu), "members alike")
+PY
+[ $? = 0 ] && verdict OK "ensemble: every member on the device as on the CPU" \
+  "$(json "$out/ensemble-cpu.json" '"CPU %.0f member-steps/s" % d["member_steps_per_second"]')" ||
+  verdict FAIL "ensemble: every member on the device as on the CPU" "$(tail -1 "$out/same-ensemble.txt")"
 
 if [ "$bench" = 1 ]; then
   args=(--sections gpu --out "$out/bench")
