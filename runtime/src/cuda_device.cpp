@@ -200,6 +200,78 @@ void CudaDevice::fill_halos(const cuda::DeviceMemory& data, const Field& layout,
   }
 }
 
+void CudaDevice::use_members_halo_kernel(engine::Engine& engine, codegen::Dtype dtype,
+                                         const engine::PtxKernel& ptx) {
+  m_members_halo_kernels[dtype] = load(engine, ptx);
+}
+
+// Per axis, one buffer on the device: the members' argument structs, then their tables, each
+// struct pointing at its member's table there.
+void CudaDevice::fill_members_halos(std::span<const MemberHalos> members, const Field& layout) {
+  if (members.empty()) {
+    return;
+  }
+  const auto kernel = m_members_halo_kernels.find(layout.dtype());
+  UWJIT_ASSERT(kernel != m_members_halo_kernels.end(),
+               "fill_members_halos: no members' halo kernel for the dtype");
+  const auto& shape = layout.shape();
+  const std::size_t count = members.size();
+  const std::size_t args_bytes = count * sizeof(uwjit_kernel_args);
+  const std::size_t bytes = args_bytes + count * sizeof(HaloTables);
+  if (!m_members_halo_tables || m_members_halo_tables->bytes() < bytes) {
+    m_members_halo_tables = std::make_unique<cuda::DeviceMemory>(bytes);
+  }
+  m_members_halo_bytes.resize(bytes);
+  const cuda::DevicePtr base = m_members_halo_tables->pointer();
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const int h = layout.halo()[d];
+    if (h == 0) {
+      continue;
+    }
+    const AxisView view(layout, d);
+    for (std::size_t m = 0; m < count; ++m) {
+      const Boundary& boundary = members[m].boundaries[d];
+      if (const auto problem = boundary_problem(boundary, shape[d], h); !problem.empty()) {
+        throw Error(ErrorKind::usage,
+                    format("field \"{}\": axis {}: {}", layout.name(), d, problem));
+      }
+      const HaloTables tables{{members[m].data->pointer(), 0},
+                              {view.outer, view.n, h, view.inner,
+                               static_cast<uw_i64>(boundary.low.kind),
+                               static_cast<uw_i64>(boundary.high.kind)},
+                              {boundary.low.value, boundary.high.value}};
+      const cuda::DevicePtr at = base + args_bytes + m * sizeof(HaloTables);
+      uwjit_kernel_args args{};
+      args.abi_version = UWJIT_KERNEL_ABI_VERSION;
+      args.n_state_out = 2;
+      args.n_extents = 6;
+      args.n_params = 2;
+      args.state_out = reinterpret_cast<void* const*>(at + offsetof(HaloTables, out));
+      args.extents = reinterpret_cast<const uw_i64*>(at + offsetof(HaloTables, extents));
+      args.params = reinterpret_cast<const double*>(at + offsetof(HaloTables, params));
+      std::memcpy(m_members_halo_bytes.data() + m * sizeof args, &args, sizeof args);
+      std::memcpy(m_members_halo_bytes.data() + args_bytes + m * sizeof tables, &tables,
+                  sizeof tables);
+    }
+    driver().check(driver().api().cuMemcpyHtoD_v2(base, m_members_halo_bytes.data(), bytes),
+                   "cuMemcpyHtoD_v2 of the members' halo tables", ErrorKind::io);
+    const std::int64_t threads = view.outer * 2 * h * view.inner;
+    // The grid's y takes at most 65535 members a launch.
+    for (std::size_t first = 0; first < count && threads > 0;
+         first += static_cast<std::size_t>(k_max_grid_rows)) {
+      const std::size_t these = std::min(count - first, static_cast<std::size_t>(k_max_grid_rows));
+      uwjit_kernel_args batch{};
+      batch.abi_version = UWJIT_KERNEL_ABI_VERSION;
+      batch.n_members = static_cast<uw_i64>(these);
+      batch.members = reinterpret_cast<const uwjit_kernel_args*>(base) + first;
+      run(kernel->second->function(), batch,
+          {static_cast<unsigned>((threads + k_block_threads - 1) / k_block_threads),
+           static_cast<unsigned>(these), 1},
+          k_block_threads);
+    }
+  }
+}
+
 void CudaDevice::run_halo_kernel(const LoadedModule& kernel, const HaloTables& tables,
                                  std::int64_t threads) {
   if (threads == 0) {

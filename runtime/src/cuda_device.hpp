@@ -98,6 +98,10 @@ public:
                                                          const engine::PtxKernel& ptx);
   /// Makes the halo kernel of `dtype` (compiled as `ptx`) the one fill_halos uses.
   void use_halo_kernel(engine::Engine& engine, codegen::Dtype dtype, const engine::PtxKernel& ptx);
+  /// Makes the members' halo kernel of `dtype` (halo_fill_kernel with members, compiled as
+  /// `ptx`) the one fill_members_halos uses.
+  void use_members_halo_kernel(engine::Engine& engine, codegen::Dtype dtype,
+                               const engine::PtxKernel& ptx);
   /// Makes the layers kernel of `dtype` (halo_layers_kernel, compiled as `ptx`) the one
   /// download_faces and upload_halos use.
   void use_layers_kernel(engine::Engine& engine, codegen::Dtype dtype,
@@ -123,6 +127,17 @@ public:
   /// by axis as Field::fill_halos does. Error(usage) as fill_halos for a bad boundary.
   void fill_halos(const cuda::DeviceMemory& data, const Field& layout,
                   std::span<const Boundary> boundaries);
+
+  /// One member's field for fill_members_halos: its padded array on the device, and its
+  /// boundaries per axis.
+  struct MemberHalos {
+    const cuda::DeviceMemory* data;
+    std::span<const Boundary> boundaries;
+  };
+  /// Fills the halos of every one of `members`' fields, all laid out as `layout`, as fill_halos
+  /// fills each: one launch per axis for all of them (the members' tables uploaded in one copy
+  /// per axis). Error(usage) as fill_halos for a bad boundary.
+  void fill_members_halos(std::span<const MemberHalos> members, const Field& layout);
 
   /// Sharded halos go through the host: brings into `host` the interior layers next to each
   /// face of the field at `data` (laid out as `host`), on every axis with a halo: what an
@@ -195,6 +210,9 @@ private:
   std::string m_description;
   std::map<std::string, std::weak_ptr<const LoadedModule>> m_modules; // by key
   std::map<codegen::Dtype, std::shared_ptr<const LoadedModule>> m_halo_kernels;
+  std::map<codegen::Dtype, std::shared_ptr<const LoadedModule>> m_members_halo_kernels;
+  std::unique_ptr<cuda::DeviceMemory> m_members_halo_tables; // fill_members_halos', grown
+  std::vector<char> m_members_halo_bytes;
   std::map<codegen::Dtype, std::shared_ptr<const LoadedModule>> m_layers_kernels;
   std::map<cuda::DevicePtr, Staging> m_staging;      // by the field buffer's address
   std::unique_ptr<cuda::DeviceMemory> m_batch_table; // launch_batch's members, grown as needed

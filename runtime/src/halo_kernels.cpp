@@ -12,15 +12,20 @@ namespace uwjit::runtime {
 namespace {
 
 // A GPU kernel over a field of `dtype` (its elements are uwjit_cell), one thread per element
-// it moves: `body` runs with `args` and the thread's index `t` in scope.
+// it moves: `body` runs with `args` and the thread's index `t` in scope. For `members`, the
+// launch's struct lists one struct per member (args->members) and ctaid.y picks the member.
 codegen::KernelSource one_thread_per_element(std::string origin, codegen::Dtype dtype,
-                                             std::string_view body, codegen::SlotTables slots) {
+                                             std::string_view body, codegen::SlotTables slots,
+                                             bool members = false) {
   const std::string type(codegen::c_type(dtype));
   std::string text = "typedef " + type + " uwjit_cell;\n";
   text += R"(extern "C" __attribute__((nvptx_kernel)) void __UWJIT_ENTRY__(
     const uwjit_kernel_args uwjit_args) {
-  const uwjit_kernel_args* const args = &uwjit_args;
-  const uw_i64 t = static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_x()) *
+)";
+  text += members ? "  const uwjit_kernel_args* const args =\n"
+                    "      &uwjit_args.members[__nvvm_read_ptx_sreg_ctaid_y()];\n"
+                  : "  const uwjit_kernel_args* const args = &uwjit_args;\n";
+  text += R"(  const uw_i64 t = static_cast<uw_i64>(__nvvm_read_ptx_sreg_ctaid_x()) *
                    __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();
 )";
   text += body;
@@ -31,14 +36,15 @@ codegen::KernelSource one_thread_per_element(std::string origin, codegen::Dtype 
 
 } // namespace
 
-codegen::KernelSource halo_fill_kernel(codegen::Dtype dtype) {
+codegen::KernelSource halo_fill_kernel(codegen::Dtype dtype, bool members) {
   // Thread t fills element e of halo layer `layer` (0..2h-1: the low face's h layers, then the
   // high face's) of slab o; k is the layer's distance from the interior (1..h).
   codegen::SlotTables slots;
   slots.state_out = {"field"};
   slots.extents = {"outer", "n", "h", "inner", "low_kind", "high_kind"};
   slots.params = {"low_value", "high_value"};
-  return one_thread_per_element("halo fill", dtype, R"(  const uw_i64 outer = args->extents[0];
+  return one_thread_per_element(members ? "members' halo fill" : "halo fill", dtype,
+                                R"(  const uw_i64 outer = args->extents[0];
   const uw_i64 n = args->extents[1];
   const uw_i64 h = args->extents[2];
   const uw_i64 inner = args->extents[3];
@@ -68,7 +74,7 @@ codegen::KernelSource halo_fill_kernel(codegen::Dtype dtype) {
     }
   }
 )",
-                                std::move(slots));
+                                std::move(slots), members);
 }
 
 codegen::KernelSource halo_layers_kernel(codegen::Dtype dtype) {

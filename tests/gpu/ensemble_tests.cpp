@@ -1,5 +1,6 @@
 // An ensemble on a CUDA device (EnsembleOptions::device): one launch a stage for every member
-// stepping, each member's state and static arrays in device memory. Every member's fields are
+// stepping (and one per field and axis for their halos), each member's state and static arrays
+// in device memory. Every member's fields are
 // those of the same ensemble on the CPU bit for bit (mlp's within 1e-12: gpu_tolerance), its
 // steps and status the same, its integrals within 1e-12, with slots refilled on the device (a
 // batch smaller than the sweep); the default batch is sized from the device's free memory. Under
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 using uwjit::runtime::Ensemble;
@@ -29,7 +31,22 @@ struct Sweep {
   std::string type;
   std::vector<std::int64_t> size;
   uwjit::runtime::ParamRange vary;
+  std::vector<std::pair<std::string, std::string>> set = {}; // params every member shares
 };
+
+// Five members of `type`, `name` from `low` to `high`.
+Sweep sweep_of(std::string type, std::vector<std::int64_t> size, std::string name, double low,
+               double high, std::vector<std::pair<std::string, std::string>> set = {}) {
+  Sweep sweep;
+  sweep.type = std::move(type);
+  sweep.size = std::move(size);
+  sweep.vary.name = std::move(name);
+  sweep.vary.low = low;
+  sweep.vary.high = high;
+  sweep.vary.count = 5;
+  sweep.set = std::move(set);
+  return sweep;
+}
 
 // The sweep's members, by id, and the ensemble's batch size and reason.
 struct Outcome {
@@ -51,7 +68,11 @@ Outcome run(uwjit::engine::Engine& engine, const Sweep& sweep, const std::string
   options.threads = 1;
   options.device = device;
   auto sink = std::make_shared<uwjit::runtime::MemorySink>(1000);
-  Ensemble ensemble(engine, make, uwjit::nodes::sized_params(type, sweep.size),
+  auto base = uwjit::nodes::sized_params(type, sweep.size);
+  for (const auto& [name, value] : sweep.set) {
+    base.set(name, uwjit::runtime::Value(value));
+  }
+  Ensemble ensemble(engine, make, base,
                     std::make_unique<uwjit::runtime::GridSampler>(
                         std::vector<uwjit::runtime::ParamRange>{sweep.vary}),
                     {sink}, options);
@@ -89,10 +110,12 @@ TEST_CASE("an ensemble on the CUDA device: one launch a stage, every member as o
           "slots refilled there") {
   uwjit::engine::Engine engine(uwjit_gpu_test::engine_options());
   const std::vector<Sweep> sweeps = {
-      {"heat", {11, 9, 13}, {"contrast", 1, 4, 5}},
-      {"pipe-flow", {12, 11, 17}, {"tau", 0.6, 1.2, 5}},
-      {"fvm", {24}, {"seed", 1, 5, 5}},
-      {"mlp", {5, 7, 33}, {"seed", 1, 5, 5}},
+      sweep_of("heat", {11, 9, 13}, "contrast", 1, 4),
+      // Each member's own wall value, in the halos the members' one launch per axis fills.
+      sweep_of("heat", {11, 9, 13}, "u_low", -1, 2, {{"boundary", "fixed"}}),
+      sweep_of("pipe-flow", {12, 11, 17}, "tau", 0.6, 1.2),
+      sweep_of("fvm", {24}, "seed", 1, 5),
+      sweep_of("mlp", {5, 7, 33}, "seed", 1, 5),
   };
   for (const auto& sweep : sweeps) {
     CAPTURE(sweep.type);
@@ -128,8 +151,8 @@ TEST_CASE("an ensemble on the CUDA device: one launch a stage, every member as o
 
 TEST_CASE("an ensemble's default batch on the CUDA device comes from its free memory") {
   uwjit::engine::Engine engine(uwjit_gpu_test::engine_options());
-  const Outcome gpu = run(engine, {"heat", {8, 8, 8}, {"contrast", 1, 4, 3}}, "cuda", 0);
-  CHECK(gpu.batch == 3); // the sweep's members: far less than the device holds
+  const Outcome gpu = run(engine, sweep_of("heat", {8, 8, 8}, "contrast", 1, 4), "cuda", 0);
+  CHECK(gpu.batch == 5); // the sweep's members: far less than the device holds
   CHECK(gpu.reason.find("(cuMemGetInfo)") != std::string::npos);
   CHECK(gpu.reason.find(gpu.device) != std::string::npos);
 }

@@ -138,12 +138,12 @@ void Ensemble::Impl::load_kernels(const Node& node) {
     }
     return;
   }
-  // On a device: the PTX of each stage's batch kernel, then of the halo kernel of each dtype of
-  // a state field with halos.
+  // On a device: the PTX of each stage's batch kernel, then of the members' halo kernel of each
+  // dtype of a state field with halos.
   std::vector<codegen::KernelSource> all = sources;
   const std::vector<codegen::Dtype> dtypes = halo_dtypes(node);
   for (const codegen::Dtype dtype : dtypes) {
-    all.push_back(halo_fill_kernel(dtype));
+    all.push_back(halo_fill_kernel(dtype, true));
   }
   const std::vector<engine::PtxKernel> ptx = engine->ptx(all, device->target(), comm);
   collectively([&] { device->load(*engine, ptx, slots, dtypes); });

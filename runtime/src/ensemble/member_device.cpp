@@ -37,7 +37,7 @@ void MemberDevice::load(engine::Engine& engine, std::span<const engine::PtxKerne
     m_code.push_back(m_device.load(engine, ptx[stage]));
   }
   for (std::size_t k = 0; k < dtypes.size(); ++k) {
-    m_device.use_halo_kernel(engine, dtypes[k], ptx[m_slots_of.size() + k]);
+    m_device.use_members_halo_kernel(engine, dtypes[k], ptx[m_slots_of.size() + k]);
   }
 }
 
@@ -85,15 +85,23 @@ void MemberDevice::step(std::size_t stage,
                                             stepping.size() * sums * sizeof(double)),
                  "cuMemsetD8_v2 of a batch's integrals", ErrorKind::kernel);
   }
+  // The halos the stage reads, field by field: one launch per axis for every member (the
+  // members share the layout, so the same fields and axes).
+  const NodeState& first = *stepping.front().second;
+  for (std::size_t i = 0; i < first.current.size(); ++i) {
+    if (!first.refills(stage, i)) {
+      continue;
+    }
+    m_halos.clear();
+    for (const auto& [slot, s] : stepping) {
+      m_halos.push_back({m_slots[slot].current[i].get(), s->boundaries[i]});
+    }
+    m_device.fill_members_halos(m_halos, *first.current[i]);
+  }
   m_args.clear();
   for (std::size_t k = 0; k < stepping.size(); ++k) {
     const auto& [slot, s] = stepping[k];
     Slot& d = m_slots[slot];
-    for (std::size_t i = 0; i < s->current.size(); ++i) {
-      if (s->refills(stage, i)) {
-        m_device.fill_halos(*d.current[i], *s->current[i], s->boundaries[i]);
-      }
-    }
     const StageKernel& kernel = s->stages[stage];
     m_in.clear();
     m_out.clear();

@@ -1,7 +1,8 @@
 // MemberDevice: an ensemble's batch on a CUDA device. Each member's state and static arrays are
-// in device memory from its first step in a slot until it stops; a stage of a step is each
-// stepping member's halos filled there and one launch of the batch kernel for all of them; a
-// member's state comes back to the host when it stops, and for a checkpoint.
+// in device memory from its first step in a slot until it stops; a stage of a step is the
+// stepping members' halos filled there (one launch per field and axis for all of them) and one
+// launch of the batch kernel for all of them; a member's state comes back to the host when it
+// stops, and for a checkpoint.
 #pragma once
 
 #include "../cuda_device.hpp"
@@ -35,7 +36,8 @@ public:
   [[nodiscard]] std::pair<double, double> memory() const { return m_device.memory(); }
 
   /// Loads the batch kernels, one per stage (`ptx`'s first entries, their slots `slots`), and
-  /// after them the halo kernel of each of `dtypes` (halo_fill_kernel, in that order).
+  /// after them the members' halo kernel of each of `dtypes` (halo_fill_kernel with members, in
+  /// that order).
   void load(engine::Engine& engine, std::span<const engine::PtxKernel> ptx,
             std::vector<codegen::SlotTables> slots, std::span<const codegen::Dtype> dtypes);
 
@@ -44,9 +46,9 @@ public:
   void place(std::size_t slot, const NodeState& s);
   /// Stage `stage` of one step of the members `stepping` (each a slot and its member's state,
   /// whose stage args hold the member's step): every field's halos that the stage reads filled
-  /// on the device, one launch, the integrals read back into each binding's kernel_integrals;
-  /// each member's device state then ping-pongs as a Simulation's does. Error(kernel) naming the
-  /// driver's error if a launch fails.
+  /// on the device (one launch per axis for all the members), one launch of the batch kernel, the
+  /// integrals read back into each binding's kernel_integrals; each member's device state then
+  /// ping-pongs as a Simulation's does. Error(kernel) naming the driver's error if a launch fails.
   void step(std::size_t stage, std::span<const std::pair<std::size_t, NodeState*>> stepping);
   /// The state of the member in `slot` (its current fields, halos included) into `s`.
   void pull(std::size_t slot, NodeState& s);
@@ -65,6 +67,7 @@ private:
   std::vector<double> m_sums;
   std::vector<const void*> m_in;
   std::vector<void*> m_out;
+  std::vector<CudaDevice::MemberHalos> m_halos;
 };
 
 } // namespace uwjit::runtime::detail

@@ -46,8 +46,10 @@ struct NodeKernel {
 /// ABI's: state_out[0] the field; extents the padded array seen as [outer][n + 2h][inner] (outer,
 /// n, h, inner) and each face's kind (0 periodic, 1 edge, 2 dirichlet, 3 neumann); params the
 /// two faces' values. A GPU run requests it with its nodes' kernels, so `uwjit warm --target`
-/// compiles it too.
-[[nodiscard]] codegen::KernelSource halo_fill_kernel(codegen::Dtype dtype);
+/// compiles it too. With `members` (what an ensemble on a device launches), one launch fills an
+/// axis of many members' fields: the launch's struct lists one such struct per member in
+/// `members`, and the grid's y is the member.
+[[nodiscard]] codegen::KernelSource halo_fill_kernel(codegen::Dtype dtype, bool members = false);
 
 /// The GPU kernel a sharded simulation on a CUDA device launches to copy layers of a state
 /// field of `dtype` between the field and a contiguous buffer (its halos go through the host in
