@@ -17,6 +17,7 @@
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/engine/target.hpp>
 #include <uwjit/nodes/registry.hpp>
+#include <uwjit/runtime/ensemble.hpp>
 #include <uwjit/runtime/node_kernels.hpp>
 #include <uwjit/runtime/simulation.hpp>
 
@@ -225,6 +226,26 @@ double time_simulation(engine::Engine& engine, const std::string& type,
   return best;
 }
 
+// Member-steps per second of `members` heat members of n^3 (contrast 1 to 4) stepped `steps`
+// steps as one batch on device 0 (EnsembleOptions::device): Ensemble::run() timed, the members
+// built before it.
+double time_ensemble(engine::Engine& engine, std::int64_t n, std::int64_t members,
+                     std::int64_t steps) {
+  runtime::EnsembleOptions options;
+  options.until = runtime::StopRule::parse({format("steps:{}", steps)});
+  options.device = "cuda:0";
+  auto sink = std::make_shared<runtime::MemorySink>(static_cast<std::size_t>(members));
+  runtime::Ensemble ensemble(
+      engine, [](const runtime::Params& p) { return nodes::make("heat", "heat", p); },
+      nodes::sized_params("heat", std::vector<std::int64_t>{n}),
+      std::make_unique<runtime::GridSampler>(
+          std::vector<runtime::ParamRange>{{"contrast", 1.0, 4.0, members}}),
+      {sink}, options);
+  const auto start = Clock::now();
+  ensemble.run();
+  return static_cast<double>(ensemble.member_steps()) / (ms_since(start) / 1e3);
+}
+
 } // namespace
 
 void gpu_section(const Options& options, Report& report) {
@@ -249,7 +270,9 @@ void gpu_section(const Options& options, Report& report) {
       "fastest of the repetitions; a cuMemcpyDtoD of 1 GiB counts 2 GiB moved; a kernel's "
       "bytes per cell are its buffers' sizes over its cells (each read or written once); where "
       "NVRTC is installed, the same kernel's CUDA C++ form (bench/nvrtc.hpp) compiled by it for "
-      "compute_XX with --fmad=false, loaded as PTX, its launches interleaved with Clang's";
+      "compute_XX with --fmad=false, loaded as PTX, its launches interleaved with Clang's; an "
+      "ensemble of small heat grids stepped as one batch on the device (Ensemble::run timed), "
+      "its bytes per cell those of the plain kernel of one member";
   engine::Target target;
   try {
     target = engine::Target::parse("cuda:" + device.arch());
@@ -264,6 +287,11 @@ void gpu_section(const Options& options, Report& report) {
   std::vector<DeviceKernel> kernels;
   kernels.push_back(load(engine, target, "heat", {heat_n}));
   kernels.push_back(load(engine, target, "pipe-flow", {pipe_n, pipe_n, pipe_n}));
+  // The ensemble's members: their plain kernel gives the bytes a member's cell moves.
+  const std::int64_t member_n = options.quick ? 8 : 16;
+  const std::int64_t members = options.quick ? 16 : 256;
+  const std::int64_t member_steps = options.quick ? 5 : 50;
+  DeviceKernel member = load(engine, target, "heat", {member_n});
   std::string nvrtc_problem;
   try {
     const Nvrtc& nvrtc = Nvrtc::get();
@@ -315,6 +343,10 @@ void gpu_section(const Options& options, Report& report) {
         series.add(k.name + "_speed_vs_nvrtc", nvrtc_ms / ms);
       }
     }
+    const double per_s = time_ensemble(engine, member_n, members, member_steps);
+    series.add("ensemble_member_steps_per_s", per_s);
+    series.add("ensemble_fraction_of_copy",
+               per_s * member.cells * member.bytes_per_cell / 1e9 / copy_gbs);
     for (std::size_t n = 0; n < kernels.size(); ++n) {
       const double ms = time_simulation(engine, types[n], sizes[n], reps, launches);
       series.add(kernels[n].name + "_simulation_mlups", kernels[n].cells / ms / 1e3);
@@ -383,6 +415,24 @@ void gpu_section(const Options& options, Report& report) {
                               "cache and loaded"
                             : "no cubin on disk (" + cubin_from + "): the PTX was loaded"});
   }
+  const std::string batch = format("heat {}^3, {} members as one batch", member_n, members);
+  report.add({.section = "gpu",
+              .figure = batch + ": member-steps per second on the GPU",
+              .unit = "member-steps/s",
+              .value = series.summary("ensemble_member_steps_per_s"),
+              .command = command,
+              .note = format("uwjit ensemble heat --size {} --vary contrast=1:4:{} --until "
+                             "steps:{} --device cuda, in process",
+                             member_n, members, member_steps)});
+  report.add({.section = "gpu",
+              .figure = batch + ": fraction of the copy bandwidth",
+              .unit = "",
+              .value = series.summary("ensemble_fraction_of_copy"),
+              .command = command,
+              .note = format("{} bytes per cell (the member's plain kernel); the members' halo "
+                             "launches, argument tables and integrals' copies included",
+                             number_text(member.bytes_per_cell))});
+  (void)driver().api().cuModuleUnload(member.module);
   if (!nvrtc_problem.empty()) {
     section["not_measured"] = {{"clang_vs_nvrtc", nvrtc_problem}};
   }
