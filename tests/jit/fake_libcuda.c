@@ -18,8 +18,8 @@
  * Every device is "uwjit fake GPU", compute capability 9.0, 80 GiB; device memory is malloc'd. */
 #include <dlfcn.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,9 +42,7 @@ static int env_int(const char* name, int fallback) {
   const char* text = getenv(name);
   return text != NULL && *text != '\0' ? atoi(text) : fallback;
 }
-static int device_count(void) {
-  return env_int("UWJIT_FAKE_CUDA_DEVICES", 1);
-}
+static int device_count(void) { return env_int("UWJIT_FAKE_CUDA_DEVICES", 1); }
 
 CUresult cuInit(unsigned flags) {
   if (flags != 0) {
@@ -74,66 +72,30 @@ CUresult cuDriverGetVersion(int* version) {
 }
 CUresult cuGetErrorName(CUresult error, const char** text) {
   switch (error) {
-  case ok:
-    *text = "CUDA_SUCCESS";
-    return ok;
-  case invalid_value:
-    *text = "CUDA_ERROR_INVALID_VALUE";
-    return ok;
-  case out_of_memory:
-    *text = "CUDA_ERROR_OUT_OF_MEMORY";
-    return ok;
-  case not_initialized:
-    *text = "CUDA_ERROR_NOT_INITIALIZED";
-    return ok;
-  case no_device:
-    *text = "CUDA_ERROR_NO_DEVICE";
-    return ok;
-  case invalid_device:
-    *text = "CUDA_ERROR_INVALID_DEVICE";
-    return ok;
-  case invalid_context:
-    *text = "CUDA_ERROR_INVALID_CONTEXT";
-    return ok;
-  case not_supported:
-    *text = "CUDA_ERROR_NOT_SUPPORTED";
-    return ok;
-  case not_found:
-    *text = "CUDA_ERROR_NOT_FOUND";
-    return ok;
+  case ok: *text = "CUDA_SUCCESS"; return ok;
+  case invalid_value: *text = "CUDA_ERROR_INVALID_VALUE"; return ok;
+  case out_of_memory: *text = "CUDA_ERROR_OUT_OF_MEMORY"; return ok;
+  case not_initialized: *text = "CUDA_ERROR_NOT_INITIALIZED"; return ok;
+  case no_device: *text = "CUDA_ERROR_NO_DEVICE"; return ok;
+  case invalid_device: *text = "CUDA_ERROR_INVALID_DEVICE"; return ok;
+  case invalid_context: *text = "CUDA_ERROR_INVALID_CONTEXT"; return ok;
+  case not_supported: *text = "CUDA_ERROR_NOT_SUPPORTED"; return ok;
+  case not_found: *text = "CUDA_ERROR_NOT_FOUND"; return ok;
   }
   *text = NULL;
   return invalid_value;
 }
 CUresult cuGetErrorString(CUresult error, const char** text) {
   switch (error) {
-  case ok:
-    *text = "no error";
-    return ok;
-  case invalid_value:
-    *text = "invalid argument";
-    return ok;
-  case out_of_memory:
-    *text = "out of memory";
-    return ok;
-  case not_initialized:
-    *text = "initialization error";
-    return ok;
-  case no_device:
-    *text = "no CUDA-capable device is detected";
-    return ok;
-  case invalid_device:
-    *text = "invalid device ordinal";
-    return ok;
-  case invalid_context:
-    *text = "invalid device context";
-    return ok;
-  case not_supported:
-    *text = "operation not supported";
-    return ok;
-  case not_found:
-    *text = "named symbol not found";
-    return ok;
+  case ok: *text = "no error"; return ok;
+  case invalid_value: *text = "invalid argument"; return ok;
+  case out_of_memory: *text = "out of memory"; return ok;
+  case not_initialized: *text = "initialization error"; return ok;
+  case no_device: *text = "no CUDA-capable device is detected"; return ok;
+  case invalid_device: *text = "invalid device ordinal"; return ok;
+  case invalid_context: *text = "invalid device context"; return ok;
+  case not_supported: *text = "operation not supported"; return ok;
+  case not_found: *text = "named symbol not found"; return ok;
   }
   *text = NULL;
   return invalid_value;
@@ -181,12 +143,8 @@ CUresult cuDeviceGetAttribute(int* value, int attribute, int device) {
     return result;
   }
   switch (attribute) {
-  case 75:
-    *value = 9;
-    return ok; /* compute capability major */
-  case 76:
-    *value = 0;
-    return ok; /* compute capability minor */
+  case 75: *value = 9; return ok; /* compute capability major */
+  case 76: *value = 0; return ok; /* compute capability minor */
   }
   return invalid_value;
 }
@@ -212,9 +170,7 @@ CUresult cuDevicePrimaryCtxRetain(void** context, int device) {
   *context = &contexts[device];
   return ok;
 }
-CUresult cuDevicePrimaryCtxRelease_v2(int device) {
-  return check_device(device);
-}
+CUresult cuDevicePrimaryCtxRelease_v2(int device) { return check_device(device); }
 CUresult cuCtxSetCurrent(void* context) {
   if (!initialised) {
     return not_initialized;
@@ -253,9 +209,7 @@ CUresult cuMemFree_v2(unsigned long long pointer) {
   free((void*)(uintptr_t)pointer);
   return ok;
 }
-CUresult cuMemAllocHost_v2(void** pointer, size_t bytes) {
-  return allocate(pointer, bytes);
-}
+CUresult cuMemAllocHost_v2(void** pointer, size_t bytes) { return allocate(pointer, bytes); }
 CUresult cuMemFreeHost(void* pointer) {
   free(pointer);
   return ok;
@@ -356,8 +310,8 @@ static const char emulation_suffix[] =
     "\nextern \"C\" void uwjit_emulated_thread(const void* args) {\n"
     "  uwjit_emulated_entry(*static_cast<const uwjit_kernel_args*>(args));\n}\n";
 
-static void emulated_launch(void* context, const void* args, unsigned gx, unsigned gy, unsigned gz,
-                            unsigned bx) {
+static void emulated_launch(void* context, const void* args, unsigned gx, unsigned gy,
+                            unsigned gz, unsigned bx) {
   struct emulation* e = (struct emulation*)context;
   e->registers[4] = bx;
   for (unsigned z = 0; z < gz; ++z) {
@@ -442,12 +396,8 @@ static int emulate(struct fake_function* f) {
 static const char k_cubin[] = "UWJIT FAKE CUBIN\n";
 static int links;
 static int cubin_loads;
-int uwjit_fake_cuda_links(void) {
-  return links;
-}
-int uwjit_fake_cuda_cubin_loads(void) {
-  return cubin_loads;
-}
+int uwjit_fake_cuda_links(void) { return links; }
+int uwjit_fake_cuda_cubin_loads(void) { return cubin_loads; }
 
 CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned count, int* options,
                             void** values) {
