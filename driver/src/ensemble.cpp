@@ -66,7 +66,8 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
       .option("--threads", "N", "threads (default: the cores this process may use)")
       .option("--device", "cpu|cuda|cuda:N",
               "where the batch runs: this process's cores, or an NVIDIA GPU, one launch a step "
-              "for every member (under MPI, cuda gives each rank a GPU of its node)",
+              "for every member, the default batch then what fits in a quarter of its free "
+              "memory (under MPI, cuda gives each rank a GPU of its node)",
               "cpu")
       .option("--checkpoint", "FILE",
               "write the running ensemble to FILE every --checkpoint-every rounds and when "
