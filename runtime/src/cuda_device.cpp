@@ -3,6 +3,7 @@
 #include "face_fill.hpp"
 
 #include <uwjit/codegen/kernel_writer.hpp>
+#include <uwjit/comm/comm.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/cuda/probe.hpp>
@@ -41,6 +42,17 @@ DeviceChoice parse_device(std::string_view text, std::string_view who) {
               format("{}: device \"{}\": expected \"cpu\", \"cuda\" (device 0, or under MPI the "
                      "rank's place on its node) or \"cuda:N\" (device N)",
                      who, text));
+}
+
+int device_ordinal(const DeviceChoice& choice, const comm::Comm* ranks) {
+  if (choice.ordinal >= 0 || ranks == nullptr) {
+    return std::max(choice.ordinal, 0);
+  }
+  const cuda::DriverProbe probe = cuda::probe();
+  if (probe.usable && !probe.devices.empty()) {
+    return ranks->node_rank() % static_cast<int>(probe.devices.size());
+  }
+  return 0;
 }
 
 LoadedModule::LoadedModule(const engine::PtxKernel& ptx, const engine::CudaImage& image)

@@ -21,6 +21,10 @@
 #include <utility>
 #include <vector>
 
+namespace uwjit::comm {
+class Comm;
+}
+
 namespace uwjit::runtime::detail {
 
 /// SimulationOptions::device read: the CPU, or a CUDA device (`ordinal` -1 when the text named
@@ -33,6 +37,10 @@ struct DeviceChoice {
 /// "cpu", "cuda" or "cuda:N"; Error(usage) naming the accepted forms otherwise, its message
 /// starting with `who` ("simulation: device ...").
 [[nodiscard]] DeviceChoice parse_device(std::string_view text, std::string_view who = "simulation");
+
+/// The ordinal `choice` names: its own, or with none, device 0 alone and over the ranks of
+/// `ranks` (null: alone) this rank's place on its node modulo the devices the driver lists.
+[[nodiscard]] int device_ordinal(const DeviceChoice& choice, const comm::Comm* ranks);
 
 /// A kernel's module loaded into the current context (its cubin, or its PTX where the driver
 /// could make none), and its entry. Unloaded when it goes.

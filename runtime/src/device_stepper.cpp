@@ -6,7 +6,6 @@
 
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
-#include <uwjit/cuda/probe.hpp>
 #include <uwjit/runtime/node_kernels.hpp>
 
 #include <algorithm>
@@ -31,17 +30,7 @@ void Simulation::Impl::open_device(const SimulationOptions& options) {
                                          "\"cpu\" instead of \"{}\"",
                                          options.device));
   }
-  int ordinal = choice.ordinal;
-  if (ordinal < 0) {
-    ordinal = 0;
-    if (decomposition) {
-      const cuda::DriverProbe probe = cuda::probe();
-      if (probe.usable && !probe.devices.empty()) {
-        ordinal = decomposition->comm->node_rank() % static_cast<int>(probe.devices.size());
-      }
-    }
-  }
-  cuda.emplace(ordinal);
+  cuda.emplace(device_ordinal(choice, decomposition ? decomposition->comm : nullptr));
   logger().info("running on {}", cuda->description());
 }
 

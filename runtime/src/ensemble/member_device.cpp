@@ -3,29 +3,13 @@
 #include <uwjit/comm/comm.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/cuda/driver.hpp>
-#include <uwjit/cuda/probe.hpp>
 
 #include <algorithm>
 
 namespace uwjit::runtime::detail {
 
-namespace {
-
-int ordinal_of(const DeviceChoice& choice, comm::Comm* comm) {
-  if (choice.ordinal >= 0 || comm == nullptr) {
-    return std::max(choice.ordinal, 0);
-  }
-  const cuda::DriverProbe probe = cuda::probe();
-  if (probe.usable && !probe.devices.empty()) {
-    return comm->node_rank() % static_cast<int>(probe.devices.size());
-  }
-  return 0;
-}
-
-} // namespace
-
 MemberDevice::MemberDevice(const DeviceChoice& choice, comm::Comm* comm)
-    : m_device(ordinal_of(choice, comm)) {}
+    : m_device(device_ordinal(choice, comm)) {}
 
 void MemberDevice::load(engine::Engine& engine, std::span<const engine::PtxKernel> ptx,
                         std::vector<codegen::SlotTables> slots,

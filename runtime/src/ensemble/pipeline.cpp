@@ -13,7 +13,6 @@
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/posix_file.hpp>
 #include <uwjit/common/text.hpp>
-#include <uwjit/cuda/probe.hpp>
 
 #include <algorithm>
 #include <exception>
@@ -334,12 +333,8 @@ Pipeline::Pipeline(engine::Engine& engine, MemberFactory make, Params base,
   settings.vtk = p.last() ? options.vtk : std::filesystem::path{};
   // A stage alone would take device 0: "cuda" is the rank's place on its node, as over ranks.
   settings.device = options.device;
-  if (options.device == "cuda") {
-    const cuda::DriverProbe probe = cuda::probe();
-    if (probe.usable && !probe.devices.empty()) {
-      settings.device =
-          format("cuda:{}", p.comm->node_rank() % static_cast<int>(probe.devices.size()));
-    }
+  if (const DeviceChoice choice = parse_device(options.device, "pipeline"); choice.cuda) {
+    settings.device = format("cuda:{}", device_ordinal(choice, p.comm));
   }
   StageRole role{.index = p.stage, .count = p.stages, .unfilled = !options.resume.empty()};
   if (!p.last()) {
