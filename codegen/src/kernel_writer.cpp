@@ -303,13 +303,14 @@ void KernelWriter::update_box() {
   m_update_box = true;
 }
 
-void KernelWriter::integral(std::string name) {
+void KernelWriter::integral(std::string name, Reduction reduction) {
   if (m_allowed_state && !contains(m_allowed_integrals, name)) {
     fail(format("output \"{}\" is neither a declared state field ({}) nor a domain integral ({})",
                 name, listed(*m_allowed_state), listed(m_allowed_integrals)));
   }
   claim(name, "integral");
   m_integrals.push_back(std::move(name));
+  m_integral_reductions.push_back(reduction);
 }
 
 void KernelWriter::restrict_outputs(std::vector<std::string> state_fields,
@@ -563,7 +564,11 @@ KernelSource KernelWriter::finish() const {
             "  }\n"
             "}\n";
   }
-  if (!m_integrals.empty()) {
+  const auto has = [&](Reduction r) {
+    return std::find(m_integral_reductions.begin(), m_integral_reductions.end(), r) !=
+           m_integral_reductions.end();
+  };
+  if (has(Reduction::sum)) {
     // An integral may be summed in any order, so that the loops that sum it still vectorise
     // (a strict left-to-right sum of doubles does not); the rest of the kernel stays strict.
     text += "struct uwjit_sum {\n"
@@ -579,8 +584,14 @@ KernelSource KernelWriter::finish() const {
             "  inline operator double() const { return value; }\n"
             "};\n";
   }
-  if (m_gpu && !m_integrals.empty()) {
+  if (has(Reduction::max)) {
+    text += max_accumulator_text();
+  }
+  if (m_gpu && has(Reduction::sum)) {
     text += warp_sum_text();
+  }
+  if (m_gpu && has(Reduction::max)) {
+    text += warp_max_text();
   }
   LineMap lines;
   add_span(lines, text, m_helpers, "kernel helpers");
@@ -682,9 +693,11 @@ KernelSource KernelWriter::finish() const {
     text += format("  const double {} = args->params[{}];\n  (void){};\n", p.name, p.slot, p.name);
     slots.params.push_back(p.name);
   }
-  for (const auto& name : m_integrals) {
-    text += format("  uwjit_sum {}{0.0};\n", name);
-    slots.integrals.push_back(name);
+  for (std::size_t i = 0; i < m_integrals.size(); ++i) {
+    text += m_integral_reductions[i] == Reduction::max
+                ? format("  uwjit_max {}{0};\n", m_integrals[i])
+                : format("  uwjit_sum {}{0.0};\n", m_integrals[i]);
+    slots.integrals.push_back(m_integrals[i]);
   }
   text += "  {\n";
   if (m_cell.empty()) {
@@ -703,8 +716,16 @@ KernelSource KernelWriter::finish() const {
             "  }\n";
   }
   for (std::size_t i = 0; i < m_integrals.size(); ++i) {
-    text += m_gpu ? format("  uwjit_warp_add(&args->integrals[{}], {}.value);\n", i, m_integrals[i])
-                  : format("  args->integrals[{}] = {}.value;\n", i, m_integrals[i]);
+    const std::string& name = m_integrals[i];
+    if (m_integral_reductions[i] == Reduction::max) {
+      // The key, as the runtime combines and decodes it (reduction.hpp).
+      text +=
+          m_gpu ? format("  uwjit_warp_max(&args->integrals[{}], {}.key);\n", i, name)
+                : format("  args->integrals[{}] = __builtin_bit_cast(double, {}.key);\n", i, name);
+    } else {
+      text += m_gpu ? format("  uwjit_warp_add(&args->integrals[{}], {}.value);\n", i, name)
+                    : format("  args->integrals[{}] = {}.value;\n", i, name);
+    }
   }
   text += m_gpu ? "}\n" : "  return UWJIT_KERNEL_OK;\n}\n";
   if (m_batch && !m_gpu) {

@@ -1,15 +1,19 @@
 // codegen/: kernel sources, canonical text, number literals.
 #include <uwjit/codegen/kernel_source.hpp>
 #include <uwjit/codegen/number.hpp>
+#include <uwjit/codegen/reduction.hpp>
 #include <uwjit/common/error.hpp>
 
 #include <doctest/doctest.h>
 
 #include <bit>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <vector>
 
 using uwjit::codegen::KernelSource;
 using uwjit::codegen::SlotTables;
@@ -170,4 +174,61 @@ TEST_CASE("positions in the compiled text map back to the text as written") {
   CHECK(source.written_positions("kernel.cpp:2:5: error: x\nkernel.cpp:1:1: note: y\n") ==
         "kernel.cpp:4:8: error: x\nkernel.cpp:3:5: note: y\n");
   CHECK(source.body_first_line() > 1);
+}
+
+TEST_CASE("a maximum's order key orders every double, -0 below +0, NaN above all; 0 is no cell") {
+  using uwjit::codegen::max_key;
+  using uwjit::codegen::max_value;
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> ordered = {
+      -inf, -1e300, -1.5, -5e-324, -0.0, 0.0, 5e-324, 1.0, std::numeric_limits<double>::max(), inf};
+  auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+  for (std::size_t i = 0; i + 1 < ordered.size(); ++i) {
+    CAPTURE(ordered[i]);
+    CHECK(bits(max_key(ordered[i])) < bits(max_key(ordered[i + 1])));
+  }
+  for (const double v : ordered) {
+    CHECK(bits(max_value(max_key(v))) == bits(v));
+  }
+  CHECK(bits(max_key(-inf)) == 0);
+  CHECK(max_value(0.0) == -inf); // a zeroed slot: no cell
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK(bits(max_key(nan)) == bits(max_key(-nan)));
+  CHECK(bits(max_key(nan)) > bits(max_key(inf)));
+  CHECK(std::isnan(max_value(max_key(-nan))));
+}
+
+TEST_CASE("combining calls' integrals: sums add, maxima take the larger key, in any grouping") {
+  using uwjit::codegen::Reduction;
+  std::mt19937_64 random(7);
+  std::vector<double> values;
+  for (int i = 0; i < 500; ++i) {
+    values.push_back(static_cast<double>(static_cast<std::int64_t>(random() % 41) - 20) / 4.0);
+  }
+  values.push_back(-0.0);
+  values.push_back(0.0);
+  const std::vector<Reduction> kinds = {Reduction::sum, Reduction::max};
+  // The values split into `parts` calls, each combined from its own zeroed slots.
+  auto grouped = [&](std::size_t parts) {
+    std::vector<double> total = {0.0, 0.0};
+    for (std::size_t p = 0; p < parts; ++p) {
+      std::vector<double> part = {0.0, 0.0};
+      for (std::size_t i = values.size() * p / parts; i < values.size() * (p + 1) / parts; ++i) {
+        const std::vector<double> one = {values[i], uwjit::codegen::max_key(values[i])};
+        uwjit::codegen::combine(part, one, kinds);
+      }
+      uwjit::codegen::combine(total, part, kinds);
+    }
+    return total;
+  };
+  const auto one = grouped(1);
+  CHECK(uwjit::codegen::value_of(Reduction::max, one[1]) == 5.0);
+  CHECK(uwjit::codegen::value_of(Reduction::sum, one[0]) == one[0]);
+  for (const std::size_t parts : {2U, 3U, 7U, 64U}) {
+    CHECK(std::bit_cast<std::uint64_t>(grouped(parts)[1]) == std::bit_cast<std::uint64_t>(one[1]));
+  }
+  // The slots beyond the reductions given are sums.
+  std::vector<double> total = {1.0, 2.0};
+  uwjit::codegen::combine(total, std::vector<double>{3.0, 4.0}, {});
+  CHECK(total == std::vector<double>{4.0, 6.0});
 }

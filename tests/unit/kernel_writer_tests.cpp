@@ -417,6 +417,38 @@ TEST_CASE("a batch for a GPU: each member a run of blocks along x, its cells as 
   CHECK(plain.finish().canonical() != source.canonical());
 }
 
+TEST_CASE("a maximum integral: its accumulator only where one is declared, its key stored, one "
+          "atomic maximum a warp on a GPU") {
+  auto with_peak = [](bool gpu) {
+    KernelWriter w = cell_like();
+    w.gpu(gpu);
+    w.integral("peak", uwjit::codegen::Reduction::max);
+    w.for_each_cell({.indices = {"i", "j", "k"}},
+                    std::string(k_cell) + "      peak.max(uwm::fabs(next));\n");
+    CHECK(w.integral_reductions() ==
+          std::vector{uwjit::codegen::Reduction::sum, uwjit::codegen::Reduction::max});
+    return w.finish().body();
+  };
+  const std::string cpu = with_peak(false);
+  CHECK(contains(cpu, std::string(uwjit::codegen::max_accumulator_text())));
+  CHECK(contains(cpu, "  uwjit_max peak{0};\n"));
+  CHECK(contains(cpu, "  args->integrals[1] = __builtin_bit_cast(double, peak.key);\n"));
+  const std::string gpu = with_peak(true);
+  CHECK(contains(gpu, std::string(uwjit::codegen::warp_max_text())));
+  CHECK(contains(gpu, "  uwjit_warp_max(&args->integrals[1], peak.key);\n"));
+  // A kernel of sums only is the text it always was: no key of an existing kernel changes.
+  KernelWriter sums = cell_like();
+  sums.gpu(true);
+  sums.for_each_cell({.indices = {"i", "j", "k"}}, k_cell);
+  const std::string plain = sums.finish().body();
+  CHECK_FALSE(contains(plain, "uwjit_max"));
+  CHECK(contains(plain, "struct uwjit_sum"));
+  KernelWriter only_max("peak");
+  only_max.integral("peak", uwjit::codegen::Reduction::max);
+  only_max.body("  peak.max(1.0);\n");
+  CHECK_FALSE(contains(only_max.finish().body(), "uwjit_sum"));
+}
+
 TEST_CASE("the cell form's mistakes are usage errors naming the kernel") {
   {
     KernelWriter w = cell_like();

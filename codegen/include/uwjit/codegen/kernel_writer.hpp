@@ -3,6 +3,7 @@
 
 #include <uwjit/codegen/dtype.hpp>
 #include <uwjit/codegen/kernel_source.hpp>
+#include <uwjit/codegen/reduction.hpp>
 
 #include <array>
 #include <cstddef>
@@ -294,9 +295,12 @@ public:
   /// Whether the kernel is written as a batch.
   [[nodiscard]] bool is_batch() const noexcept { return m_batch; }
 
-  /// Declares a domain integral `name`: a local sum the kernel text adds to.
+  /// Declares a domain integral `name`: a local sum the kernel text adds to (name += x), or, with
+  /// Reduction::max, a local maximum the text offers values to (name.max(x)), e.g. the largest
+  /// |u_new - u_old| of the cells; either reads as a double. A maximum is the same bits for any
+  /// split of the cells (threads, ranks, slabs, GPU blocks); its value with no cell is -inf.
   /// Throws Error(usage) if restrict_outputs is in force and `name` is not among its integrals.
-  void integral(std::string name);
+  void integral(std::string name, Reduction reduction = Reduction::sum);
 
   /// From now on, state outputs must be among `state_fields` and integrals among `integrals`;
   /// any other output is an Error(usage) naming it, at the moment it is declared.
@@ -321,6 +325,10 @@ public:
   [[nodiscard]] const std::vector<ExtentDecl>& extents() const noexcept { return m_extents; }
   [[nodiscard]] const std::vector<BufferDecl>& buffers() const noexcept { return m_buffers; }
   [[nodiscard]] const std::vector<std::string>& integrals() const noexcept { return m_integrals; }
+  /// The reduction of each integral, in the order of integrals().
+  [[nodiscard]] const std::vector<Reduction>& integral_reductions() const noexcept {
+    return m_integral_reductions;
+  }
   /// The run-time params declared with param(), in slot order (values the kernel reads when it
   /// runs; not a node's params, its construction values).
   [[nodiscard]] const std::vector<ParamDecl>& run_time_params() const noexcept { return m_params; }
@@ -366,6 +374,7 @@ private:
   std::vector<ExtentDecl> m_extents;
   std::vector<BufferDecl> m_buffers;
   std::vector<std::string> m_integrals;
+  std::vector<Reduction> m_integral_reductions;
   std::vector<ParamDecl> m_params;
   std::vector<Provided> m_provided;
   std::optional<std::vector<std::string>> m_allowed_state;
