@@ -129,6 +129,12 @@ public:
           "MPI_Allreduce");
   }
 
+  void all_reduce_max(std::span<std::uint64_t> values) override {
+    check(MPI_Allreduce(MPI_IN_PLACE, values.data(), checked_count(values.size()), MPI_UINT64_T,
+                        MPI_MAX, m_comm),
+          "MPI_Allreduce");
+  }
+
   void send_receive(std::span<const std::byte> send, int dest, std::span<std::byte> receive,
                     int source, int tag) override {
     check(MPI_Sendrecv(send.data(), checked_count(send.size()), MPI_BYTE, dest, tag, receive.data(),

@@ -55,7 +55,8 @@ int default_threads(int node_ranks) noexcept {
 CpuExecutor::CpuExecutor(int threads) : m_pool(std::max(threads, 1)) {}
 
 int CpuExecutor::call(const engine::Kernel& kernel, const uwjit_kernel_args& args, std::size_t axes,
-                      bool splits, std::span<double> sums) {
+                      bool splits, std::span<double> sums,
+                      std::span<const codegen::Reduction> reductions) {
   const SlabPlan plan = splits ? plan_slabs(args, axes) : SlabPlan{};
   const auto slabs = static_cast<std::size_t>(plan.count);
   const std::size_t slots = sums.size();
@@ -97,9 +98,7 @@ int CpuExecutor::call(const engine::Kernel& kernel, const uwjit_kernel_args& arg
     }
   }
   for (std::size_t s = 0; s < slabs; ++s) {
-    for (std::size_t i = 0; i < slots; ++i) {
-      sums[i] += m_slab_integrals[s * slots + i];
-    }
+    codegen::combine(sums, std::span(m_slab_integrals).subspan(s * slots, slots), reductions);
   }
   return UWJIT_KERNEL_OK;
 }

@@ -6,6 +6,7 @@
 #include "thread_pool.hpp"
 
 #include <uwjit/codegen/kernel_abi.h>
+#include <uwjit/codegen/reduction.hpp>
 #include <uwjit/engine/kernel.hpp>
 #include <uwjit/runtime/field.hpp>
 
@@ -57,14 +58,16 @@ public:
 
   /// Calls `kernel` on the box in `args` (axes: the domain's rank). A kernel that honours its
   /// box (`splits`) is called once per slab of plan_slabs(args), the slabs spread over the
-  /// threads; otherwise once, on this thread. On success, adds each integral slot's sum over the
-  /// slabs, taken in slab order, to `sums` (kernel slot order; sums.size() == args.n_integrals
-  /// of the kernel) and returns UWJIT_KERNEL_OK; else returns the status of the first failing
+  /// threads; otherwise once, on this thread. On success, combines each integral slot over the
+  /// slabs, taken in slab order, into `sums` by its reduction (kernel slot order; sums.size() ==
+  /// args.n_integrals of the kernel; codegen::combine) and returns UWJIT_KERNEL_OK; else returns
+  /// the status of the first failing
   /// slab (in slab order) and leaves `sums` alone; a checked call (args.check set) gives each
   /// slab a record of its own and copies the failing slab's to args.check. `args` itself is not
   /// changed. Allocates only when a call needs more slab storage than any call before it.
   [[nodiscard]] int call(const engine::Kernel& kernel, const uwjit_kernel_args& args,
-                         std::size_t axes, bool splits, std::span<double> sums);
+                         std::size_t axes, bool splits, std::span<double> sums,
+                         std::span<const codegen::Reduction> reductions);
 
   /// Fills the halos of `field` as Field::fill_halos(boundary) does, bit for bit, each axis's
   /// faces cut into parts that the threads fill (the axes in order: an axis's corners come from

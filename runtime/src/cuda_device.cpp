@@ -494,7 +494,8 @@ void CudaDevice::launch_batch(const LoadedModule& code, std::span<const uwjit_ke
   run(code.function(), batch, launch.grid, launch.block);
 }
 
-void CudaDevice::read_integrals(DeviceStage& stage, std::span<double> sums) {
+void CudaDevice::read_integrals(DeviceStage& stage, std::span<double> sums,
+                                std::span<const codegen::Reduction> reductions) {
   if (sums.empty()) {
     return;
   }
@@ -502,9 +503,7 @@ void CudaDevice::read_integrals(DeviceStage& stage, std::span<double> sums) {
   driver().check(driver().api().cuMemcpyDtoH_v2(partial.data(), stage.integrals->pointer(),
                                                 sums.size() * sizeof(double)),
                  "the kernel (or cuMemcpyDtoH_v2 of its integrals)", ErrorKind::kernel);
-  for (std::size_t i = 0; i < sums.size(); ++i) {
-    sums[i] += partial[i];
-  }
+  codegen::combine(sums, partial, reductions);
 }
 
 void CudaDevice::synchronize() {

@@ -178,9 +178,11 @@ public:
   /// Error(usage) if the members' blocks exceed the grid's x.
   void launch_batch(const LoadedModule& code, std::span<const uwjit_kernel_args> members,
                     std::size_t rank);
-  /// Waits for the stage's launches and adds its integrals to `sums` (none: nothing to wait
-  /// for here). Error(kernel) naming the driver's error if a kernel failed.
-  void read_integrals(DeviceStage& stage, std::span<double> sums);
+  /// Waits for the stage's launches and combines its integrals into `sums`, each by its
+  /// reduction (none: nothing to wait for here). Error(kernel) naming the driver's error if a
+  /// kernel failed.
+  void read_integrals(DeviceStage& stage, std::span<double> sums,
+                      std::span<const codegen::Reduction> reductions);
 
   /// Waits for everything queued; Error(kernel) naming the driver's error if any of it failed.
   void synchronize();

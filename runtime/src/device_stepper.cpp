@@ -271,7 +271,7 @@ void Simulation::Impl::step_node_on_device(NodeState& s) {
       }
       launch();
     }
-    attempt([&] { cuda->read_integrals(*k.device, sums); });
+    attempt([&] { cuda->read_integrals(*k.device, sums, k.binding.integral_reductions); });
     finish_stage(s, stage, UWJIT_KERNEL_OK, failure);
   }
 }

@@ -234,6 +234,7 @@ Binding bind_kernel(const Node& node, const Layout& layout, const KernelWriter& 
         at == declared.end() ? k_no_slot : static_cast<std::size_t>(at - declared.begin()));
   }
   b.kernel_integrals.assign(writer.integrals().size(), 0.0);
+  b.integral_reductions = writer.integral_reductions();
   return b;
 }
 

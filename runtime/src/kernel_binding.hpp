@@ -5,6 +5,7 @@
 #include "node_layout.hpp"
 
 #include <uwjit/codegen/kernel_writer.hpp>
+#include <uwjit/codegen/reduction.hpp>
 #include <uwjit/engine/kernel.hpp>
 #include <uwjit/runtime/field.hpp>
 #include <uwjit/runtime/simulation.hpp>
@@ -69,10 +70,19 @@ struct Binding {
   std::vector<double> params;                 // run-time parameters, slot order
   std::vector<std::size_t> integral_slot;     // declared integral -> kernel slot (k_no_slot:
                                               // another stage computes it)
-  std::vector<double> kernel_integrals;       // kernel slot order: one step's sums
+  std::vector<double> kernel_integrals;       // kernel slot order: one step's integrals, a
+                                              // maximum as its key (codegen/reduction.hpp)
+  std::vector<codegen::Reduction> integral_reductions; // kernel slot order
 };
 
 inline constexpr std::size_t k_no_slot = static_cast<std::size_t>(-1);
+
+/// The value of declared integral `i` that `binding`'s kernel computed (a maximum decoded); its
+/// integral_slot[i] must not be k_no_slot.
+[[nodiscard]] inline double integral_value(const Binding& binding, std::size_t i) noexcept {
+  const std::size_t slot = binding.integral_slot[i];
+  return codegen::value_of(binding.integral_reductions[slot], binding.kernel_integrals[slot]);
+}
 
 // Fills the halos of a padded static array; domain_axes[a] is the domain axis of its axis a
 // (-1 for other axes).

@@ -13,6 +13,7 @@
 #include <uwjit/runtime/simulation.hpp>
 
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <set>
@@ -76,6 +77,7 @@ struct NodeState {
   // that do not read them (the same axis on every rank), or -1 to call the kernel once per step.
   int overlap_axis = -2;       // -2: not yet chosen
   std::vector<double> reduced; // sharded: the step's integrals and failure count, all-reduced
+  std::vector<std::uint64_t> reduced_keys; // sharded: the step's maxima's keys, all-reduced
 
   // Whether stage `stage` fills the halos of state field `i` before it runs: stage 0 those of
   // every field with a halo, a later stage those of the fields the stage before it wrote (the

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <string>
@@ -250,15 +252,15 @@ int Simulation::Impl::call_kernel(NodeState& s, std::size_t stage) {
     s.check_record[0] = UWJIT_CHECK_NONE;
     k.args.check = s.check_record.data();
     std::fill(k.probe_sums.begin(), k.probe_sums.end(), 0.0);
-    const int status =
-        executor->call(*k.probe, k.args, s.layout.domain.size(), k.updates_box(), k.probe_sums);
+    const int status = executor->call(*k.probe, k.args, s.layout.domain.size(), k.updates_box(),
+                                      k.probe_sums, k.binding.integral_reductions);
     k.args.check = s.checked ? s.check_record.data() : nullptr;
     if (status != UWJIT_KERNEL_OK) {
       return status;
     }
   }
   return executor->call(*k.binding.kernel, k.args, s.layout.domain.size(), k.updates_box(),
-                        k.binding.kernel_integrals);
+                        k.binding.kernel_integrals, k.binding.integral_reductions);
 }
 
 // Checked mode: the first bad access the stage's kernel recorded, in words, or "" if none.
@@ -355,16 +357,21 @@ Error Simulation::Impl::kernel_failed(const NodeState& s, std::size_t stage, int
 // Ends the stage of node `s` whose kernel calls returned `status`. Sharded, the ranks add up
 // their integrals and count the failed kernels in one all-reduce, so that a kernel failing on
 // some ranks raises the same Error(kernel) on every rank (the lowest failing rank's) instead of
-// leaving the others waiting in the next exchange. On a failure the node keeps the state it
-// had before the stage; otherwise the fields the stage wrote become current and the integrals
-// it computes are the stage's.
+// leaving the others waiting in the next exchange; a stage with maxima then takes their keys'
+// maximum in a second one. On a failure the node keeps the state it had before the stage;
+// otherwise the fields the stage wrote become current and the integrals it computes are the
+// stage's.
 void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status,
                                     std::exception_ptr failure) {
   const Binding& binding = s.stages[stage].binding;
   const std::size_t count = s.integrals.size();
-  auto sum_of = [&](std::size_t i) {
+  auto stored = [&](std::size_t i) {
     const std::size_t slot = binding.integral_slot[i];
     return slot == k_no_slot ? 0.0 : binding.kernel_integrals[slot];
+  };
+  auto is_max = [&](std::size_t i) {
+    const std::size_t slot = binding.integral_slot[i];
+    return slot != k_no_slot && binding.integral_reductions[slot] == codegen::Reduction::max;
   };
   if (!failure && status != UWJIT_KERNEL_OK) {
     failure = std::make_exception_ptr(kernel_failed(s, stage, status));
@@ -377,13 +384,27 @@ void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status,
   if (decomposition) {
     // integrals, then the number of ranks whose kernel failed (sized on the first step)
     s.reduced.resize(count + 1);
+    bool maxima = false;
     for (std::size_t i = 0; i < count; ++i) {
-      s.reduced[i] = sum_of(i);
+      maxima = maxima || is_max(i);
+      s.reduced[i] = is_max(i) ? 0.0 : stored(i);
     }
     s.reduced[count] = failure ? 1.0 : 0.0;
     decomposition->comm->all_reduce_sum(s.reduced);
     if (s.reduced[count] != 0.0) {
       comm::agree(*decomposition->comm, failure);
+    }
+    if (maxima) { // the same on every rank: the layout and the kernel are
+      s.reduced_keys.resize(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        s.reduced_keys[i] = is_max(i) ? std::bit_cast<std::uint64_t>(stored(i)) : 0;
+      }
+      decomposition->comm->all_reduce_max(s.reduced_keys);
+      for (std::size_t i = 0; i < count; ++i) {
+        if (is_max(i)) {
+          s.reduced[i] = std::bit_cast<double>(s.reduced_keys[i]);
+        }
+      }
     }
   } else if (failure) {
     std::rethrow_exception(failure);
@@ -392,7 +413,8 @@ void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status,
   s.stages[stage].probe_due = false;
   for (std::size_t i = 0; i < count; ++i) {
     if (binding.integral_slot[i] != k_no_slot) {
-      s.integrals[i] = decomposition ? s.reduced[i] : sum_of(i);
+      s.integrals[i] = codegen::value_of(binding.integral_reductions[binding.integral_slot[i]],
+                                         decomposition ? s.reduced[i] : stored(i));
     }
   }
   for (const std::size_t i : binding.out_field) {

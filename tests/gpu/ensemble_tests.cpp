@@ -149,6 +149,46 @@ TEST_CASE("an ensemble on the CUDA device: one launch a stage, every member as o
   }
 }
 
+TEST_CASE("members on the CUDA device stop when their largest change is below a tolerance, at "
+          "the steps and with the maxima of the CPU") {
+  uwjit::engine::Engine engine(uwjit_gpu_test::engine_options());
+  auto outcome = [&](const std::string& device) {
+    EnsembleOptions options;
+    options.until = uwjit::runtime::StopRule::parse({"below:change<1e-6", "steps:400"});
+    options.batch = 2;
+    options.threads = 1;
+    options.device = device;
+    auto sink = std::make_shared<uwjit::runtime::MemorySink>(100);
+    uwjit::runtime::ParamRange rate{.name = "rate", .low = 0.1, .high = 0.4, .count = 3};
+    Ensemble ensemble(
+        engine,
+        [](const uwjit::runtime::Params& p) {
+          return std::make_shared<uwjit_gpu_test::Peaks2d>(p);
+        },
+        uwjit::runtime::Params{{"rate", uwjit::runtime::Value(0.25)}},
+        std::make_unique<uwjit::runtime::GridSampler>(std::vector{rate}), {sink}, options);
+    ensemble.run();
+    auto members = sink->take();
+    std::sort(members.begin(), members.end(),
+              [](const auto& a, const auto& b) { return a.id < b.id; });
+    return members;
+  };
+  const auto cpu = outcome("cpu");
+  const auto gpu = outcome("cuda");
+  REQUIRE(cpu.size() == 3);
+  REQUIRE(gpu.size() == 3);
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    CAPTURE(i);
+    CHECK(cpu[i].status == uwjit::runtime::MemberStatus::converged);
+    CHECK(gpu[i].status == cpu[i].status);
+    CHECK(gpu[i].steps == cpu[i].steps);
+    REQUIRE(gpu[i].integrals.size() == 3);
+    CHECK(std::memcmp(&gpu[i].integrals[1], &cpu[i].integrals[1], sizeof(double)) == 0);
+    CHECK(gpu[i].integrals[1] < 1e-6);
+  }
+  CHECK(cpu[0].steps > cpu[2].steps); // the slower, the later
+}
+
 TEST_CASE("an ensemble's default batch on the CUDA device comes from its free memory") {
   uwjit::engine::Engine engine(uwjit_gpu_test::engine_options());
   const Outcome gpu = run(engine, sweep_of("heat", {8, 8, 8}, "contrast", 1, 4), "cuda", 0);

@@ -157,6 +157,41 @@ public:
   }
 };
 
+// A 2-D cell-form node of 11 x 70 cells relaxing towards a ramp at a run-time rate (param
+// "rate"), with three integrals: the total (a sum), the largest change |u_new - u_old| and the
+// largest -u_new (maxima), so that a row spans several warps and blocks on a GPU.
+class Peaks2d final : public uwjit::runtime::Node {
+public:
+  explicit Peaks2d(uwjit::runtime::Params params = {{"rate", uwjit::runtime::Value(0.25)}})
+      : Node("peaks-2d", "peaks", std::move(params)) {}
+  uwjit::runtime::NodeLayout layout() const override {
+    return {.axes = uwjit::runtime::NodeLayout::grid({11, 70}, 1, uwjit::runtime::Boundary::edge),
+            .fields = {{"u", uwjit::codegen::Dtype::f64}},
+            .integrals = {"total", "change", "lowest"}};
+  }
+  void initial_state(uwjit::runtime::State& state) const override {
+    for (std::int64_t x = 0; x < 11; ++x) {
+      for (std::int64_t y = 0; y < 70; ++y) {
+        state["u"].at<double>(x, y) = 2.0 - 0.03 * static_cast<double>((x * 7 + y * 3) % 23);
+      }
+    }
+  }
+  void emit_update(uwjit::codegen::KernelWriter& w) const override {
+    w.state_out("u");
+    w.param("rate", params().get_double("rate"));
+    w.integral("total");
+    w.integral("change", uwjit::codegen::Reduction::max);
+    w.integral("lowest", uwjit::codegen::Reduction::max);
+    w.for_each_cell({.indices = {"x", "y"}}, R"(      const double next =
+          u(x, y) + rate * (0.01 * static_cast<double>(x * y) - 1.0 - u(x, y));
+      u_out(x, y) = next;
+      total += next;
+      change.max(uwm::fabs(next - u(x, y)));
+      lowest.max(-next);
+)");
+  }
+};
+
 inline std::shared_ptr<const uwjit::runtime::Node> built_in(const std::string& type,
                                                             std::vector<std::int64_t> size) {
   return uwjit::nodes::make(type, type, uwjit::nodes::sized_params(type, size));

@@ -135,6 +135,25 @@ TEST_CASE("a simulation on the CUDA device steps as on the CPU: the same state b
   }
 }
 
+TEST_CASE("a maximum integral on the CUDA device is the CPU's bit for bit, its warps and blocks "
+          "combined by one atomic maximum each") {
+  Engine engine(uwjit_gpu_test::engine_options());
+  const Nodes nodes = {std::make_shared<uwjit_gpu_test::Peaks2d>()};
+  Simulation cpu(engine, nodes, on("cpu"));
+  Simulation gpu(engine, nodes, on("cuda"));
+  for (int step = 0; step < 3; ++step) {
+    cpu.step(1);
+    gpu.step(1);
+    CHECK(same_state(gpu, cpu));
+    const auto expected = cpu.integrals("peaks");
+    const auto got = gpu.integrals("peaks");
+    REQUIRE(got.size() == 3);
+    CHECK(got[1] > 0.0);
+    CHECK(std::memcmp(&got[1], &expected[1], sizeof(double)) == 0);
+    CHECK(std::memcmp(&got[2], &expected[2], sizeof(double)) == 0);
+  }
+}
+
 TEST_CASE("static arrays rebound on the CUDA device are uploaded, with no compile") {
   Engine engine(uwjit_gpu_test::engine_options());
   const Nodes nodes = {std::make_shared<uwjit_gpu_test::Shear2d>()};

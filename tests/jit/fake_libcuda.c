@@ -287,7 +287,7 @@ int uwjit_fake_cuda_register(const char* name, fake_launcher launch, void* conte
 /* The emulation of a generated kernel from its source in the cache (UWJIT_FAKE_CUDA_EMULATE):
  * the source with its GPU registers read from an array this library sets per emulated thread,
  * shuffles giving nothing (each thread is its warp's lane 0 and adds its own share) and atomics
- * plain additions, compiled for this CPU. */
+ * plain additions and maxima, compiled for this CPU. */
 struct emulation {
   void (*thread)(const void* args);
   unsigned* registers; /* ctaid x, y, z, tid x, ntid x */
@@ -304,6 +304,10 @@ static const char emulation_prefix[] =
     "static inline int __nvvm_shfl_sync_down_i32(unsigned, int, int, int) { return 0; }\n"
     "static inline double __nvvm_atom_add_gen_d(double* total, double value) {\n"
     "  const double old = *total;\n  *total += value;\n  return old;\n}\n"
+    "static inline unsigned long long __nvvm_atom_max_gen_ull(unsigned long long* total,\n"
+    "                                                         unsigned long long value) {\n"
+    "  const unsigned long long old = *total;\n  *total = value > old ? value : old;\n"
+    "  return old;\n}\n"
     "#define __UWJIT_ENTRY__ uwjit_emulated_entry\n"
     "#define __UWJIT_MODULE__ uwjit_emulated_module\n";
 static const char emulation_suffix[] =

@@ -139,13 +139,12 @@ void Ensemble::Impl::call_stage(std::span<const std::size_t> group, std::size_t 
       continue;
     }
     for (std::size_t j = first; j < k; ++j) {
-      for (std::size_t i = 0; i < sums; ++i) {
-        binding.kernel_integrals[i] += c.sums[j * sums + i];
-      }
+      codegen::combine(binding.kernel_integrals, std::span(c.sums).subspan(j * sums, sums),
+                       binding.integral_reductions);
     }
     for (std::size_t i = 0; i < s.integrals.size(); ++i) {
       if (binding.integral_slot[i] != k_no_slot) {
-        s.integrals[i] = binding.kernel_integrals[binding.integral_slot[i]];
+        s.integrals[i] = integral_value(binding, i);
       }
     }
     for (const std::size_t i : binding.out_field) {
@@ -263,7 +262,7 @@ std::int64_t Ensemble::Impl::advance_on_device(std::span<const std::size_t> step
         const Binding& binding = s->stages[stage].binding;
         for (std::size_t i = 0; i < s->integrals.size(); ++i) {
           if (binding.integral_slot[i] != k_no_slot) {
-            s->integrals[i] = binding.kernel_integrals[binding.integral_slot[i]];
+            s->integrals[i] = integral_value(binding, i);
           }
         }
       }

@@ -74,7 +74,8 @@ struct NodeLayout {
   std::vector<DomainAxis> axes;       ///< the domain axes, 1 to 3
   std::vector<StateField> fields;     ///< the state fields, in the kernel's table order (>= 1)
   std::vector<std::string> integrals; ///< the domain integrals the kernel computes (partial sums
-                                      ///< over the cells it updates; shards are added up)
+                                      ///< or maxima over the cells it updates, as its writer
+                                      ///< declares each; shards are combined alike)
   std::optional<double> dt = {};      ///< args->dt (see check_dt); unset: the param "dt" if
                                       ///< present, else 1.0
   std::vector<NodeInput> inputs = {}; ///< other nodes' state fields the kernels read

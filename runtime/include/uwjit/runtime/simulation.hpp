@@ -210,17 +210,17 @@ inline constexpr std::int64_t k_max_steps = std::int64_t{1} << 53;
 /// copied from; replicate arrays stay whole. Static halos are exchanged once, edge at the global
 /// boundary; state halos every step, axis by axis (so corners are right), periodic or edge per
 /// node. Domain integrals are summed over the ranks (so their last bits may differ from a serial
-/// run's). checkpoint() and restore() are collective and use one file for the job, the same file a
-/// serial run writes (each rank writing and reading its slab), so a job may be resumed on another
-/// rank count or serially; rebind_static() is
-/// serial-only (Error(usage) with a comm of more than one rank); gathered() gives a serial snapshot
-/// of the whole domain that can be checked or written. Construction emits every node's kernel and
-/// requests all of them from the engine up front; distinct kernels compile in parallel. A step
-/// fills each node's halos, calls its kernel on ping-pong state buffers (sharded in overlap mode,
-/// possibly in three calls on boxes that tile the interior; see ExchangeMode) and keeps the domain
-/// integrals; serially it allocates nothing (sharded, halo buffers are sized on the first step
-/// and reused; the communicator's request handles are its own). Not thread-safe: use one thread per
-/// Simulation. The engine must outlive the simulation.
+/// run's), those declared maxima taken as the maximum (the serial run's bits). checkpoint() and
+/// restore() are collective and use one file for the job, the same file a serial run writes (each
+/// rank writing and reading its slab), so a job may be resumed on another rank count or serially;
+/// rebind_static() is serial-only (Error(usage) with a comm of more than one rank); gathered()
+/// gives a serial snapshot of the whole domain that can be checked or written. Construction emits
+/// every node's kernel and requests all of them from the engine up front; distinct kernels compile
+/// in parallel. A step fills each node's halos, calls its kernel on ping-pong state buffers
+/// (sharded in overlap mode, possibly in three calls on boxes that tile the interior; see
+/// ExchangeMode) and keeps the domain integrals; serially it allocates nothing (sharded, halo
+/// buffers are sized on the first step and reused; the communicator's request handles are its own).
+/// Not thread-safe: use one thread per Simulation. The engine must outlive the simulation.
 class Simulation {
 public:
   /// Validates every node (names unique, 1-3 domain axes, per-axis lists of the right length,
