@@ -5,6 +5,7 @@
 #include "bindings.hpp"
 
 #include <uwjit/codegen/kernel_source.hpp>
+#include <uwjit/codegen/reduction.hpp>
 #include <uwjit/engine/kernel.hpp>
 
 #include <optional>
@@ -24,9 +25,11 @@ struct SlotSpec {
   bool aligned = false;
 };
 
-/// The buffer tables, in the ABI's order: state_in, state_out, statics.
+/// The buffer tables, in the ABI's order: state_in, state_out, statics; and the reduction of
+/// each integral slot (empty: sums; a KernelWriter's kernel declares them).
 struct BufferSpecs {
   std::vector<SlotSpec> tables[3];
+  std::vector<codegen::Reduction> integral_reductions;
 };
 
 /// uwjit.Source: a kernel's text, entry and slots.

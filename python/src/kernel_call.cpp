@@ -189,8 +189,10 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
     throw Error(ErrorKind::kernel, what() + " returned status " + std::to_string(status));
   }
   py::dict out;
+  const auto& reductions = kernel.specs.integral_reductions;
   for (std::size_t i = 0; i < integrals.size(); ++i) {
-    out[py::str(slots.integrals[i])] = integrals[i];
+    out[py::str(slots.integrals[i])] =
+        i < reductions.size() ? codegen::value_of(reductions[i], integrals[i]) : integrals[i];
   }
   return out;
 }

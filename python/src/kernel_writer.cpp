@@ -31,6 +31,7 @@ std::string extent_repr(const codegen::Extent& extent) {
 
 PySource declared_source(const KernelWriter& writer, codegen::KernelSource source) {
   BufferSpecs specs = specs_of_slots(source.slots());
+  specs.integral_reductions = writer.integral_reductions();
   for (const auto& buffer : writer.buffers()) {
     auto& spec =
         specs.tables[static_cast<int>(buffer.role)].at(static_cast<std::size_t>(buffer.slot));
@@ -56,6 +57,16 @@ PySource declared_source(const KernelWriter& writer, codegen::KernelSource sourc
 }
 
 namespace {
+
+codegen::Reduction reduction_arg(const std::string& text) {
+  if (text == "sum") {
+    return codegen::Reduction::sum;
+  }
+  if (text == "max") {
+    return codegen::Reduction::max;
+  }
+  throw py::value_error("unknown reduction \"" + text + "\" (accepted: sum, max)");
+}
 
 // A binding of KernelWriter's member `method` on uwjit.KernelWriter: the same arguments, through
 // the checked get().
@@ -224,9 +235,16 @@ takes it as params={name: value}. Raises UsageError if `name` is not a free C id
            "Declares that the kernel updates exactly the box args->update_begin .. update_end "
            "(the locals NAME_begin, NAME_end of each domain extent NAME) and sums its integrals "
            "over it, so that a runtime may call it on several boxes per step (threads, overlap).")
-      .def("integral", through(&KernelWriter::integral), py::arg("name"),
-           "Declares a domain integral `name`: a local sum the text adds to (name += x), "
-           "stored to args->integrals after the text has run.")
+      .def(
+          "integral",
+          [](const PyKernelWriter& self, std::string name, const std::string& reduction) {
+            self.get().integral(std::move(name), reduction_arg(reduction));
+          },
+          py::arg("name"), py::arg("reduction") = "sum",
+          "Declares a domain integral `name`: with reduction \"sum\", a local sum the text adds "
+          "to (name += x); with \"max\", a local maximum the text offers values to (name.max(x)), "
+          "such as the largest |u_new - u_old| of the cells, the same bits for any split of the "
+          "cells and -inf for none. Raises ValueError for another reduction.")
       .def("comment", through(&KernelWriter::comment), py::arg("line"),
            "Appends a `// line` comment at the top of the text (part of the key).")
       .def("helpers", through(&KernelWriter::helpers), py::arg("text"),

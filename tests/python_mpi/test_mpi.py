@@ -126,6 +126,41 @@ def test_a_python_node_sharded_equals_serial(engine):
         sharded.rebind_static("r", "target", uwjit.StaticArray(target * 2, "shard", 0))
 
 
+class Peaks(Relax):
+    """Relax with two maxima: the largest change (on the last rank's rows) and the largest -u
+    (on the first rank's)."""
+
+    def layout(self):
+        p = self.params
+        return uwjit.Layout(uwjit.grid([p["nx"], p["ny"]], halo=1), [uwjit.StateField("u")],
+                            integrals=["change", "lowest"], dt=p["rate"])
+
+    def emit_update(self, writer):
+        writer.state_out("u")
+        writer.static_array("target", "f64", [writer.domain(0), writer.domain(1)])
+        writer.integral("change", "max")
+        writer.integral("lowest", "max")
+        writer.for_each_cell(["i", "j"], """
+      u_out(i, j) = u(i, j) + args->dt * (target(i, j) - u(i, j));
+      change.max(uwm::fabs(u_out(i, j) - u(i, j)));
+      lowest.max(-u_out(i, j));
+""")
+
+
+def test_a_maximum_over_the_ranks_is_the_serial_one_bit_for_bit(engine):
+    target = np.sqrt(np.arange(13 * 5, dtype=np.float64)).reshape(13, 5) - 2.0
+    sharded = uwjit.Simulation(engine, [Peaks("p", 13, 5, 0.5, target)], comm=COMM)
+    serial = uwjit.Simulation(engine, [Peaks("p", 13, 5, 0.5, target)], threads=1)
+    for _ in range(3):
+        before = serial.field("p", "u").copy()
+        sharded.step()
+        serial.step()
+        assert sharded.integrals("p") == serial.integrals("p")
+        after = serial.field("p", "u")
+        assert serial.integrals("p") == {"change": np.max(np.abs(after - before)),
+                                         "lowest": np.max(-after)}
+
+
 class FailsOn(uwjit.Node):
     """A 1-D node whose initial_state raises ValueError on rank `bad` only."""
 

@@ -16,7 +16,8 @@ namespace {
 constexpr std::string_view k_rules =
     "steps:N (the step cap), change:INTEGRAL<TOLERANCE (converged when the integral's relative "
     "change over a step is below TOLERANCE), below:INTEGRAL<TOLERANCE (converged when the "
-    "integral's magnitude is below TOLERANCE, e.g. a residual the node sums), every:K (check "
+    "integral's magnitude is below TOLERANCE, e.g. a residual the node sums or a maximum it "
+    "takes), every:K (check "
     "every K steps)";
 
 [[noreturn]] void bad_rule(std::string_view rule, std::string_view why) {
