@@ -108,7 +108,7 @@ runtime::NodeLayout HeatNode::layout() const {
   }
   return {.axes = std::move(axes),
           .fields = {{"u", runtime::Dtype::f64}},
-          .integrals = {"heat"},
+          .integrals = {"heat", "change"},
           .dt = m_courant / (m_kappa * std::max(1.0, m_contrast)),
           .slab_initial_state = true};
 }
@@ -255,6 +255,7 @@ void HeatNode::emit_update(codegen::KernelWriter& w) const {
     w.static_array("kappa", runtime::Dtype::f64,
                    {{w.domain(0), 1}, {w.domain(1), 1}, {w.domain(2), 1}});
     w.integral("heat");
+    w.integral("change", codegen::Reduction::max);
     w.helpers("inline double face(double a, double b) { return 2.0 * a * b / (a + b); }\n");
     w.for_each_cell({.indices = {"i", "j", "k"}}, R"(          const double uc = u(i, j, k);
           const double kc = kappa(i, j, k);
@@ -267,6 +268,7 @@ void HeatNode::emit_update(codegen::KernelWriter& w) const {
           const double next = uc + args->dt * flux;
           u_out(i, j, k) = next;
           heat += next;
+          change.max(uwm::fabs(next - uc));
 )");
     return;
   }
@@ -285,6 +287,7 @@ void HeatNode::emit_update(codegen::KernelWriter& w) const {
                    {{w.domain(0), 0}, {w.domain(1), 0}, {w.domain(2), 0}});
   }
   w.integral("heat");
+  w.integral("change", codegen::Reduction::max);
   const std::string below_x = m_fixed ? "face_x_low(i, j, k)" : "face_x(i - 1, j, k)";
   w.for_each_cell({.indices = {"i", "j", "k"}}, format(R"(          const double uc = u(i, j, k);
           double flux = {} * (u(i - 1, j, k) - uc);
@@ -296,6 +299,7 @@ void HeatNode::emit_update(codegen::KernelWriter& w) const {
           const double next = uc + args->dt * flux;
           u_out(i, j, k) = next;
           heat += next;
+          change.max(uwm::fabs(next - uc));
 )",
                                                        below_x));
 }
@@ -405,6 +409,22 @@ Verdict HeatNode::check(const runtime::Snapshot& simulation, const Trace& trace)
   const double amplitude = sums[0] / sums[1];
   verdict.add("mode amplitude (discrete)", "|A(t) - A0 (1 - dt kappa lambda)^t| / |A0 ...|",
               std::abs(amplitude - discrete) / std::abs(discrete), 1e-9);
+  if (!trace.steps.empty() && trace.steps.back() == t) {
+    // The last step moved each cell by the mode's change, (A(t-1) - A(t)) phi(x) (the base is
+    // steady): the kernel's maximum is its largest over the cell centres, up to the round-off
+    // of two states (a few ulp of the size of u).
+    double shape = 0;
+    for (std::int64_t i = 0; i < m_n[0]; ++i) {
+      shape = std::max(shape, std::abs(mode_shape(static_cast<double>(i) + 0.5)));
+    }
+    const double expected = std::abs(discrete / growth - discrete) * shape;
+    const double scale = std::max(level, std::abs(m_amplitude));
+    verdict.add("largest change (discrete)",
+                "|change(t) - |A(t-1) - A(t)| max |phi(x)|| / that, A the discrete mode (bound: "
+                "1e-9 + 16 ulp of |u|)",
+                std::abs(trace.series("change").back() - expected) / expected,
+                1e-9 + 16 * 0x1.0p-52 * scale / expected);
+  }
   const double k = wavenumber();
   const double analytic = m_kappa * k * k;
   // The discrete scheme decays at -log(growth) / dt: on a grid too coarse for the mode (k h not

@@ -12,7 +12,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -172,6 +174,41 @@ TEST_CASE("heat: between fixed walls u converges to the linear profile through t
   }
 }
 
+TEST_CASE("heat's integral change is the largest |u_new - u_old| of the step, the same bits at "
+          "any thread count, with kappa or stored faces") {
+  Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
+  for (const auto& size : std::vector<std::vector<std::int64_t>>{{45, 20, 19}, {90, 80, 73}}) {
+    for (const std::string boundary : {"insulating", "fixed"}) {
+      const Params params = with(uwjit::nodes::sized_params("heat", size),
+                                 {{"boundary", boundary}, {"contrast", 4.0}});
+      auto heat = uwjit::nodes::make("heat", "heat", params);
+      std::vector<double> seen;
+      for (const int threads : {1, 3}) {
+        INFO(boundary << ", " << size[0] << " cells along x, " << threads << " threads");
+        Simulation simulation(engine, {heat}, {.threads = threads});
+        for (int s = 0; s < 3; ++s) {
+          const std::vector<double> before = interior(simulation, "heat", "u");
+          simulation.step();
+          const std::vector<double> after = interior(simulation, "heat", "u");
+          double largest = 0;
+          for (std::size_t i = 0; i < after.size(); ++i) {
+            largest = std::max(largest, std::abs(after[i] - before[i]));
+          }
+          const double change = simulation.integrals("heat")[1];
+          CHECK(change > 0);
+          CHECK(change == largest);
+          if (threads == 1) {
+            seen.push_back(change);
+          } else {
+            CHECK(std::bit_cast<std::uint64_t>(change) ==
+                  std::bit_cast<std::uint64_t>(seen.at(static_cast<std::size_t>(s))));
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("heat: a periodic mode decays at its own rate") {
   Engine engine({.disk_cache = uwjit::engine::DiskCache::off});
   const Params params = with(uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{16}),
@@ -179,7 +216,9 @@ TEST_CASE("heat: a periodic mode decays at its own rate") {
   auto r = run(engine, "heat", params, 300);
   const Verdict verdict = r.node->check(r.simulation.gathered(), r.trace);
   require_pass(verdict);
-  CHECK(verdict.measurements.size() == 4);
+  // conservation twice (exact sum, kernel integral), the mode's amplitude, its largest change
+  // (the integral "change"), its continuum rate
+  CHECK(verdict.measurements.size() == 5);
 }
 
 TEST_CASE("heat: a conductivity contrast still conserves heat; the mode check says it is skipped") {
@@ -687,6 +726,7 @@ public:
     w.static_array("kappa", uwjit::runtime::Dtype::f64,
                    {{w.domain(0), 1}, {w.domain(1), 1}, {w.domain(2), 1}});
     w.integral("heat");
+    w.integral("change", uwjit::codegen::Reduction::max);
     w.helpers("inline double face(double a, double b) { return 2.0 * a * b / (a + b); }\n");
     w.for_each_cell({.indices = {"i", "j", "k"}}, R"(          const double uc = u(i, j, k);
           const double kc = kappa(i, j, k);
@@ -699,6 +739,7 @@ public:
           const double next = uc + args->dt * flux;
           u_out(i, j, k) = next;
           heat += next;
+          change.max(uwm::fabs(next - uc));
 )");
   }
 
