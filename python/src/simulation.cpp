@@ -445,8 +445,8 @@ rank's position), "offset" (global index of the first local cell), "extent" (loc
             return integrals_of(simulation.node(node), simulation.integrals(node));
           },
           py::arg("node"),
-          "The domain integrals of the last step by name (zeros before the first; summed over "
-          "ranks).")
+          "The domain integrals of the last step by name (zeros before the first; combined "
+          "over the ranks: summed, or the maximum of an integral declared \"max\").")
       .def(
           "kernel_reports",
           [](const PySimulation& self) {
