@@ -5,12 +5,17 @@
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/log.hpp>
 
+#include <algorithm>
+#include <bit>
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <numeric>
 #include <optional>
+#include <vector>
 
 namespace uwjit::mpi {
 
@@ -47,6 +52,19 @@ public:
   MPI_Request m_request = MPI_REQUEST_NULL;
 };
 
+// all_reduce_sum_max's operation on packed words: word 0 the count n of sums, words 1..n the
+// sums' bits (added as doubles), the rest maxima (unsigned).
+void sum_then_max(void* in, void* inout, int* length, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const std::uint64_t*>(in);
+  auto* b = static_cast<std::uint64_t*>(inout);
+  const auto sums = static_cast<int>(a[0]);
+  for (int i = 1; i < *length; ++i) {
+    b[i] = i <= sums ? std::bit_cast<std::uint64_t>(std::bit_cast<double>(a[i]) +
+                                                    std::bit_cast<double>(b[i]))
+                     : std::max(a[i], b[i]);
+  }
+}
+
 class MpiComm final : public comm::Comm {
 public:
   // `names_log`: put this group's rank in uwjit's log lines (the job's group, not a sub-group).
@@ -73,6 +91,9 @@ public:
     MPI_Finalized(&finalized);
     if (!finalized) {
       MPI_Comm_free(&m_comm);
+      if (m_sum_max != MPI_OP_NULL) {
+        MPI_Op_free(&m_sum_max);
+      }
     }
   }
 
@@ -129,10 +150,21 @@ public:
           "MPI_Allreduce");
   }
 
-  void all_reduce_max(std::span<std::uint64_t> values) override {
-    check(MPI_Allreduce(MPI_IN_PLACE, values.data(), checked_count(values.size()), MPI_UINT64_T,
-                        MPI_MAX, m_comm),
+  // One MPI_Allreduce of the words [sums.size(), sums' bits..., maxima...] under sum_then_max.
+  void all_reduce_sum_max(std::span<double> sums, std::span<std::uint64_t> maxima) override {
+    if (m_sum_max == MPI_OP_NULL) {
+      check(MPI_Op_create(&sum_then_max, 1, &m_sum_max), "MPI_Op_create");
+    }
+    m_packed.resize(1 + sums.size() + maxima.size()); // grows only: no allocation per step
+    m_packed[0] = sums.size();
+    std::memcpy(m_packed.data() + 1, sums.data(), sums.size_bytes());
+    std::copy(maxima.begin(), maxima.end(), m_packed.begin() + 1 + sums.size());
+    check(MPI_Allreduce(MPI_IN_PLACE, m_packed.data(), checked_count(m_packed.size()), MPI_UINT64_T,
+                        m_sum_max, m_comm),
           "MPI_Allreduce");
+    std::memcpy(sums.data(), m_packed.data() + 1, sums.size_bytes());
+    std::copy_n(m_packed.begin() + 1 + static_cast<std::ptrdiff_t>(sums.size()), maxima.size(),
+                maxima.begin());
   }
 
   void send_receive(std::span<const std::byte> send, int dest, std::span<std::byte> receive,
@@ -177,6 +209,8 @@ public:
 
 private:
   MPI_Comm m_comm = MPI_COMM_NULL;
+  MPI_Op m_sum_max = MPI_OP_NULL;      // all_reduce_sum_max's, made on its first call
+  std::vector<std::uint64_t> m_packed; // all_reduce_sum_max's words
   int m_rank = 0;
   int m_size = 1;
   int m_node_rank = 0;

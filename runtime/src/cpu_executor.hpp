@@ -61,10 +61,10 @@ public:
   /// threads; otherwise once, on this thread. On success, combines each integral slot over the
   /// slabs, taken in slab order, into `sums` by its reduction (kernel slot order; sums.size() ==
   /// args.n_integrals of the kernel; codegen::combine) and returns UWJIT_KERNEL_OK; else returns
-  /// the status of the first failing
-  /// slab (in slab order) and leaves `sums` alone; a checked call (args.check set) gives each
-  /// slab a record of its own and copies the failing slab's to args.check. `args` itself is not
-  /// changed. Allocates only when a call needs more slab storage than any call before it.
+  /// the status of the first failing slab (in slab order) and leaves `sums` alone; a checked
+  /// call (args.check set) gives each slab a record of its own and copies the failing slab's to
+  /// args.check. `args` itself is not changed. Allocates only when a call needs more slab
+  /// storage than any call before it.
   [[nodiscard]] int call(const engine::Kernel& kernel, const uwjit_kernel_args& args,
                          std::size_t axes, bool splits, std::span<double> sums,
                          std::span<const codegen::Reduction> reductions);

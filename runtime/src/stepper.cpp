@@ -357,8 +357,8 @@ Error Simulation::Impl::kernel_failed(const NodeState& s, std::size_t stage, int
 // Ends the stage of node `s` whose kernel calls returned `status`. Sharded, the ranks add up
 // their integrals and count the failed kernels in one all-reduce, so that a kernel failing on
 // some ranks raises the same Error(kernel) on every rank (the lowest failing rank's) instead of
-// leaving the others waiting in the next exchange; a stage with maxima then takes their keys'
-// maximum in a second one. On a failure the node keeps the state it had before the stage;
+// leaving the others waiting in the next exchange (a stage with maxima takes their keys'
+// maximum in the same collective). On a failure the node keeps the state it had before the stage;
 // otherwise the fields the stage wrote become current and the integrals it computes are the
 // stage's.
 void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status,
@@ -390,21 +390,22 @@ void Simulation::Impl::finish_stage(NodeState& s, std::size_t stage, int status,
       s.reduced[i] = is_max(i) ? 0.0 : stored(i);
     }
     s.reduced[count] = failure ? 1.0 : 0.0;
-    decomposition->comm->all_reduce_sum(s.reduced);
-    if (s.reduced[count] != 0.0) {
-      comm::agree(*decomposition->comm, failure);
-    }
     if (maxima) { // the same on every rank: the layout and the kernel are
       s.reduced_keys.resize(count);
       for (std::size_t i = 0; i < count; ++i) {
         s.reduced_keys[i] = is_max(i) ? std::bit_cast<std::uint64_t>(stored(i)) : 0;
       }
-      decomposition->comm->all_reduce_max(s.reduced_keys);
+      decomposition->comm->all_reduce_sum_max(s.reduced, s.reduced_keys);
       for (std::size_t i = 0; i < count; ++i) {
         if (is_max(i)) {
           s.reduced[i] = std::bit_cast<double>(s.reduced_keys[i]);
         }
       }
+    } else {
+      decomposition->comm->all_reduce_sum(s.reduced);
+    }
+    if (s.reduced[count] != 0.0) {
+      comm::agree(*decomposition->comm, failure);
     }
   } else if (failure) {
     std::rethrow_exception(failure);

@@ -35,8 +35,9 @@ public:
   virtual void all_reduce_sum(std::span<double> values) = 0;
   /// Element-wise sums of `values` over all ranks, in place.
   virtual void all_reduce_sum(std::span<std::uint64_t> values) = 0;
-  /// Element-wise maxima of `values` over all ranks, in place.
-  virtual void all_reduce_max(std::span<std::uint64_t> values) = 0;
+  /// In one collective: element-wise sums of `sums` and element-wise maxima of `maxima` over
+  /// all ranks, in place (a step's integrals, sums and maxima, and its failure count).
+  virtual void all_reduce_sum_max(std::span<double> sums, std::span<std::uint64_t> maxima) = 0;
   virtual void barrier() = 0;
 };
 
@@ -77,7 +78,7 @@ public:
   [[nodiscard]] std::string broadcast(std::string bytes, int root) override;
   void all_reduce_sum(std::span<double>) override {}
   void all_reduce_sum(std::span<std::uint64_t>) override {}
-  void all_reduce_max(std::span<std::uint64_t>) override {}
+  void all_reduce_sum_max(std::span<double>, std::span<std::uint64_t>) override {}
   void send_receive(std::span<const std::byte> send, int dest, std::span<std::byte> receive,
                     int source, int tag) override;
   [[nodiscard]] std::unique_ptr<Request> start_receive(std::span<std::byte> receive, int source,
