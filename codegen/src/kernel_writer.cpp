@@ -571,18 +571,7 @@ KernelSource KernelWriter::finish() const {
   if (has(Reduction::sum)) {
     // An integral may be summed in any order, so that the loops that sum it still vectorise
     // (a strict left-to-right sum of doubles does not); the rest of the kernel stays strict.
-    text += "struct uwjit_sum {\n"
-            "  double value;\n"
-            "  inline void operator+=(double x) {\n"
-            "#pragma clang fp reassociate(on)\n"
-            "    value += x;\n"
-            "  }\n"
-            "  inline void operator-=(double x) {\n"
-            "#pragma clang fp reassociate(on)\n"
-            "    value -= x;\n"
-            "  }\n"
-            "  inline operator double() const { return value; }\n"
-            "};\n";
+    text += sum_accumulator_text();
   }
   if (has(Reduction::max)) {
     text += max_accumulator_text();

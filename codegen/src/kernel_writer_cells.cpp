@@ -217,23 +217,6 @@ std::string KernelWriter::gpu_batch_head() const {
 // A warp's 32 partial sums folded into lane 0 by shuffles (a double as two 32-bit halves), then
 // one atomic addition per warp: the order of the warps' additions varies from run to run, so an
 // integral's last bits may too (integrals are reassociated anyway).
-std::string_view KernelWriter::warp_sum_text() noexcept {
-  return "inline void uwjit_warp_add(double* total, double value) {\n"
-         "  for (int offset = 16; offset > 0; offset /= 2) {\n"
-         "    const unsigned long long bits = __builtin_bit_cast(unsigned long long, value);\n"
-         "    const unsigned low = static_cast<unsigned>(__nvvm_shfl_sync_down_i32(\n"
-         "        0xffffffffu, static_cast<int>(bits & 0xffffffffu), offset, 31));\n"
-         "    const unsigned high = static_cast<unsigned>(__nvvm_shfl_sync_down_i32(\n"
-         "        0xffffffffu, static_cast<int>(bits >> 32), offset, 31));\n"
-         "    value += __builtin_bit_cast(\n"
-         "        double, (static_cast<unsigned long long>(high) << 32) | low);\n"
-         "  }\n"
-         "  if (__nvvm_read_ptx_sreg_laneid() == 0) {\n"
-         "    __nvvm_atom_add_gen_d(total, value);\n"
-         "  }\n"
-         "}\n";
-}
-
 CellLaunch cell_launch(const uwjit_kernel_args& args, std::size_t rank,
                        unsigned most_threads) noexcept {
   auto box = [&](std::size_t d) {

@@ -1,5 +1,5 @@
-// Reduction: a maximum's order key, the combining of calls' integrals, and the kernel text that
-// encodes the same key (the runtime decodes what the kernels store).
+// Reduction: a maximum's order key, the combining of calls' integrals, and the kernel text of
+// both accumulators (the runtime decodes the key the maxima's text encodes).
 #include <uwjit/codegen/reduction.hpp>
 
 #include <bit>
@@ -51,6 +51,38 @@ void combine(std::span<double> total, std::span<const double> part,
 
 double value_of(Reduction reduction, double stored) noexcept {
   return reduction == Reduction::max ? max_value(stored) : stored;
+}
+
+std::string_view sum_accumulator_text() noexcept {
+  return "struct uwjit_sum {\n"
+         "  double value;\n"
+         "  inline void operator+=(double x) {\n"
+         "#pragma clang fp reassociate(on)\n"
+         "    value += x;\n"
+         "  }\n"
+         "  inline void operator-=(double x) {\n"
+         "#pragma clang fp reassociate(on)\n"
+         "    value -= x;\n"
+         "  }\n"
+         "  inline operator double() const { return value; }\n"
+         "};\n";
+}
+
+std::string_view warp_sum_text() noexcept {
+  return "inline void uwjit_warp_add(double* total, double value) {\n"
+         "  for (int offset = 16; offset > 0; offset /= 2) {\n"
+         "    const unsigned long long bits = __builtin_bit_cast(unsigned long long, value);\n"
+         "    const unsigned low = static_cast<unsigned>(__nvvm_shfl_sync_down_i32(\n"
+         "        0xffffffffu, static_cast<int>(bits & 0xffffffffu), offset, 31));\n"
+         "    const unsigned high = static_cast<unsigned>(__nvvm_shfl_sync_down_i32(\n"
+         "        0xffffffffu, static_cast<int>(bits >> 32), offset, 31));\n"
+         "    value += __builtin_bit_cast(\n"
+         "        double, (static_cast<unsigned long long>(high) << 32) | low);\n"
+         "  }\n"
+         "  if (__nvvm_read_ptx_sreg_laneid() == 0) {\n"
+         "    __nvvm_atom_add_gen_d(total, value);\n"
+         "  }\n"
+         "}\n";
 }
 
 std::string_view max_accumulator_text() noexcept {

@@ -365,7 +365,6 @@ private:
   [[nodiscard]] std::pair<std::string, std::string> cell_loops() const;
   [[nodiscard]] std::pair<std::string, std::string> cell_threads() const;
   [[nodiscard]] std::string gpu_batch_head() const;
-  [[nodiscard]] static std::string_view warp_sum_text() noexcept;
   [[nodiscard]] std::string masked_form_text() const;
   // The cell form's accessor reaches (kernel_writer_cells.cpp): throws for one that is certain.
   [[nodiscard]] HaloReads judge_reads() const;

@@ -1,5 +1,5 @@
-// Reduction: how a domain integral combines the values its cells give (a sum or a maximum), and
-// the form a maximum travels in between a kernel and the runtime.
+// Reduction: how a domain integral combines the values its cells give (a sum or a maximum), the
+// form a maximum travels in between a kernel and the runtime, and the accumulators' kernel text.
 #pragma once
 
 #include <span>
@@ -29,6 +29,14 @@ void combine(std::span<double> total, std::span<const double> part,
 
 /// The value of slot `stored` of reduction `reduction`: a sum as it is, a maximum's key decoded.
 [[nodiscard]] double value_of(Reduction reduction, double stored) noexcept;
+
+/// The kernel text of a sum's accumulator (struct uwjit_sum: += and -= x, reassociable, so that
+/// the loops that sum still vectorise; its value as a double).
+[[nodiscard]] std::string_view sum_accumulator_text() noexcept;
+
+/// The GPU kernel text that adds a sum over a warp and into `total` with one atomic addition per
+/// warp (uwjit_warp_add).
+[[nodiscard]] std::string_view warp_sum_text() noexcept;
 
 /// The kernel text of a maximum's accumulator (struct uwjit_max: max(x), its value as a double,
 /// its key), the same encoding as max_key in C++ that compiles for a CPU and for a GPU.
