@@ -2,8 +2,9 @@
 # Builds the HTML manual into build/docs/html (or OUT/html): the Markdown pages of docs/ (Sphinx
 # with MyST), the C++ API from the public headers' `///` comments (Doxygen XML, read by breathe)
 # and the Python API from the module's docstrings (autodoc over the built module). Warnings are
-# errors. Needs Debian's python3-sphinx, python3-myst-parser, python3-breathe and doxygen
-# (tools/setup.sh installs them) and a build with the Python module.
+# errors, and every page is read afresh (-E), so an earlier build's doctrees never hide one.
+# Needs Debian's python3-sphinx, python3-myst-parser, python3-breathe and doxygen (tools/setup.sh
+# installs them) and a build with the Python module.
 #
 #   tools/docs.sh                       the module of build/release (else build/ci)
 #   tools/docs.sh BUILD_DIR [OUT]       the module of BUILD_DIR/python, the manual in OUT/html
@@ -56,6 +57,6 @@ mkdir -p "$out/doxygen"
 }
 
 UWJIT_DOXYGEN_XML=$out/doxygen/xml PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH} \
-  UWJIT_LOG_LEVEL=off "$python" -m sphinx -W --keep-going -q -b html \
+  UWJIT_LOG_LEVEL=off "$python" -m sphinx -W --keep-going -E -q -b html \
   -d "$out/doctrees" "$root/docs" "$out/html"
 echo "docs: the manual is $out/html/index.html"

@@ -243,7 +243,7 @@ takes it as params={name: value}. Raises UsageError if `name` is not a free C id
           py::arg("name"), py::arg("reduction") = "sum",
           "Declares a domain integral `name`: with reduction \"sum\", a local sum the text adds "
           "to (name += x); with \"max\", a local maximum the text offers values to (name.max(x)), "
-          "such as the largest |u_new - u_old| of the cells, the same bits for any split of the "
+          "such as the largest abs(u_new - u_old) of the cells, the same bits for any split of the "
           "cells and -inf for none. Raises ValueError for another reduction.")
       .def("comment", through(&KernelWriter::comment), py::arg("line"),
            "Appends a `// line` comment at the top of the text (part of the key).")
