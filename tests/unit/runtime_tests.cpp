@@ -419,6 +419,63 @@ TEST_CASE("halos are filled periodically or from the edge, corners included") {
 using uwjit::runtime::Boundary;
 using uwjit::runtime::BoundaryFace;
 
+namespace {
+
+// A field of two components over 3 x 5 cells, halo 1 on both domain axes, cell (c, i, j) holding
+// 100 c + 10 i + j; filled by `boundary` on each domain axis, and each halo cell compared with
+// the interior cell that the rule names (edge: the nearest, periodic: the opposite end), the
+// later axis's rule over the earlier's at the corners.
+template <class T> void check_copied_halos(Dtype dtype, const Boundary& boundary) {
+  uwjit::runtime::Field field("u", dtype, {2, 3, 5}, {0, 1, 1});
+  field.for_each_interior([&](std::span<const std::int64_t> i) {
+    field.at<T>(i[0], i[1], i[2]) = static_cast<T>(100 * i[0] + 10 * i[1] + i[2]);
+  });
+  const std::array<Boundary, 3> boundaries = {Boundary::edge, boundary, boundary};
+  field.fill_halos(boundaries);
+  const bool periodic = boundary.low.kind == BoundaryFace::Kind::periodic;
+  const auto from = [&](std::int64_t i, std::int64_t n) {
+    if (i < 0) {
+      return periodic ? n - 1 : std::int64_t{0};
+    }
+    if (i >= n) {
+      return periodic ? std::int64_t{0} : n - 1;
+    }
+    return i;
+  };
+  for (std::int64_t c = 0; c < 2; ++c) {
+    for (std::int64_t i = -1; i <= 3; ++i) {
+      for (std::int64_t j = -1; j <= 5; ++j) {
+        CAPTURE(c);
+        CAPTURE(i);
+        CAPTURE(j);
+        CHECK(field.at<T>(c, i, j) == static_cast<T>(100 * c + 10 * from(i, 3) + from(j, 5)));
+      }
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("a halo of one along the innermost axis is copied for every element size") {
+  for (const Boundary& boundary : {Boundary::edge, Boundary::periodic}) {
+    check_copied_halos<double>(Dtype::f64, boundary);
+    check_copied_halos<float>(Dtype::f32, boundary);
+    check_copied_halos<std::int64_t>(Dtype::i64, boundary);
+    check_copied_halos<std::int32_t>(Dtype::i32, boundary);
+    check_copied_halos<std::uint8_t>(Dtype::u8, boundary);
+    check_copied_halos<std::int8_t>(Dtype::i8, boundary);
+  }
+  // One computed face: that axis takes the general path, the copied face filled alike.
+  uwjit::runtime::Field field("u", Dtype::f64, {4}, {1});
+  for (std::int64_t i = 0; i < 4; ++i) {
+    field.at<double>(i) = static_cast<double>(i * i + 1);
+  }
+  const Boundary mixed[] = {{.low = BoundaryFace::edge(), .high = BoundaryFace::dirichlet(2)}};
+  field.fill_halos(mixed);
+  CHECK(field.at<double>(-1) == 1.0);
+  CHECK(field.at<double>(4) == 4.0 - 10.0);
+}
+
 TEST_CASE("a dirichlet face's halo is the reflection 2 v - mirror, a neumann face's the mirror "
           "plus the outward gradient times the distance, per face") {
   // u_i = i^2 + 1 (not linear, so a wrong mirror shows); halo 2 on an extent of 4.
