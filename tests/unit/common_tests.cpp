@@ -14,9 +14,12 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <iomanip>
 #include <set>
 #include <span>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -150,6 +153,56 @@ TEST_CASE("format replaces placeholders in order and ignores the locale") {
   CHECK(uwjit::format("{ braces } {}", 7) == "{ braces } 7");
   CHECK(uwjit::format("{}{}", "a", 'b') == "ab");
   // A pattern whose "{}" count differs from the arguments does not compile: format_check.
+}
+
+namespace {
+
+// Streams the length of its value's text in angle brackets, formatted by a format() inside a
+// format()'s argument: "<5>" for 12345, whatever the outer format has written so far.
+struct Nested {
+  int value;
+  friend std::ostream& operator<<(std::ostream& out, const Nested& n) {
+    return out << "<" << uwjit::format("{}", n.value).size() << ">";
+  }
+};
+
+// Leaves the stream in hexadecimal with a precision of 2, as a careless operator<< may.
+struct Careless {
+  friend std::ostream& operator<<(std::ostream& out, const Careless&) {
+    return out << std::hex << std::setprecision(2) << std::setfill('*') << 255;
+  }
+};
+
+struct Throws {
+  friend std::ostream& operator<<(std::ostream&, const Throws&) {
+    throw std::runtime_error("no text");
+  }
+};
+
+} // namespace
+
+TEST_CASE("format is the same whatever an earlier format did: nested, careless, thrown, threaded") {
+  CHECK(uwjit::format("a {} and {}", Nested{12345}, Nested{7}) == "a <5> and <1>");
+  CHECK(uwjit::format("{}", Careless{}) == "ff");
+  // Decimal, precision 6, no fill: nothing of the careless argument's state is left.
+  CHECK(uwjit::format("{} {} {}", 255, 3.14159265, 10) == "255 3.14159 10");
+  CHECK_THROWS_AS((void)uwjit::format("{}", Throws{}), std::runtime_error);
+  CHECK(uwjit::format("after {}", 1) == "after 1");
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t, &wrong] {
+      for (int i = 0; i < 2000; ++i) {
+        if (uwjit::format("{}:{}", t, i) != std::to_string(t) + ":" + std::to_string(i)) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  CHECK(wrong.load() == 0);
 }
 
 TEST_CASE("a failed assertion is an internal error naming the condition") {

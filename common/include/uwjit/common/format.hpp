@@ -5,6 +5,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -71,15 +72,49 @@ void format_next(std::ostringstream& out, std::string_view& pattern, const First
 }
 } // namespace detail
 
+namespace detail {
+/// This thread's stream for format(), empty and in the classic locale, or null while it is in use
+/// (an argument's operator<< that formats) or after the thread's own objects were destroyed.
+[[nodiscard]] std::ostringstream* borrow_format_stream();
+/// Empties a stream borrow_format_stream() gave, resets its state and flags, and frees it.
+void return_format_stream(std::ostringstream* stream) noexcept;
+
+/// The stream one format() call writes to: this thread's, or one of its own when that is taken.
+/// Making a stream and imbuing its locale cost 4-5 times the formatting of a kernel line, and a
+/// kernel text is hundreds of them.
+class FormatStream {
+public:
+  FormatStream() : m_shared(borrow_format_stream()) {
+    if (m_shared == nullptr) {
+      m_own.emplace();
+      m_own->imbue(std::locale::classic());
+    }
+  }
+  FormatStream(const FormatStream&) = delete;
+  FormatStream& operator=(const FormatStream&) = delete;
+  ~FormatStream() {
+    if (m_shared != nullptr) {
+      return_format_stream(m_shared);
+    }
+  }
+  [[nodiscard]] std::ostringstream& get() noexcept {
+    return m_shared != nullptr ? *m_shared : *m_own;
+  }
+
+private:
+  std::ostringstream* m_shared;
+  std::optional<std::ostringstream> m_own;
+};
+} // namespace detail
+
 /// Replaces each "{}" in `pattern` by the next argument, streamed in the classic locale. The
 /// pattern must hold exactly one "{}" per argument (checked at compile time). Thread-safe.
 template <class... Args>
 [[nodiscard]] std::string format(FormatPattern<Args...> pattern, const Args&... args) {
-  std::ostringstream out;
-  out.imbue(std::locale::classic());
+  detail::FormatStream stream;
   std::string_view rest = pattern.text();
-  detail::format_next(out, rest, args...);
-  return std::move(out).str();
+  detail::format_next(stream.get(), rest, args...);
+  return stream.get().str();
 }
 
 } // namespace uwjit
