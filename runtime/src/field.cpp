@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <type_traits>
 
 namespace uwjit::runtime {
 
@@ -201,34 +202,54 @@ void fill_slab_face(const Field& field, const AxisView& view, Side side, const B
   }
 }
 
-// The innermost axis with a halo of one, both faces copied (periodic or edge): each slab is one
-// row, whose two halo elements are copies of two of its own. The general path decides the kind and
-// the size of each of these two-element copies anew, which cost a small grid more than its
-// kernel (heat 16³ in a batch spent 29 % of its steps there); this loop decides them once.
-template <class Bits>
+// One end of a row: its halo element (padded index `to`) is element `from` of the same row,
+// copied, reflected (dirichlet: 2 v - x) or shifted (neumann: x + g), as compute_layer does.
+template <class T> struct RowEnd {
+  std::int64_t to, from;
+  BoundaryFace::Kind kind;
+  T constant;
+  RowEnd(const BoundaryFace& face, std::int64_t to, std::int64_t from)
+      : to(to), from(from), kind(face.kind), constant{} {
+    if constexpr (std::is_floating_point_v<T>) {
+      constant =
+          static_cast<T>(kind == BoundaryFace::Kind::dirichlet ? 2.0 * face.value : face.value);
+    }
+  }
+  void fill(T* row) const noexcept {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (kind == BoundaryFace::Kind::dirichlet) {
+        row[to] = constant - row[from];
+        return;
+      }
+      if (kind == BoundaryFace::Kind::neumann) {
+        row[to] = row[from] + constant;
+        return;
+      }
+    }
+    std::memcpy(row + to, row + from, sizeof(T)); // bit for bit, whatever the value
+  }
+};
+
+// The innermost axis with a halo of one: each slab is one row, whose two halo elements come
+// from two of its own, both in one pass. The general path decided the kind and the size of each
+// element's fill anew, which cost a small grid more than its kernel (heat 16³ in a batch spent
+// 29 % of its steps there); here they are decided once per axis. T: the element type (integer
+// fields only copy: check_fill refuses computed faces on them).
+template <class T>
 void fill_row_ends(Field& field, const AxisView& view, const Boundary& boundary, std::int64_t first,
                    std::int64_t last) {
   const std::int64_t n = view.n;
-  const std::int64_t padded = view.padded();
-  // Padded indices: the low halo is 0, the high one n + 1, the interior 1 .. n.
-  const std::int64_t low_from = boundary.low.kind == BoundaryFace::Kind::periodic ? n : 1;
-  const std::int64_t high_from = boundary.high.kind == BoundaryFace::Kind::periodic ? 1 : n;
-  auto* rows = static_cast<std::byte*>(field.data());
+  // Padded indices: the low halo is 0, the high one n + 1, the interior 1 .. n; a face that
+  // is not periodic takes its own end (edge's copy, the mirror of dirichlet and neumann).
+  const bool periodic = boundary.low.kind == BoundaryFace::Kind::periodic;
+  const RowEnd<T> low(boundary.low, 0, periodic ? n : 1);
+  const RowEnd<T> high(boundary.high, n + 1, periodic ? 1 : n);
+  T* const rows = static_cast<T*>(field.data());
   for (std::int64_t o = first; o < last; ++o) {
-    std::byte* row = rows + static_cast<std::size_t>(o * padded) * sizeof(Bits);
-    std::memcpy(row, row + low_from * static_cast<std::int64_t>(sizeof(Bits)), sizeof(Bits));
-    std::memcpy(row + (n + 1) * static_cast<std::int64_t>(sizeof(Bits)),
-                row + high_from * static_cast<std::int64_t>(sizeof(Bits)), sizeof(Bits));
+    T* const row = rows + o * view.padded();
+    low.fill(row);
+    high.fill(row);
   }
-}
-
-// Whether fill_row_ends fills the axis of `view`, and with which element size (0: it does not).
-std::size_t row_ends_size(const Field& field, const AxisView& view, const Boundary& boundary) {
-  if (view.inner != 1 || view.h != 1 || boundary.low.computed() || boundary.high.computed()) {
-    return 0;
-  }
-  const std::size_t size = codegen::size_of(field.dtype());
-  return size == 8 || size == 4 || size == 1 ? size : 0;
 }
 
 // Calls fill(at) for each slab in [first, last) of the axis's view, `at` giving a padded index's
@@ -290,15 +311,20 @@ void fill_faces(Field& field, std::size_t axis, const Boundary& boundary, std::i
   // Both sides slab by slab: along the innermost axis a slab's high halo and the next slab's
   // low halo share a cache line, which one pass then loads once.
   const AxisView view(field, axis);
-  switch (row_ends_size(field, view, boundary)) {
-  case 8:
-    return fill_row_ends<std::uint64_t>(field, view, boundary, first, last);
-  case 4:
-    return fill_row_ends<std::uint32_t>(field, view, boundary, first, last);
-  case 1:
-    return fill_row_ends<std::uint8_t>(field, view, boundary, first, last);
-  default:
-    break;
+  if (view.inner == 1 && view.h == 1) {
+    switch (field.dtype()) {
+    case Dtype::f64:
+      return fill_row_ends<double>(field, view, boundary, first, last);
+    case Dtype::f32:
+      return fill_row_ends<float>(field, view, boundary, first, last);
+    case Dtype::i64:
+      return fill_row_ends<std::int64_t>(field, view, boundary, first, last);
+    case Dtype::i32:
+      return fill_row_ends<std::int32_t>(field, view, boundary, first, last);
+    case Dtype::i8:
+    case Dtype::u8:
+      return fill_row_ends<std::uint8_t>(field, view, boundary, first, last);
+    }
   }
   for_each_slab(field, view, first, last, [&](auto at) {
     fill_slab_face(field, view, Side::low, boundary.low, at);

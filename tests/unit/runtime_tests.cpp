@@ -456,7 +456,7 @@ template <class T> void check_copied_halos(Dtype dtype, const Boundary& boundary
 
 } // namespace
 
-TEST_CASE("a halo of one along the innermost axis is copied for every element size") {
+TEST_CASE("a halo of one along the innermost axis is filled for every element size and face") {
   for (const Boundary& boundary : {Boundary::edge, Boundary::periodic}) {
     check_copied_halos<double>(Dtype::f64, boundary);
     check_copied_halos<float>(Dtype::f32, boundary);
@@ -465,7 +465,8 @@ TEST_CASE("a halo of one along the innermost axis is copied for every element si
     check_copied_halos<std::uint8_t>(Dtype::u8, boundary);
     check_copied_halos<std::int8_t>(Dtype::i8, boundary);
   }
-  // One computed face: that axis takes the general path, the copied face filled alike.
+  // Computed faces along the innermost axis too: dirichlet reflects, neumann adds the gradient
+  // (one cell from the mirror), in f64 and f32.
   uwjit::runtime::Field field("u", Dtype::f64, {4}, {1});
   for (std::int64_t i = 0; i < 4; ++i) {
     field.at<double>(i) = static_cast<double>(i * i + 1);
@@ -474,6 +475,20 @@ TEST_CASE("a halo of one along the innermost axis is copied for every element si
   field.fill_halos(mixed);
   CHECK(field.at<double>(-1) == 1.0);
   CHECK(field.at<double>(4) == 4.0 - 10.0);
+  const Boundary sloped[] = {
+      {.low = BoundaryFace::neumann(0.5), .high = BoundaryFace::neumann(-0.25)}};
+  field.fill_halos(sloped);
+  CHECK(field.at<double>(-1) == 1.0 + 0.5);
+  CHECK(field.at<double>(4) == 10.0 - 0.25);
+  uwjit::runtime::Field single("v", Dtype::f32, {3}, {1});
+  for (std::int64_t i = 0; i < 3; ++i) {
+    single.at<float>(i) = static_cast<float>(i + 1);
+  }
+  const Boundary single_faces[] = {
+      {.low = BoundaryFace::dirichlet(0.25), .high = BoundaryFace::neumann(2)}};
+  single.fill_halos(single_faces);
+  CHECK(single.at<float>(-1) == 0.5F - 1.0F);
+  CHECK(single.at<float>(3) == 3.0F + 2.0F);
 }
 
 TEST_CASE("a dirichlet face's halo is the reflection 2 v - mirror, a neumann face's the mirror "
