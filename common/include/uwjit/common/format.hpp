@@ -70,9 +70,7 @@ void format_next(std::ostringstream& out, std::string_view& pattern, const First
   pattern.remove_prefix(slot + 2);
   format_next(out, pattern, rest...);
 }
-} // namespace detail
 
-namespace detail {
 /// This thread's stream for format(), empty and in the classic locale, or null while it is in use
 /// (an argument's operator<< that formats) or after the thread's own objects were destroyed.
 [[nodiscard]] std::ostringstream* borrow_format_stream();
