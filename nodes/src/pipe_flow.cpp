@@ -252,31 +252,32 @@ void PipeFlowNode::emit_update(codegen::KernelWriter& w) const {
   w.param("fx", m_force);
   std::string cell;
   // Branch-free, so that the k loop vectorises: every node is streamed and collided, and a
-  // solid node keeps its populations through a select (its populations never change, so the
-  // values computed for it, discarded, stay finite).
+  // solid node stores its rest populations w_q through a select. A solid node carries no flow:
+  // it holds w_q from the initial state on, and what is computed for it, discarded, stays finite.
+  // Storing the constant instead of the node's loaded value spares the solid nodes the read of
+  // their own populations, which for the ten with an x component is a stream of its own (the
+  // pulls read the planes beside it).
   // The k loop's trip count is the update box's, known only at run time: vectorised as usual, it
   // would get a scalar remainder loop, a second copy of this long cell that doubles the machine
   // code and the compile time. The masked cell form folds the remainder into masked vector
   // iterations where masked moves are cheap (UWJIT_MASKED_MOVES, set by the writer per target).
-  // What a solid node stores: without masked moves, the value loaded already (naming
-  // f(q, i, j, k) again lets the compiler sink the select into two masked stores, microcoded on
-  // AMD's AVX2 cores); with them, a second load, which keeps fewer values live (faster with
-  // AVX-512, measured).
-  cell += "#if UWJIT_MASKED_MOVES\n"
-          "#define UWJIT_KEPT(q, loaded) f(q, i, j, k)\n"
-          "#else\n"
-          "#define UWJIT_KEPT(q, loaded) loaded\n"
-          "#endif\n";
   cell += "          const uw_i32 links = pipe_links(i, j, k);\n"
           "          const bool solid = (links & 1) != 0;\n"
           "          // Pull streaming; a link from a solid node is bounced back at the wall.\n"
           "          const double f0 = f(0, i, j, k);\n";
   for (int q = 1; q < k_q; ++q) {
     const auto& c = k_c[static_cast<std::size_t>(q)];
+    const std::string pull = format("f({}, {}, {}, {})", q, upstream("i", c[0]),
+                                    upstream("j", c[1]), upstream("k", c[2]));
+    if (c[1] == 0 && c[2] == 0) {
+      // Along x alone a link never comes from a solid node (the wall does not vary along x), so
+      // its bit is never set: pulled, with no read of the node's own opposite population.
+      cell += format("          const double f{} = {};\n", q, pull);
+      continue;
+    }
     cell += format("          const bool m{} = (links & {}) != 0;\n", q, 1 << q);
     cell += format("          const double back{} = f({}, i, j, k);\n", q, opposite(q));
-    cell += format("          const double pull{} = f({}, {}, {}, {});\n", q, q,
-                   upstream("i", c[0]), upstream("j", c[1]), upstream("k", c[2]));
+    cell += format("          const double pull{} = {};\n", q, pull);
     cell += format("          const double f{} = m{} ? back{} : pull{};\n", q, q, q, q);
     if (c[0] != 0) {
       // The bounced population hands 2 |c_x| f to the wall, along -c_x.
@@ -314,17 +315,14 @@ void PipeFlowNode::emit_update(codegen::KernelWriter& w) const {
     cell += format("            const double source = {} * fx * (3.0 * ({} - ux) + 9.0 * cu * "
                    "{});\n",
                    w_q, literal(static_cast<double>(c[0])), literal(static_cast<double>(c[0])));
-    // A solid node keeps f(q) of its own cell, loaded already as f0 or back{opposite(q)}.
-    const std::string kept = q == 0 ? "f0" : format("back{}", opposite(q));
     cell +=
         format("            const double post = f{} - omega * (f{} - feq) + (1.0 - 0.5 * omega) * "
-               "source;\n            f_out({}, i, j, k) = solid ? UWJIT_KEPT({}, {}) : post;\n"
+               "source;\n            f_out({}, i, j, k) = solid ? {} : post;\n"
                "          }\n",
-               q, q, q, q, kept);
+               q, q, q, w_q);
   }
   cell += "          mass += solid ? 0.0 : rho;\n"
-          "          momentum += solid ? 0.0 : rho * ux;\n"
-          "#undef UWJIT_KEPT\n";
+          "          momentum += solid ? 0.0 : rho * ux;\n";
   w.for_each_cell({.indices = {"i", "j", "k"}, .masked_remainder = true}, cell);
 }
 
