@@ -299,25 +299,35 @@ TEST_CASE("the batch from memory is at most the sampler's members, and says why"
       doctest::Contains("a batch of at most"), Error);
 }
 
-TEST_CASE("the default batch is two cache-sized groups a thread, and a resume grows it to fit") {
+TEST_CASE("the default batch is two cache-sized groups a thread, one large member a thread, and "
+          "a resume grows it to fit") {
   uwjit_test::TempDir dir;
-  // Members of about 7.4 MB (heat 48³: its state buffers, the conductivity and its copies):
-  // a thread's share of any last-level cache holds a few of them, far fewer than the sampler's.
-  Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{48});
   auto sampler = [] {
     return std::make_unique<GridSampler>(
         std::vector<ParamRange>{ParamRange::parse("kappa=1:2:4000")});
   };
+  // Members of about 302 kB (heat 16³): a thread's share of any last-level cache holds a few of
+  // them, far fewer than the sampler's. Members of about 100 MB (heat 160³) fit no thread's
+  // share: each thread steps one, so that two never take turns in its cache.
+  const Params small = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{16});
+  const Params large = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{160});
   for (const int threads : {1, 2}) {
     CAPTURE(threads);
-    Ensemble e(engine(), factory("heat"), base, sampler(), {std::make_shared<MemorySink>(10)},
+    const std::string count = std::to_string(threads) + " thread";
+    Ensemble e(engine(), factory("heat"), small, sampler(), {std::make_shared<MemorySink>(10)},
                {.until = steps(1), .threads = threads});
     CHECK(e.batch_size() < 4000);
     CHECK(e.batch_size() % (2 * threads) == 0);
-    CHECK(e.batch_reason().find("two groups a thread for " + std::to_string(threads) + " thread") !=
-          std::string::npos);
+    CHECK(e.batch_reason().find("two groups a thread for " + count) != std::string::npos);
     CHECK(e.batch_reason().find("fits") != std::string::npos); // memory's figure too
+    Ensemble big(engine(), factory("heat"), large, sampler(), {std::make_shared<MemorySink>(10)},
+                 {.until = steps(1), .threads = threads});
+    CHECK(big.batch_size() == threads);
+    CHECK(big.batch_reason().find("one member a thread for " + count) != std::string::npos);
+    CHECK(big.batch_reason().find("larger than a thread's share") != std::string::npos);
   }
+  // Members of about 7.4 MB (heat 48³), for the resume below.
+  Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{48});
   // A checkpoint of a larger batch than this machine's default: resumed with the default, the
   // batch grows to hold every member it held.
   const EnsembleOptions defaults{.until = steps(3), .threads = 1};

@@ -43,10 +43,12 @@ std::size_t last_level_cache_bytes() {
   return bytes;
 }
 
+double cache_share(std::size_t threads) {
+  return static_cast<double>(last_level_cache_bytes()) / (2.0 * static_cast<double>(threads));
+}
+
 std::size_t cache_group(double member_bytes, std::size_t threads) {
-  const double share =
-      static_cast<double>(last_level_cache_bytes()) / (2.0 * static_cast<double>(threads));
-  return static_cast<std::size_t>(std::max(1.0, std::floor(share / member_bytes)));
+  return static_cast<std::size_t>(std::max(1.0, std::floor(cache_share(threads) / member_bytes)));
 }
 
 } // namespace detail

@@ -80,9 +80,12 @@ struct StageRole {
 [[nodiscard]] std::vector<MemberField> zero_fields(const MemberColumns& columns);
 /// The last-level cache of this machine's first CPU (sysfs), 8 MiB when it does not say.
 [[nodiscard]] std::size_t last_level_cache_bytes();
+/// One of `threads` threads' share of the last-level cache, in bytes: half of it split between
+/// them.
+[[nodiscard]] double cache_share(std::size_t threads);
 /// Members of `member_bytes` each that fit one of `threads` threads' share of the last-level
-/// cache (half of it split between them); at least 1. A thread steps such a group all the steps
-/// of a round while its buffers stay in the cache.
+/// cache; at least 1. A thread steps such a group all the steps of a round while its buffers
+/// stay in the cache.
 [[nodiscard]] std::size_t cache_group(double member_bytes, std::size_t threads);
 
 } // namespace detail

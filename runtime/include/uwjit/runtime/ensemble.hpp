@@ -56,8 +56,9 @@ struct StopRule {
 struct EnsembleOptions {
   StopRule until;
   /// Members stepped together; 0: two groups a thread of the members that fit its share of the
-  /// last-level cache, at most as many as fit in `memory_fraction` of the memory this process can
-  /// use (from each member's layout, computed, never probed) and the sampler's size.
+  /// last-level cache (one member a thread where a member is larger than that share), at most as
+  /// many as fit in `memory_fraction` of the memory this process can use (from each member's
+  /// layout, computed, never probed) and the sampler's size.
   std::int64_t batch = 0;
   double memory_fraction = 0.25;
   /// Threads that step the batch (members split between them); 0: this process's cores (shared
