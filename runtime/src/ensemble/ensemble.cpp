@@ -224,15 +224,15 @@ void Ensemble::Impl::choose_batch(const Member& first) {
     const auto threads = static_cast<std::size_t>(pool->size());
     const std::size_t group = cache_group(bytes_per_member, threads);
     const bool fits = bytes_per_member <= cache_share(threads);
-    const auto cores = static_cast<std::int64_t>((fits ? 2 : 1) * threads * group);
+    const auto from_caches = static_cast<std::int64_t>(threads * (fits ? 2 * group : 1));
     const std::string thread_count = format("{} thread{}", threads, threads == 1 ? "" : "s");
     const std::string cache = bytes_text(static_cast<double>(last_level_cache_bytes()));
-    batch = std::min({fit, k_most_members, cores});
-    if (batch == cores && cores < fit && fits) {
+    batch = std::min({fit, k_most_members, from_caches});
+    if (batch == from_caches && from_caches < fit && fits) {
       batch_reason = format("{}: two groups a thread for {}, each of {} member{} in a share of "
                             "the {} last-level cache ({})",
                             batch, thread_count, group, group == 1 ? "" : "s", cache, memory);
-    } else if (batch == cores && cores < fit) {
+    } else if (batch == from_caches && from_caches < fit) {
       batch_reason = format("{}: one member a thread for {}, each larger than a thread's share "
                             "({}) of the {} last-level cache ({})",
                             batch, thread_count, bytes_text(cache_share(threads)), cache, memory);
