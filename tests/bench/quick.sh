@@ -26,6 +26,16 @@ widest = next((isa for flag, isa in [("avx512f", "AVX-512"), ("avx2", "AVX2"), (
                                      ("sse4_2", "SSE4.2")] if flag in flags), None)
 assert widest is None or machine["vector_isa"] == widest, (machine["vector_isa"], widest)
 PY
+# Each cold row against the compiler subprocess has its twin against the same compile stopped at
+# the object, so that the linker's share of the ratio is shown.
+python3 - "$out/bench.json" <<'PY'
+import json, sys
+figures = [row["figure"] for row in json.load(open(sys.argv[1]))["rows"] if row["section"] == "cold"]
+kernels = [f.split(":")[0] for f in figures if f.endswith("clang++-19 subprocess + dlopen / in-process")]
+assert kernels, figures
+for kernel in kernels:
+    assert any(f.startswith(kernel + ": clang++-19 -c (object only") for f in figures), (kernel, figures)
+PY
 grep -qE "^Machine: .* \([a-z0-9_-]+, (AVX-512|AVX2|AVX|SSE4\.2|SVE|NEON|scalar)\), [0-9]+ cores" "$out/bench.md"
 # Two runs side by side: every row of each, with the ratio of their medians.
 "$bench" --compare "$out/bench.json" "$out/again/bench.json" > "$out/compare.md"

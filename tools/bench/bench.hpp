@@ -235,6 +235,10 @@ struct SubprocessBuild {
 /// -fno-math-errno, -ffp-contract=off as the engine compiles by default).
 [[nodiscard]] const std::vector<std::string>& subprocess_flags();
 
+/// subprocess_flags() without -shared: the same compile stopped at an object (-c) or a listing
+/// (-S), with no linker run.
+[[nodiscard]] std::vector<std::string> compile_only_flags();
+
 /// Writes `text` to DIR/NAME.cpp, runs `compiler` with subprocess_flags() on it, dlopens the
 /// .so and looks `entry` up. Throws Error(compile) with the compiler's output if it fails.
 [[nodiscard]] SubprocessBuild build_subprocess(const std::string& compiler, const std::string& text,

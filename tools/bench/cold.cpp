@@ -22,6 +22,16 @@ const std::vector<std::string>& subprocess_flags() {
   return flags;
 }
 
+std::vector<std::string> compile_only_flags() {
+  std::vector<std::string> flags;
+  for (const auto& flag : subprocess_flags()) {
+    if (flag != "-shared") {
+      flags.push_back(flag);
+    }
+  }
+  return flags;
+}
+
 SubprocessBuild build_subprocess(const std::string& compiler, const std::string& text,
                                  const std::string& entry, const std::filesystem::path& dir,
                                  const std::string& name) {
@@ -84,6 +94,27 @@ double publish_ms(const std::filesystem::path& cache, const std::filesystem::pat
   return outcome.published() ? ms : std::nan("");
 }
 
+// The compiler subprocess on the same text, stopped at the object (-c): what the process costs
+// without running a linker, nor dlopen. Throws Error(compile) with its output if it fails.
+double object_only_ms(const std::string& compiler, const std::string& text,
+                      const std::filesystem::path& dir, const std::string& name) {
+  const auto source = dir / (name + "-object.cpp");
+  {
+    std::ofstream out(source, std::ios::binary | std::ios::trunc);
+    out << text;
+  }
+  std::vector<std::string> argv = {compiler};
+  const auto flags = compile_only_flags();
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-c", "-o", (dir / (name + ".o")).string(), source.string()});
+  const auto compiled = run(argv);
+  if (!compiled.ok()) {
+    throw Error(ErrorKind::compile, format("{} -c {} failed: {}{}", compiler, source.string(),
+                                           compiled.out, compiled.err));
+  }
+  return compiled.wall_ms;
+}
+
 } // namespace
 
 void cold_section(const Options& options, Report& report) {
@@ -93,7 +124,9 @@ void cold_section(const Options& options, Report& report) {
       "per round and kernel, in rotating order: (a) a fresh Engine on a fresh cache directory "
       "requests the kernel (request to callable: key, disk miss, lock, in-process compile, "
       "atomic publish with fsync, JIT link); (b) g++ and (c) clang++-19 as subprocesses write "
-      "a .so, which dlopen loads (writing the source file to callable). Ratios are per round.";
+      "a .so, which dlopen loads (writing the source file to callable); then clang++-19 -c writes "
+      "only the object of the same text (its compile without linker or dlopen). Ratios are per "
+      "round.";
   Json kernels = Json::object();
   const auto dir = fresh_dir(options.work, "cold");
   for (const auto& name : options.kernels) {
@@ -135,6 +168,13 @@ void cold_section(const Options& options, Report& report) {
           series.add(label + "_compiler_ms", build.compiler_ms);
           series.add(label + "_dlopen_ms", build.dlopen_ms);
           (way == 1 ? gcc_command : clang_command) = build.command;
+          if (way == 2) {
+            // A share of the subprocess is its linker: the same compile stopped at the object
+            // shows how much, so that the ratio above is not read as compile work alone.
+            series.add(
+                "clang_object_ms",
+                object_only_ms(compiler, source.instantiate(entry, "bench_module"), dir, stem));
+          }
         }
       }
       const auto& jit = series.values("jit_ms");
@@ -143,6 +183,7 @@ void cold_section(const Options& options, Report& report) {
       const double compile_only = series.values("jit_frontend_ms").back() +
                                   series.values("jit_optimise_ms").back() +
                                   series.values("jit_codegen_ms").back();
+      series.add("clang_object_over_jit", series.values("clang_object_ms").back() / jit.back());
       series.add("jit_compile_share", compile_only / jit.back());
       series.add("gcc_over_compile_only", series.values("gcc_ms").back() / compile_only);
       series.add("clang_over_compile_only", series.values("clang_ms").back() / compile_only);
@@ -201,6 +242,19 @@ void cold_section(const Options& options, Report& report) {
                 .limit = limit("clang", "clang++-19"),
                 .command = command,
                 .note = clang_command});
+    report.add({.section = "cold",
+                .figure = name + ": clang++-19 -c (object only: no linker, no dlopen) / in-process",
+                .unit = "×",
+                .value = series.summary("clang_object_over_jit"),
+                .command = command,
+                .note = format("the subprocess above without its link: the compiler's own work "
+                               "on the same text, {} ms, against the whole in-process request "
+                               "(which does link and load); {} ms of the subprocess's {} ms are "
+                               "the linker and dlopen",
+                               number_text(series.summary("clang_object_ms").median),
+                               number_text(series.summary("clang_ms").median -
+                                           series.summary("clang_object_ms").median),
+                               number_text(series.summary("clang_ms").median))});
   }
   section["kernels"] = std::move(kernels);
 }

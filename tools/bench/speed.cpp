@@ -162,11 +162,8 @@ std::optional<bool> same_instructions(const engine::Engine& engine,
     out << text;
   }
   std::vector<std::string> argv = {"clang++-19"};
-  for (const auto& flag : subprocess_flags()) {
-    if (flag != "-shared") {
-      argv.push_back(flag);
-    }
-  }
+  const auto flags = compile_only_flags();
+  argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"-S", "-o", listing.string(), file.string()});
   if (!run(argv).ok()) {
     return std::nullopt;
