@@ -6,8 +6,8 @@
 # leaves predication out and the AVX2 object has no masked move at all (with predication forced,
 # the same source has dozens). The stored canonical source is compiled with clang++-19 for each
 # target, whatever this machine has; the JIT'd object of this machine is checked too. On AMD's
-# Zen 5 a loop whose rows are whole vectors (a compiled innermost extent, a multiple of 16) keeps
-# the unmasked form, and one with a remainder the masked iterations.
+# Zen 4 and Zen 5 a loop whose rows are whole vectors (a compiled innermost extent, a multiple of
+# 16) keeps the unmasked form, and one with a remainder the masked iterations.
 #   loop_forms.sh UWJIT CLANGXX
 uwjit=$1
 clangxx=$2
@@ -55,7 +55,7 @@ if grep -qw avx512f /proc/cpuinfo; then
     fail "this AVX-512 machine's kernel uses mask registers ($jit_moves vmaskmov, $jit_masks masked)"
 fi
 echo "this machine ($cpu): $jit_moves vmaskmov, $jit_masks masked operands"
-# Zen 5: rows of whole vectors keep the unmasked loop (no state stored under a mask; a select of
+# Zen 4 and Zen 5: rows of whole vectors keep the unmasked loop (no state stored under a mask; a select of
 # two loads may still be a load merged under a mask), other rows keep masked iterations, whose
 # every population is stored under the remainder's mask.
 masked_stores() { # masked_stores FILE.s: vector stores to memory under a mask register
@@ -71,15 +71,20 @@ for size in 16x16x32 16x16x24; do
       fail "$size.cpp compiles for $isa"
   done
 done
-grep -q '^#if defined(__znver5__)$' "$sandbox/16x16x32.cpp" && ok ||
-  fail "rows of 32 cells (whole vectors) ask for Zen 5's unmasked loop"
-grep -q '__znver5__' "$sandbox/16x16x24.cpp" && fail "rows of 24 cells keep the masked form on Zen 5" || ok
+grep -q '^#if defined(__znver4__) || defined(__znver5__)$' "$sandbox/16x16x32.cpp" && ok ||
+  fail "rows of 32 cells (whole vectors) ask for Zen 4's and Zen 5's unmasked loop"
+grep -qE '__znver[45]__' "$sandbox/16x16x24.cpp" && fail "rows of 24 cells keep the masked form on Zen 4 and 5" || ok
+"$clangxx" -x c++ -std=c++20 -O3 -march=sapphirerapids -S -o "$sandbox/16x16x32-sapphirerapids.s" \
+  "$sandbox/16x16x32.cpp" || fail "16x16x32.cpp compiles for sapphirerapids"
 whole=$(masked_stores "$sandbox/16x16x32-znver5.s")
 whole_zen4=$(masked_stores "$sandbox/16x16x32-znver4.s")
+whole_intel=$(masked_stores "$sandbox/16x16x32-sapphirerapids.s")
 partial=$(masked_stores "$sandbox/16x16x24-znver5.s")
-[ "$whole" -eq 0 ] && [ "$whole_zen4" -ge 19 ] && [ "$partial" -ge 19 ] && ok ||
-  fail "masked vector stores: Zen 5 whole rows $whole (want 0), Zen 4 $whole_zen4 and Zen 5 with a remainder $partial (want >= 19, one per population)"
-echo "masked vector stores: Zen 5 whole rows $whole, Zen 4 $whole_zen4, Zen 5 rows with a remainder $partial"
+partial_zen4=$(masked_stores "$sandbox/16x16x24-znver4.s")
+[ "$whole" -eq 0 ] && [ "$whole_zen4" -eq 0 ] && [ "$whole_intel" -ge 19 ] && [ "$partial" -ge 19 ] &&
+  [ "$partial_zen4" -ge 19 ] && ok ||
+  fail "masked vector stores: whole rows on Zen 5 $whole and Zen 4 $whole_zen4 (want 0), on Intel $whole_intel, rows with a remainder on Zen 5 $partial and Zen 4 $partial_zen4 (want >= 19, one per population)"
+echo "masked vector stores: whole rows on Zen 5 $whole, Zen 4 $whole_zen4, Intel $whole_intel; rows with a remainder on Zen 5 $partial, Zen 4 $partial_zen4"
 # With run-time extents (as a sharded axis has), the loop is vectorised on every target too: its
 # run-time checks are many, and the cost model alone would leave it scalar.
 run "$uwjit" run pipe-flow --size 16 --steps 1 --set extents=runtime --output "$sandbox/out" --json

@@ -83,7 +83,8 @@ struct CellLoop {
   /// as the macro UWJIT_MASKED_MOVES (1 where the remainder is masked, else 0). No effect on a
   /// GPU (1 there). Where the innermost extent is compiled in and a multiple of 16 (whole
   /// 64-byte vectors of f32 or f64, so the remainder never runs when the box spans the row), AMD's
-  /// Zen 5 keeps the unmasked loop too: there masked iterations cost a sixth of pipe-flow's speed.
+  /// Zen 4 and Zen 5 keep the unmasked loop too: there masked iterations cost pipe-flow a sixth
+  /// (Zen 5) and an eighth (Zen 4) of its speed on one thread.
   bool masked_remainder = false;
 };
 
