@@ -61,9 +61,9 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
               "change:INTEGRAL<TOL, below:INTEGRAL<TOL, every:K (below)")
       .option("--batch", "B",
               "members stepped together (default: two groups a thread of the members that fit "
-              "its share of the last-level cache, or one member a thread where a member is "
-              "larger than that share; at most what fits in a quarter of the memory and the "
-              "members)")
+              "its cache (its level-2 cache, else its share of the last-level cache), or one "
+              "member a thread where a member is larger than that; at most what fits in a "
+              "quarter of the memory and the members)")
       .option("--threads", "N", "threads (default: the cores this process may use)")
       .option("--device", "cpu|cuda|cuda:N",
               "where the batch runs: this process's cores, or an NVIDIA GPU, one launch a step "

@@ -306,9 +306,9 @@ TEST_CASE("the default batch is two cache-sized groups a thread, one large membe
     return std::make_unique<GridSampler>(
         std::vector<ParamRange>{ParamRange::parse("kappa=1:2:4000")});
   };
-  // Members of about 302 kB (heat 16³): a thread's share of any last-level cache holds a few of
-  // them, far fewer than the sampler's. Members of about 100 MB (heat 160³) fit no thread's
-  // share: each thread steps one, so that two never take turns in its cache.
+  // Members of about 302 kB (heat 16³): a thread's cache (its level-2 cache, or its share of the
+  // last-level cache) holds a few of them, far fewer than the sampler's. Members of about 100 MB
+  // (heat 160³) fit no thread's cache: each thread steps one, so that two never take turns in it.
   const Params small = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{16});
   const Params large = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{160});
   for (const int threads : {1, 2}) {
@@ -324,7 +324,11 @@ TEST_CASE("the default batch is two cache-sized groups a thread, one large membe
                  {.until = steps(1), .threads = threads});
     CHECK(big.batch_size() == threads);
     CHECK(big.batch_reason().find("one member a thread for " + count) != std::string::npos);
-    CHECK(big.batch_reason().find("larger than a thread's share") != std::string::npos);
+    CHECK(big.batch_reason().find("larger than a thread's ") != std::string::npos);
+    // The cache named is the thread's level-2 cache where sysfs lists one, else its share of
+    // the last-level cache.
+    CHECK((big.batch_reason().find("level-2 cache") != std::string::npos ||
+           big.batch_reason().find("last-level cache") != std::string::npos));
   }
   // Members of about 7.4 MB (heat 48³), for the resume below.
   Params base = uwjit::nodes::sized_params("heat", std::vector<std::int64_t>{48});

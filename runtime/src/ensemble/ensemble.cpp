@@ -216,26 +216,25 @@ void Ensemble::Impl::choose_batch(const Member& first) {
                        : format("{}, the most a batch sized from memory holds ({})", batch, memory);
   } else {
     // On CPUs a batch beyond what the threads step from their caches only adds memory to touch
-    // and to keep: each thread steps groups of members that fit its share of the last-level
-    // cache (advance_all), and two groups a thread keep every thread busy as members leave.
-    // A member larger than that share is its thread's only one: two would take turns each round,
-    // each bringing its state back from memory (pipe-flow 32×24×24, 7 MB a member, on a 2-core
-    // AMD EPYC Zen 5: 1.13× the member-steps on 2 threads, 1.17× on 1; performance.md).
+    // and to keep: each thread steps groups of members that fit its cache (advance_all, with
+    // thread_cache's measurements), and two groups a thread keep every thread busy as members
+    // leave. A member larger than that cache is its thread's only one: two would take turns each
+    // round, each bringing its state back from further away (pipe-flow 32×24×24, 7 MB a member,
+    // on a 2-core AMD EPYC Zen 5: 1.13× the member-steps on 2 threads, 1.17× on 1; heat 48³ on
+    // Zen 4 1.11×; performance.md).
     const auto threads = static_cast<std::size_t>(pool->size());
     const std::size_t group = cache_group(bytes_per_member, threads);
-    const bool fits = bytes_per_member <= cache_share(threads);
+    const ThreadCache cache = thread_cache(threads);
+    const bool fits = bytes_per_member <= cache.bytes;
     const auto from_caches = static_cast<std::int64_t>(threads * (fits ? 2 * group : 1));
     const std::string thread_count = format("{} thread{}", threads, threads == 1 ? "" : "s");
-    const std::string cache = bytes_text(static_cast<double>(last_level_cache_bytes()));
     batch = std::min({fit, k_most_members, from_caches});
     if (batch == from_caches && from_caches < fit && fits) {
-      batch_reason = format("{}: two groups a thread for {}, each of {} member{} in a share of "
-                            "the {} last-level cache ({})",
-                            batch, thread_count, group, group == 1 ? "" : "s", cache, memory);
+      batch_reason = format("{}: two groups a thread for {}, each of {} member{} in {} ({})", batch,
+                            thread_count, group, group == 1 ? "" : "s", cache.text, memory);
     } else if (batch == from_caches && from_caches < fit) {
-      batch_reason = format("{}: one member a thread for {}, each larger than a thread's share "
-                            "({}) of the {} last-level cache ({})",
-                            batch, thread_count, bytes_text(cache_share(threads)), cache, memory);
+      batch_reason = format("{}: one member a thread for {}, each larger than {} ({})", batch,
+                            thread_count, cache.text, memory);
     } else {
       batch_reason = fit <= k_most_members ? format("{} from memory: {}", batch, memory)
                                            : format("{}, the most a batch sized from memory "

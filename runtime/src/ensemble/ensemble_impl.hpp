@@ -78,14 +78,17 @@ struct StageRole {
                                               std::uint64_t generation, int rank);
 /// Every member's fields, as zeros of their shapes (a member never built, or a message's size).
 [[nodiscard]] std::vector<MemberField> zero_fields(const MemberColumns& columns);
-/// The last-level cache of this machine's first CPU (sysfs), 8 MiB when it does not say.
-[[nodiscard]] std::size_t last_level_cache_bytes();
-/// One of `threads` threads' share of the last-level cache, in bytes: half of it split between
-/// them.
-[[nodiscard]] double cache_share(std::size_t threads);
-/// Members of `member_bytes` each that fit one of `threads` threads' share of the last-level
-/// cache; at least 1. A thread steps such a group all the steps of a round while its buffers
-/// stay in the cache.
+/// The cache one of `threads` threads steps its group of members from, and its words for the
+/// batch's report.
+struct ThreadCache {
+  double bytes = 0;
+  std::string text; ///< e.g. "a thread's 1.05 MB level-2 cache"
+};
+/// The first CPU's level-2 cache (split between the CPUs that share it, at most `threads`) where
+/// sysfs names one, else one of `threads` threads' share of half the last-level cache.
+[[nodiscard]] ThreadCache thread_cache(std::size_t threads);
+/// Members of `member_bytes` each that fit thread_cache(threads); at least 1. A thread steps
+/// such a group all the steps of a round while its buffers stay in its cache.
 [[nodiscard]] std::size_t cache_group(double member_bytes, std::size_t threads);
 
 } // namespace detail

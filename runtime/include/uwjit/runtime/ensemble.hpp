@@ -55,8 +55,9 @@ struct StopRule {
 /// How an ensemble runs.
 struct EnsembleOptions {
   StopRule until;
-  /// Members stepped together; 0: two groups a thread of the members that fit its share of the
-  /// last-level cache (one member a thread where a member is larger than that share), at most as
+  /// Members stepped together; 0: two groups a thread of the members that fit its cache (its
+  /// level-2 cache where sysfs lists one, else its share of half the last-level cache; one member
+  /// a thread where a member is larger than that), at most as
   /// many as fit in `memory_fraction` of the memory this process can use (from each member's
   /// layout, computed, never probed) and the sampler's size.
   std::int64_t batch = 0;
@@ -152,10 +153,10 @@ public:
   /// whole checkpoint.
   void checkpoint(const std::filesystem::path& path) const;
   /// Steps until every member has left, in rounds of up to 16 steps between refills, calling
-  /// `progress` after each round. Within a round, groups of members that fit in a share of the
-  /// last-level cache are stepped by one thread each, all their steps while their buffers stay in
-  /// the cache; each member is still judged after each of its steps and stops at the step its
-  /// rule says, with the same bits as one step() at a time.
+  /// `progress` after each round. Within a round, groups of members that fit in a thread's cache
+  /// (EnsembleOptions::batch) are stepped by one thread each, all their steps while their buffers
+  /// stay in the cache; each member is still judged after each of its steps and stops at the step
+  /// its rule says, with the same bits as one step() at a time.
   void run(const std::function<void(const Ensemble&)>& progress = {});
 
   /// The node type, and the varied params in the order of MemberResult::values.
@@ -163,9 +164,9 @@ public:
   [[nodiscard]] const std::vector<std::string>& varied() const noexcept;
   /// The node's integrals, in the order of MemberResult::integrals.
   [[nodiscard]] const std::vector<std::string>& integrals() const noexcept;
-  /// The batch size, and why it is what it is (e.g. "24: two groups a thread for 2 threads, each
-  /// of 6 members in a share of the 8.39 MB last-level cache (25% of 24.8 GB (MemAvailable) fits
-  /// 20475 of 302 kB each)").
+  /// The batch size, and why it is what it is (e.g. "12: two groups a thread for 2 threads, each
+  /// of 3 members in a thread's 1.05 MB level-2 cache (25% of 24.9 GB (MemAvailable) fits 20573
+  /// of 302 kB each)").
   [[nodiscard]] std::int64_t batch_size() const noexcept;
   [[nodiscard]] const std::string& batch_reason() const noexcept;
   /// Each member's memory: its state buffers and its static arrays, in bytes.
