@@ -94,19 +94,15 @@ double publish_ms(const std::filesystem::path& cache, const std::filesystem::pat
   return outcome.published() ? ms : std::nan("");
 }
 
-// The compiler subprocess on the same text, stopped at the object (-c): what the process costs
-// without running a linker, nor dlopen. Throws Error(compile) with its output if it fails.
-double object_only_ms(const std::string& compiler, const std::string& text,
-                      const std::filesystem::path& dir, const std::string& name) {
-  const auto source = dir / (name + "-object.cpp");
-  {
-    std::ofstream out(source, std::ios::binary | std::ios::trunc);
-    out << text;
-  }
+// The compiler subprocess on `source` (the file build_subprocess wrote), stopped at the object
+// (-c): what the process costs without running a linker, nor dlopen. Throws Error(compile) with
+// its output if it fails.
+double object_only_ms(const std::string& compiler, const std::filesystem::path& source) {
   std::vector<std::string> argv = {compiler};
   const auto flags = compile_only_flags();
   argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), {"-c", "-o", (dir / (name + ".o")).string(), source.string()});
+  auto object = source;
+  argv.insert(argv.end(), {"-c", "-o", object.replace_extension(".o").string(), source.string()});
   const auto compiled = run(argv);
   if (!compiled.ok()) {
     throw Error(ErrorKind::compile, format("{} -c {} failed: {}{}", compiler, source.string(),
@@ -171,9 +167,7 @@ void cold_section(const Options& options, Report& report) {
           if (way == 2) {
             // A share of the subprocess is its linker: the same compile stopped at the object
             // shows how much, so that the ratio above is not read as compile work alone.
-            series.add(
-                "clang_object_ms",
-                object_only_ms(compiler, source.instantiate(entry, "bench_module"), dir, stem));
+            series.add("clang_object_ms", object_only_ms(compiler, dir / (stem + ".cpp")));
           }
         }
       }

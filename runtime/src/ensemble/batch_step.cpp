@@ -101,25 +101,31 @@ namespace detail {
 // (302 kB) in groups of 3 stepped 1.38× the member-steps of groups of 27 (a share of the last
 // level); members of 2.25 to 7.4 MB (heat 32³ and 48³, pipe-flow 32×24×24) were fastest one a
 // thread (performance.md).
-ThreadCache thread_cache(std::size_t threads) {
+double thread_cache_bytes(std::size_t threads) {
   const CacheSizes& sizes = cache_sizes();
   if (sizes.level2 > 0) {
-    const double bytes = static_cast<double>(sizes.level2) /
-                         static_cast<double>(std::min(sizes.level2_sharers, threads));
-    return {bytes, sizes.level2_sharers > 1 && threads > 1
-                       ? format("a thread's share ({}) of the {} level-2 cache", bytes_text(bytes),
-                                bytes_text(static_cast<double>(sizes.level2)))
-                       : format("a thread's {} level-2 cache", bytes_text(bytes))};
+    return static_cast<double>(sizes.level2) /
+           static_cast<double>(std::min(sizes.level2_sharers, threads));
   }
-  const double bytes =
-      static_cast<double>(last_level_cache_bytes()) / (2.0 * static_cast<double>(threads));
-  return {bytes, format("a thread's share ({}) of the {} last-level cache", bytes_text(bytes),
-                        bytes_text(static_cast<double>(last_level_cache_bytes())))};
+  return static_cast<double>(last_level_cache_bytes()) / (2.0 * static_cast<double>(threads));
+}
+
+ThreadCache thread_cache(std::size_t threads) {
+  const CacheSizes& sizes = cache_sizes();
+  const double bytes = thread_cache_bytes(threads);
+  if (sizes.level2 == 0) {
+    return {bytes, format("a thread's share ({}) of the {} last-level cache", bytes_text(bytes),
+                          bytes_text(static_cast<double>(last_level_cache_bytes())))};
+  }
+  return {bytes, sizes.level2_sharers > 1 && threads > 1
+                     ? format("a thread's share ({}) of the {} level-2 cache", bytes_text(bytes),
+                              bytes_text(static_cast<double>(sizes.level2)))
+                     : format("a thread's {} level-2 cache", bytes_text(bytes))};
 }
 
 std::size_t cache_group(double member_bytes, std::size_t threads) {
   return static_cast<std::size_t>(
-      std::max(1.0, std::floor(thread_cache(threads).bytes / member_bytes)));
+      std::max(1.0, std::floor(thread_cache_bytes(threads) / member_bytes)));
 }
 
 } // namespace detail

@@ -84,10 +84,13 @@ struct ThreadCache {
   double bytes = 0;
   std::string text; ///< e.g. "a thread's 1.05 MB level-2 cache"
 };
-/// The first CPU's level-2 cache (split between the CPUs that share it, at most `threads`) where
-/// sysfs names one, else one of `threads` threads' share of half the last-level cache.
+/// The bytes of the cache one of `threads` threads steps its group from: the first CPU's level-2
+/// cache (split between the CPUs that share it, at most `threads`) where sysfs names one, else
+/// the thread's share of half the last-level cache. No strings: each round asks.
+[[nodiscard]] double thread_cache_bytes(std::size_t threads);
+/// thread_cache_bytes(threads) with its words, for the batch's report.
 [[nodiscard]] ThreadCache thread_cache(std::size_t threads);
-/// Members of `member_bytes` each that fit thread_cache(threads); at least 1. A thread steps
+/// Members of `member_bytes` each that fit thread_cache_bytes(threads); at least 1. A thread steps
 /// such a group all the steps of a round while its buffers stay in its cache.
 [[nodiscard]] std::size_t cache_group(double member_bytes, std::size_t threads);
 
