@@ -342,15 +342,54 @@ AtomicFile::AtomicFile(const std::filesystem::path& path, AtomicFileOptions opti
 
 // A rename replaces whatever has the final name: a device node (as root, /dev/null itself), a
 // FIFO another program reads, a socket. Only a regular file (or a symlink, which is replaced, never
-// followed) may be replaced.
-void AtomicFile::refuse_special_target() const {
-  const auto existing = status_at(m_dir_fd, m_final);
-  if (existing && !existing->regular && !existing->symlink) {
+// followed) may be replaced, and with `replaces` only an empty one or one of the writer's kind.
+void check_replaceable(int dir_fd, const std::string& name, std::string_view display,
+                       std::string_view replaces, std::string_view kind) {
+  const auto existing = status_at(dir_fd, name);
+  if (!existing || existing->symlink) {
+    return;
+  }
+  if (!existing->regular) {
     throw Error(ErrorKind::io,
                 format("cannot write \"{}\": it exists and is a {}, not a regular file (uwjit "
                        "replaces regular files only)",
-                       m_display, existing->type));
+                       display, existing->type));
   }
+  if (replaces.empty() || existing->size == 0) {
+    return;
+  }
+  // The first bytes alone, without blocking (it was a regular file a moment ago; O_NONBLOCK in
+  // case a FIFO took its place since).
+  std::string head(replaces.size(), '\0');
+  std::size_t got = 0;
+  const UniqueFd fd(open_at(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK));
+  while (fd && got < head.size()) {
+    const ssize_t n = ::read(fd.get(), head.data() + got, head.size() - got);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  if (got != head.size() || head != replaces) {
+    throw Error(ErrorKind::io,
+                format("cannot write \"{}\": it exists ({} bytes) and is not a {} (it does not "
+                       "start with \"{}\"); uwjit replaces only an earlier {} or an empty file: "
+                       "move it away or choose another name",
+                       display, existing->size, kind, printable(replaces), kind));
+  }
+}
+
+void check_replaceable(const std::filesystem::path& path, std::string_view replaces,
+                       std::string_view kind) {
+  const UniqueFd dir(open_directory(path));
+  check_replaceable(dir.get(), path.filename().string(), path.string(), replaces, kind);
+}
+
+void AtomicFile::refuse_special_target() const {
+  check_replaceable(m_dir_fd, m_final, m_display, m_options.replaces, m_options.kind);
 }
 
 void AtomicFile::create_temporary() {

@@ -4,6 +4,7 @@
 #include <uwjit/driver/ensemble_main.hpp>
 
 #include "progress.hpp"
+#include "run_paths.hpp"
 #include "stop_on_signal.hpp"
 
 #include <uwjit/comm/verdict.hpp>
@@ -259,6 +260,20 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
   if (launched_as_ranks() && program.job != nullptr) {
     comm = program.job->start();
     options.comm = comm.get();
+  }
+  if (checkpoint) {
+    // Before any member runs: rank 0 writes the file (a pipeline's first stage, or the ensemble's
+    // lead), and a path it refuses is an error on every rank.
+    const auto check = [&] {
+      if (comm == nullptr || comm->rank() == 0) {
+        check_checkpoint(command, *checkpoint,
+                         stages.empty() ? runtime::k_ensemble_checkpoint_magic
+                                        : runtime::k_pipeline_checkpoint_magic,
+                         stages.empty() ? "uwjit ensemble checkpoint"
+                                        : "uwjit pipeline checkpoint");
+      }
+    };
+    comm ? comm::together(*comm, check) : check();
   }
   if (!stages.empty() && !comm) {
     throw Error(ErrorKind::usage,

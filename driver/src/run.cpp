@@ -362,7 +362,7 @@ int run(const Program& program, std::span<const NodeKind> kinds,
     check_output(command, output_dir);
   }
   if (checkpoint && !print_kernel) {
-    check_checkpoint(command, *checkpoint);
+    check_checkpoint(command, *checkpoint, runtime::k_checkpoint_magic, "uwjit checkpoint");
   }
   if (restore) {
     check_restore(command, *restore);

@@ -74,7 +74,8 @@ void check_output(std::string_view command, const std::filesystem::path& directo
   check_writable_directory(command, "--output", directory, directory);
 }
 
-void check_checkpoint(std::string_view command, const std::filesystem::path& file) {
+void check_checkpoint(std::string_view command, const std::filesystem::path& file,
+                      std::string_view magic, std::string_view kind) {
   std::error_code error;
   if (std::filesystem::is_directory(file, error)) {
     path_error(command, "--checkpoint", file, "is a directory");
@@ -86,6 +87,11 @@ void check_checkpoint(std::string_view command, const std::filesystem::path& fil
                "exists and is not a regular file (a device, FIFO or socket is never replaced)");
   }
   check_writable_directory(command, "--checkpoint", file, directory_of(file));
+  try {
+    posix::check_replaceable(file, magic, kind);
+  } catch (const Error& refused) {
+    path_error(command, "--checkpoint", file, refused.what());
+  }
 }
 
 void check_restore(std::string_view command, const std::filesystem::path& file) {

@@ -11,9 +11,11 @@ namespace uwjit::driver {
 /// Creates `directory` if it is missing and proves that a file can be created in it.
 void check_output(std::string_view command, const std::filesystem::path& directory);
 
-/// The checkpoint's directory can be written in, and `file` is not a directory, device, FIFO or
-/// socket (only a regular file or nothing is replaced).
-void check_checkpoint(std::string_view command, const std::filesystem::path& file);
+/// The checkpoint's directory can be written in, and `file` is nothing yet, a symlink, an empty
+/// file or an earlier checkpoint (a regular file starting with `magic`, the first bytes of a
+/// `kind`): never a directory, device, FIFO or socket, nor a user's other file.
+void check_checkpoint(std::string_view command, const std::filesystem::path& file,
+                      std::string_view magic, std::string_view kind);
 
 /// `file` is a regular file that can be read (a FIFO is refused, never waited on).
 void check_restore(std::string_view command, const std::filesystem::path& file);

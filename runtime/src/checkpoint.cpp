@@ -27,7 +27,7 @@ using namespace detail; // this file is the runtime's own
 
 namespace {
 
-constexpr std::string_view k_magic = "UWJITCKP";
+constexpr std::string_view k_magic = k_checkpoint_magic;
 
 // One node as the checkpoint format stores it. Each field is this rank's part of the whole
 // field: its interior at `offset` (per axis) of an array of `whole` cells.
@@ -190,7 +190,8 @@ void write_checkpoint(comm::Collectives* comm, const std::filesystem::path& path
   }
   std::vector<std::uint64_t> crcs(fields.size(), 0);
   try {
-    detail::CollectiveFile file(comm, path, plan.size);
+    detail::CollectiveFile file(comm, path, plan.size,
+                                {.mode = 0644, .replaces = k_magic, .kind = "uwjit checkpoint"});
     file.write([&] {
       std::vector<std::byte> packed;
       for (std::size_t k = 0; k < fields.size(); ++k) {

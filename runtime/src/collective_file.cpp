@@ -24,12 +24,12 @@ bool leads(const comm::Collectives* comm) {
 } // namespace
 
 CollectiveFile::CollectiveFile(comm::Collectives* comm, const std::filesystem::path& path,
-                               std::uint64_t size)
+                               std::uint64_t size, posix::AtomicFileOptions options)
     : m_comm(comm), m_path(path) {
   std::string temporary;
   run_together(m_comm, [&] {
     if (leads(m_comm)) {
-      m_file.emplace(path, posix::AtomicFileOptions{.mode = 0644});
+      m_file.emplace(path, options);
       m_file->resize(size);
       temporary = m_file->temporary();
     }

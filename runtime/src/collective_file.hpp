@@ -22,7 +22,8 @@ void run_together(comm::Collectives* comm, const std::function<void()>& body);
 
 /// The steps, every one collective:
 ///   1. the constructor: rank 0 creates a temporary beside `path` (sized `size` bytes; it
-///      refuses a device, FIFO or directory at `path` as AtomicFile does) and the others open it;
+///      refuses a device, FIFO or directory at `path`, and what `options` does not replace, as
+///      AtomicFile does) and the others open it;
 ///   2. write(): each rank writes its parts (write_at) and syncs them;
 ///   3. commit(): rank 0 writes the head at offset 0, syncs, and renames the temporary over
 ///      `path`, then syncs the directory.
@@ -31,7 +32,8 @@ void run_together(comm::Collectives* comm, const std::function<void()>& body);
 /// at `path` or the new one, never a torn one. The ranks must share the file system of `path`.
 class CollectiveFile {
 public:
-  CollectiveFile(comm::Collectives* comm, const std::filesystem::path& path, std::uint64_t size);
+  CollectiveFile(comm::Collectives* comm, const std::filesystem::path& path, std::uint64_t size,
+                 posix::AtomicFileOptions options);
   CollectiveFile(const CollectiveFile&) = delete;
   CollectiveFile& operator=(const CollectiveFile&) = delete;
   ~CollectiveFile();

@@ -108,4 +108,27 @@ zeros_kb=$(peak zeros)
   fail "300 MB of zeros refused without being read ($zeros_kb kB peak, $tiny_kb kB for 8 bytes)"
 rm -f zeros
 
+# A checkpoint path that names a user's file: refused before the run (a typo must not cost the
+# file), the file left as it was; an earlier checkpoint and an empty file are replaced.
+printf 'print("results")\n' >analysis.py
+run "$uwjit" run heat --size 8 --steps 1 --output out5 --checkpoint analysis.py
+expect_code 1 "--checkpoint over a user's file"
+expect_err '--checkpoint analysis.py: cannot write "analysis.py": it exists \(17 bytes\) and is not a uwjit checkpoint' \
+  "the user's file is named with what it is"
+[ "$(cat analysis.py)" = 'print("results")' ] && ok || fail "the user's file is untouched"
+[ ! -e out5/heat.vti ] && ok || fail "a run refused for its checkpoint path wrote nothing"
+run "$uwjit" ensemble heat --size 8 --vary contrast=1:2:2 --until steps:40 --checkpoint analysis.py \
+  --checkpoint-every 1
+expect_code 1 "an ensemble's --checkpoint over a user's file"
+expect_err 'is not a uwjit ensemble checkpoint' "the ensemble names what it would replace"
+[ "$(cat analysis.py)" = 'print("results")' ] && ok || fail "the user's file is untouched by the ensemble"
+run "$uwjit" run heat --size 8 --steps 1 --output out5 --checkpoint out5/heat.ckpt
+expect_code 0 "a first checkpoint"
+run "$uwjit" run heat --size 8 --steps 2 --output out5 --checkpoint out5/heat.ckpt
+expect_code 0 "a checkpoint replaces the earlier one"
+: >empty.ckpt
+run "$uwjit" run heat --size 8 --steps 1 --output out5 --checkpoint empty.ckpt
+expect_code 0 "a checkpoint replaces an empty file"
+[ "$(head -c 8 empty.ckpt)" = UWJITCKP ] && ok || fail "the empty file became the checkpoint"
+
 finish

@@ -50,6 +50,22 @@ def test_a_checkpoint_over_a_fifo_or_socket_is_refused_and_the_file_left(engine,
         uwjit.Simulation.restore(engine, fifo, lambda t, n, p: Ramp(n))
 
 
+def test_a_checkpoint_over_a_users_file_is_refused_and_the_file_left(engine, tmp_path):
+    sim = uwjit.Simulation(engine, [Ramp()])
+    sim.step(1)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my results\n")
+    with pytest.raises(uwjit.IoError, match="is not a uwjit checkpoint"):
+        sim.checkpoint(notes)
+    assert notes.read_text() == "my results\n"
+    # The next checkpoint at a checkpoint's path replaces it.
+    first = tmp_path / "ramp.ckpt"
+    sim.checkpoint(first)
+    sim.step(1)
+    sim.checkpoint(first)
+    assert uwjit.Simulation.restore(engine, first, lambda t, n, p: Ramp(n)).steps_taken == 2
+
+
 @pytest.mark.parametrize("name", ["../escape", "/abs", "a b", "nul\0", ".hidden", "-x", "",
                                   "x" * 65])
 def test_a_node_name_is_a_plain_file_name(name):

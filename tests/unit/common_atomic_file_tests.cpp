@@ -165,3 +165,58 @@ TEST_CASE("a FIFO that appears at the final name while the file is written is no
   CHECK_THROWS_AS(file.commit(), uwjit::Error);
   CHECK(fs::is_fifo(fs::symlink_status(target)));
 }
+
+TEST_CASE("with `replaces`, only an empty file or an earlier one of its kind is replaced") {
+  const TempDir dir;
+  const uwjit::posix::AtomicFileOptions options{.replaces = "UWJITCKP",
+                                                .kind = "uwjit checkpoint"};
+  // A user's file at the checkpoint's path: refused, named with what it is, left as it was.
+  const auto script = dir.path() / "run.py";
+  write_text(script, "print('results')\n");
+  try {
+    uwjit::posix::write_file_atomically(script, "UWJITCKP new", options);
+    FAIL("a user's file was replaced");
+  } catch (const uwjit::Error& error) {
+    CHECK(error.kind() == uwjit::ErrorKind::io);
+    const std::string what = error.what();
+    CHECK(what.find(script.string()) != std::string::npos);
+    CHECK(what.find("17 bytes) and is not a uwjit checkpoint") != std::string::npos);
+  }
+  CHECK(read_text(script) == "print('results')\n");
+  // Shorter than the magic, or the magic's prefix only: refused as well.
+  const auto short_file = dir.path() / "short";
+  write_text(short_file, "UWJIT");
+  CHECK_THROWS_AS(uwjit::posix::write_file_atomically(short_file, "UWJITCKP new", options),
+                  uwjit::Error);
+  CHECK(read_text(short_file) == "UWJIT");
+  // check_replaceable says the same before any work.
+  CHECK_THROWS_AS(uwjit::posix::check_replaceable(script, options.replaces, options.kind),
+                  uwjit::Error);
+  // An earlier checkpoint, an empty file (as mkstemp makes) and nothing at all are replaced.
+  const auto earlier = dir.path() / "earlier.ckpt";
+  write_text(earlier, "UWJITCKP old");
+  const auto empty = dir.path() / "empty.ckpt";
+  write_text(empty, "");
+  for (const auto& path : {earlier, empty, dir.path() / "new.ckpt"}) {
+    CAPTURE(path);
+    uwjit::posix::check_replaceable(path, options.replaces, options.kind);
+    uwjit::posix::write_file_atomically(path, "UWJITCKP new", options);
+    CHECK(read_text(path) == "UWJITCKP new");
+  }
+  // Without `replaces`, any regular file is replaced, as before.
+  uwjit::posix::write_file_atomically(script, "anything");
+  CHECK(read_text(script) == "anything");
+  CHECK(names_in(dir.path()) ==
+        std::set<std::string>{"run.py", "short", "earlier.ckpt", "empty.ckpt", "new.ckpt"});
+}
+
+TEST_CASE("a user's file that takes an earlier checkpoint's place meanwhile is not renamed over") {
+  const TempDir dir;
+  const auto target = dir.path() / "heat.ckpt";
+  write_text(target, "UWJITCKP old");
+  uwjit::posix::AtomicFile file(target, {.replaces = "UWJITCKP", .kind = "uwjit checkpoint"});
+  file.write(std::string_view("UWJITCKP new"));
+  write_text(target, "the user's notes");
+  CHECK_THROWS_AS(file.commit(), uwjit::Error);
+  CHECK(read_text(target) == "the user's notes");
+}

@@ -22,7 +22,9 @@ using namespace detail; // this file is the runtime's own
 
 namespace {
 
-constexpr std::string_view k_magic = "UWJITENS";
+constexpr std::string_view k_magic = k_ensemble_checkpoint_magic;
+constexpr posix::AtomicFileOptions k_replaces = {.replaces = k_magic,
+                                                 .kind = "uwjit ensemble checkpoint"};
 constexpr std::string_view k_part_magic = "UWJITENP";
 constexpr std::uint32_t k_version = 2;
 
@@ -88,6 +90,12 @@ std::string Ensemble::Impl::batch_bytes() const {
 void Ensemble::Impl::save(const std::filesystem::path& path) const {
   const int ranks = comm != nullptr ? comm->size() : 1;
   const std::uint64_t generation = checkpoints + 1;
+  // Nothing is written where the file could not go (a user's file at its path).
+  collectively([&] {
+    if (lead()) {
+      posix::check_replaceable(path, k_replaces.replaces, k_replaces.kind);
+    }
+  });
   // Over ranks, every rank's part first: the file names a generation only once it is whole.
   collectively([&] {
     if (comm != nullptr) {
@@ -118,7 +126,7 @@ void Ensemble::Impl::save(const std::filesystem::path& path) const {
     if (comm == nullptr) {
       out.str(batch_bytes());
     }
-    posix::write_file_atomically(path, out.bytes());
+    posix::write_file_atomically(path, out.bytes(), k_replaces);
   });
   checkpoints = generation;
   if (comm != nullptr && generation > 1) {

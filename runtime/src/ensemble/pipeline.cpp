@@ -26,7 +26,9 @@ namespace {
 // The tag of a pipeline's messages (its own, apart from the halo exchange's).
 constexpr int k_tag = 0x5049;
 // A pipeline's checkpoint file and each stage's part of it.
-constexpr std::string_view k_magic = "UWJITPIP";
+constexpr std::string_view k_magic = k_pipeline_checkpoint_magic;
+constexpr posix::AtomicFileOptions k_replaces = {.replaces = k_magic,
+                                                 .kind = "uwjit pipeline checkpoint"};
 constexpr std::string_view k_part_magic = "UWJITPPT";
 constexpr std::uint32_t k_version = 1;
 // Room for a member's reason in a message; a longer reason is cut there.
@@ -170,7 +172,13 @@ void Pipeline::Impl::settle() {
 }
 
 void Pipeline::Impl::save(const std::filesystem::path& path) {
-  comm::together(*comm, [&] { settle(); });
+  comm::together(*comm, [&] {
+    settle();
+    // Nothing is written where the file could not go (a user's file at its path).
+    if (stage == 0) {
+      posix::check_replaceable(path, k_replaces.replaces, k_replaces.kind);
+    }
+  });
   agree_rooms();
   const std::uint64_t next = generation + 1;
   ByteWriter facts;
@@ -205,7 +213,7 @@ void Pipeline::Impl::save(const std::filesystem::path& path) {
     for (const auto& stage_facts : all) {
       out.str(stage_facts);
     }
-    posix::write_file_atomically(path, out.bytes());
+    posix::write_file_atomically(path, out.bytes(), k_replaces);
   });
   generation = next;
   if (next > 1) {

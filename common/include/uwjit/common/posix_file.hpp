@@ -136,6 +136,12 @@ enum class Durability {
 struct AtomicFileOptions {
   unsigned mode = 0600; ///< permission bits of the new file (less the umask)
   Durability durability = Durability::synced;
+  /// The bytes a regular file already at the final name must start with to be replaced (an
+  /// earlier file of the same kind, e.g. a checkpoint's magic), unless it is empty; "" replaces
+  /// any regular file. A checkpoint named after a user's script or results is then refused
+  /// instead of taking their place.
+  std::string_view replaces = {};
+  std::string_view kind = "file"; ///< what those files are, for messages: "uwjit checkpoint"
 };
 
 /// Every temporary uwjit writes starts with this: a name no other program uses, so that uwjit
@@ -154,6 +160,8 @@ inline constexpr std::string_view k_temporary_prefix = ".uwjit-tmp.";
 /// replaces must be a regular file or a symlink: a device, FIFO, socket or directory at the final
 /// name is refused (Error(io) naming it and what it is) when the AtomicFile is made and again
 /// just before the rename, so that `/dev/null` or a user's pipe is never renamed over. An
+/// With `options.replaces`, a non-empty regular file there that does not start with those bytes is
+/// refused the same way (see check_replaceable). An
 /// AtomicFile that is never committed unlinks its temporary on destruction. Not thread-safe
 /// (one writer per object); different objects are independent.
 class AtomicFile {
@@ -206,6 +214,17 @@ private:
   UniqueFd m_fd;
   bool m_renamed = false;
 };
+
+/// Throws Error(io) naming `display` unless an AtomicFile may put a file at `name` in `dir_fd`:
+/// nothing is there, or a symlink (replaced, never followed), or a regular file that is empty or
+/// starts with `replaces` (any regular file when `replaces` is ""). A device, FIFO, socket or
+/// directory is refused, and so is a regular file of other contents, not a `kind`.
+/// The check before any work of a job that will write there; AtomicFile makes it again.
+void check_replaceable(int dir_fd, const std::string& name, std::string_view display,
+                       std::string_view replaces, std::string_view kind);
+/// The same for `path`, whose directory (symlinks followed) must exist.
+void check_replaceable(const std::filesystem::path& path, std::string_view replaces,
+                       std::string_view kind);
 
 /// Writes `bytes` to `path` through an AtomicFile and commits it. Throws Error(io), naming
 /// `path`.

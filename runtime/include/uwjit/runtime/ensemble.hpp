@@ -26,6 +26,10 @@ class Comm;
 
 namespace uwjit::runtime {
 
+/// The first bytes of an ensemble checkpoint (Ensemble::checkpoint): a file at its path that is
+/// not empty and does not start with them is never replaced (Error(io) instead).
+inline constexpr std::string_view k_ensemble_checkpoint_magic = "UWJITENS";
+
 /// When a member stops, checked after every `every` steps of it (and at the cap): it has
 /// converged when every convergence rule holds: a change rule when its integral's relative change
 /// over its last step, |I(s) - I(s-1)| / |I(s)|, is below the tolerance (0 / 0 counts as no

@@ -15,6 +15,10 @@
 
 namespace uwjit::runtime {
 
+/// The first bytes of a pipeline checkpoint (Pipeline::checkpoint): a file at its path that is
+/// not empty and does not start with them is never replaced (Error(io) instead).
+inline constexpr std::string_view k_pipeline_checkpoint_magic = "UWJITPIP";
+
 /// One stage of a pipeline: the params it sets over the ensemble's base (never one the ensemble
 /// varies: a member's varied values are its own in every stage) and when a member leaves it.
 struct PipelineStage {

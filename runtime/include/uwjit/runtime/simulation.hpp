@@ -191,6 +191,9 @@ using NodeFactory = std::function<std::shared_ptr<const Node>(
 /// field's byte_count followed by its data, and a SHA-256 of the whole file; version 1 lacks the
 /// rebound list. A job restoring them reads the file whole on rank 0 and broadcasts it.
 inline constexpr std::uint32_t k_checkpoint_version = 3;
+/// The first bytes of every checkpoint: a file at a checkpoint's path that is not empty and does
+/// not start with them is never replaced (Error(io) instead).
+inline constexpr std::string_view k_checkpoint_magic = "UWJITCKP";
 
 /// The most steps a simulation counts: 2^53, so that every count is exact as a double (a time is
 /// steps × dt) and no sum of counts overflows. A checkpoint whose count is negative or larger is
