@@ -263,6 +263,23 @@ TEST_CASE("bad ensemble input is one clear error") {
                        Error);
   CHECK_THROWS_WITH_AS((void)ParamRange::parse("kappa=2:1:3"), doctest::Contains("above HIGH"),
                        Error);
+  // A grid of more members than a count holds is refused, never wrapped round to a few; one of
+  // 10^9 values a range costs no memory, and its values are those values() lists.
+  CHECK_THROWS_WITH_AS(GridSampler({ParamRange::parse("kappa=1:2:10000000"),
+                                    ParamRange::parse("contrast=1:2:10000000"),
+                                    ParamRange::parse("amplitude=0:1:10000000")}),
+                       doctest::Contains("10000000 x 10000000 x 10000000 members (kappa x "
+                                         "contrast x amplitude) are more than"),
+                       Error);
+  GridSampler huge({ParamRange::parse("kappa=1:2:1000000000"), ParamRange::parse("mode=1:3:3")});
+  CHECK(huge.size() == 3000000000);
+  CHECK(huge.next() == std::vector<double>{1.0, 1.0});
+  CHECK(huge.next() == std::vector<double>{1.0, 2.0});
+  const ParamRange thirds = ParamRange::parse("kappa=0:1:4");
+  for (std::int64_t i = 0; i < thirds.count; ++i) {
+    CHECK(thirds.value(i) == thirds.values()[static_cast<std::size_t>(i)]);
+  }
+  CHECK(thirds.value(3) == 1.0);
 }
 
 TEST_CASE("a member whose params the node refuses leaves as failed; the others run") {

@@ -46,14 +46,18 @@ void check_names(const std::vector<std::string>& names, std::string_view what) {
 
 } // namespace
 
+double ParamRange::value(std::int64_t index) const {
+  // Exact ends: low at 0 and high at count - 1, whatever the rounding in between.
+  return index == count - 1 && count > 1
+             ? high
+             : low + (high - low) * static_cast<double>(index) /
+                         static_cast<double>(std::max<std::int64_t>(count - 1, 1));
+}
+
 std::vector<double> ParamRange::values() const {
   std::vector<double> out;
   for (std::int64_t i = 0; i < count; ++i) {
-    // Exact ends: low at 0 and high at count - 1, whatever the rounding in between.
-    out.push_back(i == count - 1 && count > 1
-                      ? high
-                      : low + (high - low) * static_cast<double>(i) /
-                                  static_cast<double>(std::max<std::int64_t>(count - 1, 1)));
+    out.push_back(value(i));
   }
   return out;
 }
@@ -121,21 +125,32 @@ GridSampler::GridSampler(std::vector<ParamRange> ranges) {
                          r.name, general(r.low), general(r.high), r.name));
     }
     m_names.push_back(r.name);
-    m_values.push_back(r.values());
-    m_size *= r.count;
   }
   check_names(m_names, "grid sampler");
+  std::string counts;
+  bool too_many = false;
+  for (const auto& r : ranges) {
+    counts += format("{}{}", counts.empty() ? "" : " x ", r.count);
+    too_many = too_many || __builtin_mul_overflow(m_size, r.count, &m_size);
+  }
+  if (too_many) {
+    throw Error(ErrorKind::usage,
+                format("grid sampler: {} members ({}) are more than a count of members holds "
+                       "(2^63 - 1): vary fewer params or give each fewer values",
+                       counts, join(m_names, " x ")));
+  }
+  m_ranges = std::move(ranges);
 }
 
 std::optional<std::vector<double>> GridSampler::next() {
   if (m_position >= m_size) {
     return std::nullopt;
   }
-  std::vector<double> values(m_values.size());
+  std::vector<double> values(m_ranges.size());
   std::int64_t rest = m_position;
-  for (std::size_t r = m_values.size(); r-- > 0;) {
-    const auto n = static_cast<std::int64_t>(m_values[r].size());
-    values[r] = m_values[r][static_cast<std::size_t>(rest % n)];
+  for (std::size_t r = m_ranges.size(); r-- > 0;) {
+    const std::int64_t n = m_ranges[r].count;
+    values[r] = m_ranges[r].value(rest % n);
     rest /= n;
   }
   ++m_position;

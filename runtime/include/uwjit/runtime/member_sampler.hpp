@@ -21,6 +21,9 @@ struct ParamRange {
   std::int64_t count = 1;
   /// The range's values, the first exactly `low` and the last exactly `high`.
   [[nodiscard]] std::vector<double> values() const;
+  /// The value at `index` (0 to count - 1) of values(), computed alone: a grid never holds a
+  /// range's values, so a COUNT of 10^9 costs no memory.
+  [[nodiscard]] double value(std::int64_t index) const;
   /// Parses "NAME=LOW:HIGH:COUNT", "NAME=VALUE" (one value) or "NAME=LOW:HIGH" (a range without
   /// a count, count 0: what a RandomSampler draws from; a GridSampler refuses it); Error(usage)
   /// naming what is wrong: no "=", a name that is not an identifier, numbers that do not parse
@@ -46,7 +49,8 @@ public:
 /// Every combination of the ranges' values, the last range varying fastest.
 class GridSampler final : public MemberSampler {
 public:
-  /// Error(usage) for no ranges or a name given twice.
+  /// Error(usage) for no ranges, a name given twice, a range without a count, or more
+  /// combinations than an int64 counts (the product of the counts is checked, never wrapped).
   explicit GridSampler(std::vector<ParamRange> ranges);
   [[nodiscard]] const std::vector<std::string>& names() const override { return m_names; }
   std::optional<std::vector<double>> next() override;
@@ -55,7 +59,7 @@ public:
 
 private:
   std::vector<std::string> m_names;
-  std::vector<std::vector<double>> m_values;
+  std::vector<ParamRange> m_ranges;
   std::int64_t m_size = 0;
   std::int64_t m_position = 0;
 };
