@@ -151,16 +151,21 @@ sampler_of(const py::object& vary, const py::object& samples, const py::object& 
     runtime::ParamRange r;
     r.name = key.cast<std::string>();
     const auto parts = value.cast<py::sequence>();
-    if (parts.size() != 3) {
-      throw Error(ErrorKind::usage,
-                  format("Ensemble: vary[\"{}\"]: expected (low, high, count)", r.name));
+    if (parts.size() != 3 && parts.size() != 2) {
+      throw Error(ErrorKind::usage, format("Ensemble: vary[\"{}\"]: expected (low, high, count), "
+                                           "or (low, high) to draw from with random=",
+                                           r.name));
     }
-    // One parser of ranges, the same rules and messages as --vary; the numbers written shortest
-    // and exact (Value::text), so that they parse back to the same doubles.
-    r = runtime::ParamRange::parse(format(
-        "{}={}:{}:{}", r.name, runtime::Value(float_arg(parts[0], "Ensemble: vary's low")).text(),
-        runtime::Value(float_arg(parts[1], "Ensemble: vary's high")).text(),
-        int_arg(parts[2], "Ensemble: vary's count")));
+    // One parser of ranges, the same rules and messages as --vary (LOW:HIGH:COUNT, or LOW:HIGH for
+    // a random design); the numbers written shortest and exact (Value::text), so that they parse
+    // back to the same doubles.
+    std::string text = format("{}={}:{}", r.name,
+                              runtime::Value(float_arg(parts[0], "Ensemble: vary's low")).text(),
+                              runtime::Value(float_arg(parts[1], "Ensemble: vary's high")).text());
+    if (parts.size() == 3) {
+      text += format(":{}", int_arg(parts[2], "Ensemble: vary's count"));
+    }
+    r = runtime::ParamRange::parse(text);
     ranges.push_back(std::move(r));
   }
   if (!random.is_none()) {
@@ -218,8 +223,8 @@ Ensemble(engine, make, params, vary=None, samples=None, random=None, until=..., 
 
 make(params) -> Node builds a member from its node params (a dict: `params` with the member's
 values set), e.g. ``lambda p: uwjit.node("heat", "heat", **p)`` or your own Node subclass. vary:
-{name: (low, high, count)}, every combination (the last name fastest), or with random=(count,
-seed) that many members drawn uniformly in [low, high). samples: a list of dicts {name: value},
+{name: (low, high, count)}, every combination (the last name fastest), or {name: (low, high)}
+with random=(count, seed): that many members drawn uniformly in [low, high). samples: a list of dicts {name: value},
 one per member, or an iterator of them (a generator), drawn as slots free up. until: stop rules
 as `uwjit ensemble --until` takes them, e.g. ["change:heat<1e-9", "steps:5000"] (a step cap is
 required). batch: members stepped together (0:

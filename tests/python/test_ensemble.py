@@ -146,6 +146,23 @@ def test_bad_input_is_a_usage_error(engine):
         uwjit.Ensemble(engine, Decay, BASE, vary={"nx": (4, 6, 2)}, until=["steps:2"])
 
 
+def test_a_random_design_draws_in_low_high_ranges(engine):
+    def draw(seed):
+        ens = uwjit.Ensemble(engine, Decay, BASE, vary={"rate": (0.1, 0.5)}, random=(5, seed),
+                             until=["steps:2"])
+        ens.run()
+        return [m["params"]["rate"] for m in sorted(ens.take(), key=lambda m: m["id"])]
+
+    rates = draw(7)
+    assert len(rates) == 5 and all(0.1 <= r < 0.5 for r in rates)
+    assert draw(7) == rates and draw(8) != rates
+    # A grid needs its count; (low, high) alone is a range to draw from.
+    with pytest.raises(uwjit.UsageError, match="a grid needs a COUNT"):
+        uwjit.Ensemble(engine, Decay, BASE, vary={"rate": (0.1, 0.5)}, until=["steps:2"])
+    with pytest.raises(uwjit.UsageError, match=r"expected \(low, high, count\), or \(low, high\)"):
+        uwjit.Ensemble(engine, Decay, BASE, vary={"rate": (0.1,)}, until=["steps:2"])
+
+
 def test_a_checkpoint_resumes_bit_for_bit(engine, tmp_path):
     kwargs = dict(samples=[{"rate": r} for r in (0.1, 0.2, 0.3, 0.4, 0.5)],
                   until=["change:total<1e-9", "steps:100000"], batch=2)
