@@ -30,6 +30,9 @@ struct SlotSpec {
 struct BufferSpecs {
   std::vector<SlotSpec> tables[3];
   std::vector<codegen::Reduction> integral_reductions;
+  /// The kernel assumes each state output apart from every other buffer it is given (a
+  /// KernelWriter's does, and vectorises on it): a call that overlaps them is refused.
+  bool separate_outputs = false;
 };
 
 /// uwjit.Source: a kernel's text, entry and slots.

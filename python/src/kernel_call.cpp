@@ -24,11 +24,19 @@ std::string shape_of(const py::array& array) {
   return shape_text(std::vector<std::int64_t>(array.shape(), array.shape() + array.ndim()));
 }
 
-// The buffers of one table, checked; their data pointers in `pointers`.
+// The bytes of one buffer of a call, for the overlap check.
+struct Span {
+  std::uintptr_t begin;
+  std::uintptr_t end;
+  int table;
+  const std::string* slot;
+};
+
+// The buffers of one table, checked; their data pointers in `pointers`, their bytes in `spans`.
 void bind_table(const PyKernel& kernel, int table, const py::sequence& buffers,
                 const std::vector<std::string>& slots,
                 const std::vector<std::pair<std::string, std::int64_t>>& extents,
-                std::vector<void*>& pointers) {
+                std::vector<void*>& pointers, std::vector<Span>& spans) {
   // Messages are made only on an error: a call on small arrays costs microseconds.
   const auto what = [&] {
     return "kernel " + kernel.kernel.info().origin + ": " + k_table_names[table];
@@ -93,6 +101,31 @@ void bind_table(const PyKernel& kernel, int table, const py::sequence& buffers,
                                      "uwjit.zeros");
     }
     pointers.push_back(const_cast<void*>(array.data()));
+    const auto begin = reinterpret_cast<std::uintptr_t>(array.data());
+    spans.push_back({begin, begin + static_cast<std::uintptr_t>(array.nbytes()), table, &slots[i]});
+  }
+}
+
+// A KernelWriter's kernel reads its inputs as they were before the call (its loops are
+// vectorised on that): a state output that shares memory with another buffer would give wrong
+// values silently, e.g. an update in place (the same array as state_in and state_out).
+void check_outputs_apart(const PyKernel& kernel, const std::vector<Span>& spans) {
+  for (std::size_t o = 0; o < spans.size(); ++o) {
+    if (spans[o].table != 1) {
+      continue;
+    }
+    for (std::size_t b = 0; b < spans.size(); ++b) {
+      if (b == o || spans[b].begin >= spans[o].end || spans[o].begin >= spans[b].end ||
+          (spans[b].table == 1 && b < o)) {
+        continue;
+      }
+      throw py::value_error("kernel " + kernel.kernel.info().origin + ": state_out \"" +
+                            *spans[o].slot + "\" shares memory with " +
+                            k_table_names[spans[b].table] + " \"" + *spans[b].slot +
+                            "\": a KernelWriter's kernel reads its inputs as they were before the "
+                            "call, so each state output needs an array of its own (an update in "
+                            "place writes into a second array, then swaps them)");
+    }
   }
 }
 
@@ -148,9 +181,13 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
     }
   }
   std::vector<void*> pointers[3];
-  bind_table(kernel, 0, state_in, slots.state_in, named_extents, pointers[0]);
-  bind_table(kernel, 1, state_out, slots.state_out, named_extents, pointers[1]);
-  bind_table(kernel, 2, statics, slots.statics, named_extents, pointers[2]);
+  std::vector<Span> spans;
+  bind_table(kernel, 0, state_in, slots.state_in, named_extents, pointers[0], spans);
+  bind_table(kernel, 1, state_out, slots.state_out, named_extents, pointers[1], spans);
+  bind_table(kernel, 2, statics, slots.statics, named_extents, pointers[2], spans);
+  if (kernel.specs.separate_outputs) {
+    check_outputs_apart(kernel, spans);
+  }
 
   uwjit_kernel_args args{};
   args.state_in = pointers[0].data();
@@ -219,7 +256,9 @@ Before the call every argument is checked: the count of each table (ValueError),
 a numpy.ndarray of a supported dtype (TypeError), C-contiguous (ValueError), writable for
 state_out (ValueError), and the dtype (TypeError) and shape (ValueError) declared in the
 Source; a kernel made by a KernelWriter also needs its state buffers 64-byte aligned
-(ValueError; uwjit.empty and uwjit.zeros make such arrays). extents are ints >= 1, one per run-time extent. domain (up to 3 ints) fills the
+(ValueError; uwjit.empty and uwjit.zeros make such arrays) and each state_out buffer apart from
+every other buffer of the call (ValueError: it reads its inputs as they were before the call, so an
+update in place writes a second array). extents are ints >= 1, one per run-time extent. domain (up to 3 ints) fills the
 ABI's shard_extent, global_extent and update box for kernels that read them. run_time_params is
 a dict giving each run-time param of the kernel (KernelWriter.param: a value the kernel reads
 when it runs, not a node param) its value (ValueError for a missing or unknown name); params= is

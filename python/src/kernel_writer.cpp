@@ -32,6 +32,7 @@ std::string extent_repr(const codegen::Extent& extent) {
 PySource declared_source(const KernelWriter& writer, codegen::KernelSource source) {
   BufferSpecs specs = specs_of_slots(source.slots());
   specs.integral_reductions = writer.integral_reductions();
+  specs.separate_outputs = true;
   for (const auto& buffer : writer.buffers()) {
     auto& spec =
         specs.tables[static_cast<int>(buffer.role)].at(static_cast<std::size_t>(buffer.slot));

@@ -217,5 +217,14 @@ def test_a_kernel_written_with_the_kernel_writer_is_checked_against_its_declarat
     misaligned = uwjit.zeros(7)[1:]
     with pytest.raises(ValueError, match="64-byte aligned"):
         kernel(state_in=[misaligned], state_out=[y])
+    # It reads its inputs as they were before the call: an output sharing an input's memory
+    # (an update in place) is refused, not computed from half-written values.
+    with pytest.raises(ValueError, match='state_out "x" shares memory with state_in "x"'):
+        kernel(state_in=[x], state_out=[x])
+    np.testing.assert_array_equal(x, np.arange(6.0))
+    # A kernel of the host's own text is the host's to call in place.
+    z = np.ones(3)
+    axpb(engine)(state_in=[z], state_out=[z], statics=[np.array([2.0, 0.5])], extents=[3])
+    np.testing.assert_array_equal(z, 2.5)
     with pytest.raises(uwjit.UsageError, match="nx"):
         writer.extent("nx", 3)

@@ -136,8 +136,12 @@ struct CellLaunch {
 ///     stride in elements), for code that walks the memory itself.
 /// A static array of no axes (a scalar, shape ()) is read as `NAME()`.
 /// Buffers are row-major (the last axis is contiguous), each axis padded by its halo on both
-/// sides. Accessor names: a state input is named after its field, a state output is the field
-/// name followed by "_out", a static array is named after its key. Each extent named `nx` is a
+/// sides. The kernel assumes every state output apart from every other buffer of the call (it
+/// vectorises on that), and its state buffers 64-byte aligned: a host calling it directly passes
+/// each output an array of its own (an update in place writes a second array, then swaps them;
+/// Python's Kernel call refuses shared memory). Accessor names: a state input is named after its
+/// field, a state output is the field name followed by "_out", a static array is named after its
+/// key. Each extent named `nx` is a
 /// local `nx` (constexpr when compiled in); a domain extent `nx` also gives `nx_offset` (the
 /// global index of this shard's first cell, args->shard_offset) and `nx_global` (the whole
 /// domain's extent, args->global_extent), so that a kernel can compute global coordinates
