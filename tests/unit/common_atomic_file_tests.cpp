@@ -168,8 +168,7 @@ TEST_CASE("a FIFO that appears at the final name while the file is written is no
 
 TEST_CASE("with `replaces`, only an empty file or an earlier one of its kind is replaced") {
   const TempDir dir;
-  const uwjit::posix::AtomicFileOptions options{.replaces = "UWJITCKP",
-                                                .kind = "uwjit checkpoint"};
+  const uwjit::posix::AtomicFileOptions options{.replaces = "UWJITCKP", .kind = "uwjit checkpoint"};
   // A user's file at the checkpoint's path: refused, named with what it is, left as it was.
   const auto script = dir.path() / "run.py";
   write_text(script, "print('results')\n");
