@@ -302,7 +302,7 @@ class Ensemble:
     member stops by the rule `until` and leaves with its fields, the next takes its slot."""
     def __init__(self, engine: Engine, make: Callable[[dict[str, Scalar]], Node],
                  params: Mapping[str, Scalar],
-                 vary: Mapping[str, tuple[float, float, int]] | None = None,
+                 vary: Mapping[str, tuple[float, float, int] | tuple[float, float]] | None = None,
                  samples: Iterable[Mapping[str, float]] | None = None,
                  random: tuple[int, int] | None = None, until: Sequence[str] = (),
                  batch: int = 0, threads: int | None = None, output: PathLike | None = None,
