@@ -257,13 +257,13 @@ a numpy.ndarray of a supported dtype (TypeError), C-contiguous (ValueError), wri
 state_out (ValueError), and the dtype (TypeError) and shape (ValueError) declared in the
 Source; a kernel made by a KernelWriter also needs its state buffers 64-byte aligned
 (ValueError; uwjit.empty and uwjit.zeros make such arrays) and each state_out buffer apart from
-every other buffer of the call (ValueError: it reads its inputs as they were before the call, so an
-update in place writes a second array). extents are ints >= 1, one per run-time extent. domain (up to 3 ints) fills the
-ABI's shard_extent, global_extent and update box for kernels that read them. run_time_params is
-a dict giving each run-time param of the kernel (KernelWriter.param: a value the kernel reads
-when it runs, not a node param) its value (ValueError for a missing or unknown name); params= is
-its deprecated former name. The GIL is released
-while the kernel runs. Returns the domain integrals by name; raises KernelError if the kernel
+every other buffer of the call (ValueError: it reads its inputs as they were before the call, so
+an update in place writes a second array). extents are ints >= 1, one per run-time extent.
+domain (up to 3 ints) fills the ABI's shard_extent, global_extent and update box for kernels
+that read them. run_time_params is a dict giving each run-time param of the kernel
+(KernelWriter.param: a value the kernel reads when it runs, not a node param) its value
+(ValueError for a missing or unknown name); params= is its deprecated former name. The GIL is
+released while the kernel runs. Returns the domain integrals by name; raises KernelError if the kernel
 returns a non-zero status.)doc")
       .def(
           "__call__",
