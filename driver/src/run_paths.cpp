@@ -80,13 +80,9 @@ void check_checkpoint(std::string_view command, const std::filesystem::path& fil
   if (std::filesystem::is_directory(file, error)) {
     path_error(command, "--checkpoint", file, "is a directory");
   }
-  const auto status = std::filesystem::symlink_status(file, error);
-  if (!error && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
-      !std::filesystem::is_symlink(status)) {
-    path_error(command, "--checkpoint", file,
-               "exists and is not a regular file (a device, FIFO or socket is never replaced)");
-  }
   check_writable_directory(command, "--checkpoint", file, directory_of(file));
+  // What the checkpoint's writer will replace, by its rule: nothing, a symlink, an empty file or
+  // an earlier checkpoint; a device, FIFO or socket, or a file of the user's, is refused.
   try {
     posix::check_replaceable(file, magic, kind);
   } catch (const Error& refused) {

@@ -23,7 +23,8 @@ for special in "${specials[@]}"; do
   kind=$(stat -c %F "$special")
   run "$uwjit" run heat --size 8 --steps 1 --output out --checkpoint "$special"
   expect_code 1 "--checkpoint at a $kind"
-  expect_err "--checkpoint $special: exists and is not a regular file" "the $kind is named"
+  expect_err "--checkpoint $special: cannot write \"$special\": it exists and is a .*, not a regular file" \
+    "the $kind is named"
   [ "$(stat -c %F "$special")" = "$kind" ] && ok || fail "the $kind at --checkpoint is still one"
   [ ! -e out/heat.vti ] && ok || fail "a run refused for its checkpoint path wrote nothing"
 

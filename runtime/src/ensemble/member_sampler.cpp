@@ -127,17 +127,17 @@ GridSampler::GridSampler(std::vector<ParamRange> ranges) {
     m_names.push_back(r.name);
   }
   check_names(m_names, "grid sampler");
-  std::string counts;
-  bool too_many = false;
   for (const auto& r : ranges) {
-    counts += format("{}{}", counts.empty() ? "" : " x ", r.count);
-    too_many = too_many || __builtin_mul_overflow(m_size, r.count, &m_size);
-  }
-  if (too_many) {
-    throw Error(ErrorKind::usage,
-                format("grid sampler: {} members ({}) are more than a count of members holds "
-                       "(2^63 - 1): vary fewer params or give each fewer values",
-                       counts, join(m_names, " x ")));
+    if (__builtin_mul_overflow(m_size, r.count, &m_size)) {
+      std::vector<std::string> counts;
+      for (const auto& each : ranges) {
+        counts.push_back(std::to_string(each.count));
+      }
+      throw Error(ErrorKind::usage,
+                  format("grid sampler: {} members ({}) are more than a count of members holds "
+                         "(2^63 - 1): vary fewer params or give each fewer values",
+                         join(counts, " x "), join(m_names, " x ")));
+    }
   }
   m_ranges = std::move(ranges);
 }
