@@ -139,7 +139,9 @@ ArgSpec run_spec(const Program& program, std::span<const NodeKind> kinds) {
       format("Under MPI (mpirun -np N {} --shard x), the ranks request the kernel\n"
              "together (one compile for the job), each steps its slab of the domain and\n"
              "exchanges halos; rank 0 prints the report (compiles summed over the ranks, halo\n"
-             "exchange time) and writes the output from the gathered fields.\n\n",
+             "exchange time). Nothing is gathered: each rank writes its slab's piece of the\n"
+             "output (DIR/NODE/) and rank 0 the index that ParaView opens (DIR/NODE.pvti),\n"
+             "and every rank writes its own part of one checkpoint file.\n\n",
              how) +
       "Exit codes: 0 the check passed (or did not judge), 1 it failed (or a run-time error),\n"
       "2 bad usage, 130 interrupted." +
