@@ -361,11 +361,11 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                  sampler_of(vary, samples, random), std::move(sinks), std::move(options));
              return self;
            }),
-           py::arg("engine"), py::arg("make"), py::arg("params"), py::arg("vary") = py::none(),
-           py::arg("samples") = py::none(), py::arg("random") = py::none(),
-           py::arg("until") = std::vector<std::string>{}, py::arg("batch") = 0,
-           py::arg("threads") = py::none(), py::arg("output") = py::none(), py::arg("keep") = true,
-           py::arg("capacity") = py::none(), py::arg("comm") = py::none(),
+           py::arg("engine").none(false), py::arg("make"), py::arg("params"),
+           py::arg("vary") = py::none(), py::arg("samples") = py::none(),
+           py::arg("random") = py::none(), py::arg("until") = std::vector<std::string>{},
+           py::arg("batch") = 0, py::arg("threads") = py::none(), py::arg("output") = py::none(),
+           py::arg("keep") = true, py::arg("capacity") = py::none(), py::arg("comm") = py::none(),
            py::arg("resume") = py::none(), py::arg("vtk") = py::none(),
            py::arg("stages") = py::none(), py::arg("mode") = "async_recv", py::arg("buffer") = 0,
            py::arg("device") = "cpu")

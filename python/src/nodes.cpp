@@ -263,7 +263,7 @@ void bind_nodes(py::module_& m) {
         }
         return out;
       },
-      py::arg("node"), py::arg("gpu") = false, R"doc(
+      py::arg("node").none(false), py::arg("gpu") = false, R"doc(
 The kernels `node` emits for a serial run with its own static data, one Source per stage: the
 keys a Simulation of that node alone requests, without building it. gpu=True writes them for a
 GPU (one thread per cell), to compile with Engine.ptx on a machine without one. Raises

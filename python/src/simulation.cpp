@@ -296,7 +296,7 @@ next step, whichever thread takes it. step() and run() stop after the current st
                  *self->engine, std::move(cpp_nodes), options);
              return self;
            }),
-           py::arg("engine"), py::arg("nodes"), py::arg("comm") = py::none(),
+           py::arg("engine").none(false), py::arg("nodes"), py::arg("comm") = py::none(),
            py::arg("shard_axes") = py::none(), py::arg("threads") = py::none(),
            py::arg("exchange") = "sync", py::arg("checked") = false, py::arg("device") = "cpu")
       .def(
@@ -585,7 +585,7 @@ Serial only. On an error the simulation is unchanged.)doc")
             }
             return self;
           },
-          py::arg("engine"), py::arg("path"), py::arg("factory") = py::none(),
+          py::arg("engine").none(false), py::arg("path"), py::arg("factory") = py::none(),
           py::arg("comm") = py::none(), py::arg("shard_axes") = py::none(),
           py::arg("threads") = py::none(), py::arg("exchange") = "sync", py::arg("checked") = false,
           py::arg("device") = "cpu",

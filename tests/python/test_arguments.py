@@ -221,3 +221,17 @@ def test_write_vtk_to_a_path_that_is_not_a_directory_is_an_io_error(engine, tmp_
         sim.write_vtk(plain)
     with pytest.raises(uwjit.IoError, match=str(plain)):
         sim.write_vtk(plain / "below")
+
+
+def test_none_for_the_engine_or_the_node_is_a_type_error_not_a_crash(engine, tmp_path):
+    sim = uwjit.Simulation(engine, [heat()], threads=1)
+    path = tmp_path / "run.ckpt"
+    sim.checkpoint(path)
+    with pytest.raises(TypeError, match="incompatible"):
+        uwjit.Simulation(None, [heat()])
+    with pytest.raises(TypeError, match="incompatible"):
+        uwjit.Simulation.restore(None, path)
+    with pytest.raises(TypeError, match="incompatible"):
+        uwjit.Ensemble(None, lambda p: heat(), {}, samples=[{}], until=["steps:1"])
+    with pytest.raises(TypeError, match="incompatible"):
+        uwjit.node_kernels(None)
