@@ -4,6 +4,7 @@
 #include "byte_io.hpp"
 #include "collective_file.hpp"
 #include "runtime_log.hpp"
+#include "seal.hpp"
 #include "simulation_impl.hpp"
 
 #include <uwjit/cache/key.hpp>
@@ -148,8 +149,7 @@ std::string checkpoint_head(std::int64_t steps, std::span<const CheckpointNode> 
   for (int b = 0; b < 8; ++b) {
     out.bytes()[length_at + static_cast<std::size_t>(b)] = static_cast<char>(length >> (8 * b));
   }
-  const std::string checksum = cache::sha256_hex(out.bytes());
-  out.raw(checksum.data(), checksum.size());
+  detail::seal(out.bytes());
   return std::move(out.bytes());
 }
 
@@ -377,10 +377,7 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
   if (file.size() < k_magic.size() + 4 + 64) {
     throw Error(ErrorKind::io, format("{}: truncated", what));
   }
-  const std::string_view body(file.data(), file.size() - 64);
-  if (cache::sha256_hex(body) != std::string_view(file).substr(file.size() - 64)) {
-    throw Error(ErrorKind::io, format("{}: truncated or corrupt (checksum mismatch)", what));
-  }
+  const std::string_view body = detail::sealed_body(file, what);
   detail::ByteReader reader(body, what);
   (void)reader.raw(k_magic.size());
   const std::uint32_t version = reader.u32();

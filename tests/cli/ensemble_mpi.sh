@@ -4,7 +4,8 @@
 # integrals exactly; the HDF5 file's fields bit for bit); an error on rank 0 ends every rank.
 # Pipelines of 2, 3 and 4 stages (one per rank) in each mode: every member leaves the last stage
 # once, the same bits in every mode; a pipeline of more stages than ranks is refused on all. A
-# sweep over 2 ranks stopped while it checkpoints resumes as if it had not stopped.
+# sweep over 2 ranks stopped while it checkpoints resumes as if it had not stopped; a damaged part
+# of its checkpoint is refused on every rank.
 # Usage: ensemble_mpi.sh MPIEXEC PATH/TO/uwjit
 mpiexec=$1
 uwjit=$2
@@ -23,6 +24,16 @@ sys.exit(len(h5py.File('$2.h5', 'r', locking=False)['id']) == 0)" 2>/dev/null &&
   done
   kill -TERM "$1"
   wait "$1" 2>/dev/null
+}
+
+# damaged_copy STEM RANK: STEM.ckpt and its parts copied to STEM-bad.ckpt..., a bit of rank
+# RANK's part changed 100 bytes before its end (a member's state).
+damaged_copy() {
+  cp "$1.ckpt" "$1-bad.ckpt"
+  for part in "$1".ckpt.g*.r*; do cp "$part" "$1-bad.ckpt${part#"$1.ckpt"}"; done
+  "$py" -c "import glob, sys
+path = glob.glob(sys.argv[1] + '-bad.ckpt.g*.r' + sys.argv[2])[0]
+b = bytearray(open(path, 'rb').read()); b[-100] ^= 0x10; open(path, 'wb').write(b)" "$1" "$2"
 }
 
 # Fixed-wall bars of different Courant numbers: members converge after different steps.
@@ -115,6 +126,11 @@ run timeout 120 "$mpiexec" --oversubscribe -np 3 "$uwjit" "${slow[@]}" --output 
   --resume "$sandbox/stopped.ckpt"
 expect_code 2 "a resume on another rank count"
 expect_err "written by 2 rank" "names the ranks that wrote it"
+damaged_copy "$sandbox/stopped" 1
+run timeout 120 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${slow[@]}" \
+  --resume "$sandbox/stopped-bad.ckpt"
+expect_code 1 "a resume from a damaged part"
+expect_err "rank 1's part.*truncated or corrupt \(checksum mismatch\)" "names the damaged part"
 run timeout 300 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${slow[@]}" \
   --output "$sandbox/stopped.h5" --resume "$sandbox/stopped.ckpt"
 expect_code 0 "the stopped sweep resumed over 2 ranks"
@@ -137,6 +153,11 @@ pipe=(ensemble heat --size 12 --set boundary=fixed --set courant=0.16 --vary con
 term_once_written $! "$sandbox/piped"
 [ "$(json 'd["interrupted"]' <"$sandbox/piped.json")" = True ] && ok ||
   fail "SIGTERM stops both stages after the same round"
+damaged_copy "$sandbox/piped" 0
+run timeout 120 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${pipe[@]}" \
+  --resume "$sandbox/piped-bad.ckpt"
+expect_code 1 "a pipeline's resume from a damaged part"
+expect_err "stage 0's part.*truncated or corrupt \(checksum mismatch\)" "names the damaged part"
 run timeout 300 "$mpiexec" --oversubscribe -np 2 "$uwjit" "${pipe[@]}" \
   --output "$sandbox/piped.h5" --resume "$sandbox/piped.ckpt"
 expect_code 0 "the stopped pipeline resumed"

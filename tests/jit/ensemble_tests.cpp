@@ -424,6 +424,43 @@ TEST_CASE("a checkpointed ensemble resumes bit for bit, and its file holds each 
     CHECK(sink->count() == 7);
     CHECK(resumed.finished() == 7);
   }
+  SUBCASE("a checkpoint cut short or with a changed byte is refused, never resumed from") {
+    const std::string whole = uwjit_test::read_text(checkpoint);
+    const auto bad = dir.path() / "bad.ckpt";
+    auto refused = [&](const std::string& bytes) {
+      uwjit_test::write_text(bad, bytes);
+      auto bad_options = options;
+      bad_options.resume = bad;
+      CHECK_THROWS_WITH_AS(Ensemble(engine(), factory("heat"), base, sampler(),
+                                    {std::make_shared<MemorySink>(10)}, bad_options),
+                           doctest::Contains("truncated or corrupt (checksum mismatch)"), Error);
+    };
+    // A bit of a member's state (near the end), one of the facts a resume must share (near the
+    // start), and the file without its last byte.
+    for (const std::size_t at : {whole.size() - 100, std::size_t{40}}) {
+      std::string flipped = whole;
+      flipped[at] = static_cast<char>(flipped[at] ^ 0x10);
+      CAPTURE(at);
+      refused(flipped);
+    }
+    refused(whole.substr(0, whole.size() - 1));
+  }
+  SUBCASE("a checkpoint of format version 2, before the seal, still resumes bit for bit") {
+    std::string old = uwjit_test::read_text(checkpoint);
+    old.resize(old.size() - 64); // version 3 = version 2 and its seal
+    old[8] = 2;
+    const auto path = dir.path() / "v2.ckpt";
+    uwjit_test::write_text(path, old);
+    auto old_options = options;
+    old_options.resume = path;
+    Ensemble resumed(engine(), factory("heat"), base, sampler(),
+                     {std::make_shared<MemorySink>(100)}, old_options);
+    resumed.run();
+    CHECK(resumed.finished() == 7);
+    for (const auto& m : resumed.summaries()) {
+      CHECK(m.integrals == reference.members[static_cast<std::size_t>(m.id)].integrals);
+    }
+  }
   SUBCASE("another ensemble's checkpoint is refused, naming the difference") {
     auto other = resumed_options;
     other.until = StopRule::parse({"change:heat<1e-9", "steps:20000"});

@@ -5,8 +5,12 @@
 // file holds what every rank shares and each rank writes its own batch to a part beside it
 // (PATH.gG.rR, G the checkpoint's generation): rank 0 replaces the file only once every part of
 // the new generation is whole, and the parts of the one before are removed after, so that a job
-// killed at any moment leaves one whole checkpoint; no rank holds another's members.
+// killed at any moment leaves one whole checkpoint; no rank holds another's members. The file and
+// every part end with a seal (a checksum), so that a file cut short or corrupted is refused, never
+// resumed from.
 #include "ensemble_impl.hpp"
+
+#include "../seal.hpp"
 
 #include "member_transfer.hpp"
 
@@ -26,7 +30,9 @@ constexpr std::string_view k_magic = k_ensemble_checkpoint_magic;
 constexpr posix::AtomicFileOptions k_replaces = {.replaces = k_magic,
                                                  .kind = "uwjit ensemble checkpoint"};
 constexpr std::string_view k_part_magic = "UWJITENP";
-constexpr std::uint32_t k_version = 2;
+constexpr std::uint32_t k_version = 3;
+// The version before the seal, still read (2026-11).
+constexpr std::uint32_t k_unsealed_version = 2;
 
 } // namespace
 
@@ -104,6 +110,7 @@ void Ensemble::Impl::save(const std::filesystem::path& path) const {
       part.u64(generation);
       part.u32(static_cast<std::uint32_t>(comm->rank()));
       part.str(batch_bytes());
+      detail::seal(part.bytes());
       posix::write_file_atomically(part_path(path, generation, comm->rank()), part.bytes());
     }
   });
@@ -126,6 +133,7 @@ void Ensemble::Impl::save(const std::filesystem::path& path) const {
     if (comm == nullptr) {
       out.str(batch_bytes());
     }
+    detail::seal(out.bytes());
     posix::write_file_atomically(path, out.bytes(), k_replaces);
   });
   checkpoints = generation;
@@ -193,14 +201,18 @@ void Ensemble::Impl::check_identity(const std::string& what, ByteReader& in) con
   }
 }
 
-void Ensemble::Impl::restore_from(const std::filesystem::path& path, const std::string& bytes) {
+void Ensemble::Impl::restore_from(const std::filesystem::path& path, const std::string& file) {
   const std::string what = "ensemble checkpoint " + path.string();
-  ByteReader in(bytes, what);
-  (void)in.raw(k_magic.size());
-  const std::uint32_t version = in.u32();
-  if (version != k_version) {
-    in.fail(format("format version {}; this uwjit reads version {}", version, k_version));
+  ByteReader head(file, what);
+  (void)head.raw(k_magic.size());
+  const std::uint32_t version = head.u32();
+  if (version != k_version && version != k_unsealed_version) {
+    head.fail(format("format version {}; this uwjit reads versions {} and {}", version,
+                     k_unsealed_version, k_version));
   }
+  const bool sealed = version == k_version;
+  ByteReader in(sealed ? detail::sealed_body(file, what) : std::string_view(file), what);
+  (void)in.raw(k_magic.size() + 4);
   check_identity(what, in);
   const int ranks = comm != nullptr ? comm->size() : 1;
   const std::uint32_t saved_ranks = in.u32();
@@ -231,14 +243,16 @@ void Ensemble::Impl::restore_from(const std::filesystem::path& path, const std::
     part_bytes = posix::read_input_file(part, {.what = part_what,
                                                .magic = k_part_magic,
                                                .not_magic = "not an ensemble checkpoint's part"});
-    ByteReader head(part_bytes, part_what);
-    (void)head.raw(k_part_magic.size());
-    if (head.u64() != generation || head.u32() != static_cast<std::uint32_t>(comm->rank())) {
-      head.fail("of another checkpoint or rank");
+    ByteReader in_part(sealed ? detail::sealed_body(part_bytes, part_what)
+                              : std::string_view(part_bytes),
+                       part_what);
+    (void)in_part.raw(k_part_magic.size());
+    if (in_part.u64() != generation || in_part.u32() != static_cast<std::uint32_t>(comm->rank())) {
+      in_part.fail("of another checkpoint or rank");
     }
-    batch = head.str();
-    if (!head.at_end()) {
-      head.fail("bytes after the batch");
+    batch = in_part.str();
+    if (!in_part.at_end()) {
+      in_part.fail("bytes after the batch");
     }
   }
   if (!in.at_end()) {

@@ -4,6 +4,7 @@
 #include <uwjit/runtime/pipeline.hpp>
 
 #include "../cpu_executor.hpp"
+#include "../seal.hpp"
 #include "ensemble_impl.hpp"
 #include "member_transfer.hpp"
 
@@ -25,12 +26,15 @@ namespace {
 
 // The tag of a pipeline's messages (its own, apart from the halo exchange's).
 constexpr int k_tag = 0x5049;
-// A pipeline's checkpoint file and each stage's part of it.
+// A pipeline's checkpoint file and each stage's part of it, each ending with a seal (a checksum):
+// a file cut short or corrupted is refused, never resumed from.
 constexpr std::string_view k_magic = k_pipeline_checkpoint_magic;
 constexpr posix::AtomicFileOptions k_replaces = {.replaces = k_magic,
                                                  .kind = "uwjit pipeline checkpoint"};
 constexpr std::string_view k_part_magic = "UWJITPPT";
-constexpr std::uint32_t k_version = 1;
+constexpr std::uint32_t k_version = 2;
+// The version before the seal, still read (2026-11).
+constexpr std::uint32_t k_unsealed_version = 1;
 // Room for a member's reason in a message; a longer reason is cut there.
 constexpr std::size_t k_reason_bytes = 4096;
 // The figures each rank gives the round's all-reduce, at 5 × its rank.
@@ -196,6 +200,7 @@ void Pipeline::Impl::save(const std::filesystem::path& path) {
     part.i64(e->batch_steps);
     part.str(encode_members(e->summaries));
     part.str(e->batch_bytes());
+    detail::seal(part.bytes());
     posix::write_file_atomically(part_path(path, next, stage), part.bytes());
   });
   comm::together(*comm, [&] {
@@ -213,6 +218,7 @@ void Pipeline::Impl::save(const std::filesystem::path& path) {
     for (const auto& stage_facts : all) {
       out.str(stage_facts);
     }
+    detail::seal(out.bytes());
     posix::write_file_atomically(path, out.bytes(), k_replaces);
   });
   generation = next;
@@ -234,11 +240,16 @@ void Pipeline::Impl::restore(const std::filesystem::path& path) {
   });
   bytes = comm->broadcast(std::move(bytes), 0);
   comm::together(*comm, [&] {
-    ByteReader in(bytes, what);
-    (void)in.raw(k_magic.size());
-    if (const std::uint32_t version = in.u32(); version != k_version) {
-      in.fail(format("format version {}; this uwjit reads version {}", version, k_version));
+    ByteReader version_of(bytes, what);
+    (void)version_of.raw(k_magic.size());
+    const std::uint32_t version = version_of.u32();
+    if (version != k_version && version != k_unsealed_version) {
+      version_of.fail(format("format version {}; this uwjit reads versions {} and {}", version,
+                             k_unsealed_version, k_version));
     }
+    const bool sealed = version == k_version;
+    ByteReader in(sealed ? detail::sealed_body(bytes, what) : std::string_view(bytes), what);
+    (void)in.raw(k_magic.size() + 4);
     if (const std::uint32_t saved = in.u32(); static_cast<int>(saved) != stages) {
       throw Error(ErrorKind::usage,
                   format("{}: a pipeline of {} stage(s); this one has {}", what, saved, stages));
@@ -258,7 +269,9 @@ void Pipeline::Impl::restore(const std::filesystem::path& path) {
     const std::string part_what = format("{} (stage {}'s part, {})", what, stage, part.string());
     const std::string part_bytes = posix::read_input_file(
         part, {.what = part_what, .magic = k_part_magic, .not_magic = "not a pipeline's part"});
-    ByteReader head(part_bytes, part_what);
+    ByteReader head(sealed ? detail::sealed_body(part_bytes, part_what)
+                           : std::string_view(part_bytes),
+                    part_what);
     (void)head.raw(k_part_magic.size());
     if (head.u64() != generation || head.u32() != static_cast<std::uint32_t>(stage)) {
       head.fail("of another checkpoint or stage");

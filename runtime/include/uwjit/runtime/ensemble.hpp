@@ -93,7 +93,9 @@ struct EnsembleOptions {
   /// the same members (it is advanced to where the checkpoint's was), and a batch at least as
   /// large as the one held then; a file sink reopened with FileSink::Open::append. It then goes
   /// on as the checkpointed one would have, bit for bit. Over ranks, on as many ranks as wrote
-  /// it (Error(usage) otherwise), each reading its own part.
+  /// it (Error(usage) otherwise), each reading its own part. A file or part whose checksum (the
+  /// SHA-256 it ends with) does not match is Error(io) "... truncated or corrupt (checksum
+  /// mismatch)", on every rank.
   std::filesystem::path resume = {};
   /// A directory (it must exist) where each member that leaves is also written for ParaView, as
   /// its node writes VTK (Node::write_vtk), named NODE_ID (heat_000012.vti), or empty. Over
