@@ -26,15 +26,26 @@ SlotSpec slot_spec(const py::handle& item, std::string_view table) {
                          py::repr(item).cast<std::string>());
   }
   const auto entry = item.cast<py::tuple>();
+  if (!py::isinstance<py::str>(entry[0])) {
+    throw py::type_error(std::string(table) + ": a slot's name is a str, got " +
+                         type_name(entry[0]));
+  }
   SlotSpec spec;
   spec.name = entry[0].cast<std::string>();
   spec.dtype = dtype_arg(entry[1], std::string(table) + " \"" + spec.name + "\"");
-  std::vector<std::variant<std::int64_t, std::string>> shape;
+  if (!py::isinstance<py::iterable>(entry[2]) || py::isinstance<py::str>(entry[2])) {
+    throw py::type_error(std::string(table) + " \"" + spec.name +
+                         "\": the shape is a sequence of ints and run-time extent names, got " +
+                         type_name(entry[2]));
+  }
+  std::vector<ShapeAxis> shape;
   for (const auto axis : entry[2].cast<py::iterable>()) {
     if (py::isinstance<py::str>(axis)) {
-      shape.emplace_back(axis.cast<std::string>());
+      shape.push_back({.extent = axis.cast<std::string>(), .count = 0});
     } else {
-      shape.emplace_back(int_arg(axis, std::string(table) + " \"" + spec.name + "\": shape", 1));
+      shape.push_back(
+          {.extent = {},
+           .count = int_arg(axis, std::string(table) + " \"" + spec.name + "\": shape", 1)});
     }
   }
   spec.shape = std::move(shape);

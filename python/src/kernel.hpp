@@ -10,17 +10,23 @@
 
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
 namespace uwjit::python {
 
-/// One buffer slot: its name and, when declared, the dtype and shape a call must pass. A shape
-/// entry is a number or the name of a run-time extent (its value at the call).
+/// One axis of a declared shape: `count` elements, plus the value at the call of the run-time
+/// extent named `extent` where one is named (an axis of a run-time extent with halos is that
+/// extent plus twice the halo).
+struct ShapeAxis {
+  std::string extent; ///< empty: `count` alone
+  std::int64_t count = 0;
+};
+
+/// One buffer slot: its name and, when declared, the dtype and shape a call must pass.
 struct SlotSpec {
   std::string name;
   std::optional<codegen::Dtype> dtype;
-  std::optional<std::vector<std::variant<std::int64_t, std::string>>> shape;
+  std::optional<std::vector<ShapeAxis>> shape;
   /// The kernel assumes the buffer 64-byte aligned (KernelWriter's state buffers do).
   bool aligned = false;
 };
@@ -33,6 +39,10 @@ struct BufferSpecs {
   /// The kernel assumes each state output apart from every other buffer it is given (a
   /// KernelWriter's does, and vectorises on it): a call that overlaps them is refused.
   bool separate_outputs = false;
+  /// The extent of each domain axis, where the kernel declares them (a KernelWriter's): a call's
+  /// domain (its update box) defaults to them and may not exceed them. Empty: not known (a
+  /// kernel of the host's own text), and the call's domain is the host's to get right.
+  std::vector<ShapeAxis> domain;
 };
 
 /// uwjit.Source: a kernel's text, entry and slots.

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,22 @@ struct Span {
   int table;
   const std::string* slot;
 };
+
+// The value of a declared axis at a call: its count, plus its run-time extent's value.
+std::int64_t axis_value(const ShapeAxis& axis,
+                        const std::vector<std::pair<std::string, std::int64_t>>& extents,
+                        const std::function<std::string()>& what) {
+  if (axis.extent.empty()) {
+    return axis.count;
+  }
+  const auto found = std::find_if(extents.begin(), extents.end(),
+                                  [&](const auto& e) { return e.first == axis.extent; });
+  if (found == extents.end()) {
+    throw py::value_error(what() + ": its shape names \"" + axis.extent +
+                          "\", which is not a run-time extent of the kernel");
+  }
+  return found->second + axis.count;
+}
 
 // The buffers of one table, checked; their data pointers in `pointers`, their bytes in `spans`.
 void bind_table(const PyKernel& kernel, int table, const py::sequence& buffers,
@@ -75,18 +92,7 @@ void bind_table(const PyKernel& kernel, int table, const py::sequence& buffers,
     if (i < specs.size() && specs[i].shape) {
       std::vector<std::int64_t> expected;
       for (const auto& axis : *specs[i].shape) {
-        if (const auto* n = std::get_if<std::int64_t>(&axis)) {
-          expected.push_back(*n);
-          continue;
-        }
-        const auto& name = std::get<std::string>(axis);
-        const auto found = std::find_if(extents.begin(), extents.end(),
-                                        [&](const auto& e) { return e.first == name; });
-        if (found == extents.end()) {
-          throw py::value_error(slot() + ": its shape names \"" + name +
-                                "\", which is not a run-time extent of the kernel");
-        }
-        expected.push_back(found->second);
+        expected.push_back(axis_value(axis, extents, slot));
       }
       const std::vector<std::int64_t> got(array.shape(), array.shape() + array.ndim());
       if (got != expected) {
@@ -197,13 +203,39 @@ py::dict call(const PyKernel& kernel, const py::sequence& state_in, const py::se
   args.params = param_values.data();
   args.dt = dt;
   args.step = step;
-  if (domain) {
-    if (domain->empty() || domain->size() > UWJIT_MAX_AXES) {
-      throw py::value_error(what() + ": domain has 1 to 3 axes, got " +
-                            std::to_string(domain->size()));
+  // The update box: the domain given, or a KernelWriter's whole domain; never beyond its
+  // extents, where the kernel's loops would read and write past the buffers.
+  std::optional<std::vector<std::int64_t>> box = domain;
+  const auto& declared = kernel.specs.domain;
+  if (!declared.empty()) {
+    std::vector<std::int64_t> whole;
+    for (const auto& axis : declared) {
+      whole.push_back(axis_value(axis, named_extents, what));
     }
-    for (std::size_t d = 0; d < domain->size(); ++d) {
-      args.shard_extent[d] = args.global_extent[d] = args.update_end[d] = (*domain)[d];
+    if (box && box->size() != whole.size()) {
+      throw py::value_error(what() + ": domain has " + std::to_string(whole.size()) +
+                            " axes (the kernel's domain is " + shape_text(whole) + "), got " +
+                            std::to_string(box->size()));
+    }
+    for (std::size_t d = 0; box && d < whole.size(); ++d) {
+      if ((*box)[d] < 1 || (*box)[d] > whole[d]) {
+        throw py::value_error(what() + ": domain " + shape_text(*box) + ": axis " +
+                              std::to_string(d) + " is " + std::to_string((*box)[d]) +
+                              ", outside 1 to " + std::to_string(whole[d]) +
+                              " (the kernel's domain is " + shape_text(whole) + ")");
+      }
+    }
+    if (!box) {
+      box = std::move(whole);
+    }
+  }
+  if (box) {
+    if (box->empty() || box->size() > UWJIT_MAX_AXES) {
+      throw py::value_error(what() + ": domain has 1 to 3 axes, got " +
+                            std::to_string(box->size()));
+    }
+    for (std::size_t d = 0; d < box->size(); ++d) {
+      args.shard_extent[d] = args.global_extent[d] = args.update_end[d] = (*box)[d];
     }
   }
   std::vector<double> integrals(slots.integrals.size(), 0.0);
@@ -258,9 +290,11 @@ state_out (ValueError), and the dtype (TypeError) and shape (ValueError) declare
 Source; a kernel made by a KernelWriter also needs its state buffers 64-byte aligned
 (ValueError; uwjit.empty and uwjit.zeros make such arrays) and each state_out buffer apart from
 every other buffer of the call (ValueError: it reads its inputs as they were before the call, so
-an update in place writes a second array). extents are ints >= 1, one per run-time extent.
+an update in place writes a second array). extents are ints >= 1, one per run-time extent; a
+KernelWriter's kernel also checks the shape of buffers over run-time extents (with their halos).
 domain (up to 3 ints) fills the ABI's shard_extent, global_extent and update box for kernels
-that read them. run_time_params is a dict giving each run-time param of the kernel
+that read them; for a KernelWriter's kernel it is the whole domain when not given, and an axis
+beyond the kernel's extent is a ValueError. run_time_params is a dict giving each run-time param of the kernel
 (KernelWriter.param: a value the kernel reads when it runs, not a node param) its value
 (ValueError for a missing or unknown name); params= is its deprecated former name. The GIL is
 released while the kernel runs. Returns the domain integrals by name; raises KernelError if the kernel

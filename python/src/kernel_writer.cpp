@@ -29,6 +29,19 @@ std::string extent_repr(const codegen::Extent& extent) {
   return "Extent(id=" + std::to_string(extent.id) + ")";
 }
 
+namespace {
+
+// An axis of `extent` and `halo_cells` more: a number where the extent is compiled in, the
+// run-time extent's name (and the halos) otherwise.
+ShapeAxis shape_axis(const codegen::ExtentDecl& extent, std::int64_t halo_cells) {
+  if (extent.mode == ExtentMode::runtime) {
+    return {.extent = extent.name, .count = halo_cells};
+  }
+  return {.extent = {}, .count = extent.value + halo_cells};
+}
+
+} // namespace
+
 PySource declared_source(const KernelWriter& writer, codegen::KernelSource source) {
   BufferSpecs specs = specs_of_slots(source.slots());
   specs.integral_reductions = writer.integral_reductions();
@@ -38,20 +51,19 @@ PySource declared_source(const KernelWriter& writer, codegen::KernelSource sourc
         specs.tables[static_cast<int>(buffer.role)].at(static_cast<std::size_t>(buffer.slot));
     spec.dtype = buffer.dtype;
     spec.aligned = codegen::assumes_aligned(buffer);
-    std::vector<std::variant<std::int64_t, std::string>> shape;
-    bool known = true;
+    std::vector<ShapeAxis> shape;
     for (const auto& axis : buffer.axes) {
       const auto& extent = writer.extents().at(static_cast<std::size_t>(axis.extent.id));
-      if (extent.mode == ExtentMode::runtime && axis.halo == 0) {
-        shape.emplace_back(extent.name);
-      } else if (extent.mode == ExtentMode::compiled) {
-        shape.emplace_back(extent.value + 2 * std::int64_t{axis.halo});
-      } else {
-        known = false;
-      }
+      shape.push_back(shape_axis(extent, 2 * std::int64_t{axis.halo}));
     }
-    if (known) {
-      spec.shape = std::move(shape);
+    spec.shape = std::move(shape);
+  }
+  // The domain axes in axis order (each is declared once, from axis 0 on).
+  for (int axis = 0; axis < UWJIT_MAX_AXES; ++axis) {
+    for (const auto& extent : writer.extents()) {
+      if (extent.domain_axis == axis) {
+        specs.domain.push_back(shape_axis(extent, 0));
+      }
     }
   }
   return PySource{std::move(source), std::move(specs)};

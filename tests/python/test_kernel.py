@@ -228,3 +228,28 @@ def test_a_kernel_written_with_the_kernel_writer_is_checked_against_its_declarat
     np.testing.assert_array_equal(z, 2.5)
     with pytest.raises(uwjit.UsageError, match="nx"):
         writer.extent("nx", 3)
+
+
+def test_a_kernel_writer_kernel_over_run_time_extents_checks_shapes_and_its_update_box(engine):
+    writer = uwjit.KernelWriter("smooth")
+    n = writer.domain_extent(0, "nx", 8, "runtime")
+    writer.state_in("u", "f64", [uwjit.Axis(n, 1)])
+    writer.state_out("u")
+    writer.integral("total")
+    writer.for_each_cell(["i"], "u_out(i) = u(i - 1) + u(i + 1); total += u_out(i);")
+    kernel = engine.kernel(writer.finish())
+    u, out = uwjit.zeros(12), uwjit.zeros(12)
+    u[...] = np.arange(12.0)
+    # Without domain=, the update box is the whole domain (it was empty: nothing was computed).
+    assert kernel(state_in=[u], state_out=[out], extents=[10]) == {"total": 110.0}
+    np.testing.assert_array_equal(out[1:-1], u[:-2] + u[2:])
+    # A buffer over a run-time extent with halos is the extent plus the halos: smaller arrays are
+    # refused (they were accepted, and the kernel wrote past them).
+    with pytest.raises(ValueError, match=r'state_in "u": expected shape \(10000002\), got \(12\)'):
+        kernel(state_in=[u], state_out=[out], extents=[10**7])
+    # The update box may be part of the domain, never beyond it.
+    assert kernel(state_in=[u], state_out=[out], extents=[10], domain=[3]) == {"total": 12.0}
+    with pytest.raises(ValueError, match=r"domain \(11\): axis 0 is 11, outside 1 to 10"):
+        kernel(state_in=[u], state_out=[out], extents=[10], domain=[11])
+    with pytest.raises(ValueError, match="domain has 1 axes"):
+        kernel(state_in=[u], state_out=[out], extents=[10], domain=[4, 4])
