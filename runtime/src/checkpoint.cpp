@@ -431,9 +431,10 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
       }
       const auto dtype = static_cast<codegen::Dtype>(field.dtype);
       if (!codegen::is_supported(dtype)) {
-        throw Error(ErrorKind::io, format("{}: field \"{}\" of node \"{}\" has an unknown dtype "
-                                          "code {}",
-                                          what, field.name, record.name, field.dtype));
+        throw Error(ErrorKind::io,
+                    format("{}: field \"{}\" of node \"{}\" has an unknown dtype "
+                           "code {}",
+                           what, field.name, record.name, static_cast<int>(field.dtype)));
       }
       // The byte count follows from the dtype and shape; a file that says otherwise is named
       // for what it is, not as truncated.

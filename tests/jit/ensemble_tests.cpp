@@ -461,6 +461,46 @@ TEST_CASE("a checkpointed ensemble resumes bit for bit, and its file holds each 
       CHECK(m.integrals == reference.members[static_cast<std::size_t>(m.id)].integrals);
     }
   }
+  SUBCASE("an unsealed checkpoint (version 2) with a member's counts changed is refused") {
+    std::string old = uwjit_test::read_text(checkpoint);
+    old.resize(old.size() - 64);
+    old[8] = 2;
+    // Each member's id (0 to 6), its count of varied values (1) and its courant, as the file
+    // holds them.
+    std::vector<std::size_t> counts;
+    for (char id = 0; id < 7; ++id) {
+      const std::string head =
+          std::string(1, id) + std::string(7, '\0') + '\1' + std::string(7, '\0');
+      for (auto at = old.find(head); at != std::string::npos; at = old.find(head, at + 1)) {
+        double courant = 0;
+        if (at + 24 <= old.size()) {
+          std::memcpy(&courant, old.data() + at + 16, 8);
+        }
+        if (courant >= 0.03 && courant <= 0.15) {
+          counts.push_back(at + 8);
+        }
+      }
+    }
+    REQUIRE(counts.size() >= 3);
+    const auto bad = dir.path() / "bad-v2.ckpt";
+    for (const std::size_t at : counts) {
+      for (const char value : {'\0', '\2', '\x7f'}) {
+        std::string changed = old;
+        changed[at] = value;
+        if (value == '\x7f') {
+          changed[at + 7] = value; // a count of about 2^63: never allocated
+        }
+        uwjit_test::write_text(bad, changed);
+        auto bad_options = options;
+        bad_options.resume = bad;
+        CAPTURE(at);
+        CAPTURE(static_cast<int>(value));
+        CHECK_THROWS_WITH_AS(Ensemble(engine(), factory("heat"), base, sampler(),
+                                      {std::make_shared<MemorySink>(10)}, bad_options),
+                             doctest::Contains("ensemble checkpoint"), Error);
+      }
+    }
+  }
   SUBCASE("another ensemble's checkpoint is refused, naming the difference") {
     auto other = resumed_options;
     other.until = StopRule::parse({"change:heat<1e-9", "steps:20000"});

@@ -404,7 +404,7 @@ void Ensemble::Impl::leave() {
     }
     // Rank 0's own unbuilt members first, then every rank's in rank order.
     for (const auto& from : all) {
-      for (auto& m : decode_members(from)) {
+      for (auto& m : decode_members(from, "ensemble: members from another rank")) {
         unplaced.push_back(std::move(m));
       }
     }

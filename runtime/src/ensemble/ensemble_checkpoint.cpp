@@ -227,7 +227,7 @@ void Ensemble::Impl::restore_from(const std::filesystem::path& path, const std::
   left = in.i64();
   steps_taken = in.i64();
   batch_steps = in.i64();
-  summaries = decode_members(in.str());
+  summaries = decode_members(in.str(), what);
   if (!lead()) {
     summaries.clear(); // rank 0's: the others report none
   }
@@ -261,11 +261,33 @@ void Ensemble::Impl::restore_from(const std::filesystem::path& path, const std::
   restore_batch(what, drawn, was_exhausted, batch);
 }
 
+namespace {
+
+// A member's varied values, one per varied param (a member is built from them).
+void check_values(const ByteReader& in, std::int64_t id, std::size_t values, std::size_t varied) {
+  if (values != varied) {
+    in.fail(
+        format("member {} has {} varied value(s); this ensemble varies {}", id, values, varied));
+  }
+}
+
+void check_values(const ByteReader& in, const std::vector<MemberResult>& members,
+                  std::size_t varied) {
+  for (const auto& m : members) {
+    check_values(in, m.id, m.values.size(), varied);
+  }
+}
+
+} // namespace
+
 void Ensemble::Impl::restore_batch(const std::string& what, std::int64_t drawn, bool was_exhausted,
                                    const std::string& bytes) {
   ByteReader in(bytes, what);
-  unplaced = decode_members(in.str());
-  const auto received = decode_members(in.str());
+  unplaced = decode_members(in.str(), what);
+  const auto received = decode_members(in.str(), what);
+  check_values(in, unplaced, varied.size());
+  check_values(in, received, varied.size());
+  check_values(in, summaries, varied.size());
   inbox.assign(received.begin(), received.end());
   // The sampler where it was: the members it gave are drawn again (the first one, the template,
   // was drawn when this ensemble was made).
@@ -298,6 +320,7 @@ void Ensemble::Impl::restore_batch(const std::string& what, std::int64_t drawn, 
   for (std::uint64_t slot = 0; slot < held; ++slot) {
     const std::int64_t id = in.i64();
     auto values = get_doubles(in);
+    check_values(in, id, values.size(), varied.size());
     auto m = build(id, std::move(values));
     m->steps = in.i64();
     m->entered = in.i64();

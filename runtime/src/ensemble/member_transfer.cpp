@@ -1,8 +1,10 @@
 // Members in bytes, and their way to rank 0.
 #include "member_transfer.hpp"
 
+#include <uwjit/codegen/dtype.hpp>
 #include <uwjit/common/byte_io.hpp>
 #include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
 
 #include <charconv>
 
@@ -22,7 +24,7 @@ void put_doubles(ByteWriter& out, const std::vector<double>& values) {
 }
 
 std::vector<double> get_doubles(ByteReader& in) {
-  std::vector<double> values(static_cast<std::size_t>(in.u64()));
+  std::vector<double> values(static_cast<std::size_t>(in.count(8)));
   for (auto& v : values) {
     v = in.f64();
   }
@@ -54,9 +56,10 @@ std::string encode_members(const std::vector<MemberResult>& members) {
   return std::move(out.bytes());
 }
 
-std::vector<MemberResult> decode_members(std::string_view bytes) {
-  ByteReader in(bytes, "ensemble: members from another rank");
-  std::vector<MemberResult> members(static_cast<std::size_t>(in.u64()));
+std::vector<MemberResult> decode_members(std::string_view bytes, const std::string& what) {
+  ByteReader in(bytes, what);
+  // A member takes at least 45 bytes: id, values, steps, status, reason, integrals, fields.
+  std::vector<MemberResult> members(static_cast<std::size_t>(in.count(45)));
   for (auto& m : members) {
     m.id = in.i64();
     m.values = get_doubles(in);
@@ -68,11 +71,16 @@ std::vector<MemberResult> decode_members(std::string_view bytes) {
     m.status = static_cast<MemberStatus>(status);
     m.reason = in.str();
     m.integrals = get_doubles(in);
-    m.fields.resize(static_cast<std::size_t>(in.u64()));
+    // A field takes at least 21 bytes: name, dtype, shape, data.
+    m.fields.resize(static_cast<std::size_t>(in.count(21)));
     for (auto& f : m.fields) {
       f.name = in.str();
       f.dtype = static_cast<codegen::Dtype>(in.u8());
-      f.shape.resize(static_cast<std::size_t>(in.u64()));
+      if (!codegen::is_supported(f.dtype)) {
+        in.fail(format("member {}: field {} of an unknown dtype (code {})", m.id, f.name,
+                       static_cast<int>(f.dtype)));
+      }
+      f.shape.resize(static_cast<std::size_t>(in.count(8)));
       for (auto& n : f.shape) {
         n = in.i64();
       }

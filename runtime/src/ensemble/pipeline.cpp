@@ -281,7 +281,7 @@ void Pipeline::Impl::restore(const std::filesystem::path& path) {
     e->left = head.i64();
     e->steps_taken = head.i64();
     e->batch_steps = head.i64();
-    e->summaries = decode_members(head.str());
+    e->summaries = decode_members(head.str(), part_what);
     const std::string batch = head.str();
     if (!head.at_end()) {
       head.fail("bytes after the batch");
@@ -412,9 +412,10 @@ Pipeline::~Pipeline() = default;
 void Pipeline::Impl::receive_into_inbox() {
   const std::string_view bytes(reinterpret_cast<const char*>(receive_bytes.data()),
                                receive_bytes.size());
-  ByteReader in(bytes, format("pipeline: the message from stage {}", stage - 1));
+  const std::string what = format("pipeline: the message from stage {}", stage - 1);
+  ByteReader in(bytes, what);
   const std::uint64_t length = in.u64();
-  for (auto& member : decode_members(in.raw(length))) {
+  for (auto& member : decode_members(in.raw(length), what)) {
     e->inbox.push_back(std::move(member));
   }
 }

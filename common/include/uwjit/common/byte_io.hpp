@@ -64,6 +64,16 @@ public:
     m_at += static_cast<std::size_t>(size);
     return out;
   }
+  /// A u64 count of items that take at least `bytes_each` (>= 1) bytes each; Error(io)
+  /// "truncated" when the bytes left cannot hold them, so that no count read allocates more
+  /// than the bytes hold.
+  std::uint64_t count(std::uint64_t bytes_each) {
+    const std::uint64_t n = u64();
+    if (n > (m_bytes.size() - m_at) / bytes_each) {
+      fail("truncated");
+    }
+    return n;
+  }
   [[nodiscard]] bool at_end() const noexcept { return m_at == m_bytes.size(); }
   /// Throws Error(io): "WHAT: PROBLEM".
   [[noreturn]] void fail(std::string_view problem) const {
