@@ -99,8 +99,10 @@ template <class Body> decltype(auto) calling_python(std::string_view where, Body
 [[nodiscard]] codegen::Dtype dtype_arg(const py::handle& value, std::string_view what);
 
 /// A Python int, float, str or tuple of those as a Value; TypeError for anything else (bool
-/// included: say 0 or 1).
-[[nodiscard]] runtime::Value to_value(const py::handle& value, std::string_view what);
+/// included: say 0 or 1), ValueError for tuples nested deeper than Value::max_depth. `depth`:
+/// the tuples `value` is within.
+[[nodiscard]] runtime::Value to_value(const py::handle& value, std::string_view what,
+                                      int depth = 0);
 [[nodiscard]] py::object from_value(const runtime::Value& value);
 /// A dict of str → value as Params.
 [[nodiscard]] runtime::Params to_params(const py::handle& params, std::string_view what);

@@ -197,7 +197,7 @@ Dtype dtype_arg(const py::handle& value, std::string_view what) {
                        " (accepted: f32, f64, i8, u8, i32, i64 or the numpy dtypes of those)");
 }
 
-runtime::Value to_value(const py::handle& value, std::string_view what) {
+runtime::Value to_value(const py::handle& value, std::string_view what, int depth) {
   if (py::isinstance<py::bool_>(value)) {
     throw py::type_error(std::string(what) + ": a bool is not a value (say 0 or 1)");
   }
@@ -211,16 +211,20 @@ runtime::Value to_value(const py::handle& value, std::string_view what) {
     return runtime::Value(value.cast<std::string>());
   }
   if (py::isinstance<py::tuple>(value)) {
+    if (depth >= runtime::Value::max_depth) {
+      throw py::value_error(std::string(what) + ": tuples nested more than " +
+                            std::to_string(runtime::Value::max_depth) + " deep");
+    }
     runtime::Value::Tuple items;
     for (const auto item : value) {
-      items.push_back(to_value(item, what));
+      items.push_back(to_value(item, what, depth + 1));
     }
     return runtime::Value(std::move(items));
   }
   // numpy scalars (np.float64(0.5), np.int64(3)) are numbers too.
   if (py::hasattr(value, "dtype") && py::hasattr(value, "item") &&
       !py::isinstance<py::array>(value)) {
-    return to_value(value.attr("item")(), what);
+    return to_value(value.attr("item")(), what, depth);
   }
   throw py::type_error(std::string(what) + ": expected an int, float, str or tuple of those, got " +
                        type_name(value));

@@ -40,7 +40,7 @@ class ByteReader : public uwjit::ByteReader {
 public:
   using uwjit::ByteReader::ByteReader;
   Value value(int depth = 0) {
-    if (depth > 16) {
+    if (depth > Value::max_depth) {
       fail("values nested too deeply");
     }
     switch (u8()) {

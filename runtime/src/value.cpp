@@ -3,6 +3,7 @@
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -65,6 +66,17 @@ std::string_view Value::type_name() const noexcept {
   return k_names[m_value.index()];
 }
 
+int Value::depth() const noexcept {
+  if (!is_tuple()) {
+    return 0;
+  }
+  int deepest = 0;
+  for (const Value& item : std::get<3>(m_value)) {
+    deepest = std::max(deepest, item.depth());
+  }
+  return deepest + 1;
+}
+
 std::string Value::text() const {
   switch (m_value.index()) {
   case 0:
@@ -88,6 +100,10 @@ std::string Value::text() const {
 Params& Params::set(std::string key, Value value) {
   if (key.empty()) {
     throw Error(ErrorKind::usage, "param with an empty name");
+  }
+  if (const int depth = value.depth(); depth > Value::max_depth) {
+    throw Error(ErrorKind::usage, format("param \"{}\": tuples nested {} deep; at most {}", key,
+                                         depth, Value::max_depth));
   }
   m_values.insert_or_assign(std::move(key), std::move(value));
   return *this;

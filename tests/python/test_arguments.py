@@ -235,3 +235,22 @@ def test_none_for_the_engine_or_the_node_is_a_type_error_not_a_crash(engine, tmp
         uwjit.Ensemble(None, lambda p: heat(), {}, samples=[{}], until=["steps:1"])
     with pytest.raises(TypeError, match="incompatible"):
         uwjit.node_kernels(None)
+
+
+def test_a_param_of_tuples_nested_deeper_than_a_checkpoint_reads_is_refused():
+    def nested(depth):
+        value = 1.0
+        for _ in range(depth):
+            value = (value,)
+        return value
+
+    # 16 deep is a param like any other (a checkpoint reads values back to that depth).
+    assert uwjit.Node("tuples", "deep", {"shape": nested(16)}).params["shape"] is not None
+    # Deeper was accepted, and made a checkpoint no restore could read; 50 000 deep overflowed
+    # the stack.
+    for depth in (17, 50_000):
+        with pytest.raises(ValueError, match="tuples nested more than 16 deep"):
+            uwjit.Node("tuples", "deep", {"shape": nested(depth)})
+        with pytest.raises(ValueError, match="tuples nested more than 16 deep"):
+            uwjit.static_data_hash({"shape": nested(depth)})
+

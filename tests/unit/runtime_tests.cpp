@@ -372,6 +372,17 @@ TEST_CASE("params are typed, sorted, and set from text in their own type") {
   CHECK(contains(usage_error([&] { (void)params.get_int("tau"); }),
                  "param \"tau\": expected an integer, got double 0.75"));
   CHECK(contains(usage_error([&] { (void)params.at("missing"); }), "param \"missing\" is missing"));
+  // Tuples nest as deep as a checkpoint reads them back, no deeper.
+  uwjit::runtime::Value deep(1.0);
+  for (int depth = 1; depth <= uwjit::runtime::Value::max_depth; ++depth) {
+    deep = uwjit::runtime::Value(uwjit::runtime::Value::Tuple{deep});
+  }
+  CHECK(deep.depth() == 16);
+  params.set("shape", deep);
+  CHECK(contains(usage_error([&] {
+                   params.set("shape", uwjit::runtime::Value(uwjit::runtime::Value::Tuple{deep}));
+                 }),
+                 "param \"shape\": tuples nested 17 deep; at most 16"));
 }
 
 TEST_CASE("a clone holds every value, halos included; copy_from needs the same layout") {

@@ -41,6 +41,12 @@ public:
   /// "int", "double", "string" or "tuple".
   [[nodiscard]] std::string_view type_name() const noexcept;
 
+  /// The deepest nesting of tuples a param may have: a checkpoint reads values back up to it, so
+  /// Params::set refuses deeper ones.
+  static constexpr int max_depth = 16;
+  /// How deeply tuples nest in it: 0 for a number or string, 1 for a tuple of them.
+  [[nodiscard]] int depth() const noexcept;
+
   /// For people: 42, 0.1 (shortest exact), "text", (1, 2.5).
   [[nodiscard]] std::string text() const;
 
@@ -63,9 +69,15 @@ private:
 class Params {
 public:
   Params() = default;
-  Params(std::initializer_list<std::pair<const std::string, Value>> values) : m_values(values) {}
+  /// Each value as set() takes it (Error(usage) as there).
+  Params(std::initializer_list<std::pair<const std::string, Value>> values) {
+    for (const auto& [key, value] : values) {
+      set(key, value);
+    }
+  }
 
-  /// Sets `key` (any non-empty string) to `value`; throws Error(usage) for an empty key.
+  /// Sets `key` (any non-empty string) to `value`; throws Error(usage) for an empty key or a value
+  /// nested deeper than Value::max_depth.
   Params& set(std::string key, Value value);
 
   /// Sets an existing `key` from text, in the type it already has (an integer, a double or a
