@@ -11,6 +11,11 @@ namespace uwjit::runtime {
 
 namespace {
 
+// What a VTK file uwjit writes is, and the only file at its name it replaces (besides an empty
+// one): a VTK XML file, an earlier output. A file of the user's named like an output is refused.
+constexpr posix::AtomicFileOptions k_vtk_file = {
+    .mode = 0644, .replaces = "<?xml version=\"1.0\"?>\n<VTKFile", .kind = "VTK XML file"};
+
 std::string_view vtk_type(Dtype dtype) {
   switch (dtype) {
   case Dtype::f32:
@@ -226,7 +231,7 @@ void write_image_data(const std::filesystem::path& path, const ImageGeometry& g,
   out += format("    <Piece Extent=\"{}\">\n", extent);
   cell_arrays(out, cell_data, g.cells[0] * g.cells[1] * g.cells[2]);
   out += "    </Piece>\n  </ImageData>\n</VTKFile>\n";
-  posix::write_file_atomically(path, out, {.mode = 0644});
+  posix::write_file_atomically(path, out, k_vtk_file);
 }
 
 void write_image_data(const std::filesystem::path& path, const VtkImage& image) {
@@ -275,7 +280,7 @@ void write_parallel_image_data(const std::filesystem::path& path, const ImageGeo
                   extent_text(piece.first, piece.cells), xml_escaped(piece.file.generic_string()));
   }
   out += "  </PImageData>\n</VTKFile>\n";
-  posix::write_file_atomically(path, out, {.mode = 0644});
+  posix::write_file_atomically(path, out, k_vtk_file);
 }
 
 void write_unstructured_grid(const std::filesystem::path& path, const UnstructuredGeometry& g,
@@ -312,7 +317,7 @@ void write_unstructured_grid(const std::filesystem::path& path, const Unstructur
   out += "      </Cells>\n";
   cell_arrays(out, cell_data, static_cast<std::int64_t>(cells));
   out += "    </Piece>\n  </UnstructuredGrid>\n</VTKFile>\n";
-  posix::write_file_atomically(path, out, {.mode = 0644});
+  posix::write_file_atomically(path, out, k_vtk_file);
 }
 
 void write_collection(const std::filesystem::path& path, std::span<const VtkSeriesEntry> entries) {
@@ -324,7 +329,7 @@ void write_collection(const std::filesystem::path& path, std::span<const VtkSeri
                   number(entry.time), xml_escaped(entry.file.generic_string()));
   }
   out += "  </Collection>\n</VTKFile>\n";
-  posix::write_file_atomically(path, out, {.mode = 0644});
+  posix::write_file_atomically(path, out, k_vtk_file);
 }
 
 } // namespace uwjit::runtime

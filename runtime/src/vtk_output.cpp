@@ -9,6 +9,7 @@
 #include <uwjit/common/byte_io.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <optional>
 #include <system_error>
@@ -99,6 +100,17 @@ template <class Write> auto writing_in(const std::filesystem::path& directory, W
   }
 }
 
+// Error(usage) unless `stem` is empty or a plain file name, so that the files it names stay in
+// their directory ("../x", "/abs" or a newline in a name would not).
+void check_stem(std::string_view stem) {
+  if (!stem.empty() && !is_safe_name(stem)) {
+    throw Error(ErrorKind::usage,
+                format("write_vtk: stem \"{}\" is not a plain file name (1 to 64 ASCII letters, "
+                       "digits, '_', '-' and '.', the first a letter, a digit or '_')",
+                       printable(stem)));
+  }
+}
+
 // The name of rank `rank`'s piece of an image written as `stem`: STEM_RANK, RANK in at least 4
 // digits, so that a directory listing sorts them.
 std::string piece_name(std::string_view stem, int rank) {
@@ -131,6 +143,7 @@ paths_of_rank_0(comm::Comm& comm, const std::vector<std::filesystem::path>& writ
 
 std::vector<std::filesystem::path> Snapshot::write_vtk(const std::filesystem::path& directory,
                                                        std::string_view stem) const {
+  check_stem(stem);
   make_directory(directory);
   std::vector<std::filesystem::path> written;
   writing_in(directory, [&] {
@@ -145,6 +158,7 @@ std::vector<std::filesystem::path> Snapshot::write_vtk(const std::filesystem::pa
 
 std::vector<std::filesystem::path> Simulation::write_vtk(const std::filesystem::path& directory,
                                                          std::string_view stem) const {
+  check_stem(stem);
   if (!m_impl->decomposition || m_impl->decomposition->comm->size() == 1) {
     return gathered().write_vtk(directory, stem);
   }

@@ -254,3 +254,19 @@ def test_a_param_of_tuples_nested_deeper_than_a_checkpoint_reads_is_refused():
         with pytest.raises(ValueError, match="tuples nested more than 16 deep"):
             uwjit.static_data_hash({"shape": nested(depth)})
 
+
+def test_write_vtk_keeps_to_its_directory_and_replaces_only_vtk_files(engine, tmp_path):
+    sim = uwjit.Simulation(engine, [heat()], threads=1)
+    for stem in ("../escape", "/abs", "a\nb", ".hidden"):
+        with pytest.raises(uwjit.UsageError, match="is not a plain file name"):
+            sim.write_vtk(tmp_path / "out", stem=stem)
+    assert not (tmp_path / "escape_heat.vti").exists()
+    (tmp_path / "out").mkdir()
+    mine = tmp_path / "out" / "heat.vti"
+    mine.write_text("my notes")
+    with pytest.raises(uwjit.IoError, match="is not a VTK XML file"):
+        sim.write_vtk(tmp_path / "out")
+    assert mine.read_text() == "my notes"
+    mine.unlink()
+    assert sim.write_vtk(tmp_path / "out") == [mine]
+    assert sim.write_vtk(tmp_path / "out") == [mine]  # an earlier output is replaced
