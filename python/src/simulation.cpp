@@ -286,7 +286,11 @@ next step, whichever thread takes it. step() and run() stop after the current st
                        const std::string& device) {
              auto self = std::make_unique<PySimulation>();
              self->engine = std::move(engine);
-             self->nodes = nodes;
+             // A list of its own: the caller may clear or change theirs; these node objects live
+             // as long as the simulation.
+             for (const auto node : nodes) {
+               self->nodes.append(node);
+             }
              self->comm = comm_of(comm);
              auto options =
                  options_of(self->comm, std::move(shard_axes), threads, exchange, checked, device);

@@ -58,6 +58,20 @@ def test_a_python_node_matches_numpy(engine):
     assert sim.kernel_reports()[0].info.origin == "r"
 
 
+def test_the_simulation_keeps_its_nodes_whatever_the_caller_does_with_the_list(engine):
+    import gc
+
+    nodes = [Relax("r", 6, 5, 0.25)]
+    sim = uwjit.Simulation(engine, nodes, threads=1)
+    nodes.clear()
+    gc.collect()
+    sim.step(2)
+    assert sim.integrals("r")["total"] == pytest.approx(
+        reference(np.linspace(0, 1, 30).reshape(6, 5), 0.25, 2).sum(), rel=1e-12)
+    nodes.append("junk")
+    assert [n.name for n in sim.nodes] == ["r"]
+
+
 def test_rebinding_a_same_shape_array_compiles_nothing_and_changes_the_results(engine):
     node = Relax("r", 6, 5, 0.5)
     sim = uwjit.Simulation(engine, [node], threads=1)
