@@ -31,6 +31,7 @@ struct PyEnsemble {
   std::shared_ptr<comm::Comm> comm;
   std::unique_ptr<runtime::Ensemble> ensemble; // or
   std::unique_ptr<runtime::Pipeline> pipeline; // whose stage on this rank is `stage()`
+  bool busy = false;                           // a call holds it (see Hold)
 
   // This rank's ensemble: the ensemble, or the pipeline's stage.
   [[nodiscard]] const runtime::Ensemble& stage() const {
@@ -39,6 +40,28 @@ struct PyEnsemble {
   bool advance(std::int64_t steps) {
     return pipeline ? pipeline->advance(steps) : ensemble->advance(steps);
   }
+};
+
+// One call's hold on an ensemble, which takes one call at a time: a call made while another runs
+// (from make(), which may let another thread take the GIL, or from that thread) is refused
+// instead of stepping members twice or losing them. The GIL guards the flag.
+class Hold {
+public:
+  Hold(PyEnsemble& self, std::string_view call) : m_self(self) {
+    if (self.busy) {
+      throw Error(ErrorKind::usage,
+                  format("Ensemble.{}: called while another call of this ensemble runs (from "
+                         "make(), or from another thread): an ensemble takes one call at a time",
+                         call));
+    }
+    self.busy = true;
+  }
+  Hold(const Hold&) = delete;
+  Hold& operator=(const Hold&) = delete;
+  ~Hold() { m_self.busy = false; }
+
+private:
+  PyEnsemble& m_self;
 };
 
 // The stages after the first: [{"params": {...}, "until": [...]}, ...].
@@ -370,7 +393,11 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
            py::arg("stages") = py::none(), py::arg("mode") = "async_recv", py::arg("buffer") = 0,
            py::arg("device") = "cpu")
       .def(
-          "step", [](PyEnsemble& self) { return self.advance(1); },
+          "step",
+          [](PyEnsemble& self) {
+            const Hold hold(self, "step");
+            return self.advance(1);
+          },
           "One step of every member still stepping; the members that stop leave, their slots "
           "refilled. Returns whether members remain.")
       .def(
@@ -388,7 +415,11 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
                 callback();
               }
             };
-            while (self.advance(runtime::Ensemble::round_steps)) {
+            const auto round = [&] {
+              const Hold hold(self, "run");
+              return self.advance(runtime::Ensemble::round_steps);
+            };
+            while (round()) {
               after();
             }
             after();
@@ -400,6 +431,7 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
       .def(
           "checkpoint",
           [](PyEnsemble& self, const std::filesystem::path& path) {
+            const Hold hold(self, "checkpoint");
             if (self.pipeline) {
               self.pipeline->checkpoint(path);
             } else {
@@ -413,7 +445,9 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
       .def(
           "advance",
           [](PyEnsemble& self, const py::handle& steps) {
-            return self.advance(int_arg(steps, "Ensemble.advance: steps", 1));
+            const std::int64_t count = int_arg(steps, "Ensemble.advance: steps", 1);
+            const Hold hold(self, "advance");
+            return self.advance(count);
           },
           py::arg("steps"),
           "Up to `steps` steps of every member still stepping, in one round (members are judged "
@@ -422,6 +456,7 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
       .def(
           "take",
           [](PyEnsemble& self) {
+            const Hold hold(self, "take");
             py::list out;
             if (self.memory) {
               for (const auto& r : self.memory->take()) {
@@ -435,7 +470,8 @@ members whose layouts or kernels differ. The GIL is held while it runs (members 
           "interiors).")
       .def_property_readonly(
           "summaries",
-          [](const PyEnsemble& self) {
+          [](PyEnsemble& self) {
+            const Hold hold(self, "summaries");
             py::list out;
             for (const auto& r : self.stage().summaries()) {
               out.append(result_dict(self.stage(), r));

@@ -212,3 +212,44 @@ def test_an_ensemble_names_where_it_runs_and_a_missing_gpu_is_one_clear_error(en
                                                    r"be loaded"):
             uwjit.Ensemble(engine, Decay, BASE, vary={"rate": (0.2, 1.0, 2)}, until=["steps:1"],
                            device="cuda")
+
+
+def test_a_make_that_raises_loses_no_member_and_a_call_from_make_is_refused(engine):
+    calls = []
+
+    def make(params):
+        calls.append(params["rate"])
+        if len(calls) == 3:
+            raise KeyError("a bug in make")
+        if len(calls) == 6:
+            ens.step()  # a call of the ensemble while it runs
+        return Decay(params)
+
+    ens = uwjit.Ensemble(engine, make, BASE, vary={"rate": (0.1, 0.7, 7)}, until=["steps:3"],
+                         batch=2)
+    # The exception reaches the caller; the member it was for and the one drawn with it leave as
+    # failed (they were lost), and the ensemble goes on with the others.
+    with pytest.raises(KeyError, match="a bug in make"):
+        ens.run()
+    ens.run()
+    left = {m["id"]: m for m in ens.take()}
+    assert sorted(left) == list(range(7)) and ens.finished == 7
+    failed = sorted(i for i, m in left.items() if m["status"] == "failed")
+    assert failed == [2, 3, 6]
+    assert all("a bug in make" in left[i]["reason"] for i in (2, 3))
+    # The call from make() was refused, not run: that member failed, naming why.
+    assert "one call at a time" in left[6]["reason"]
+
+
+def test_a_member_whose_node_has_other_params_than_its_own_leaves_as_failed(engine):
+    first = []
+
+    def make(params):  # hands back the first node it made: every member would run rate 0.2
+        first.append(first[0] if first else Decay(params))
+        return first[-1]
+
+    ens = uwjit.Ensemble(engine, make, BASE, vary={"rate": (0.2, 1.0, 3)}, until=["steps:2"])
+    ens.run()
+    left = sorted(ens.take(), key=lambda m: m["id"])
+    assert [m["status"] for m in left] == ["step_cap", "failed", "failed"]
+    assert 'param "rate" is 0.2, not the member\'s 0.6' in left[1]["reason"]

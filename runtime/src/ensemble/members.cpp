@@ -120,6 +120,20 @@ std::unique_ptr<EnsembleMember> Ensemble::Impl::build(std::int64_t id, std::vect
   if (!node) {
     throw Error(ErrorKind::usage, "ensemble: the member factory gave no node");
   }
+  // The member is reported with its values: the node must run with them (a factory that hands
+  // back a node it made before, or changes a value, would label one run with another's params).
+  for (std::size_t i = 0; i < varied.size(); ++i) {
+    const Params& got = node->params();
+    const Value* has = got.contains(varied[i]) ? &got.at(varied[i]) : nullptr;
+    if (has == nullptr || !(has->is_int() || has->is_double()) ||
+        has->as_double() != m->values[i]) {
+      throw Error(ErrorKind::usage,
+                  format("ensemble: the member factory gave a node whose param \"{}\" is {}, not "
+                         "the member's {}: make each member's node from the params it is given",
+                         varied[i], has != nullptr ? has->text() : std::string("missing"),
+                         Value(m->values[i]).text()));
+    }
+  }
   NodeState& s = m->state;
   s.node = node;
   s.layout = read_layout(*node);
@@ -264,22 +278,32 @@ void Ensemble::Impl::allocate() {
       mine.emplace_back(id, std::move(*values));
     }
   }
+  const auto unbuilt = [&](std::size_t i, const char* why) {
+    MemberResult r;
+    r.id = mine[i].first;
+    r.values = mine[i].second;
+    r.status = MemberStatus::failed;
+    r.reason = format("not built: {}", why);
+    r.integrals.assign(integral_names.size(), std::nan(""));
+    leave_unbuilt(std::move(r));
+  };
   collectively([&] {
     for (std::size_t i = 0; i < mine.size(); ++i) {
-      auto& [id, values] = mine[i];
       try {
-        members[free[i]] = build(id, values);
+        members[free[i]] = build(mine[i].first, mine[i].second);
       } catch (const Error& error) {
         if (mismatch) {
           throw;
         }
-        MemberResult r;
-        r.id = id;
-        r.values = values;
-        r.status = MemberStatus::failed;
-        r.reason = format("not built: {}", error.what());
-        r.integrals.assign(integral_names.size(), std::nan(""));
-        leave_unbuilt(std::move(r));
+        unbuilt(i, error.what());
+      } catch (const std::exception& error) {
+        // The host's own exception (a Python factory that raised, Ctrl-C in it): this member
+        // and the others drawn with it leave as failed, so that none is lost, and the exception
+        // goes on to the host.
+        for (std::size_t j = i; j < mine.size(); ++j) {
+          unbuilt(j, error.what());
+        }
+        throw;
       }
     }
   });
@@ -314,6 +338,12 @@ void Ensemble::Impl::allocate_fed() {
       from.status = MemberStatus::failed;
       from.reason = format("{}not built: {}", role.label(), error.what());
       unplaced.push_back(std::move(from));
+    } catch (const std::exception& error) {
+      // The host's own exception: the member leaves as failed, and the exception goes on.
+      from.status = MemberStatus::failed;
+      from.reason = format("{}not built: {}", role.label(), error.what());
+      unplaced.push_back(std::move(from));
+      throw;
     }
   }
 }
