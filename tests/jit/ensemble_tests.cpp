@@ -501,6 +501,15 @@ TEST_CASE("a checkpointed ensemble resumes bit for bit, and its file holds each 
       }
     }
   }
+  SUBCASE("a resume whose sampler gives other members is refused, naming one") {
+    for (const char* range : {"courant=0.03:0.3:7", "courant=0.03:0.15:9"}) {
+      auto other = std::make_unique<GridSampler>(std::vector<ParamRange>{ParamRange::parse(range)});
+      CAPTURE(range);
+      CHECK_THROWS_WITH_AS(Ensemble(engine(), factory("heat"), base, std::move(other),
+                                    {std::make_shared<MemorySink>(10)}, resumed_options),
+                           doctest::Contains("this ensemble's sampler gives courant="), Error);
+    }
+  }
   SUBCASE("another ensemble's checkpoint is refused, naming the difference") {
     auto other = resumed_options;
     other.until = StopRule::parse({"change:heat<1e-9", "steps:20000"});

@@ -20,6 +20,9 @@
 #include <uwjit/common/posix_file.hpp>
 #include <uwjit/common/text.hpp>
 
+#include <map>
+#include <utility>
+
 namespace uwjit::runtime {
 
 using namespace detail; // this file is the runtime's own
@@ -289,16 +292,14 @@ void Ensemble::Impl::restore_batch(const std::string& what, std::int64_t drawn, 
   check_values(in, received, varied.size());
   check_values(in, summaries, varied.size());
   inbox.assign(received.begin(), received.end());
-  // The sampler where it was: the members it gave are drawn again (the first one, the template,
-  // was drawn when this ensemble was made).
-  while (next_id < drawn) {
-    if (!sampler->next()) {
-      in.fail(format("the checkpoint's sampler had given {} members; this one gives {}", drawn,
-                     next_id));
+  // The values of the members the checkpoint holds, which this ensemble's sampler must give
+  // again (a sweep resumed with other ranges, list or seed would go on as another).
+  std::map<std::int64_t, std::vector<double>> recorded;
+  for (const std::vector<MemberResult>* list : {&std::as_const(unplaced), &received}) {
+    for (const auto& m : *list) {
+      recorded.emplace(m.id, m.values);
     }
-    ++next_id;
   }
-  exhausted = was_exhausted;
   const std::uint64_t held = in.u64();
   // A batch this ensemble chose itself grows to hold the checkpoint's, where memory allows (a
   // checkpoint of another machine, or of another default, may have held more).
@@ -321,6 +322,7 @@ void Ensemble::Impl::restore_batch(const std::string& what, std::int64_t drawn, 
     const std::int64_t id = in.i64();
     auto values = get_doubles(in);
     check_values(in, id, values.size(), varied.size());
+    recorded.emplace(id, values);
     auto m = build(id, std::move(values));
     m->steps = in.i64();
     m->entered = in.i64();
@@ -348,6 +350,28 @@ void Ensemble::Impl::restore_batch(const std::string& what, std::int64_t drawn, 
   }
   if (!in.at_end()) {
     in.fail("bytes after the last member");
+  }
+  // The sampler where it was: the members it gave are drawn again (the first one, the template,
+  // was drawn when this ensemble was made), and those the checkpoint holds compared.
+  const auto other = [&](std::string_view problem) {
+    throw Error(ErrorKind::usage,
+                format("{}: {}: resume with the sampler that made it (its ranges, list or seed)",
+                       what, problem));
+  };
+  while (next_id < drawn) {
+    const auto values = sampler->next();
+    if (!values) {
+      other(format("its sampler had given {} members; this one gives {}", drawn, next_id));
+    }
+    if (const auto at = recorded.find(next_id); at != recorded.end() && at->second != *values) {
+      other(format("its member {} has {}; this ensemble's sampler gives {}", next_id,
+                   values_text(varied, at->second), values_text(varied, *values)));
+    }
+    ++next_id;
+  }
+  exhausted = was_exhausted;
+  if (exhausted && !role.fed() && sampler->next()) {
+    other(format("its sampler had given all of its {} members; this one gives more", drawn));
   }
 }
 
