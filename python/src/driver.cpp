@@ -424,7 +424,16 @@ rank.)doc")
           if (py::isinstance<py::str>(argv)) {
             throw py::type_error("run_cli: argv: expected a list of str, got a str");
           }
-          args = argv.cast<std::vector<std::string>>();
+          if (!py::isinstance<py::iterable>(argv)) {
+            throw py::type_error("run_cli: argv: expected a list of str, got " + type_name(argv));
+          }
+          for (const auto arg : argv) {
+            if (!py::isinstance<py::str>(arg)) {
+              throw py::type_error("run_cli: argv: expected a list of str, got an item of type " +
+                                   type_name(arg));
+            }
+            args.push_back(arg.cast<std::string>());
+          }
         }
         driver::Program cpp_program;
         if (!program.is_none()) {

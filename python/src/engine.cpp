@@ -228,6 +228,11 @@ Raises UsageError for bad options or environment variables, JitError if the JIT 
              const std::optional<std::string>& entry, const py::iterable& state_in,
              const py::iterable& state_out, const py::iterable& statics,
              const py::iterable& extents, const py::iterable& integrals) {
+            if (!py::isinstance<PySource>(source) && !py::isinstance<py::str>(source)) {
+              throw py::type_error("Engine.kernel: expected a uwjit.Source or the kernel's text "
+                                   "(a str), got " +
+                                   type_name(source));
+            }
             PySource request = py::isinstance<PySource>(source)
                                    ? source.cast<const PySource&>()
                                    : make_source(source.cast<std::string>(), entry, state_in,

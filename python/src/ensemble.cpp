@@ -64,6 +64,31 @@ private:
   PyEnsemble& m_self;
 };
 
+// A dict's key that names a param or an entry: a str, else TypeError naming `what`.
+std::string key_of(const py::handle& key, std::string_view what) {
+  if (!py::isinstance<py::str>(key)) {
+    throw py::type_error(std::string(what) + ": keys are str, got " + type_name(key));
+  }
+  return key.cast<std::string>();
+}
+
+// Stop rules given as a list of str ("steps:100", ...): TypeError naming `what` otherwise.
+std::vector<std::string> rules_of(const py::handle& rules, std::string_view what) {
+  std::vector<std::string> out;
+  if (py::isinstance<py::str>(rules) || !py::isinstance<py::iterable>(rules)) {
+    throw py::type_error(std::string(what) + ": expected a list of stop rules (str), got " +
+                         type_name(rules));
+  }
+  for (const auto rule : rules) {
+    if (!py::isinstance<py::str>(rule)) {
+      throw py::type_error(std::string(what) + ": a stop rule is a str (\"steps:100\"), got " +
+                           type_name(rule));
+    }
+    out.push_back(rule.cast<std::string>());
+  }
+  return out;
+}
+
 // The stages after the first: [{"params": {...}, "until": [...]}, ...].
 std::vector<runtime::PipelineStage> stages_of(const py::object& stages) {
   std::vector<runtime::PipelineStage> out;
@@ -78,7 +103,7 @@ std::vector<runtime::PipelineStage> stages_of(const py::object& stages) {
     }
     const auto stage = item.cast<py::dict>();
     for (const auto& [key, value] : stage) {
-      const auto name = key.cast<std::string>();
+      const auto name = key_of(key, "Ensemble: a stage");
       if (name != "params" && name != "until") {
         throw Error(ErrorKind::usage, format("Ensemble: stage {}: \"{}\" is not params or until",
                                              out.size() + 1, name));
@@ -93,7 +118,7 @@ std::vector<runtime::PipelineStage> stages_of(const py::object& stages) {
                   format("Ensemble: stage {} has no until (its stop rules, e.g. [\"steps:100\"])",
                          out.size() + 1));
     }
-    one.until = runtime::StopRule::parse(stage["until"].cast<std::vector<std::string>>());
+    one.until = runtime::StopRule::parse(rules_of(stage["until"], "Ensemble: a stage's until"));
     out.push_back(std::move(one));
   }
   return out;
@@ -115,7 +140,7 @@ sampler_of(const py::object& vary, const py::object& samples, const py::object& 
       const auto row = item.cast<py::dict>();
       if (names.empty()) {
         for (const auto& [key, value] : row) {
-          names.push_back(key.cast<std::string>());
+          names.push_back(key_of(key, "Ensemble: samples"));
         }
       }
       std::vector<double> values;
@@ -170,9 +195,18 @@ sampler_of(const py::object& vary, const py::object& samples, const py::object& 
     return std::make_unique<runtime::CallableSampler>(names, std::move(next));
   }
   std::vector<runtime::ParamRange> ranges;
+  if (!py::isinstance<py::dict>(vary)) {
+    throw py::type_error("Ensemble: vary: expected a dict of param → (low, high, count), got " +
+                         type_name(vary));
+  }
   for (const auto& [key, value] : vary.cast<py::dict>()) {
     runtime::ParamRange r;
-    r.name = key.cast<std::string>();
+    r.name = key_of(key, "Ensemble: vary");
+    if (!py::isinstance<py::sequence>(value) || py::isinstance<py::str>(value)) {
+      throw py::type_error("Ensemble: vary[\"" + r.name +
+                           "\"]: expected (low, high, count) or (low, high), got " +
+                           type_name(value));
+    }
     const auto parts = value.cast<py::sequence>();
     if (parts.size() != 3 && parts.size() != 2) {
       throw Error(ErrorKind::usage, format("Ensemble: vary[\"{}\"]: expected (low, high, count), "

@@ -34,6 +34,12 @@ struct PyStaticArray {
 };
 
 runtime::StaticArray static_array_of(const py::handle& value, std::string key) {
+  if (!py::isinstance<PyStaticArray>(value)) {
+    throw py::type_error(
+        "static array \"" + key + "\": expected a uwjit.StaticArray, got " + type_name(value) +
+        (py::isinstance<py::array>(value) ? " (wrap a numpy array: uwjit.StaticArray(array))"
+                                          : ""));
+  }
   const auto& array = value.cast<const PyStaticArray&>();
   const auto& c = array.checked;
   return runtime::StaticArray(std::move(key), c.shared_data(), c.dtype(), c.shape(),

@@ -270,3 +270,29 @@ def test_write_vtk_keeps_to_its_directory_and_replaces_only_vtk_files(engine, tm
     mine.unlink()
     assert sim.write_vtk(tmp_path / "out") == [mine]
     assert sim.write_vtk(tmp_path / "out") == [mine]  # an earlier output is replaced
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda e: uwjit.Simulation(e, [heat()]).rebind_static("heat", "kappa", np.ones((8, 6, 5))),
+     "expected a uwjit.StaticArray, got ndarray"),
+    (lambda e: e.kernel(5), "expected a uwjit.Source or the kernel's text"),
+    (lambda e: e.kernel("int f() { return 0; }", state_in=[(5, "f64", [3])]),
+     "a slot's name is a str, got int"),
+    (lambda e: e.kernel("int f() { return 0; }", state_in=[("x", "f64", 3)]),
+     "the shape is a sequence"),
+    (lambda e: uwjit.Ensemble(e, lambda p: heat(), {}, vary={1: (0, 1, 2)}, until=["steps:1"]),
+     "Ensemble: vary: keys are str, got int"),
+    (lambda e: uwjit.Ensemble(e, lambda p: heat(), {}, vary={"kappa": 3}, until=["steps:1"]),
+     r'vary\["kappa"\]: expected \(low, high, count\)'),
+    (lambda e: uwjit.Ensemble(e, lambda p: heat(), {}, samples=[{1: 1.0}], until=["steps:1"]),
+     "Ensemble: samples: keys are str, got int"),
+    (lambda e: uwjit.Ensemble(e, lambda p: heat(), {}, samples=[{"kappa": 1.0}],
+                              until=["steps:1"], stages=[{"until": "steps:1"}]),
+     "expected a list of stop rules"),
+    (lambda e: uwjit.Ensemble(e, lambda p: heat(), {}, samples=[{"kappa": 1.0}],
+                              until=["steps:1"], stages=[{1: 2}]),
+     "a stage: keys are str, got int"),
+])
+def test_an_argument_of_the_wrong_type_is_a_type_error_naming_it(engine, call, words):
+    with pytest.raises(TypeError, match=words):
+        call(engine)
