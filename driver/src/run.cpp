@@ -397,6 +397,9 @@ int run(const Program& program, std::span<const NodeKind> kinds,
   if (checkpoint && restore && !print_kernel) {
     check_checkpoint_apart(command, *checkpoint, output_dir, node.name()); // the file's name
   }
+  if (!print_kernel) {
+    check_vtk_outputs(command, output_dir, node.name());
+  }
   if (print_kernel) {
     std::cout << simulation->kernel_reports()[0].source->body();
     return 0;

@@ -3,6 +3,7 @@
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 #include <uwjit/common/posix_file.hpp>
+#include <uwjit/runtime/vtk.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -87,6 +88,18 @@ void check_checkpoint(std::string_view command, const std::filesystem::path& fil
     posix::check_replaceable(file, magic, kind);
   } catch (const Error& refused) {
     path_error(command, "--checkpoint", file, refused.what());
+  }
+}
+
+void check_vtk_outputs(std::string_view command, const std::filesystem::path& output,
+                       std::string_view node) {
+  for (const std::string_view extension : {".vti", ".pvti", ".vtu", ".pvd"}) {
+    const auto file = output / (std::string(node) + std::string(extension));
+    try {
+      posix::check_replaceable(file, runtime::k_vtk_magic, "VTK XML file");
+    } catch (const Error& refused) {
+      path_error(command, "--output", file, refused.what());
+    }
   }
 }
 

@@ -17,6 +17,12 @@ void check_output(std::string_view command, const std::filesystem::path& directo
 void check_checkpoint(std::string_view command, const std::filesystem::path& file,
                       std::string_view magic, std::string_view kind);
 
+/// The run's VTK files in `output` for node `node` (NODE.vti, NODE.pvti, NODE.vtu, NODE.pvd) are
+/// nothing yet, empty or earlier VTK files, by the VTK writer's rule: a user's file named like
+/// one is refused before the first step, not when the run ends.
+void check_vtk_outputs(std::string_view command, const std::filesystem::path& output,
+                       std::string_view node);
+
 /// `file` is a regular file that can be read (a FIFO is refused, never waited on).
 void check_restore(std::string_view command, const std::filesystem::path& file);
 

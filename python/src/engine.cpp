@@ -2,7 +2,9 @@
 #include "kernel.hpp"
 
 #include <uwjit/cache/stats.hpp>
+#include <uwjit/common/env.hpp>
 #include <uwjit/common/error.hpp>
+#include <uwjit/common/format.hpp>
 #include <uwjit/common/text.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/engine/target.hpp>
@@ -208,8 +210,12 @@ Raises UsageError for bad options or environment variables, JitError if the JIT 
                options.disk_cache = engine::DiskCache::off;
              }
              if (lock_timeout) {
-               if (!std::isfinite(*lock_timeout) || *lock_timeout < 0) {
-                 throw py::value_error("Engine: lock_timeout must be a number of seconds >= 0");
+               // The range of UWJIT_LOCK_TIMEOUT: whole milliseconds that the clock can add.
+               if (!std::isfinite(*lock_timeout) || *lock_timeout < 0 ||
+                   *lock_timeout > env::k_max_seconds) {
+                 throw py::value_error(
+                     format("Engine: lock_timeout must be a number of seconds from 0 to {}",
+                            env::k_max_seconds));
                }
                options.lock_timeout = std::chrono::milliseconds(
                    static_cast<std::int64_t>(std::llround(*lock_timeout * 1000)));

@@ -132,4 +132,20 @@ run "$uwjit" run heat --size 8 --steps 1 --output out5 --checkpoint empty.ckpt
 expect_code 0 "a checkpoint replaces an empty file"
 [ "$(head -c 8 empty.ckpt)" = UWJITCKP ] && ok || fail "the empty file became the checkpoint"
 
+# A user's file named like the run's VTK output: refused before the first step, and left as it
+# was (the writer would refuse it only when the run ends); an earlier output is replaced.
+mkdir -p out6
+printf 'my notes\n' >out6/heat.vti
+run "$uwjit" run heat --size 8 --steps 1 --output out6
+expect_code 1 "VTK output over a user's file"
+expect_err '--output out6/heat.vti: cannot write "out6/heat.vti": it exists \(9 bytes\) and is not a VTK XML file' \
+  "names the file and what it is"
+[ "$(ls out6)" = heat.vti ] && ok || fail "nothing else written: $(ls out6)"
+[ "$(cat out6/heat.vti)" = 'my notes' ] && ok || fail "the user's file is untouched"
+rm out6/heat.vti
+run "$uwjit" run heat --size 8 --steps 1 --output out6
+expect_code 0 "a run writes its VTK file"
+run "$uwjit" run heat --size 8 --steps 1 --output out6
+expect_code 0 "and replaces it the next time"
+
 finish

@@ -169,8 +169,10 @@ def test_the_gil_is_released_while_a_kernel_runs(engine):
 
 
 def test_engine_options_are_checked(cache_dir):
-    with pytest.raises(ValueError, match="lock_timeout"):
-        uwjit.Engine(cache_dir=cache_dir, lock_timeout=-1)
+    for seconds in (-1, float("nan"), 1e300):  # 1e300 overflowed the milliseconds
+        with pytest.raises(ValueError, match="lock_timeout must be a number of seconds from 0"):
+            uwjit.Engine(cache_dir=cache_dir, lock_timeout=seconds)
+    assert uwjit.Engine(cache_dir=cache_dir, lock_timeout=1e9).cache_dir == cache_dir
     memory = uwjit.Engine(disk_cache=False)
     assert memory.cache_dir is None
     assert uwjit.Engine(cache_dir=cache_dir).cache_dir == cache_dir
