@@ -189,6 +189,15 @@ public:
                               "given in place (state[\"" +
                               field.name() + "\"][...] = ...)");
       }
+      const std::vector<std::int64_t> shape(views[i].shape(), views[i].shape() + views[i].ndim());
+      if (shape != field.shape() || dtype_of(views[i].dtype()) != field.dtype()) {
+        throw py::value_error(
+            "node \"" + name() + "\": initial_state changed the shape or dtype of state[\"" +
+            field.name() + "\"] to " + shape_text(shape) + " " +
+            py::str(views[i].dtype()).cast<std::string>() + " (its layout's is " +
+            shape_text(field.shape()) + " " + std::string(codegen::to_string(field.dtype())) +
+            "): fill the array it is given, in place");
+      }
       field.copy_interior_from(
           std::span<const std::byte>(static_cast<const std::byte*>(views[i].data()),
                                      static_cast<std::size_t>(views[i].nbytes())));

@@ -184,6 +184,11 @@ def test_a_node_lacking_a_method_is_a_clear_error(engine):
     ("layout", lambda self: None, TypeError, "layout() must return a uwjit.Layout, got NoneType"),
     ("initial_state", lambda self, state: state.update(u=np.zeros((4, 4))), ValueError,
      "in place"),
+    # Resized or retyped in place: was an InternalError (an assertion) or bytes read as another type.
+    ("initial_state", lambda self, state: state["u"].resize((100,), refcheck=False), ValueError,
+     "initial_state changed the shape or dtype of state[\"u\"] to (100) float64"),
+    ("initial_state", lambda self, state: setattr(state["u"], "dtype", np.int64), ValueError,
+     "to (4, 4) int64 (its layout's is (4, 4) f64)"),
     ("build_static_data", lambda self: [1, 2], TypeError, "expected a dict"),
     ("build_static_data", lambda self: {"w": np.zeros(4)}, TypeError, "uwjit.StaticArray"),
 ])
