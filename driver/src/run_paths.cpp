@@ -96,7 +96,7 @@ void check_vtk_outputs(std::string_view command, const std::filesystem::path& ou
   for (const std::string_view extension : {".vti", ".pvti", ".vtu", ".pvd"}) {
     const auto file = output / (std::string(node) + std::string(extension));
     try {
-      posix::check_replaceable(file, runtime::k_vtk_magic, "VTK XML file");
+      posix::check_replaceable(file, runtime::k_vtk_magic, runtime::k_vtk_kind);
     } catch (const Error& refused) {
       path_error(command, "--output", file, refused.what());
     }

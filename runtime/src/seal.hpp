@@ -3,6 +3,7 @@
 #pragma once
 
 #include <uwjit/cache/key.hpp>
+#include <uwjit/common/byte_io.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
 
@@ -29,6 +30,24 @@ inline std::string_view sealed_body(std::string_view file, std::string_view what
     throw Error(ErrorKind::io, format("{}: truncated or corrupt (checksum mismatch)", what));
   }
   return body;
+}
+
+/// A checkpoint of a format that gained the seal at version `sealed`: what `file` holds after its
+/// magic (`magic_size` bytes) and u32 version, without the seal for version `sealed` and as it is
+/// for `sealed - 1` (the version before, still read); Error(io) naming any other version.
+/// `was_sealed` says which it was (the file's parts are sealed alike).
+inline std::string_view versioned_body(std::string_view file, std::size_t magic_size,
+                                       std::uint32_t sealed, std::string_view what,
+                                       bool& was_sealed) {
+  uwjit::ByteReader head(file, std::string(what));
+  (void)head.raw(magic_size);
+  const std::uint32_t version = head.u32();
+  if (version != sealed && version != sealed - 1) {
+    head.fail(format("format version {}; this uwjit reads versions {} and {}", version, sealed - 1,
+                     sealed));
+  }
+  was_sealed = version == sealed;
+  return (was_sealed ? sealed_body(file, what) : file).substr(magic_size + 4);
 }
 
 } // namespace uwjit::runtime::detail

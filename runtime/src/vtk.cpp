@@ -14,7 +14,7 @@ namespace {
 // What a VTK file uwjit writes is, and the only file at its name it replaces (besides an empty
 // one): a VTK XML file, an earlier output. A file of the user's named like an output is refused.
 constexpr posix::AtomicFileOptions k_vtk_file = {
-    .mode = 0644, .replaces = k_vtk_magic, .kind = "VTK XML file"};
+    .mode = 0644, .replaces = k_vtk_magic, .kind = k_vtk_kind};
 
 std::string_view vtk_type(Dtype dtype) {
   switch (dtype) {

@@ -158,10 +158,10 @@ std::vector<std::filesystem::path> Snapshot::write_vtk(const std::filesystem::pa
 
 std::vector<std::filesystem::path> Simulation::write_vtk(const std::filesystem::path& directory,
                                                          std::string_view stem) const {
-  check_stem(stem);
   if (!m_impl->decomposition || m_impl->decomposition->comm->size() == 1) {
-    return gathered().write_vtk(directory, stem);
+    return gathered().write_vtk(directory, stem); // which checks the stem
   }
+  check_stem(stem);
   std::vector<std::filesystem::path> written;
   for (const auto& node : m_impl->nodes) {
     const std::string name = stem.empty() ? node->name() : format("{}_{}", stem, node->name());

@@ -140,6 +140,7 @@ run "$uwjit" run heat --size 8 --steps 1 --output out6
 expect_code 1 "VTK output over a user's file"
 expect_err '--output out6/heat.vti: cannot write "out6/heat.vti": it exists \(9 bytes\) and is not a VTK XML file' \
   "names the file and what it is"
+[ -z "$out" ] && ok || fail "refused before the run (it reported): $out"
 [ "$(ls out6)" = heat.vti ] && ok || fail "nothing else written: $(ls out6)"
 [ "$(cat out6/heat.vti)" = 'my notes' ] && ok || fail "the user's file is untouched"
 rm out6/heat.vti

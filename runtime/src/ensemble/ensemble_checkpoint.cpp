@@ -33,9 +33,7 @@ constexpr std::string_view k_magic = k_ensemble_checkpoint_magic;
 constexpr posix::AtomicFileOptions k_replaces = {.replaces = k_magic,
                                                  .kind = "uwjit ensemble checkpoint"};
 constexpr std::string_view k_part_magic = "UWJITENP";
-constexpr std::uint32_t k_version = 3;
-// The version before the seal, still read (2026-11).
-constexpr std::uint32_t k_unsealed_version = 2;
+constexpr std::uint32_t k_version = 3; // sealed since 3; version 2 is still read
 
 } // namespace
 
@@ -206,16 +204,8 @@ void Ensemble::Impl::check_identity(const std::string& what, ByteReader& in) con
 
 void Ensemble::Impl::restore_from(const std::filesystem::path& path, const std::string& file) {
   const std::string what = "ensemble checkpoint " + path.string();
-  ByteReader head(file, what);
-  (void)head.raw(k_magic.size());
-  const std::uint32_t version = head.u32();
-  if (version != k_version && version != k_unsealed_version) {
-    head.fail(format("format version {}; this uwjit reads versions {} and {}", version,
-                     k_unsealed_version, k_version));
-  }
-  const bool sealed = version == k_version;
-  ByteReader in(sealed ? detail::sealed_body(file, what) : std::string_view(file), what);
-  (void)in.raw(k_magic.size() + 4);
+  bool sealed = false;
+  ByteReader in(detail::versioned_body(file, k_magic.size(), k_version, what, sealed), what);
   check_identity(what, in);
   const int ranks = comm != nullptr ? comm->size() : 1;
   const std::uint32_t saved_ranks = in.u32();

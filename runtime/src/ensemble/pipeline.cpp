@@ -32,9 +32,7 @@ constexpr std::string_view k_magic = k_pipeline_checkpoint_magic;
 constexpr posix::AtomicFileOptions k_replaces = {.replaces = k_magic,
                                                  .kind = "uwjit pipeline checkpoint"};
 constexpr std::string_view k_part_magic = "UWJITPPT";
-constexpr std::uint32_t k_version = 2;
-// The version before the seal, still read (2026-11).
-constexpr std::uint32_t k_unsealed_version = 1;
+constexpr std::uint32_t k_version = 2; // sealed since 2; version 1 is still read
 // Room for a member's reason in a message; a longer reason is cut there.
 constexpr std::size_t k_reason_bytes = 4096;
 // The figures each rank gives the round's all-reduce, at 5 × its rank.
@@ -240,16 +238,8 @@ void Pipeline::Impl::restore(const std::filesystem::path& path) {
   });
   bytes = comm->broadcast(std::move(bytes), 0);
   comm::together(*comm, [&] {
-    ByteReader version_of(bytes, what);
-    (void)version_of.raw(k_magic.size());
-    const std::uint32_t version = version_of.u32();
-    if (version != k_version && version != k_unsealed_version) {
-      version_of.fail(format("format version {}; this uwjit reads versions {} and {}", version,
-                             k_unsealed_version, k_version));
-    }
-    const bool sealed = version == k_version;
-    ByteReader in(sealed ? detail::sealed_body(bytes, what) : std::string_view(bytes), what);
-    (void)in.raw(k_magic.size() + 4);
+    bool sealed = false;
+    ByteReader in(detail::versioned_body(bytes, k_magic.size(), k_version, what, sealed), what);
     if (const std::uint32_t saved = in.u32(); static_cast<int>(saved) != stages) {
       throw Error(ErrorKind::usage,
                   format("{}: a pipeline of {} stage(s); this one has {}", what, saved, stages));

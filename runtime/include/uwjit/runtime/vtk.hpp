@@ -20,6 +20,8 @@ namespace uwjit::runtime {
 /// The first bytes of every VTK file uwjit writes: a file at an output's name that is not empty
 /// and does not start with them is never replaced (Error(io) instead).
 inline constexpr std::string_view k_vtk_magic = "<?xml version=\"1.0\"?>\n<VTKFile";
+/// What those files are, in messages.
+inline constexpr std::string_view k_vtk_kind = "VTK XML file";
 
 /// What a node's VTK file records about its dataset (its FieldData): "step", "time" (step × dt),
 /// "dt", "node_type", "node_name", "kernel_key" (its first kernel's key) and each of the node's
