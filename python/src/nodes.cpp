@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace uwjit::python {
@@ -154,15 +155,22 @@ class PyNode : public runtime::Node {
 public:
   using runtime::Node::Node;
 
+  // Asked of Python once; the node keeps what it returned, as it keeps its static data, so that
+  // everything reading the layout later (a simulation's integral names, a checkpoint, a
+  // snapshot's domain) reads the one the simulation was built from.
   runtime::NodeLayout layout() const override {
     py::gil_scoped_acquire gil;
+    if (m_layout) {
+      return *m_layout;
+    }
     const py::object layout = calling_python(where("layout"), [&] { return method("layout")(); });
     if (!py::isinstance<runtime::NodeLayout>(layout)) {
       // Not a cast error: pybind11 would report that as the caller's bad arguments.
       throw py::type_error("node \"" + name() + "\": layout() must return a uwjit.Layout, got " +
                            type_name(layout));
     }
-    return layout.cast<runtime::NodeLayout>();
+    m_layout = layout.cast<runtime::NodeLayout>();
+    return *m_layout;
   }
 
   // The fields' interiors as fresh numpy arrays (so nothing the node keeps can dangle), copied
@@ -253,6 +261,8 @@ private:
     }
     return override;
   }
+
+  mutable std::optional<runtime::NodeLayout> m_layout; // guarded by the GIL
 };
 
 } // namespace
@@ -498,7 +508,9 @@ asked for), name this instance; node_params (a dict of int, float, str, tuple; t
 former name params= is deprecated) is everything needed to rebuild it: the node's construction
 values, read back as Node.params and stored in checkpoints. They are not a kernel's run-time
 params (KernelWriter.param), values a kernel reads when it runs. The methods may be called from uwjit's compile threads (with the GIL held). Keep
-the node object alive while a Simulation uses it (the Simulation holds a reference).)doc")
+the node object alive while a Simulation uses it (the Simulation holds a reference). uwjit asks
+layout() once and keeps what it returned (as it keeps the static data): a node's layout is fixed
+from its first use, and a node of another layout is a new node.)doc")
       .def(py::init([](std::string type, std::string name, const py::object& node_params,
                        const py::object& params) {
              if (!params.is_none()) {

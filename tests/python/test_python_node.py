@@ -72,6 +72,49 @@ def test_the_simulation_keeps_its_nodes_whatever_the_caller_does_with_the_list(e
     assert [n.name for n in sim.nodes] == ["r"]
 
 
+class Relabelled(Relax):
+    """A node whose layout() would name its integral anew on every call."""
+
+    calls = 0
+
+    def layout(self):
+        Relabelled.calls += 1
+        p = self.params
+        return uwjit.Layout(uwjit.grid([p["nx"], p["ny"]]), [uwjit.StateField("u")],
+                            integrals=[f"total{Relabelled.calls}"], dt=p["rate"])
+
+    def emit_update(self, writer):
+        name = uwjit.Node.layout(self).integrals[0]  # the layout uwjit keeps
+        writer.state_out("u")
+        writer.static_array("target", writer.provided_dtype("target"),
+                            [writer.domain(0), writer.domain(1)])
+        writer.integral(name)
+        writer.body(f"""
+  for (uw_i64 i = 0; i < nx; ++i) {{
+    for (uw_i64 j = 0; j < ny; ++j) {{
+      u_out(i, j) = u(i, j) + args->dt * (target(i, j) - u(i, j));
+      {name} += u_out(i, j);
+    }}
+  }}
+""")
+
+
+def test_a_nodes_layout_is_asked_once_and_names_its_integrals_from_then_on(engine, tmp_path):
+    node = Relabelled("r", 6, 5, 0.25)
+    sim = uwjit.Simulation(engine, [node], threads=1)
+    sim.step(2)
+    sim.checkpoint(tmp_path / "r.ckpt")
+    total = reference(node.target, 0.25, 2).sum()
+    assert sim.integrals("r") == {"total1": pytest.approx(total, rel=1e-12)}
+    assert sim.integrals("r") == sim.gathered().integrals("r")
+    assert Relabelled.calls == 1
+    # A new node is asked anew: the checkpoint's integral is not among its own.
+    with pytest.raises(uwjit.UsageError, match='node "r" has no domain integral "total1"'):
+        uwjit.Simulation.restore(engine, tmp_path / "r.ckpt",
+                                 factory=lambda t, n, p: Relabelled(n, p["nx"], p["ny"], p["rate"]),
+                                 threads=1)
+
+
 def test_rebinding_a_same_shape_array_compiles_nothing_and_changes_the_results(engine):
     node = Relax("r", 6, 5, 0.5)
     sim = uwjit.Simulation(engine, [node], threads=1)
