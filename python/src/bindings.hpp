@@ -6,6 +6,7 @@
 #include <uwjit/comm/comm.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/runtime/field.hpp>
+#include <uwjit/runtime/node.hpp>
 #include <uwjit/runtime/static_data.hpp>
 #include <uwjit/runtime/value.hpp>
 
@@ -17,6 +18,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -115,6 +117,8 @@ template <class Body> decltype(auto) calling_python(std::string_view where, Body
 
 /// A new numpy array holding a copy of `field`'s interior (simulation.cpp).
 [[nodiscard]] py::array interior_copy(const runtime::Field& field);
+/// The dict of integral name → value of `node`'s `values` (in its layout's order; simulation.cpp).
+[[nodiscard]] py::dict integrals_of(const runtime::Node& node, std::span<const double> values);
 
 /// The communicator of a Python `comm` argument: None → nullptr (serial); an mpi4py
 /// communicator → a uwjit Comm over a duplicate of it; TypeError otherwise.

@@ -352,13 +352,7 @@ field(node, field) (a copy of the cells slab(node) names), integrals(node).)doc"
       .def(
           "integrals",
           [](const runtime::Snapshot& s, std::string_view node) {
-            const auto names = s.node(node).layout().integrals;
-            const auto values = s.integrals(node);
-            py::dict out;
-            for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
-              out[py::str(names[i])] = values[i];
-            }
-            return out;
+            return integrals_of(s.node(node), s.integrals(node));
           },
           py::arg("node"), "The node's domain integrals of the last step, by name.")
       .def("__repr__", [](const runtime::Snapshot& s) {

@@ -196,6 +196,8 @@ py::array interior_view(const runtime::Field& field, const py::handle& owner) {
   return view;
 }
 
+} // namespace
+
 py::dict integrals_of(const runtime::Node& node, std::span<const double> values) {
   const auto names = node.layout().integrals;
   py::dict out;
@@ -204,8 +206,6 @@ py::dict integrals_of(const runtime::Node& node, std::span<const double> values)
   }
   return out;
 }
-
-} // namespace
 
 py::array interior_copy(const runtime::Field& field) {
   py::array out(numpy_dtype(field.dtype()), field.shape());
