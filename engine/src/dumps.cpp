@@ -35,11 +35,14 @@ std::string debug_file_name(const cache::Key& key) {
 // Dumps and debug sources go through the atomic writer: processes (e.g. MPI ranks) writing the
 // same kernel at once never leave a torn file for a reader such as gdb, and a symlink planted
 // at the name is replaced, never followed. A failure never fails the request.
-void write_dump(const std::filesystem::path& path, std::string_view text,
-                const log::Logger& logger) {
+void write_dump(const std::filesystem::path& path, std::string_view text, const log::Logger& logger,
+                std::string_view replaces, std::string_view kind) {
   try {
     posix::write_file_atomically(path, text,
-                                 {.mode = 0644, .durability = posix::Durability::buffered});
+                                 {.mode = 0644,
+                                  .durability = posix::Durability::buffered,
+                                  .replaces = replaces,
+                                  .kind = kind});
   } catch (const Error& e) {
     logger.warn("cannot write {}: {}", path.string(), e.what());
   }
@@ -124,10 +127,16 @@ void Dumps::debug_sources(const codegen::KernelSource& source, const cache::Key&
   if (!m_debug_source_dir) {
     return;
   }
+  // The headers' names are plain ones, and the directory may be the user's working directory:
+  // only a file that is an earlier copy of the same header, of any version (its text up to the
+  // first colon: "/* uwjit kernel ABI:"), is replaced.
   std::call_once(m_debug_headers_written, [&] {
-    write_dump(*m_debug_source_dir / "uwjit_kernel_abi.h", codegen::kernel_abi_text(), m_logger);
-    write_dump(*m_debug_source_dir / "uwjit_kernel_prelude.h", codegen::kernel_prelude_text(),
-               m_logger);
+    const auto header = [&](const char* name, std::string_view text) {
+      write_dump(*m_debug_source_dir / name, text, m_logger, text.substr(0, text.find(':') + 1),
+                 "uwjit kernel header");
+    };
+    header("uwjit_kernel_abi.h", codegen::kernel_abi_text());
+    header("uwjit_kernel_prelude.h", codegen::kernel_prelude_text());
   });
   const auto body =
       codegen::replace_all(codegen::replace_all(source.body(), codegen::k_entry_placeholder, entry),

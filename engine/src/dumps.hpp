@@ -26,9 +26,10 @@ namespace uwjit::engine::detail {
 [[nodiscard]] std::string debug_file_name(const cache::Key& key);
 
 /// Writes `text` to `path` through the atomic writer; a failure is logged as a warning, never
-/// thrown. Thread-safe.
-void write_dump(const std::filesystem::path& path, std::string_view text,
-                const log::Logger& logger);
+/// thrown. A regular file already there is replaced only if it is empty or starts with
+/// `replaces` (AtomicFileOptions::replaces; "" replaces any), a `kind`. Thread-safe.
+void write_dump(const std::filesystem::path& path, std::string_view text, const log::Logger& logger,
+                std::string_view replaces = {}, std::string_view kind = "file");
 
 /// Where an engine's dumps and debug sources go, if anywhere. Thread-safe after construction.
 class Dumps {

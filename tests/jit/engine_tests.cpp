@@ -805,6 +805,20 @@ TEST_CASE("a debug kernel's debug info names its body uwjit_KEY.cpp, written for
   CHECK(std::filesystem::exists(other_sources.path() / file));
 }
 
+TEST_CASE("debug headers replace an earlier copy of themselves but never a user's file") {
+  SandboxDir cache;
+  SandboxDir sources;
+  std::ofstream(sources.path() / "uwjit_kernel_abi.h") << "/* my own edited header */\n";
+  std::ofstream(sources.path() / "uwjit_kernel_prelude.h")
+      << "/* uwjit kernel prelude: of an older version */\n";
+  Engine debug(debug_options(cache.path(), sources.path()));
+  CHECK(run(debug.kernel(axpb(5.0, 1.0)), {1.0}) == std::vector<double>{6.0});
+  CHECK(uwjit_test::read_text(sources.path() / "uwjit_kernel_abi.h") ==
+        "/* my own edited header */\n");
+  CHECK(uwjit_test::read_text(sources.path() / "uwjit_kernel_prelude.h") ==
+        uwjit::codegen::kernel_prelude_text());
+}
+
 TEST_CASE("with debug info, diagnostics still name kernel.cpp") {
   SandboxDir sources;
   EngineOptions options = debug_options({}, sources.path());

@@ -58,7 +58,8 @@ struct EngineOptions {
   /// compiled or loaded from disk: `uwjit_KEY.cpp` (the body, with the real entry name, under
   /// the name the debug info gives it) and the headers `uwjit_kernel_abi.h` and
   /// `uwjit_kernel_prelude.h`. Unset: dump_dir, else the working directory (where gdb looks by
-  /// default).
+  /// default). A header replaces only an earlier copy of itself: a user's file of that name is
+  /// kept, with a warning.
   std::optional<std::filesystem::path> debug_source_dir;
 
   /// The defaults adjusted by the environment: UWJIT_DEBUG (-g, and gdb registration),
