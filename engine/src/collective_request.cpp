@@ -234,7 +234,7 @@ struct Engine::Impl::HostKernels {
   Impl& impl;
   using Result = Loaded;
   cache::Key key(const codegen::KernelSource& source) {
-    return cache::Key::of(source.canonical(), impl.flavour(source).salt);
+    return impl.flavour(source).key_of(source);
   }
   bool held(const cache::Key& key) { return impl.holds(impl.loaded, key); }
   Loaded request(const codegen::KernelSource& source, const cache::Key& key) {
@@ -257,7 +257,7 @@ struct Engine::Impl::GpuPtx {
   const Target& target;
   using Result = Ptx;
   cache::Key key(const codegen::KernelSource& source) {
-    return cache::Key::of(source.canonical(), impl.flavour(source, target).salt);
+    return impl.flavour(source, target).key_of(source);
   }
   bool held(const cache::Key& key) { return impl.holds(impl.ptx_loaded, key); }
   Ptx request(const codegen::KernelSource& source, const cache::Key& key) {
@@ -315,10 +315,13 @@ Engine::Impl::run_collective(Kind& kind, std::span<const codegen::KernelSource> 
   // 1. Every rank states its keys and which kernels it holds already; one all-gather.
   std::vector<cache::Key> keys;
   std::vector<Claim> mine;
-  for (const auto& source : sources) {
-    keys.push_back(kind.key(source));
-    mine.push_back({keys.back().hex(), kind.held(keys.back())});
-  }
+  // A rank that cannot take a key (a header it cannot read) raises with every other rank.
+  comm::together(comm, [&] {
+    for (const auto& source : sources) {
+      keys.push_back(kind.key(source));
+      mine.push_back({keys.back().hex(), kind.held(keys.back())});
+    }
+  });
   std::vector<std::vector<Claim>> per_rank;
   const std::vector<std::string> gathered = comm.all_gather(encode_claims(mine));
   for (std::size_t r = 0; r < gathered.size(); ++r) {

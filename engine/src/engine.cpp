@@ -83,11 +83,11 @@ std::vector<std::filesystem::path> Engine::site_cache_dirs() const {
 }
 
 cache::Key Engine::key_of(const codegen::KernelSource& source) const {
-  return cache::Key::of(source.canonical(), m_impl->flavour(source).salt);
+  return m_impl->flavour(source).key_of(source);
 }
 
 cache::Key Engine::key_of(const codegen::KernelSource& source, const Target& target) const {
-  return cache::Key::of(source.canonical(), m_impl->flavour(source, target).salt);
+  return m_impl->flavour(source, target).key_of(source);
 }
 
 const cache::Salt& Engine::salt_of(const codegen::KernelSource& source,

@@ -57,6 +57,12 @@ struct KernelAccess {
 /// kernel that carries its own options (codegen::KernelOptions).
 struct Flavour {
   explicit Flavour(const CompileOptions& options, const Target& target = {});
+  /// What `source`'s key hashes with the salt, and what the cache stores as its source: the
+  /// canonical text, and after it, in a comment, its included_headers() when it has any.
+  /// Error(compile) as included_headers.
+  [[nodiscard]] std::string keyed_text(const codegen::KernelSource& source) const;
+  /// The key of `source` compiled so: Key::of(keyed_text(source), salt).
+  [[nodiscard]] cache::Key key_of(const codegen::KernelSource& source) const;
   Compiler compiler;
   cache::Salt salt;
   std::string salt_text;
@@ -100,6 +106,9 @@ struct Engine::Impl {
   void publish_cold(const codegen::KernelSource& source, const cache::Key& key, KernelInfo& info,
                     const CompiledObject& object, const cache::KeyLock& lock,
                     const detail::Flavour& f);
+  // Error(io) unless `source`'s key under `f` is still `key` (its headers unchanged).
+  void check_headers_unchanged(const codegen::KernelSource& source, const cache::Key& key,
+                               const detail::Flavour& f);
   cache::PublishOutcome publish(const codegen::KernelSource& source, const cache::Key& key,
                                 const KernelInfo& info, const CompiledObject& object);
   cache::PublishOutcome publish(const codegen::KernelSource& source, const cache::Key& key,

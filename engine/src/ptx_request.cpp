@@ -111,6 +111,7 @@ Ptx Engine::Impl::build_ptx(const codegen::KernelSource& source, const cache::Ke
   const auto text = source.instantiate(info->entry, detail::module_name(key));
   const auto object = f.compiler.compile(text, dumps.listing());
   stats.add(cache::Stat::compiles);
+  check_headers_unchanged(source, key, f);
   check_ptx_entry(source, info->entry, target,
                   std::string_view(object.bytes.data(), object.bytes.size()));
   info->compile = object.timings;

@@ -2,6 +2,7 @@
 // memory, the verified disk cache, a cold compile published under the key's lock), with one
 // request per key in flight in this process (single flight).
 #include "engine_impl.hpp"
+#include "included_headers.hpp"
 #include "nvptx.hpp"
 
 #include <uwjit/cache/directory.hpp>
@@ -134,6 +135,19 @@ Flavour::Flavour(const CompileOptions& options, const Target& gpu) : compiler(op
   salt_digest = digest(salt_text);
 }
 
+std::string Flavour::keyed_text(const codegen::KernelSource& source) const {
+  const std::string headers = included_headers(source.body(), compiler.options().include_dirs);
+  if (headers.empty()) {
+    return source.canonical();
+  }
+  // A comment after the body: the text compiles as the body alone does.
+  return source.canonical() + "/* uwjit included headers:\n" + headers + "*/\n";
+}
+
+cache::Key Flavour::key_of(const codegen::KernelSource& source) const {
+  return cache::Key::of(keyed_text(source), salt);
+}
+
 std::vector<cache::SlotTable> slot_tables(const codegen::SlotTables& slots) {
   return {{"state_in", slots.state_in}, {"state_out", slots.state_out}, {"statics", slots.statics},
           {"extents", slots.extents},   {"integrals", slots.integrals}, {"params", slots.params}};
@@ -260,6 +274,7 @@ CompiledObject Engine::Impl::compile(const codegen::KernelSource& source, const 
     }
   }();
   stats.add(cache::Stat::compiles);
+  check_headers_unchanged(source, key, f);
   // Before anything is published or loaded: an entry the object does not define is the
   // request's error, not a damaged cache entry.
   check_entry(source, info.entry, object.bytes);
@@ -274,6 +289,19 @@ CompiledObject Engine::Impl::compile(const codegen::KernelSource& source, const 
   }
   dumps.compiled(source, key, object);
   return object;
+}
+
+// A header edited while the compile read it would publish an object under a key of other
+// contents: the key is taken again after the compile, and the object is kept only if it is the
+// same.
+void Engine::Impl::check_headers_unchanged(const codegen::KernelSource& source,
+                                           const cache::Key& key, const Flavour& f) {
+  if (f.key_of(source) != key) {
+    throw Error(ErrorKind::io,
+                format("kernel \"{}\": a header it includes changed while it was compiled; "
+                       "nothing was published or loaded: ask again",
+                       source.origin()));
+  }
 }
 
 // Throws the one error a wrong entry gets: it names the functions the object does define.
@@ -336,7 +364,7 @@ cache::PublishOutcome Engine::Impl::publish(const codegen::KernelSource& source,
                   store->dir().string(), *why);
     }
   }
-  auto outcome = store->publish(key, object.bytes, manifest, source.canonical());
+  auto outcome = store->publish(key, object.bytes, manifest, f.keyed_text(source));
   if (outcome.published()) {
     (void)store->maybe_evict(max_size);
   }

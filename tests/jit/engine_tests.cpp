@@ -19,6 +19,7 @@
 #include <mutex>
 #include <sstream>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -410,6 +411,79 @@ TEST_CASE("kernels may include headers from configured include directories") {
   args.state_out = out;
   CHECK(kernel(args) == 0);
   CHECK(y == 8.0);
+}
+
+namespace {
+KernelSource scaled_by_header(const std::string& include) {
+  return KernelSource::from_text(include +
+                                     "\nextern \"C\" int k(const uwjit_kernel_args* args) {\n"
+                                     "  static_cast<double*>(args->state_out[0])[0] = scale(2.0);\n"
+                                     "  return 0;\n"
+                                     "}\n",
+                                 "k", SlotTables{.state_out = {"y"}});
+}
+
+double scaled(const uwjit::engine::Kernel& kernel) {
+  double y = 0;
+  void* out[] = {&y};
+  uwjit_kernel_args args{};
+  args.state_out = out;
+  REQUIRE(kernel(args) == 0);
+  return y;
+}
+} // namespace
+
+TEST_CASE("an edited header is a new key, and an earlier header's object is found again") {
+  const SandboxDir cache;
+  const SandboxDir include_dir("uwjit-include-test");
+  const auto& dir = include_dir.path();
+  std::filesystem::create_directories(dir / "more");
+  std::ofstream(dir / "scale.h") << "#include \"more/factor.h\"\n"
+                                 << "inline double scale(double x) { return factor * x; }\n";
+  const auto factor = [&](const char* value) {
+    std::ofstream(dir / "more" / "factor.h") << "constexpr double factor = " << value << ";\n";
+  };
+  const auto engine = [&] {
+    EngineOptions options{.compile = {.include_dirs = {dir.string()}}};
+    options.cache_dir = cache.path();
+    return Engine(options);
+  };
+  const auto source = scaled_by_header("#include <scale.h>");
+  factor("4.0");
+  const auto first = engine().key_of(source);
+  CHECK(scaled(engine().kernel(source)) == 8.0);
+  factor("5.0"); // a header the header includes
+  CHECK(engine().key_of(source) != first);
+  const auto edited = engine().kernel(source);
+  CHECK(edited.info().tier == uwjit::engine::Tier::compiled);
+  CHECK(scaled(edited) == 10.0);
+  factor("4.0");
+  CHECK(engine().key_of(source) == first);
+  const auto again = engine().kernel(source);
+  CHECK(again.info().tier == uwjit::engine::Tier::disk);
+  CHECK(scaled(again) == 8.0);
+}
+
+TEST_CASE("a header that is a FIFO, a device or named by a macro is refused before compiling") {
+  const SandboxDir include_dir("uwjit-include-test");
+  const auto& dir = include_dir.path();
+  REQUIRE(::mkfifo((dir / "pipe.h").c_str(), 0600) == 0);
+  Engine engine({.compile = {.include_dirs = {dir.string()}}, .disk_cache = DiskCache::off});
+  const auto refused = [&](const std::string& include) {
+    try {
+      (void)engine.kernel(scaled_by_header(include));
+    } catch (const uwjit::Error& e) {
+      CHECK(e.kind() == uwjit::ErrorKind::compile);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refused("#include \"pipe.h\"").find("which is a FIFO") != std::string::npos);
+  CHECK(refused("#include \"/dev/zero\"").find("which is a device") != std::string::npos);
+  CHECK(refused("#define H \"pipe.h\"\n#include H").find("names its header with a macro") !=
+        std::string::npos);
+  CHECK(refused("#if __has_include(<pipe.h>)\n#endif").find("which is a FIFO") !=
+        std::string::npos);
 }
 
 TEST_CASE("math prelude functions work without any standard header") {

@@ -8,7 +8,9 @@
 #include <uwjit/mpi.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 using uwjit::cache::Stat;
 using uwjit::codegen::KernelSource;
@@ -161,6 +163,38 @@ MPI_TEST_CASE("a compile error on the compiling rank raises the same error on ev
   }
   // The job goes on: the next request works.
   MPI_CHECK(call(engine.kernel(scale(8.0), comm().get()), 1.0) == 8.0);
+}
+
+MPI_TEST_CASE("a header one rank cannot read raises the same error on every rank, never a hang") {
+  if (comm()->size() < 2) {
+    return;
+  }
+  // Each rank its own include directory: the last rank's header is a FIFO, which would hang its
+  // compile; its key cannot be taken, and every rank hears why.
+  const auto dir = job_sandbox() / ("include-" + std::to_string(comm()->rank()));
+  std::filesystem::create_directories(dir);
+  const bool odd = comm()->rank() == comm()->size() - 1;
+  if (odd) {
+    MPI_CHECK(::mkfifo((dir / "factor.h").c_str(), 0600) == 0);
+  } else {
+    std::ofstream(dir / "factor.h") << "constexpr double factor = 2.0;\n";
+  }
+  uwjit::engine::EngineOptions options{.disk_cache = uwjit::engine::DiskCache::off};
+  options.compile.include_dirs = {dir.string()};
+  Engine engine(options);
+  const auto source =
+      KernelSource::generated("scale",
+                              "#include <factor.h>\n"
+                              "extern \"C\" int __UWJIT_ENTRY__(const uwjit_kernel_args* args) {\n"
+                              "  static_cast<double*>(args->state_out[0])[0] = factor;\n"
+                              "  return UWJIT_KERNEL_OK;\n"
+                              "}\n",
+                              {.state_in = {"x"}, .state_out = {"y"}});
+  const auto message = same_error_everywhere([&] { (void)engine.kernel(source, comm().get()); },
+                                             uwjit::ErrorKind::compile);
+  MPI_CHECK(message.find("which is a FIFO") != std::string::npos);
+  MPI_CHECK(message.find("include-" + std::to_string(comm()->size() - 1)) != std::string::npos);
+  MPI_CHECK(job_total(engine, Stat::compiles) == 0);
 }
 
 MPI_TEST_CASE("ranks asking for different numbers of kernels get a collective error") {

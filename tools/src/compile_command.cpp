@@ -48,6 +48,9 @@ ArgSpec compile_spec() {
       .positional("FILE", "the kernel source (C++20; the uwjit kernel ABI header is prepended)")
       .epilog("The slot names and the compile options are part of the cache key: give the ones "
               "the host\nasks for and the host finds the kernel in the cache (warming a cache).\n"
+              "So are the contents of the headers FILE includes from the working directory or an\n"
+              "-I directory (a quoted name is looked for in the working directory first, then\n"
+              "in -I; an edited header is a new key), which must be regular files named plainly.\n"
               "A compile error exits 1 and prints the diagnostics as FILE:LINE:COL. Example:\n"
               "  uwjit compile examples/kernels/diffusion.cpp --state-in u --state-out u_next "
               "--json");
