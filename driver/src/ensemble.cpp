@@ -3,6 +3,7 @@
 // member (a table, or JSON) and the HDF5 file.
 #include <uwjit/driver/ensemble_main.hpp>
 
+#include "one_command.hpp"
 #include "progress.hpp"
 #include "run_paths.hpp"
 #include "stop_on_signal.hpp"
@@ -140,19 +141,6 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
   return spec;
 }
 
-// Whether a launcher (mpiexec, srun) started this process as one of several ranks: then the
-// members are spread over the job's ranks.
-bool launched_as_ranks() {
-  for (const char* name :
-       {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS"}) {
-    const char* value = std::getenv(name);
-    if (value != nullptr && std::atol(value) > 1) {
-      return true;
-    }
-  }
-  return false;
-}
-
 std::string member_rate(std::int64_t steps, double elapsed) {
   return format("{} member-steps/s", general(std::round(static_cast<double>(steps) / elapsed)));
 }
@@ -260,6 +248,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
   if (launched_as_ranks() && program.job != nullptr) {
     comm = program.job->start();
     options.comm = comm.get();
+    check_one_command(*comm, argv);
   }
   if (checkpoint) {
     // Before any member runs: rank 0 writes the file (a pipeline's first stage, or the ensemble's

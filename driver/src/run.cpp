@@ -2,6 +2,7 @@
 // simulation built (under MPI, sharded), its steps taken with a progress bar and a clean stop on
 // SIGINT/SIGTERM, the output written and the report printed (run_report.cpp). `uwjit run` is this
 // for the built-in nodes.
+#include "one_command.hpp"
 #include "plot.hpp"
 #include "progress.hpp"
 #include "run_paths.hpp"
@@ -331,6 +332,12 @@ int run(const Program& program, std::span<const NodeKind> kinds,
       if (!problem.empty()) {
         throw Error(ErrorKind::usage, format("--shard {}: {}", *shard, problem));
       }
+    } else if (program.job != nullptr && launched_as_ranks()) {
+      // Each rank would run the whole job on its own and write the same files as the others.
+      throw Error(ErrorKind::usage,
+                  "this process is one of several ranks of a job (mpiexec or srun), and without "
+                  "--shard each rank would run the whole domain alone and write the same files: "
+                  "give --shard (see --help), or start one process without mpiexec");
     }
     if (const auto text = args.get("--steps")) {
       requested_steps = parse_count("--steps", *text, 0);
@@ -378,6 +385,7 @@ int run(const Program& program, std::span<const NodeKind> kinds,
   if (shard) {
     comm = program.job->start();
     options.comm = comm.get();
+    check_one_command(*comm, argv);
   }
   const bool lead = options.comm == nullptr || options.comm->rank() == 0;
   const int ranks = options.comm == nullptr ? 1 : options.comm->size();

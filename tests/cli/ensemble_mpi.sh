@@ -107,6 +107,15 @@ run timeout 120 "$mpiexec" --oversubscribe -np 3 "$uwjit" ensemble heat --size 6
 expect_code 2 "a pipeline of 2 stages on 3 ranks"
 expect_err "one stage per rank" "the error says why"
 
+# Ranks given other sweeps would each run their own and report a mixture, or wait in other
+# collectives for ever: refused on every rank, naming the argument.
+run timeout 120 "$mpiexec" --oversubscribe -np 1 "$uwjit" ensemble heat --size 6 --vary \
+  contrast=1:4:6 --until steps:2 : -np 1 "$uwjit" ensemble heat --size 6 --vary contrast=1:4:5 \
+  --until steps:2
+expect_ended "ranks given other sweeps"
+expect_err 'argument 5 is `--vary contrast=1:4:5` on rank 1 and `--vary contrast=1:4:6` on rank 0' \
+  "the first argument that differs is named"
+
 # Stopped by SIGTERM while it checkpoints (each rank its part beside the file): resumed on as
 # many ranks it ends as the uninterrupted sweep, each member once in the file; on other rank
 # counts it is refused on every rank.

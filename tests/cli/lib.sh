@@ -29,6 +29,8 @@ json() { python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print(($1)
 ok() { checks=$((checks + 1)); }
 fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; echo "  stdout: $out"; echo "  stderr: $err"; }
 expect_code() { [ "$code" -eq "$1" ] && ok || fail "$2: exit $code, expected $1"; }
+# A job that failed and ended (under `timeout`, whose 124 means that it hung instead).
+expect_ended() { [ "$code" -ne 0 ] && [ "$code" -ne 124 ] && ok || fail "$1: exit $code (124: the job hung)"; }
 expect_out() { grep -qE -- "$1" <<<"$out" && ok || fail "$2: stdout lacks /$1/"; }
 expect_err() { grep -qE -- "$1" <<<"$err" && ok || fail "$2: stderr lacks /$1/"; }
 finish() {

@@ -77,9 +77,6 @@ done
 run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x,z --size 8 --steps 2 --output "$sandbox/out"
 expect_code 0 "heat --shard x,z (x with another axis) still runs"
 # An error on some ranks only ends the whole job promptly, with its message (never a hang).
-expect_ended() { # expect_ended WHAT
-  [ "$code" -ne 0 ] && [ "$code" -ne 124 ] && ok || fail "$1: exit $code (124: the job hung)"
-}
 run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --shard x --size 13 --steps 5 \
   --output /proc/uwjit-cannot-write-here
 expect_ended "an unwritable --output (written by rank 0 only)"
@@ -93,6 +90,23 @@ run timeout 120 "$mpiexec" -np 1 "$uwjit" run heat --shard x --size 13 --steps 5
 expect_ended "a bad UWJIT_LOG_LEVEL on one rank only"
 expect_err 'uwjit: error: rank 1/2: UWJIT_LOG_LEVEL: unrecognised value "bogus"' \
   "the variable's error is printed by the rank that has it"
+# Ranks started with other arguments would take other step counts or write other files, and
+# wait for each other for ever: refused on every rank before any step, naming what differs.
+run timeout 120 "$mpiexec" -np 1 "$uwjit" run heat --shard x --size 13 --steps 5 --output "$sandbox/out" \
+  : -np 1 "$uwjit" run heat --shard x --size 13 --steps 6 --output "$sandbox/out"
+expect_ended "ranks asked for other step counts"
+expect_err 'rank 1/2: the ranks of this job were started with other arguments: argument 7 is `--steps 6` on rank 1 and `--steps 5` on rank 0' \
+  "the ranks' arguments are compared, and the first that differs is named"
+run timeout 120 "$mpiexec" -np 1 "$uwjit" run heat --shard x --size 13 --steps 5 --output "$sandbox/out" \
+  --checkpoint "$sandbox/one-rank.ckpt" : -np 1 "$uwjit" run heat --shard x --size 13 --steps 5 \
+  --output "$sandbox/out"
+expect_ended "a checkpoint asked of one rank only"
+expect_err 'argument 10 is nothing on rank 1 and `--checkpoint` on rank 0' "a missing argument is named too"
+# Without --shard, each rank would run the whole job alone and write the same files.
+run timeout 120 "$mpiexec" -np 2 "$uwjit" run heat --size 13 --steps 5 --output "$sandbox/out"
+expect_code 2 "uwjit run under mpiexec without --shard"
+expect_err 'without --shard each rank would run the whole domain alone and write the same files' \
+  "says why it is refused"
 # A cache the job cannot write: one warning, from rank 0, that every job compiles again.
 ro=$(mktemp -d /tmp/uwjit-ro.XXXXXX)
 chmod 0555 "$ro"
