@@ -117,9 +117,10 @@ void take_steps(const PySimulation& self, const py::handle& self_object, std::in
   const bool calls_back = !callback.is_none();
   py::gil_scoped_release release;
   auto next_look = std::chrono::steady_clock::now() + k_signal_interval;
-  for (std::int64_t i = 0; i < count; ++i) {
-    simulation.step(1);
-    const bool last = i + 1 == count;
+  std::int64_t taken = 0;
+  // run() checks the count once (sharded: the same on every rank, or an error on every rank).
+  simulation.run(count, [&](const runtime::Simulation&) {
+    const bool last = ++taken == count;
     Stop stop;
     if (calls_back) {
       stop = stop_if_raised("run callback", [&] { callback(self_object); });
@@ -138,7 +139,7 @@ void take_steps(const PySimulation& self, const py::handle& self_object, std::in
     } else if (stop.error) {
       std::rethrow_exception(stop.error);
     }
-  }
+  });
 }
 
 runtime::SimulationOptions options_of(const std::shared_ptr<comm::Comm>& comm,

@@ -35,9 +35,21 @@ CollectiveFile::CollectiveFile(comm::Collectives* comm, const std::filesystem::p
     }
   });
   if (m_comm != nullptr && m_comm->size() > 1) {
-    temporary = m_comm->broadcast(std::move(temporary), 0);
+    // With the file's name: ranks naming other files in one directory would otherwise write
+    // rank 0's file and leave theirs as it was, silently.
+    const std::string name = path.filename().string();
+    const std::string root =
+        m_comm->broadcast(leads(m_comm) ? name + '\0' + temporary : std::string(), 0);
+    const auto split = root.find('\0');
+    temporary = root.substr(split + 1);
     run_together(m_comm, [&] {
       if (!leads(m_comm)) {
+        if (root.substr(0, split) != name) {
+          throw Error(ErrorKind::usage,
+                      format("rank {} names the file \"{}\" and rank 0 \"{}\": the ranks write "
+                             "one file together, so name it alike on every rank",
+                             m_comm->rank(), name, root.substr(0, split)));
+        }
         m_part = posix::AtomicFile::open_temporary(path, temporary);
       }
     });

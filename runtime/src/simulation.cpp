@@ -496,6 +496,26 @@ const std::vector<KernelReport>& Simulation::kernel_reports() const noexcept {
 }
 
 void Simulation::step_count_check(std::int64_t count) const {
+  if (m_impl->decomposition && m_impl->decomposition->comm->size() > 1) {
+    // The fewest and the most steps the ranks ask for, in one all-reduce of their maxima (the
+    // counts ordered as unsigned numbers, and their complements): the same on every rank.
+    const auto ordered = [](std::int64_t n) {
+      return static_cast<std::uint64_t>(n) ^ (std::uint64_t{1} << 63);
+    };
+    const auto signed_of = [](std::uint64_t u) {
+      return static_cast<std::int64_t>(u ^ (std::uint64_t{1} << 63));
+    };
+    std::uint64_t extremes[2] = {ordered(count), ~ordered(count)};
+    m_impl->decomposition->comm->all_reduce_sum_max({}, extremes);
+    const std::int64_t most = signed_of(extremes[0]);
+    const std::int64_t fewest = signed_of(~extremes[1]);
+    if (fewest != most) {
+      throw Error(ErrorKind::usage,
+                  format("step count: the ranks ask for {} to {} steps; a sharded simulation "
+                         "steps on every rank together: ask each rank for the same count",
+                         fewest, most));
+    }
+  }
   if (count < 0 || count > k_max_steps - m_impl->steps) {
     throw Error(ErrorKind::usage,
                 format("step count {}: expected 0 to {} (at most 2^53 steps in all; {} taken)",
@@ -505,6 +525,10 @@ void Simulation::step_count_check(std::int64_t count) const {
 
 void Simulation::step(std::int64_t count) {
   step_count_check(count);
+  take_steps(count);
+}
+
+void Simulation::take_steps(std::int64_t count) {
   if (m_impl->cuda && count > 0) {
     m_impl->pulled_at = -1; // the host's copies are behind from the first kernel on
     m_impl->cuda->bind();
@@ -528,7 +552,7 @@ void Simulation::step(std::int64_t count) {
 void Simulation::run(std::int64_t count, const std::function<void(const Simulation&)>& after_step) {
   step_count_check(count);
   for (std::int64_t i = 0; i < count; ++i) {
-    step(1);
+    take_steps(1);
     if (after_step) {
       after_step(*this);
     }

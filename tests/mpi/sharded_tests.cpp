@@ -744,6 +744,38 @@ MPI_TEST_CASE("sharded checkpoint and restore errors are raised on every rank al
   MPI_CHECK(contains(read, "io: checkpoint " + nowhere.string() + ": cannot open"));
 }
 
+MPI_TEST_CASE("ranks asking for other step counts or naming other checkpoints fail alike, never "
+              "hang or write one rank's file alone") {
+  if (comm()->size() < 2) {
+    return; // one rank cannot disagree with itself
+  }
+  auto engine = make_engine(job_sandbox());
+  Simulation simulation(*engine, builtin("heat", {8, 8, 8}), sharded({0}));
+  const int rank = comm()->rank();
+  const auto steps =
+      uwjit_test::same_failure_everywhere([&] { simulation.step(rank == 1 ? 3 : 2); });
+  MPI_CHECK(contains(steps, "usage: step count: the ranks ask for 2 to 3 steps"));
+  MPI_CHECK(simulation.steps_taken() == 0);
+  const auto ran = uwjit_test::same_failure_everywhere(
+      [&] { simulation.run(rank == 1 ? 0 : 1, [](const Simulation&) {}); });
+  MPI_CHECK(contains(ran, "the ranks ask for 0 to 1 steps"));
+  // Names of other files in one directory: rank 0's file must not be written alone.
+  const auto dir = job_sandbox();
+  const auto mine = dir / (rank == 1 ? "b.ckpt" : "a.ckpt");
+  // Each rank's error names its own path first, then what the ranks disagree on.
+  std::string named = "(no error)";
+  try {
+    simulation.checkpoint(mine);
+  } catch (const uwjit::Error& error) {
+    named = error.what();
+  }
+  MPI_CHECK(contains(named, mine.string() + ": rank 1 names the file \"b.ckpt\" and rank 0 "
+                                            "\"a.ckpt\": the ranks write one file together"));
+  MPI_CHECK(!std::filesystem::exists(dir / "a.ckpt") && !std::filesystem::exists(dir / "b.ckpt"));
+  simulation.step(1); // the job goes on
+  MPI_CHECK(simulation.steps_taken() == 1);
+}
+
 int main(int argc, char** argv) {
   return uwjit_test::run_job(argc, argv);
 }

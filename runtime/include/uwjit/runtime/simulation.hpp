@@ -263,10 +263,13 @@ public:
   /// the ranks. A kernel that fails on some ranks only raises the same Error(kernel) on every
   /// rank (the message of the lowest failing rank, which it names), in the same step: the ranks
   /// learn each other's status in the all-reduce that sums the integrals. Error(usage) if
-  /// `count` is negative or would take steps_taken() past k_max_steps (nothing is stepped).
+  /// `count` is negative or would take steps_taken() past k_max_steps (nothing is stepped), and
+  /// sharded, on every rank alike, if the ranks ask for other counts (a rank that stopped sooner
+  /// would leave the others waiting for its halos for ever).
   void step(std::int64_t count = 1);
 
-  /// Takes `count` steps, calling after_step(*this) after each. Sharded: collective.
+  /// Takes `count` steps, calling after_step(*this) after each. Sharded: collective; `count` is
+  /// checked as step() checks it, once.
   void run(std::int64_t count, const std::function<void(const Simulation&)>& after_step);
 
   /// Where this rank's shard of node `node` lies (serial: the whole domain on a 1-rank grid).
@@ -388,6 +391,7 @@ private:
   struct Impl;
   explicit Simulation(std::unique_ptr<Impl> impl);
   void step_count_check(std::int64_t count) const;
+  void take_steps(std::int64_t count); // checked
   std::unique_ptr<Impl> m_impl;
 };
 
