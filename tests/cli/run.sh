@@ -212,6 +212,13 @@ else
   expect_code 0 "warm pipe-flow --size 2048 under a 3 GiB limit"
 fi
 
+# A cache whose size limit holds none of the node's kernels: each publication is evicted again,
+# and warm says so and exits 1 instead of reporting a warm cache.
+run env UWJIT_CACHE_DIR="$sandbox/small-cache" UWJIT_CACHE_MAX_SIZE=1000 "$uwjit" warm fvm --size 8
+expect_code 1 "warm into a cache too small for the node's kernels"
+expect_out 'evicted again by the cache.s size limit \(1000 bytes, UWJIT_CACHE_MAX_SIZE\)' \
+  "the evicted kernel is named"
+
 # --plot: a PNG per field (a mid-plane slice) and one of the checked profile against Poiseuille.
 run "$uwjit" run pipe-flow --size 20 --output "$out_dir/plots" --plot
 expect_code 0 "run pipe-flow --plot"

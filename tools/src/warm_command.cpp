@@ -2,6 +2,7 @@
 #include "commands.hpp"
 #include "text.hpp"
 
+#include <uwjit/cache/store.hpp>
 #include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
@@ -34,7 +35,7 @@ ArgSpec warm_spec() {
       .positional("NODE", "heat, pipe-flow, fvm or mlp")
       .epilog("Exit codes: 0 every kernel is in the cache, 1 a kernel could not be published "
               "(the report\nsays why: the disk cache is off, the directory is refused or "
-              "unwritable) or did not\ncompile, 2 bad usage. Example, in a job script before "
+              "unwritable), was evicted\nagain by the cache's size limit or did not compile, 2 bad usage. Example, in a job script before "
               "the run:\n"
               "  UWJIT_CACHE_DIR=/site/cache uwjit warm pipe-flow --size 64\n"
               "For a GPU job, on a login node without a GPU:\n"
@@ -88,15 +89,29 @@ int warm_command(const std::vector<std::string>& argv) {
     }
   }
   const auto dir = engine.cache_dir();
+  // Asked after every kernel was published: a later one may have evicted an earlier (a size
+  // limit that holds fewer than the node's kernels), and a warm cache is one that holds them all.
+  const auto evicted = [&](const engine::KernelInfo& info) {
+    if (!dir || (info.tier == engine::Tier::disk && info.served_from != dir->string())) {
+      return false; // a site cache's entry, read-only
+    }
+    const auto key = cache::Key::parse(info.key);
+    return key && !cache::Store::open(*dir).read_manifest(*key).has_value();
+  };
   bool all_cached = true;
   nlohmann::json kernels = nlohmann::json::array();
   Table table({"node", "key", "tier", "cache"});
   for (const auto& info : infos) {
-    const bool cached =
-        info.publication != engine::Publication::not_published && info.tier != engine::Tier::memory;
+    const bool gone = info.publication != engine::Publication::not_published &&
+                      info.tier != engine::Tier::memory && evicted(info);
+    const bool cached = info.publication != engine::Publication::not_published &&
+                        info.tier != engine::Tier::memory && !gone;
     all_cached = all_cached && cached;
     std::string cache;
-    if (info.publication == engine::Publication::published) {
+    if (gone) {
+      cache = format("evicted again by the cache's size limit ({} bytes, UWJIT_CACHE_MAX_SIZE)",
+                     cache::max_cache_size());
+    } else if (info.publication == engine::Publication::published) {
       cache = "published to " + dir->string();
     } else if (info.publication == engine::Publication::not_published) {
       cache = "not published: " + info.not_published_because;
@@ -113,7 +128,8 @@ int warm_command(const std::vector<std::string>& argv) {
                           {"served_from", info.served_from.empty()
                                               ? nlohmann::json(nullptr)
                                               : nlohmann::json(info.served_from)},
-                          {"request_ms", info.request_ms}};
+                          {"request_ms", info.request_ms},
+                          {"in_cache", cached}};
     if (info.publication == engine::Publication::not_published) {
       one["not_published_because"] = info.not_published_because;
     }
