@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <mutex>
+#include <optional>
 
 namespace uwjit::engine {
 
@@ -351,8 +353,34 @@ const std::string& Compiler::libdevice_digest() const noexcept {
   return m_impl->libdevice_digest;
 }
 
+// Clang and LLVM recurse on a kernel's expressions: a text of deeply nested ones (an expression
+// of 50,000 terms) overflowed the caller's stack of 8 MiB and took the whole process down, where
+// a compiler process would have died alone. A compile runs on a thread of its own with a larger
+// stack (reserved, and touched only as deep as the text needs), whose bottom Clang is told, so
+// that where Clang measures its depth it goes on in a fresh stack instead of overflowing.
+constexpr unsigned k_compile_stack_bytes = 256U << 20;
+
 CompiledObject Compiler::compile(std::string_view source, Listing listing,
                                  std::string_view debug_file) const {
+  std::optional<CompiledObject> result;
+  std::exception_ptr failure;
+  llvm::thread worker(std::optional<unsigned>(k_compile_stack_bytes), [&] {
+    clang::noteBottomOfStack();
+    try {
+      result.emplace(compile_here(source, listing, debug_file));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  });
+  worker.join();
+  if (failure) {
+    std::rethrow_exception(failure);
+  }
+  return std::move(*result);
+}
+
+CompiledObject Compiler::compile_here(std::string_view source, Listing listing,
+                                      std::string_view debug_file) const {
   const TargetInfo& host = host_target();
   const bool cuda = m_impl->target.is_cuda();
   const std::string triple = cuda ? std::string(detail::k_nvptx_triple) : host.triple;

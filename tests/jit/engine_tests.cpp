@@ -336,6 +336,30 @@ TEST_CASE("a kernel of several megabytes compiles and gets one key") {
   CHECK(out == 7.0);
 }
 
+TEST_CASE("an expression nested 36,000 deep compiles instead of overflowing the caller's stack") {
+  // Clang recurses once per term of the sum: on the calling thread's 8 MiB this took the whole
+  // process down with SIGSEGV; the compile's own thread has the stack it needs.
+  std::string sum;
+  for (int i = 0; i < 36000; ++i) {
+    sum += "args->dt+";
+  }
+  Engine engine(memory_only());
+  const auto kernel =
+      engine.kernel(KernelSource::from_text("extern \"C\" int k(const uwjit_kernel_args* args) {\n"
+                                            "  args->integrals[0] = " +
+                                                sum +
+                                                "1.0;\n"
+                                                "  return 0;\n"
+                                                "}\n",
+                                            "k", SlotTables{.integrals = {"s"}}));
+  double integral = 0;
+  uwjit_kernel_args args{};
+  args.dt = 0.5;
+  args.integrals = &integral;
+  CHECK(kernel(args) == 0);
+  CHECK(integral == 18001.0);
+}
+
 TEST_CASE("a wrong entry is one compile error naming the functions the kernel defines") {
   SandboxDir dir;
   const std::string body = "extern \"C\" int other(const uwjit_kernel_args*) { return 0; }\n"

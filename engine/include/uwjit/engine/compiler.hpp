@@ -117,6 +117,9 @@ public:
 
 private:
   struct Impl;
+  // compile() on the calling thread.
+  [[nodiscard]] CompiledObject compile_here(std::string_view source, Listing listing,
+                                            std::string_view debug_file) const;
   std::unique_ptr<Impl> m_impl;
 };
 
