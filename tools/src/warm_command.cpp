@@ -35,7 +35,8 @@ ArgSpec warm_spec() {
       .positional("NODE", "heat, pipe-flow, fvm or mlp")
       .epilog("Exit codes: 0 every kernel is in the cache, 1 a kernel could not be published "
               "(the report\nsays why: the disk cache is off, the directory is refused or "
-              "unwritable), was evicted\nagain by the cache's size limit or did not compile, 2 bad usage. Example, in a job script before "
+              "unwritable), was evicted\nagain by the cache's size limit or did not compile, 2 bad "
+              "usage. Example, in a job script before "
               "the run:\n"
               "  UWJIT_CACHE_DIR=/site/cache uwjit warm pipe-flow --size 64\n"
               "For a GPU job, on a login node without a GPU:\n"
