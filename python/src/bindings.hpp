@@ -36,6 +36,7 @@ void bind_simulation(py::module_& m);   // simulation.cpp: Simulation
 void bind_ensemble(py::module_& m);     // ensemble.cpp: Ensemble
 void bind_mpi(py::module_& m);          // mpi.cpp (or a stub): communicators from mpi4py
 void bind_driver(py::module_& m);       // driver.cpp: NodeKind, Verdict, Snapshot, run_cli
+void refuse_bare_new(py::module_& m);   // bare_new.cpp: Cls.__new__(Cls) a TypeError (last)
 
 /// The name of `value`'s type, for messages ("int", "float", "ndarray", ...).
 [[nodiscard]] std::string type_name(const py::handle& value);

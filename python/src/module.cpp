@@ -14,4 +14,5 @@ PYBIND11_MODULE(_uwjit, m) {
   python::bind_simulation(m);
   python::bind_driver(m);
   python::bind_ensemble(m);
+  python::refuse_bare_new(m);
 }

@@ -3,6 +3,8 @@
 import ast
 import pathlib
 
+import pytest
+
 import uwjit
 
 
@@ -61,6 +63,52 @@ def test_every_public_class_has_a_repr_of_its_own():
                uwjit.ParamDoc("n", "cells")]
     defaults = [type(x).__name__ for x in samples if " object at 0x" in repr(x)]
     assert defaults == []
+
+
+def test_no_class_can_be_made_by_new_alone():
+    # An object whose C++ value was never constructed would hand its methods raw memory (a
+    # crash in repr); every bound class refuses it with a TypeError that says what to call
+    # instead (uwjit.State, a dict of Python's own, has nothing to leave unset).
+    bound = type(uwjit.Layout)
+    classes = [value for name, value in vars(uwjit).items()
+               if type(value) is bound and not name.startswith("_")]
+    assert uwjit.Layout in classes and uwjit.Node in classes and len(classes) > 15
+    for cls in classes:
+        with pytest.raises(TypeError, match=r"cannot be made by __new__ alone.*call uwjit\."
+                                            + cls.__name__):
+            cls.__new__(cls)
+    # Made as users make them, they are unchanged, a Python subclass of Node included.
+    layout = uwjit.Layout(uwjit.grid([4]), [uwjit.StateField("u")])
+    assert repr(layout).startswith("Layout(")
+
+    class Flat(uwjit.Node):
+        def __init__(self):
+            super().__init__("flat", "flat", {"n": 4})
+
+        def layout(self):
+            return uwjit.Layout(uwjit.grid([4]), [uwjit.StateField("u")])
+
+        def initial_state(self, state):
+            state["u"][...] = 2.0
+
+        def emit_update(self, writer):
+            writer.state_out("u")
+            writer.body("for (uw_i64 i = 0; i < nx; ++i) { u_out(i) = u(i) * 0.5; }")
+
+    sim = uwjit.Simulation(uwjit.Engine(disk_cache=False), [Flat()])
+    sim.run(1)
+    assert list(sim.field("flat", "u")) == [1.0] * 4
+    # A subclass's __new__ alone is refused too; made by its class, it works as before.
+    with pytest.raises(TypeError, match=r"Flat cannot be made by __new__ alone.*call Flat\("):
+        Flat.__new__(Flat)
+    assert Flat().name == "flat"
+
+    class Unfinished(uwjit.Node):
+        def __init__(self):
+            pass
+
+    with pytest.raises(TypeError, match="__init__"):
+        Unfinished()
 
 
 def test_the_errors_form_one_family():
