@@ -50,7 +50,8 @@ ArgSpec ensemble_spec(const Program& program, std::span<const NodeKind> kinds) {
     spec.program(program.name);
   }
   spec.option("--size", "N|NXxNYxNZ", "the members' grid, as for run")
-      .option("--set", "NAME=VALUE", "a param every member shares (repeatable)")
+      .option("--set", "NAME=VALUE",
+              "a param every member shares (repeatable; --set help lists them)")
       .option("--vary", "NAME=LO:HI:N",
               "a param the members vary: N values from LO to HI (repeatable; every combination, "
               "the last varying fastest)")
@@ -167,6 +168,10 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
   runtime::Params params = args.get("--size")
                                ? sized_params(kind, parse_size(*args.get("--size"), command))
                                : kind.node_params;
+  if (wants_params_help(args.all("--set"))) {
+    std::cout << params_help(kind, params);
+    return 0;
+  }
   apply_sets(params, args.all("--set"), command);
   std::vector<runtime::ParamRange> ranges;
   for (const auto& text : args.all("--vary")) {

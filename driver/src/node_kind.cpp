@@ -21,6 +21,42 @@ const NodeKind& find_kind(std::span<const NodeKind> kinds, std::string_view type
                                        join(types), did_you_mean(type, types)));
 }
 
+std::string params_help(const NodeKind& kind, const runtime::Params& params) {
+  std::string out =
+      format("{} params (--set NAME=VALUE; the defaults are for this --size):\n", kind.type);
+  const auto& values = params.values();
+  std::vector<std::string> documented;
+  auto line = [&](std::string_view name, const ParamDoc* doc) {
+    const auto it = values.find(name);
+    out += format("  {} = {}", name, it == values.end() ? "" : it->second.text());
+    if (doc == nullptr) {
+      out += "\n";
+      return;
+    }
+    if (!doc->range.empty()) {
+      out += doc->unit.empty() ? format("  (accepted: {})", doc->range)
+                               : format("  ({}; accepted: {})", doc->unit, doc->range);
+    } else if (!doc->unit.empty()) {
+      out += format("  ({})", doc->unit);
+    }
+    out += format("\n      {}\n", doc->meaning);
+  };
+  for (const auto& doc : kind.param_docs) {
+    line(doc.name, &doc);
+    documented.push_back(doc.name);
+  }
+  for (const auto& [name, value] : values) { // a param the kind does not document
+    if (std::find(documented.begin(), documented.end(), name) == documented.end()) {
+      line(name, nullptr);
+    }
+  }
+  return out;
+}
+
+bool wants_params_help(std::span<const std::string> sets) {
+  return std::find(sets.begin(), sets.end(), "help") != sets.end();
+}
+
 runtime::Params sized_params(const NodeKind& kind, std::span<const std::int64_t> size) {
   if (!kind.sized) {
     throw Error(ErrorKind::usage,

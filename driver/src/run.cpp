@@ -198,40 +198,6 @@ std::string params_text(const runtime::Params& params) {
   return out;
 }
 
-// --- --set help --------------------------------------------------------------------------------
-
-std::string params_help(const NodeKind& kind, const runtime::Params& params) {
-  std::string out =
-      format("{} params (--set NAME=VALUE; the defaults are for this --size):\n", kind.type);
-  const auto& values = params.values();
-  std::vector<std::string> documented;
-  auto line = [&](std::string_view name, const ParamDoc* doc) {
-    const auto it = values.find(name);
-    out += format("  {} = {}", name, it == values.end() ? "" : it->second.text());
-    if (doc == nullptr) {
-      out += "\n";
-      return;
-    }
-    if (!doc->range.empty()) {
-      out += doc->unit.empty() ? format("  (accepted: {})", doc->range)
-                               : format("  ({}; accepted: {})", doc->unit, doc->range);
-    } else if (!doc->unit.empty()) {
-      out += format("  ({})", doc->unit);
-    }
-    out += format("\n      {}\n", doc->meaning);
-  };
-  for (const auto& doc : kind.param_docs) {
-    line(doc.name, &doc);
-    documented.push_back(doc.name);
-  }
-  for (const auto& [name, value] : values) { // a param the kind does not document
-    if (std::find(documented.begin(), documented.end(), name) == documented.end()) {
-      line(name, nullptr);
-    }
-  }
-  return out;
-}
-
 std::string series_name(const std::string& node, std::int64_t step) {
   char digits[32];
   std::snprintf(digits, sizeof digits, "%06lld", static_cast<long long>(step));
@@ -299,7 +265,7 @@ int run(const Program& program, std::span<const NodeKind> kinds,
       params = args.get("--size") ? sized_params(*kind, parse_size(*args.get("--size"), command))
                                   : kind->node_params;
       const auto sets = args.all("--set");
-      if (std::find(sets.begin(), sets.end(), "help") != sets.end()) {
+      if (wants_params_help(sets)) {
         std::cout << params_help(*kind, params);
         return 0;
       }

@@ -228,5 +228,9 @@ expect_out 'not published: the disk cache is disabled by UWJIT_CACHE=0' "warm sa
 run "$uwjit" warm heat --size 0
 expect_code 2 "warm with a bad size"
 expect_err 'warm: --size: expected N' "warm names a bad size"
+run "$uwjit" warm heat --size 12 --set help
+expect_code 0 "warm --set help"
+expect_out '^heat params \(--set NAME=VALUE' "warm --set help lists the node's params"
+expect_out '^  nx = 12( |$)' "warm --set help shows the defaults of the --size given"
 
 finish

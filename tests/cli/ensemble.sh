@@ -33,6 +33,10 @@ run "$uwjit" ensemble --help
 expect_code 0 "--help"
 expect_out "change:INTEGRAL<TOL" "--help explains the change rule"
 expect_out "uwjit ensemble heat --size 16 --vary contrast=1:4:4 --until steps:40" "--help example"
+run "$uwjit" ensemble heat --size 8 --set help
+expect_code 0 "--set help"
+expect_out '^  courant = 0.1  \(accepted: ' "--set help lists the params every member shares"
+expect_out '^  nx = 8( |$)' "--set help shows the defaults of the --size given"
 
 run "$uwjit" ensemble heat --size 8 --vary contrast=1:4:4 --until steps:10 --json
 expect_code 0 "a sweep of 4"

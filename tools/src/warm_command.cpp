@@ -6,6 +6,7 @@
 #include <uwjit/common/env_variables.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/driver/node_kind.hpp>
 #include <uwjit/engine/engine.hpp>
 #include <uwjit/engine/target.hpp>
 #include <uwjit/nodes/registry.hpp>
@@ -26,7 +27,8 @@ ArgSpec warm_spec() {
                        "step. A later 'uwjit run' with the same arguments\nfinds every kernel on "
                        "disk.");
   spec.option("--size", "N|NXxNYxNZ", "the grid, as for uwjit run")
-      .option("--set", "NAME=VALUE", "set a node param, as for uwjit run (repeatable)")
+      .option("--set", "NAME=VALUE",
+              "set a node param, as for uwjit run (repeatable; --set help lists them)")
       .option("--target", "host|cuda:sm_XX",
               "the kernels for this CPU, or the node's GPU kernels as PTX for an NVIDIA GPU "
               "(no GPU needed)",
@@ -57,6 +59,10 @@ int warm_command(const std::vector<std::string>& argv) {
   runtime::Params params = args.get("--size")
                                ? nodes::sized_params(type, parse_size(*args.get("--size"), "warm"))
                                : nodes::default_params(type);
+  if (driver::wants_params_help(args.all("--set"))) {
+    std::cout << driver::params_help(driver::find_kind(nodes::kinds(), type), params);
+    return 0;
+  }
   apply_sets(params, args.all("--set"), "warm");
   engine::Target target;
   try {

@@ -87,6 +87,14 @@ struct NodeKind {
 /// B)` with a "did you mean" for a near miss.
 [[nodiscard]] const NodeKind& find_kind(std::span<const NodeKind> kinds, std::string_view type);
 
+/// What `--set help` prints: each node param of `kind` with its value in `params` (the defaults
+/// for the run's --size), its unit, accepted values and meaning, in the order of param_docs, then
+/// any param the kind does not document.
+[[nodiscard]] std::string params_help(const NodeKind& kind, const runtime::Params& params);
+
+/// Whether `sets` (the values of --set) ask for the params' help: one of them is "help".
+[[nodiscard]] bool wants_params_help(std::span<const std::string> sets);
+
 /// The node params of `kind` for a --size (kind.sized). Throws Error(usage) for a kind that
 /// takes no size, or a size it refuses.
 [[nodiscard]] runtime::Params sized_params(const NodeKind& kind,
