@@ -88,6 +88,23 @@ std::string printable(std::string_view text, std::size_t limit) {
   return out;
 }
 
+std::string terminal_safe(std::string_view text, bool one_line) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    const bool kept = (c == '\n' || c == '\t') && !one_line;
+    if ((byte < 0x20 || byte == 0x7f) && !kept) {
+      out += "\\x";
+      out += k_hex[byte >> 4];
+      out += k_hex[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string hex_text(std::span<const unsigned char> bytes) {
   std::string out(2 * bytes.size(), '0');
   for (std::size_t i = 0; i < bytes.size(); ++i) {

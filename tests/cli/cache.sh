@@ -215,6 +215,29 @@ assert jumps, "no jump with its target"
 for address, label_offset in jumps:
     assert int(address, 16) == int(label_offset or "0", 16), (address, label_offset)
 PY
+run "$uwjit" cache inspect "${first_key:0:6}" --source --asm --json
+OUT=$out python3 - "$cache/$first_key.cpp" "$first_key" <<'PY' && ok || fail "inspect --json --source --asm gives the manifest, the source and the listing in one object"
+import json, os, sys
+d = json.loads(os.environ["OUT"])
+assert d["key"] == sys.argv[2], d.get("key")
+assert d["source"] == open(sys.argv[1]).read(), "the stored source"
+assert f"\nuwjit_{sys.argv[2]}:\n" in d["asm"], "the listing"
+PY
+# A manifest is a file: an edited origin carrying terminal escapes is shown escaped, never sent
+# to the terminal as it is.
+cp -a "$cache" "$sandbox/escapes"
+python3 - "$sandbox/escapes/$first_key.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["origin"] = "kernel\x1b]0;retitled\x07\x1b[2J"
+json.dump(m, open(sys.argv[1], "w"))
+PY
+for command in "list" "inspect ${first_key:0:6}"; do
+  UWJIT_CACHE_DIR="$sandbox/escapes" run "$uwjit" cache $command
+  [[ "$out" != *$'\x1b'* && "$out" != *$'\x07'* ]] && ok || fail "cache $command sends no control byte of a manifest to the terminal"
+  expect_out 'kernel\\x1b\]0;retitled\\x07\\x1b\[2J' "cache $command shows the escapes as text"
+done
+rm -rf "$sandbox/escapes"
 cat >"$sandbox/calls.cpp" <<'EOF'
 #include <cmath>
 extern "C" int kernel(const uwjit_kernel_args* args) {
@@ -265,6 +288,12 @@ UWJIT_CACHE_DIR=$ratio_cache run "$uwjit" cache stats --json
 [ "$(json '[d["hit_ratio"][k] for k in ("requests", "hit", "memory", "disk", "compiles")]' <<<"$out")" = "[5, 0.4, 0.0, 0.4, 0.6]" ] && ok || fail "cache stats --json: 2 disk hits and 3 compiles of 5 requests"
 UWJIT_CACHE_DIR=$ratio_cache run "$uwjit" cache stats
 expect_out '^hit ratio   40\.0 % of 5 requests \(memory 0\.0 %, disk 40\.0 %, compiled 60\.0 %\)$' "cache stats prints the hit ratio"
+# Counters at their ceiling (each saturates at 2^64 - 1): the sum saturates too, no share above 1.
+[ -f "$ratio_cache/stats.json" ] && ok || fail "the counters are in $ratio_cache/stats.json"
+echo '{"format": 1, "counters": {"memory_hits": 18446744073709551615, "disk_hits": 2, "compiles": 18446744073709551615}}' >"$ratio_cache/stats.json"
+UWJIT_CACHE_DIR=$ratio_cache run "$uwjit" cache stats --json
+[ "$(json 'd["hit_ratio"]["requests"] == 2**64 - 1 and 0 <= d["hit_ratio"]["compiles"] <= 1 and d["hit_ratio"]["hit"] <= 1' <<<"$out")" = True ] &&
+  ok || fail "cache stats: counters at their ceiling give at most 2^64 - 1 requests: $out"
 
 touch -d '3 days ago' "$cache/$key_o2.json"
 run "$uwjit" cache prune --older-than 1d --dry-run
@@ -282,6 +311,13 @@ expect_code 0 "wipe of a directory holding files that are not uwjit's"
 expect_err "no cache directory yet at $sandbox/unmarked/uwjit" "wipe looks only in the uwjit/ subdirectory"
 [ -e "$sandbox/unmarked/0123456789abcdef.o" ] && ok || fail "wipe of an unmarked directory deletes nothing"
 [ ! -e "$sandbox/unmarked/CACHEDIR.TAG" ] && [ ! -e "$sandbox/unmarked/uwjit" ] && ok || fail "wipe creates nothing in an unmarked directory"
+printf 'notes\n' >"$sandbox/a-file"
+for sub in list stats verify wipe; do
+  UWJIT_CACHE_DIR="$sandbox/a-file" run "$uwjit" cache $sub
+  expect_code 1 "cache $sub where a file is the cache directory"
+  expect_err "the cache directory $sandbox/a-file is not a directory \\(a file is there\\)" "cache $sub says a file is in the cache's place"
+done
+[ "$(cat "$sandbox/a-file")" = notes ] && ok || fail "the file in the cache's place is left as it was"
 mkdir -p "$sandbox/unmarked/uwjit"
 touch "$sandbox/unmarked/uwjit/0123456789abcdef.o"
 UWJIT_CACHE_DIR="$sandbox/unmarked" run "$uwjit" cache wipe

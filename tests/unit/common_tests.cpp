@@ -316,6 +316,13 @@ TEST_CASE("join puts the separator between items only") {
   CHECK(uwjit::join({"x", "", "y"}, ",") == "x,,y");
 }
 
+TEST_CASE("text shown on a terminal keeps lines, tabs and UTF-8 and escapes every control byte") {
+  CHECK(uwjit::terminal_safe("a\tb\nc \xc3\xa9 \\n") == "a\tb\nc \xc3\xa9 \\n");
+  CHECK(uwjit::terminal_safe("x\x1b]0;title\x07\r\x7f") == "x\\x1b]0;title\\x07\\x0d\\x7f");
+  CHECK(uwjit::terminal_safe("a\tb\nc", true) == "a\\x09b\\x0ac");
+  CHECK(uwjit::terminal_safe(std::string_view("\0z", 2)) == "\\x00z");
+}
+
 TEST_CASE("shapes, identifiers and hex digits are written as messages and keys expect") {
   CHECK(uwjit::shape_text({2, 3, 4}) == "(2, 3, 4)");
   CHECK(uwjit::shape_text({}) == "()");

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 namespace uwjit::tools {
@@ -57,7 +58,14 @@ fs::path cache_dir_or_throw() {
 std::optional<cache::Store> open_existing() {
   const fs::path dir = cache_dir_or_throw();
   const fs::path used = cache::store_directory(dir);
-  if (!fs::is_directory(used)) {
+  std::error_code ignored;
+  const fs::file_status status = fs::status(used, ignored);
+  if (fs::exists(status) && !fs::is_directory(status)) {
+    throw Error(ErrorKind::io,
+                format("the cache directory {} is not a directory (a {} is there)", used.string(),
+                       fs::is_regular_file(status) ? "file" : "non-directory"));
+  }
+  if (!fs::is_directory(status)) {
     std::cerr << "uwjit: no cache directory yet at " << used.string() << "\n";
     return std::nullopt;
   }
@@ -267,7 +275,14 @@ int stats_command(const std::vector<std::string>& argv) {
   const std::uint64_t memory = counters.get(cache::Stat::memory_hits);
   const std::uint64_t disk = counters.get(cache::Stat::disk_hits);
   const std::uint64_t compiled = counters.get(cache::Stat::compiles);
-  const std::uint64_t requests = memory + disk + compiled;
+  // Saturating: the counters come from a file, and each saturates at 2^64 - 1 already.
+  const auto sum = [](std::uint64_t a, std::uint64_t b) {
+    return b > std::numeric_limits<std::uint64_t>::max() - a
+               ? std::numeric_limits<std::uint64_t>::max()
+               : a + b;
+  };
+  const std::uint64_t served = sum(memory, disk);
+  const std::uint64_t requests = sum(served, compiled);
   const auto share = [&](std::uint64_t part) {
     return requests == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(requests);
   };
@@ -276,7 +291,7 @@ int stats_command(const std::vector<std::string>& argv) {
       return requests == 0 ? nlohmann::json(nullptr) : nlohmann::json(share(part));
     };
     const nlohmann::json hit_ratio = {{"requests", requests},
-                                      {"hit", ratio(memory + disk)},
+                                      {"hit", ratio(served)},
                                       {"memory", ratio(memory)},
                                       {"disk", ratio(disk)},
                                       {"compiles", ratio(compiled)}};
@@ -314,9 +329,9 @@ int stats_command(const std::vector<std::string>& argv) {
       text << std::fixed << std::setprecision(1) << 100 * share(part) << " %";
       return text.str();
     };
-    std::cout << "hit ratio   " << percent(memory + disk) << " of " << requests
-              << " requests (memory " << percent(memory) << ", disk " << percent(disk)
-              << ", compiled " << percent(compiled) << ")\n";
+    std::cout << "hit ratio   " << percent(served) << " of " << requests << " requests (memory "
+              << percent(memory) << ", disk " << percent(disk) << ", compiled " << percent(compiled)
+              << ")\n";
   }
   for (const cache::Stat stat : cache::k_all_stats) {
     std::string name(cache::to_string(stat));
@@ -331,7 +346,8 @@ int inspect_command(const std::vector<std::string>& argv) {
   spec.flag("--source", "print the stored canonical source (exactly the text that was hashed)")
       .flag("--asm", "disassemble the stored object (after the source, with --source), jump and "
                      "call targets as addresses with symbol names; a GPU entry's PTX as stored")
-      .flag("--json", "print the manifest as JSON")
+      .flag("--json", "print the manifest as one JSON object (with --source and --asm, its "
+                      "\"source\" and \"asm\" as strings too)")
       .positional("KEY-PREFIX", "the first hex digits of a key");
   const Args args = Args::parse(spec, argv);
   if (args.wants_help()) {
@@ -344,49 +360,67 @@ int inspect_command(const std::vector<std::string>& argv) {
     throw Error(ErrorKind::usage, "the cache is empty");
   }
   const cache::Key key = resolve_prefix(*store, args.positional().at(0));
+  const auto manifest = store->read_manifest(key);
+  std::optional<std::string> source;
   if (args.has("--source")) {
-    const auto source = store->read_source(key);
+    source = store->read_source(key);
     if (!source) {
       throw Error(ErrorKind::io, format("entry {}: its source file is missing", key.hex()));
     }
-    std::cout << *source;
-    if (!args.has("--asm")) {
-      return 0;
-    }
-    std::cout << (source->ends_with('\n') ? "\n" : "\n\n");
   }
+  std::optional<std::string> listing;
   if (args.has("--asm")) {
     // Through the store: never follows a symlink planted in the object's place.
     const auto object = store->read_object(key);
     if (!object || object->empty()) {
       throw Error(ErrorKind::io, format("entry {}: its object file cannot be read", key.hex()));
     }
-    const auto manifest = store->read_manifest(key);
-    if (manifest && cache::target_of(std::string_view(manifest->salt)) != "host") {
-      std::cout << std::string_view(object->data(), object->size()); // PTX is text already
-      return 0;
-    }
-    std::cout << engine::disassemble(*object);
-    return 0;
+    const bool ptx = manifest && cache::target_of(std::string_view(manifest->salt)) != "host";
+    listing = ptx ? std::string(object->data(), object->size()) // PTX is text already
+                  : engine::disassemble(*object);
   }
-  const auto manifest = store->read_manifest(key);
-  if (!manifest) {
+  if (!manifest && (args.has("--json") || (!source && !listing))) {
     throw Error(ErrorKind::io, format("entry {}: its manifest cannot be read", key.hex()));
   }
   if (args.has("--json")) {
-    std::cout << cache::to_json(*manifest) << "\n";
+    if (!source && !listing) {
+      std::cout << cache::to_json(*manifest);
+      return 0;
+    }
+    nlohmann::json json = nlohmann::json::parse(cache::to_json(*manifest));
+    if (source) {
+      json["source"] = *source;
+    }
+    if (listing) {
+      json["asm"] = *listing;
+    }
+    std::cout << json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  std::cout << "key           " << manifest->key << "\n"
-            << "origin        " << manifest->origin << "\n"
-            << "entry         " << manifest->entry << "\n"
-            << "target        " << cache::target_of(std::string_view(manifest->salt)) << "\n"
-            << "object        " << human_size(manifest->object_size) << " (sha256 "
-            << manifest->object_sha256 << ")\n"
-            << "created       " << manifest->created_utc << " by uwjit " << manifest->uwjit_version
-            << "\n"
-            << "compile       " << milliseconds(manifest->compile_ms) << "\n"
-            << "slots\n";
+  if (source || listing) {
+    // The stored text as it is (exactly what was hashed), then the listing.
+    if (source) {
+      std::cout << *source;
+      if (listing) {
+        std::cout << (source->ends_with('\n') ? "\n" : "\n\n");
+      }
+    }
+    if (listing) {
+      std::cout << *listing;
+    }
+    return 0;
+  }
+  std::ostringstream out;
+  out << "key           " << manifest->key << "\n"
+      << "origin        " << manifest->origin << "\n"
+      << "entry         " << manifest->entry << "\n"
+      << "target        " << cache::target_of(std::string_view(manifest->salt)) << "\n"
+      << "object        " << human_size(manifest->object_size) << " (sha256 "
+      << manifest->object_sha256 << ")\n"
+      << "created       " << manifest->created_utc << " by uwjit " << manifest->uwjit_version
+      << "\n"
+      << "compile       " << milliseconds(manifest->compile_ms) << "\n"
+      << "slots\n";
   for (const auto& table : manifest->slot_tables) {
     std::string names;
     for (const auto& slot : table.slots) {
@@ -394,14 +428,17 @@ int inspect_command(const std::vector<std::string>& argv) {
     }
     std::string label = table.name;
     label.resize(12, ' ');
-    std::cout << "  " << label << (names.empty() ? "-" : names) << "\n";
+    out << "  " << label << (names.empty() ? "-" : names) << "\n";
   }
-  std::cout << "salt\n";
+  out << "salt\n";
   for (const auto& [name, value] : manifest->salt_components) {
     std::string label = name;
     label.resize(12, ' ');
-    std::cout << "  " << label << value << "\n";
+    out << "  " << label << value << "\n";
   }
+  // A manifest is a file anyone who can write the cache could have edited: no escapes reach the
+  // terminal from it.
+  std::cout << terminal_safe(out.str());
   return 0;
 }
 
@@ -429,7 +466,8 @@ int explain_command(const std::vector<std::string>& argv) {
   if (!manifest_a || !manifest_b || !source_a || !source_b) {
     throw Error(ErrorKind::io, "an entry's manifest or source cannot be read");
   }
-  std::cout << explain_difference(a.hex(), *manifest_a, *source_a, b.hex(), *manifest_b, *source_b);
+  std::cout << terminal_safe(
+      explain_difference(a.hex(), *manifest_a, *source_a, b.hex(), *manifest_b, *source_b));
   return 0;
 }
 

@@ -53,6 +53,9 @@ Table::Table(std::vector<std::string> header) {
 }
 
 void Table::add(std::vector<std::string> row) {
+  for (auto& cell : row) {
+    cell = terminal_safe(cell, true);
+  }
   m_rows.push_back(std::move(row));
 }
 

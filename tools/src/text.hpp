@@ -24,7 +24,7 @@ namespace uwjit::tools {
 /// "2026-11-21T16:41:28Z".
 [[nodiscard]] std::string utc_text(std::chrono::system_clock::time_point when);
 
-/// Left-aligned columns separated by two spaces.
+/// Left-aligned columns separated by two spaces; each cell terminal_safe(cell, true).
 class Table {
 public:
   explicit Table(std::vector<std::string> header);

@@ -40,6 +40,13 @@ namespace uwjit {
 /// as \xHH, at most `limit` bytes of `text` shown and "..." after a longer one. Thread-safe.
 [[nodiscard]] std::string printable(std::string_view text, std::size_t limit = 80);
 
+/// `text` as a terminal may show it at length (a listing, a manifest, a diff): each control byte
+/// and DEL as \xHH, except a newline and a tab unless `one_line`; everything else, UTF-8
+/// included, as it is. What a file says (a cache manifest anyone who can write the cache could
+/// have edited) then cannot move the cursor or retitle the terminal. printable() is for a value
+/// quoted inside a message. Thread-safe.
+[[nodiscard]] std::string terminal_safe(std::string_view text, bool one_line = false);
+
 /// Two lowercase hex digits per byte, in order. Thread-safe.
 [[nodiscard]] std::string hex_text(std::span<const unsigned char> bytes);
 
