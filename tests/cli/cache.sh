@@ -274,6 +274,13 @@ run "$uwjit" cache explain "$key_o3" "$key_other"
 expect_out 'salt: identical' "explain: same salt"
 expect_out '^  - A line [0-9]+: .*0\.1 \* args->dt' "explain shows the removed source line"
 expect_out '^  \+ B line [0-9]+: .*0\.25 \* args->dt' "explain shows the added source line"
+# A stored source is a file too: explain shows an escape in it as text.
+cp -a "$cache" "$sandbox/escapes"
+sed -i 's|0.25 \* args->dt|0.25 * args->dt /* \x1b[2J */|' "$sandbox/escapes/$key_other.cpp"
+UWJIT_CACHE_DIR="$sandbox/escapes" run "$uwjit" cache explain "$key_o3" "$key_other"
+[[ "$out" != *$'\x1b'* ]] && ok || fail "cache explain sends no control byte of a stored source to the terminal"
+expect_out '^  \+ B line [0-9]+: .*0\.25 \* args->dt /\* \\x1b\[2J \*/' "cache explain shows the escape as text"
+rm -rf "$sandbox/escapes"
 
 run "$uwjit" cache stats --json
 [ "$(json 'd["entries"] > 0 and d["counters"]["published"] > 0' <<<"$out")" = True ] && ok || fail "cache stats --json has entries and counters"
