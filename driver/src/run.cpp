@@ -30,6 +30,7 @@
 #include <new>
 #include <optional>
 #include <span>
+#include <sstream>
 
 namespace uwjit::driver {
 
@@ -570,12 +571,15 @@ int run(const Program& program, std::span<const NodeKind> kinds,
   if (json) {
     print_json(report, std::cout);
   } else {
-    print_text(report, std::cout);
+    // The report shows the node params, which a restored checkpoint supplied.
+    std::ostringstream text;
+    print_text(report, text);
+    std::cout << terminal_safe(text.str());
   }
   std::cout.flush();
   for (const auto& failure : failures) {
     if (lead) { // a collective failure is every rank's: said once
-      std::cerr << program.name << ": error: " << failure << "\n";
+      std::cerr << program.name << ": error: " << terminal_safe(failure) << "\n";
     }
   }
   if (!failures.empty()) {
@@ -591,7 +595,8 @@ int report_error(const Program& program, const std::exception& error) {
   const std::string& name = program.name;
   const std::string help = program.command.empty() ? name : name + " " + program.command;
   int code = 1;
-  std::string message = error.what();
+  // A message may quote a file's text (a checkpoint's param): no escape reaches the terminal.
+  std::string message = terminal_safe(error.what());
   const auto* usage = dynamic_cast<const UsageError*>(&error);
   const auto* uwjit_error = dynamic_cast<const Error*>(&error);
   if (usage != nullptr || (uwjit_error != nullptr && uwjit_error->kind() == ErrorKind::usage)) {

@@ -28,6 +28,9 @@ expect_out '^  nx = 16' "--set help shows the defaults of the --size given"
 run "$advect" --set difusion=1
 expect_code 2 "an unknown param"
 expect_err '^advect: error: --set difusion=1: .*unknown param "difusion".* \(did you mean diffusion\?\)$' "an unknown param is named, with a suggestion"
+run "$advect" --set difusion=$'\e[2J'
+[[ "$err" != *$'\e'* ]] && grep -qF -- '--set difusion=\x1b[2J:' <<<"$err" && ok ||
+  fail "a program's error message shows control bytes as text: $err"
 expect_err "^\(run 'advect --help' for details\)$" "misuse points at --help"
 run "$advect" --set nx=2
 expect_code 2 "a param the node refuses"

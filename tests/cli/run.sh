@@ -42,6 +42,12 @@ expect_err 'param "nx": expected an integer, got "big"' "--set names the param a
 run "$uwjit" run heat --set boundary=sticky
 expect_code 2 "a bad choice"
 expect_err 'param "boundary" = "sticky" \(accepted: insulating, periodic, fixed\)' "a bad choice lists the choices"
+# A message that quotes a value (here --set's; a checkpoint's params alike) sends no control
+# byte to the terminal: it shows each as \xHH.
+run "$uwjit" run heat --set boundary=$'\e]0;retitled\a'
+expect_code 2 "a choice with escapes"
+[[ "$err" != *$'\e'* && "$err" != *$'\a'* ]] && ok || fail "an error message sends no control byte to the terminal"
+expect_err 'param "boundary" = "\\x1b\]0;retitled\\x07"' "an error message shows control bytes as text"
 # heat between a hot and a cold wall (dirichlet faces): the linear steady profile, checked.
 run "$uwjit" run heat --size 6x3x3 --steps 900 --set boundary=fixed --set u_low=2 --set u_high=-1 --set courant=0.16
 expect_code 0 "run heat between fixed walls"

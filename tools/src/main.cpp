@@ -4,6 +4,7 @@
 #include "text.hpp"
 
 #include <uwjit/common/error.hpp>
+#include <uwjit/common/text.hpp>
 #include <uwjit/common/version.hpp>
 #include <uwjit/driver/args.hpp>
 
@@ -126,18 +127,20 @@ int main(int argc, char** argv) {
     try {
       code = command.run(rest);
     } catch (const uwjit::driver::UsageError& error) {
-      end_mpi_job_on_error(error.what(), 2);
-      std::cerr << "uwjit: error: " << error.what() << "\n"
+      const std::string message = uwjit::terminal_safe(error.what());
+      end_mpi_job_on_error(message, 2);
+      std::cerr << "uwjit: error: " << message << "\n"
                 << error.usage() << (error.usage().ends_with('\n') ? "" : "\n") << "(run 'uwjit "
                 << error.command() << " --help' for details)\n";
       code = 2;
     } catch (const uwjit::Error& error) {
       const int exit_code = error.kind() == uwjit::ErrorKind::usage ? 2 : 1;
-      end_mpi_job_on_error(error.what(), exit_code);
-      std::cerr << "uwjit: error: " << error.what() << "\n";
+      const std::string message = uwjit::terminal_safe(error.what());
+      end_mpi_job_on_error(message, exit_code);
+      std::cerr << "uwjit: error: " << message << "\n";
       // The arguments were at fault (e.g. a key prefix that matches no entry): the usage line,
       // as for a parse error. Not for a bad environment variable, which the message names.
-      if (exit_code == 2 && !std::string_view(error.what()).starts_with("UWJIT_")) {
+      if (exit_code == 2 && !message.starts_with("UWJIT_")) {
         const std::string command_line = with_subcommand(command, rest);
         std::cerr << usage_line(command, rest) << "\n(run 'uwjit " << command_line
                   << " --help' for details)\n";
@@ -151,8 +154,9 @@ int main(int argc, char** argv) {
       std::cerr << "uwjit: error: " << message << "\n";
       code = 1;
     } catch (const std::exception& error) {
-      end_mpi_job_on_error(error.what(), 1);
-      std::cerr << "uwjit: error: " << error.what() << "\n";
+      const std::string message = uwjit::terminal_safe(error.what());
+      end_mpi_job_on_error(message, 1);
+      std::cerr << "uwjit: error: " << message << "\n";
       code = 1;
     }
     if (auto* job = uwjit::tools::cli_job()) {
