@@ -4,6 +4,7 @@
 #include <uwjit/codegen/kernel_writer.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 #include <uwjit/runtime/value.hpp>
 
 #include <algorithm>
@@ -130,8 +131,8 @@ inline std::string choice_param(std::string_view node, const runtime::Params& pa
     list += list.empty() ? "" : ", ";
     list += option;
   }
-  throw Error(ErrorKind::usage,
-              format("{}: param \"{}\" = \"{}\" (accepted: {})", node, key, value, list));
+  throw Error(ErrorKind::usage, format("{}: param \"{}\" = \"{}\" (accepted: {})", node, key,
+                                       printable(value), list));
 }
 
 inline codegen::ExtentMode extents_param(std::string_view node, const runtime::Params& params) {

@@ -278,15 +278,17 @@ std::string params_differ(const Params& file, const Params& rebuilt) {
   for (const auto& [key, value] : file.values()) {
     const auto it = rebuilt.values().find(key);
     if (it == rebuilt.values().end()) {
-      differences.push_back(format("{}: only in the file ({})", printable(key), value.text()));
-    } else if (!same(value, it->second)) {
       differences.push_back(
-          format("{}: {} in the file, {} now", printable(key), value.text(), it->second.text()));
+          format("{}: only in the file ({})", printable(key), printable(value.text())));
+    } else if (!same(value, it->second)) {
+      differences.push_back(format("{}: {} in the file, {} now", printable(key),
+                                   printable(value.text()), printable(it->second.text())));
     }
   }
   for (const auto& [key, value] : rebuilt.values()) {
     if (!file.values().contains(key)) {
-      differences.push_back(format("{}: not in the file ({} now)", key, value.text()));
+      differences.push_back(
+          format("{}: not in the file ({} now)", printable(key), printable(value.text())));
     }
   }
   return join(differences, "; ");

@@ -156,6 +156,36 @@ def test_a_param_given_by_size_and_by_name_is_refused():
         uwjit.node("heat", size="8")
 
 
+def test_a_checkpoints_text_reaches_a_message_with_its_control_bytes_escaped(engine, tmp_path):
+    # Anyone can write a checkpoint with a valid seal: one of type heat whose boundary holds
+    # terminal escapes is refused, and the refusal shows them as text.
+    escapes = "\x1b]0;retitled\x07\x1b[2J"
+    heat = uwjit.node("heat", size=[4, 4, 4]).params
+
+    class Forged(uwjit.Node):
+        def __init__(self):
+            super().__init__("heat", "heat", {**heat, "boundary": escapes})
+
+        def layout(self):
+            return uwjit.Layout(uwjit.grid([4]), [uwjit.StateField("u")])
+
+        def initial_state(self, state):
+            state["u"][...] = 1.0
+
+        def emit_update(self, writer):
+            writer.state_out("u")
+            writer.body("for (uw_i64 i = 0; i < 4; ++i) { u_out(i) = u(i); }")
+
+    sim = uwjit.Simulation(engine, [Forged()])
+    sim.step()
+    sim.checkpoint(str(tmp_path / "forged.ckp"))
+    with pytest.raises(uwjit.UsageError) as refused:
+        uwjit.Simulation.restore(engine, str(tmp_path / "forged.ckp"))
+    message = str(refused.value)
+    assert 'param "boundary" = "\\x1b]0;retitled\\x07\\x1b[2J"' in message, message
+    assert not any(ord(c) < 0x20 for c in message), message
+
+
 def test_an_int_out_of_range_is_named_with_the_range():
     too_big = 2**70
     with pytest.raises(uwjit.UsageError,
