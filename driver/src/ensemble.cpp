@@ -503,7 +503,7 @@ int ensemble(const Program& program, std::span<const NodeKind> kinds,
     for (const double v : m.integrals) {
       row.push_back(general(v));
     }
-    row.push_back(m.reason);
+    row.push_back(terminal_safe(m.reason, true)); // a resumed member's reason is a file's text
     rows.push_back(std::move(row));
   }
   std::vector<std::size_t> widths(head.size(), 0);

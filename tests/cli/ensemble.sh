@@ -151,6 +151,22 @@ run "$uwjit" ensemble heat --size 12 --vary courant=0.01:0.1:6 --until steps:10 
   --resume "$sandbox/killed.ckpt"
 expect_code 2 "another sweep's checkpoint"
 expect_err "it is of another ensemble: stop rule is steps:10 here" "names what differs"
+# A checkpoint anyone may write (its seal is a plain SHA-256): a member's reason holding terminal
+# escapes is shown as text in the report of the resumed sweep.
+sweep=(ensemble heat --size 8 --vary contrast=1:4:8 --until steps:30 --batch 2)
+run "$uwjit" "${sweep[@]}" --checkpoint "$sandbox/forged.ckpt" --checkpoint-every 1
+expect_code 0 "a sweep with a checkpoint"
+"$py" - "$sandbox/forged.ckpt" <<'PY' && ok || fail "a member's reason in the checkpoint replaced"
+import hashlib, sys
+body = open(sys.argv[1], "rb").read()[:-64]
+assert b"step cap 30" in body
+body = body.replace(b"step cap 30", b"\x1b]0;pw\x07\x1b[2J", 1)  # as long as what it replaces
+open(sys.argv[1], "wb").write(body + hashlib.sha256(body).hexdigest().encode())
+PY
+run "$uwjit" "${sweep[@]}" --resume "$sandbox/forged.ckpt"
+expect_code 0 "the forged sweep resumed"
+[[ "$out" != *$'\e'* && "$out" != *$'\a'* ]] && ok || fail "the report sends no control byte of a checkpoint to the terminal"
+expect_out ' step_cap .* \\x1b\]0;pw\\x07\\x1b\[2J$' "the report shows the reason's escapes as text"
 
 run "$uwjit" ensemble heat --vary kapa=1:2:2 --until steps:2
 expect_code 2 "an unknown param"

@@ -5,6 +5,7 @@
 #include <uwjit/common/byte_io.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
+#include <uwjit/common/text.hpp>
 
 #include <charconv>
 
@@ -77,7 +78,7 @@ std::vector<MemberResult> decode_members(std::string_view bytes, const std::stri
       f.name = in.str();
       f.dtype = static_cast<codegen::Dtype>(in.u8());
       if (!codegen::is_supported(f.dtype)) {
-        in.fail(format("member {}: field {} of an unknown dtype (code {})", m.id, f.name,
+        in.fail(format("member {}: field {} of an unknown dtype (code {})", m.id, printable(f.name),
                        static_cast<int>(f.dtype)));
       }
       f.shape.resize(static_cast<std::size_t>(in.count(8)));
