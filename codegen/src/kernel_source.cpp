@@ -92,7 +92,7 @@ KernelSource::KernelSource(std::string origin, std::string body,
       if (!is_identifier(name)) {
         throw Error(ErrorKind::usage,
                     format("kernel source of \"{}\": slot name \"{}\" is not a C identifier",
-                           m_origin, name));
+                           m_origin, printable(name)));
       }
     }
   }
@@ -141,7 +141,7 @@ void validate(const KernelOptions& options, std::string_view owner) {
     if (!is_identifier(name)) {
       throw Error(ErrorKind::usage,
                   format("{}: define \"{}\": expected NAME or NAME=VALUE with NAME a C identifier",
-                         owner, define));
+                         owner, printable(define)));
     }
     const auto value = std::string_view(define).substr(name.size());
     for (const char c : value.empty() ? value : value.substr(1)) {

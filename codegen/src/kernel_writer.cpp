@@ -81,7 +81,8 @@ void KernelWriter::fail(std::string_view message) const {
 
 void KernelWriter::claim(const std::string& identifier, std::string_view what) {
   if (!is_identifier(identifier)) {
-    fail(format("{} \"{}\" is not a C identifier (letters, digits, _)", what, identifier));
+    fail(format("{} \"{}\" is not a C identifier (letters, digits, _)", what,
+                printable(identifier)));
   }
   if (is_reserved(identifier)) {
     fail(format("{} \"{}\" is a reserved name (C++ keywords, args, uwm, and names starting with "

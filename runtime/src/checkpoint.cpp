@@ -429,14 +429,15 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
         field.shape.push_back(reader.i64());
       }
       if (rank > 16) {
-        throw Error(ErrorKind::io, format("{}: field \"{}\" has rank {}", what, field.name, rank));
+        throw Error(ErrorKind::io,
+                    format("{}: field \"{}\" has rank {}", what, printable(field.name), rank));
       }
       const auto dtype = static_cast<codegen::Dtype>(field.dtype);
       if (!codegen::is_supported(dtype)) {
-        throw Error(ErrorKind::io,
-                    format("{}: field \"{}\" of node \"{}\" has an unknown dtype "
-                           "code {}",
-                           what, field.name, record.name, static_cast<int>(field.dtype)));
+        throw Error(ErrorKind::io, format("{}: field \"{}\" of node \"{}\" has an unknown dtype "
+                                          "code {}",
+                                          what, printable(field.name), record.name,
+                                          static_cast<int>(field.dtype)));
       }
       // The byte count follows from the dtype and shape; a file that says otherwise is named
       // for what it is, not as truncated.
@@ -444,8 +445,9 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
       for (const std::int64_t extent : field.shape) {
         if (extent < 0 ||
             (extent > 0 && expected > UINT64_MAX / static_cast<std::uint64_t>(extent))) {
-          throw Error(ErrorKind::io, format("{}: field \"{}\" of node \"{}\" has shape {}", what,
-                                            field.name, record.name, shape_text(field.shape)));
+          throw Error(ErrorKind::io,
+                      format("{}: field \"{}\" of node \"{}\" has shape {}", what,
+                             printable(field.name), record.name, shape_text(field.shape)));
         }
         expected *= static_cast<std::uint64_t>(extent);
       }
@@ -454,16 +456,17 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
         throw Error(ErrorKind::io,
                     format("{}: field \"{}\" of node \"{}\" holds {} bytes, but a {} field of {} "
                            "takes {}",
-                           what, field.name, record.name, stored, shape_text(field.shape),
-                           codegen::to_string(dtype), expected));
+                           what, printable(field.name), record.name, stored,
+                           shape_text(field.shape), codegen::to_string(dtype), expected));
       }
       field.byte_count = stored;
       if (version >= k_first_split_version) {
         field.offset = reader.u64();
         field.crc = reader.u64();
         if (field.offset < file.size() || field.offset > UINT64_MAX - stored) {
-          throw Error(ErrorKind::io, format("{}: field \"{}\" of node \"{}\" is placed at byte {}",
-                                            what, field.name, record.name, field.offset));
+          throw Error(ErrorKind::io,
+                      format("{}: field \"{}\" of node \"{}\" is placed at byte {}", what,
+                             printable(field.name), record.name, field.offset));
         }
       } else {
         field.bytes = reader.raw(stored);
@@ -541,7 +544,7 @@ Simulation Simulation::restore(engine::Engine& engine, const std::filesystem::pa
         throw Error(ErrorKind::usage,
                     format("{}: field \"{}\" of node \"{}\" ({}) does not match the node's "
                            "state field",
-                           what, saved.name, record.name, shape_text(saved.shape)));
+                           what, printable(saved.name), record.name, shape_text(saved.shape)));
       }
       if (version >= k_first_split_version) {
         reads.push_back({target, &saved, *part});

@@ -156,7 +156,7 @@ def test_a_param_given_by_size_and_by_name_is_refused():
         uwjit.node("heat", size="8")
 
 
-def test_a_checkpoints_text_reaches_a_message_with_its_control_bytes_escaped(engine, tmp_path):
+def test_text_a_message_quotes_has_its_control_bytes_escaped(engine, tmp_path):
     # Anyone can write a checkpoint with a valid seal: one of type heat whose boundary holds
     # terminal escapes is refused, and the refusal shows them as text.
     escapes = "\x1b]0;retitled\x07\x1b[2J"
@@ -183,6 +183,17 @@ def test_a_checkpoints_text_reaches_a_message_with_its_control_bytes_escaped(eng
         uwjit.Simulation.restore(engine, str(tmp_path / "forged.ckp"))
     message = str(refused.value)
     assert 'param "boundary" = "\\x1b]0;retitled\\x07\\x1b[2J"' in message, message
+    assert not any(ord(c) < 0x20 for c in message), message
+
+    # A name that is not an identifier is quoted the same way when the kernel is written.
+    class BadName(Forged):
+        def layout(self):
+            return uwjit.Layout(uwjit.grid([4]), [uwjit.StateField("u" + escapes)])
+
+    with pytest.raises(uwjit.UsageError) as refused:
+        uwjit.Simulation(engine, [BadName()])
+    message = str(refused.value)
+    assert 'accessor "u\\x1b]0;retitled\\x07\\x1b[2J" is not a C identifier' in message, message
     assert not any(ord(c) < 0x20 for c in message), message
 
 
