@@ -280,6 +280,9 @@ sed -i 's|0.25 \* args->dt|0.25 * args->dt /* \x1b[2J */|' "$sandbox/escapes/$ke
 UWJIT_CACHE_DIR="$sandbox/escapes" run "$uwjit" cache explain "$key_o3" "$key_other"
 [[ "$out" != *$'\x1b'* ]] && ok || fail "cache explain sends no control byte of a stored source to the terminal"
 expect_out '^  \+ B line [0-9]+: .*0\.25 \* args->dt /\* \\x1b\[2J \*/' "cache explain shows the escape as text"
+UWJIT_CACHE_DIR="$sandbox/escapes" run "$uwjit" cache inspect "$key_other" --source
+[[ "$out" != *$'\x1b'* ]] && grep -qF '0.25 * args->dt /* \x1b[2J */' <<<"$out" && ok ||
+  fail "cache inspect --source shows an escape in a stored source as text"
 rm -rf "$sandbox/escapes"
 
 run "$uwjit" cache stats --json

@@ -1,4 +1,5 @@
 #include "args.hpp"
+#include "cache_access.hpp"
 #include "commands.hpp"
 #include "text.hpp"
 
@@ -7,7 +8,6 @@
 #include <uwjit/common/env.hpp>
 #include <uwjit/common/error.hpp>
 #include <uwjit/common/format.hpp>
-#include <uwjit/engine/disassemble.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -43,34 +43,6 @@ constexpr const char* k_cache_help =
     "  wipe [--dry-run]             delete every entry (only in a directory with uwjit's "
     "CACHEDIR.TAG)\n\n"
     "Run 'uwjit cache <subcommand> --help' for details.\n";
-
-// The cache directory for commands that only read: Error(usage) when the cache is disabled.
-fs::path cache_dir_or_throw() {
-  const cache::CacheLocation location = cache::resolve_cache_location();
-  if (!location.dir) {
-    throw Error(ErrorKind::usage, "there is no cache directory: " + location.rule);
-  }
-  return *location.dir;
-}
-
-// Opens the store if its directory exists; nullopt (after saying so) when there is none yet.
-// The directory is the one Store::open uses: uwjit/ inside a directory holding other files.
-std::optional<cache::Store> open_existing() {
-  const fs::path dir = cache_dir_or_throw();
-  const fs::path used = cache::store_directory(dir);
-  std::error_code ignored;
-  const fs::file_status status = fs::status(used, ignored);
-  if (fs::exists(status) && !fs::is_directory(status)) {
-    throw Error(ErrorKind::io,
-                format("the cache directory {} is not a directory (a {} is there)", used.string(),
-                       fs::is_regular_file(status) ? "file" : "non-directory"));
-  }
-  if (!fs::is_directory(status)) {
-    std::cerr << "uwjit: no cache directory yet at " << used.string() << "\n";
-    return std::nullopt;
-  }
-  return cache::Store::open(dir);
-}
 
 // A site cache of UWJIT_CACHE_SITE_DIR as the library would use it: opened read-only, or why not.
 struct Site {
@@ -121,34 +93,6 @@ void print_sites(std::vector<Site>& sites) {
       std::cout << " (not used: " << site.problem << ")\n";
     }
   }
-}
-
-// Checked before any store is opened: a malformed prefix is a misuse of the command line.
-void check_prefix(const ArgSpec& spec, const std::string& prefix) {
-  if (prefix.empty() || prefix.size() > 16 ||
-      prefix.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    spec.fail(format("key prefix \"{}\": expected 1 to 16 lowercase hex digits", prefix));
-  }
-}
-
-cache::Key resolve_prefix(cache::Store& store, const std::string& prefix) {
-  std::vector<cache::Key> matches;
-  for (const auto& entry : store.list()) {
-    if (entry.key.hex().rfind(prefix, 0) == 0) {
-      matches.push_back(entry.key);
-    }
-  }
-  if (matches.empty()) {
-    throw Error(ErrorKind::usage, format("no cache entry has a key starting with \"{}\"", prefix));
-  }
-  if (matches.size() > 1) {
-    std::string keys;
-    for (const auto& key : matches) {
-      keys += " " + key.hex();
-    }
-    throw Error(ErrorKind::usage, format("key prefix \"{}\" is ambiguous:{}", prefix, keys));
-  }
-  return matches.front();
 }
 
 int dir_command(const std::vector<std::string>& argv) {
@@ -338,136 +282,6 @@ int stats_command(const std::vector<std::string>& argv) {
     name.resize(std::max<std::size_t>(name.size() + 1, 28), ' ');
     std::cout << name << counters.get(stat) << "\n";
   }
-  return 0;
-}
-
-int inspect_command(const std::vector<std::string>& argv) {
-  ArgSpec spec("cache inspect", "Shows one entry's manifest, found by a unique key prefix.");
-  spec.flag("--source", "print the stored canonical source (exactly the text that was hashed)")
-      .flag("--asm", "disassemble the stored object (after the source, with --source), jump and "
-                     "call targets as addresses with symbol names; a GPU entry's PTX as stored")
-      .flag("--json", "print the manifest as one JSON object (with --source and --asm, its "
-                      "\"source\" and \"asm\" as strings too)")
-      .positional("KEY-PREFIX", "the first hex digits of a key");
-  const Args args = Args::parse(spec, argv);
-  if (args.wants_help()) {
-    std::cout << spec.help();
-    return 0;
-  }
-  check_prefix(spec, args.positional().at(0));
-  auto store = open_existing();
-  if (!store) {
-    throw Error(ErrorKind::usage, "the cache is empty");
-  }
-  const cache::Key key = resolve_prefix(*store, args.positional().at(0));
-  const auto manifest = store->read_manifest(key);
-  std::optional<std::string> source;
-  if (args.has("--source")) {
-    source = store->read_source(key);
-    if (!source) {
-      throw Error(ErrorKind::io, format("entry {}: its source file is missing", key.hex()));
-    }
-  }
-  std::optional<std::string> listing;
-  if (args.has("--asm")) {
-    // Through the store: never follows a symlink planted in the object's place.
-    const auto object = store->read_object(key);
-    if (!object || object->empty()) {
-      throw Error(ErrorKind::io, format("entry {}: its object file cannot be read", key.hex()));
-    }
-    const bool ptx = manifest && cache::target_of(std::string_view(manifest->salt)) != "host";
-    listing = ptx ? std::string(object->data(), object->size()) // PTX is text already
-                  : engine::disassemble(*object);
-  }
-  if (!manifest && (args.has("--json") || (!source && !listing))) {
-    throw Error(ErrorKind::io, format("entry {}: its manifest cannot be read", key.hex()));
-  }
-  if (args.has("--json")) {
-    if (!source && !listing) {
-      std::cout << cache::to_json(*manifest);
-      return 0;
-    }
-    nlohmann::json json = nlohmann::json::parse(cache::to_json(*manifest));
-    if (source) {
-      json["source"] = *source;
-    }
-    if (listing) {
-      json["asm"] = *listing;
-    }
-    std::cout << json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return 0;
-  }
-  if (source || listing) {
-    // The stored text as it is (exactly what was hashed), then the listing.
-    if (source) {
-      std::cout << *source;
-      if (listing) {
-        std::cout << (source->ends_with('\n') ? "\n" : "\n\n");
-      }
-    }
-    if (listing) {
-      std::cout << *listing;
-    }
-    return 0;
-  }
-  std::ostringstream out;
-  out << "key           " << manifest->key << "\n"
-      << "origin        " << manifest->origin << "\n"
-      << "entry         " << manifest->entry << "\n"
-      << "target        " << cache::target_of(std::string_view(manifest->salt)) << "\n"
-      << "object        " << human_size(manifest->object_size) << " (sha256 "
-      << manifest->object_sha256 << ")\n"
-      << "created       " << manifest->created_utc << " by uwjit " << manifest->uwjit_version
-      << "\n"
-      << "compile       " << milliseconds(manifest->compile_ms) << "\n"
-      << "slots\n";
-  for (const auto& table : manifest->slot_tables) {
-    std::string names;
-    for (const auto& slot : table.slots) {
-      names += (names.empty() ? "" : ", ") + slot;
-    }
-    std::string label = table.name;
-    label.resize(12, ' ');
-    out << "  " << label << (names.empty() ? "-" : names) << "\n";
-  }
-  out << "salt\n";
-  for (const auto& [name, value] : manifest->salt_components) {
-    std::string label = name;
-    label.resize(12, ' ');
-    out << "  " << label << value << "\n";
-  }
-  // A manifest is a file anyone who can write the cache could have edited: no escapes reach the
-  // terminal from it.
-  std::cout << terminal_safe(out.str());
-  return 0;
-}
-
-int explain_command(const std::vector<std::string>& argv) {
-  ArgSpec spec("cache explain", "Explains why two keys differ: the salt components that differ, "
-                                "then the source lines that differ.");
-  spec.positional("KEY-A", "a key or unique prefix").positional("KEY-B", "a key or unique prefix");
-  const Args args = Args::parse(spec, argv);
-  if (args.wants_help()) {
-    std::cout << spec.help();
-    return 0;
-  }
-  check_prefix(spec, args.positional().at(0));
-  check_prefix(spec, args.positional().at(1));
-  auto store = open_existing();
-  if (!store) {
-    throw Error(ErrorKind::usage, "the cache is empty");
-  }
-  const cache::Key a = resolve_prefix(*store, args.positional().at(0));
-  const cache::Key b = resolve_prefix(*store, args.positional().at(1));
-  const auto manifest_a = store->read_manifest(a);
-  const auto manifest_b = store->read_manifest(b);
-  const auto source_a = store->read_source(a);
-  const auto source_b = store->read_source(b);
-  if (!manifest_a || !manifest_b || !source_a || !source_b) {
-    throw Error(ErrorKind::io, "an entry's manifest or source cannot be read");
-  }
-  std::cout << terminal_safe(
-      explain_difference(a.hex(), *manifest_a, *source_a, b.hex(), *manifest_b, *source_b));
   return 0;
 }
 
