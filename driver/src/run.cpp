@@ -30,7 +30,6 @@
 #include <new>
 #include <optional>
 #include <span>
-#include <sstream>
 
 namespace uwjit::driver {
 
@@ -196,7 +195,7 @@ std::string params_text(const runtime::Params& params) {
     out += out.empty() ? "" : " ";
     out += key + "=" + (value.is_string() ? value.as_string() : value.text());
   }
-  return out;
+  return terminal_safe(out, true); // a restored checkpoint's params are a file's text
 }
 
 std::string series_name(const std::string& node, std::int64_t step) {
@@ -571,10 +570,7 @@ int run(const Program& program, std::span<const NodeKind> kinds,
   if (json) {
     print_json(report, std::cout);
   } else {
-    // The report shows the node params, which a restored checkpoint supplied.
-    std::ostringstream text;
-    print_text(report, text);
-    std::cout << terminal_safe(text.str());
+    print_text(report, std::cout);
   }
   std::cout.flush();
   for (const auto& failure : failures) {

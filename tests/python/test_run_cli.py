@@ -142,6 +142,20 @@ def test_a_kind_without_a_run_length_needs_steps_and_one_without_a_check_is_not_
     assert 'check: not judged: node kind "plain" has no physics check\n' in capfd.readouterr().out
 
 
+def test_the_report_shows_a_param_s_control_bytes_as_text(tmp_path, capfd, monkeypatch):
+    # A param's value may come from a checkpoint anyone could write: the report never sends its
+    # control bytes to the terminal.
+    monkeypatch.setenv("UWJIT_CACHE_DIR", str(tmp_path / "cache"))
+    kind = uwjit.NodeKind("tagged", "2-D diffusion with a label",
+                          {"nx": 8, "ny": 8, "rate": 0.2, "label": "plain"},
+                          diffuse_cli.make_diffuse)
+    argv = ["--steps", "3", "--set", "label=\x1b]0;retitled\x07", "--output", str(tmp_path)]
+    assert uwjit.run_cli(kind, argv, program="tagged") == 0
+    out = capfd.readouterr().out
+    assert "label=\\x1b]0;retitled\\x07" in out, out
+    assert not any(ord(c) < 0x20 and c not in "\n\t" for c in out), out
+
+
 def test_an_exception_of_the_node_s_own_code_is_raised_again(tmp_path):
     def make(type, name, node_params):
         raise RuntimeError("no such node here")
