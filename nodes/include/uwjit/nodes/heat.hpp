@@ -56,6 +56,9 @@ private:
   // face_z, computed once) rather than computing it from kappa for both cells of the face: for
   // grids of at most 2^19 cells, whose arrays stay in a last-level cache. The same bits either way.
   [[nodiscard]] bool stores_faces() const;
+  // Above that size, on a CPU: a kernel of its own loops that computes each face's conductance
+  // from kappa once, for both its cells (on a GPU, a thread per cell computes it for each).
+  void emit_faces_once(codegen::KernelWriter& writer) const;
   [[nodiscard]] double wavenumber() const;
   [[nodiscard]] double discrete_eigenvalue() const;
   [[nodiscard]] double profile(double x) const;    // the steady state: 1, or linear if fixed
