@@ -1,19 +1,21 @@
 // The optimisation pipeline of a kernel: LLVM's own pipeline of the -O level, with two changes
-// that make a cold compile cheaper and leave the kernels as fast (on the AMD EPYC of
-// docs/explanation/performance.md, "A pipeline chosen for kernels": the stencil's cold request
-// 42 % shorter, pipe-flow's 12 %, fields16's 4 %; JIT/AOT 0.985-0.997):
+// that make a cold compile cheaper and leave the kernels as fast (docs/explanation/performance.md,
+// "A pipeline chosen for kernels"):
 //
 // - SLP vectorisation runs at the end of the pipeline, and only on a function the loop
 //   vectoriser left without vector instructions. A kernel's time is in its innermost loop; once
 //   that loop is vectorised, the straight-line vectoriser has nothing there worth its cost, and
 //   a kernel whose loops stay scalar (gathers, a loop the cost model refuses, as fields16's and
 //   mlp's) still gets it.
-// - Code generation leaves out loop strength reduction. For loops that read many arrays it was
-//   40 % of pipe-flow's code generation (19 populations at three offsets) and three quarters of
-//   the stencil's, and the kernels ran as fast without it. LLVM offers no per-compile switch
-//   for it, only the process-wide option `-disable-lsr`: it is set once, and so applies to every
-//   compile by this process's LLVM (a host that also generates code with the same libLLVM gets
-//   it too).
+// - On AMD's Zen cores (LLVM's host CPU `znver*`), code generation leaves out loop strength
+//   reduction. For loops that read many arrays it was 40 % of pipe-flow's code generation (19
+//   populations at three offsets) and three quarters of the stencil's, and there the kernels
+//   ran as fast without it (Zen 4; pipe-flow 2 % slower on Zen 5). On an Intel Xeon (Sapphire
+//   Rapids) the stencil, whose loads are indexed by strides known only at run time, ran 10 %
+//   slower without it (JIT/AOT 0.90 against 1.00), so on other CPUs it stays. LLVM offers no
+//   per-compile switch for it, only the process-wide option `-disable-lsr`: it is set once, and
+//   so applies to every compile by this process's LLVM (a host that also generates code with
+//   the same libLLVM gets it too).
 #include "pipeline.hpp"
 
 namespace uwjit::engine::detail {
@@ -51,9 +53,13 @@ struct SlpWhereScalar : llvm::PassInfoMixin<SlpWhereScalar> {
   }
 };
 
-// Sets LLVM's -disable-lsr, once per process; whether it could (every build registers it).
+// On a Zen host, sets LLVM's -disable-lsr, once per process; whether it is set (every build
+// registers it).
 bool no_loop_strength_reduction() {
   static const bool disabled = [] {
+    if (!llvm::sys::getHostCPUName().starts_with("znver")) {
+      return false;
+    }
     auto& options = llvm::cl::getRegisteredOptions();
     const auto found = options.find("disable-lsr");
     return found != options.end() && !found->second->addOccurrence(0, "disable-lsr", "true");

@@ -241,11 +241,14 @@ TEST_CASE("the optimiser vectorises a simple loop at -O3 and not at -O0") {
   CHECK(plain.optimised_ir.find("x double>") == std::string::npos);
 }
 
-TEST_CASE(
-    "the kernel pipeline leaves out loop strength reduction and SLP-vectorises straight code") {
+TEST_CASE("the kernel pipeline leaves out loop strength reduction on AMD's Zen cores only, and "
+          "SLP-vectorises straight code") {
   const uwjit::engine::Compiler o3;
-  // Every build's LLVM registers -disable-lsr: the pipeline found and set it.
-  CHECK(o3.pipeline() == "slp-where-scalar,no-lsr");
+  // Every build's LLVM registers -disable-lsr: on a Zen host the pipeline found and set it; on
+  // others (an Intel Xeon, where a stencil indexed by run-time strides lost a tenth of its speed
+  // without it) it is left as LLVM has it, and the name, part of every key, says which.
+  const bool zen = uwjit::engine::host_target().cpu.starts_with("znver");
+  CHECK(o3.pipeline() == (zen ? "slp-where-scalar,no-lsr" : "slp-where-scalar"));
   // Straight-line code, which the loop vectoriser has nothing to do with, still gets the SLP
   // vectoriser: four adjacent loads and stores become vector ones.
   const std::string straight = "extern \"C\" int k(const uwjit_kernel_args* args) {\n"
