@@ -323,9 +323,10 @@ void HeatNode::emit_update(codegen::KernelWriter& w) const {
 // compute the faces below them. face() is symmetric in IEEE arithmetic, so each face has the
 // bits the cell form computes from either side, the terms are added in the cell form's order,
 // and every cell gets the same bits as the GPU's cell form; the integral `heat` is summed in
-// another order (its last bits are the kernel's). Measured against the cell form on a 2-core
-// Intel Xeon (Sapphire Rapids, AVX-512): 1.46x at 128^3 on one thread, where the divisions pace
-// the cell form (docs/explanation/performance.md, "heat's arithmetic").
+// another order (its last bits are the kernel's). Measured against the cell form through the
+// runtime on a 2-core Intel Xeon (Sapphire Rapids, AVX-512), where the divisions pace it: 1.37x
+// at 96^3 and 128^3 on one thread, 1.32-1.42x on two (docs/explanation/performance.md, "heat's
+// arithmetic"). Not measured on AMD's cores, where heat 128^3 was not paced by its divisions.
 void HeatNode::emit_faces_once(codegen::KernelWriter& w) const {
   w.update_box();
   w.body(format(R"(    const double dt = args->dt;
