@@ -33,7 +33,7 @@ constexpr std::int64_t k_stored_faces_most_cells = std::int64_t{1} << 19;
 // The tiles of the CPU kernel above that size (emit_faces_once): rows of cells whose faces below
 // along x are kept from one plane to the next, 32 KB on the stack of the calling thread. On the
 // 2-core Intel Xeon (Sapphire Rapids) heat 128^3 ran as fast with tiles of 16 x 256, 32 x 128
-// and 128 x 128 (1.44-1.48x the cell form), 8 x 128 and 16 x 64 lost a sixth of that gain.
+// and 128 x 128 (1.46-1.48x the cell form in a harness); 8 x 128 and 16 x 64 gained less.
 constexpr std::int64_t k_tile_rows = 32;
 constexpr std::int64_t k_tile_cells = 128;
 } // namespace

@@ -253,7 +253,7 @@ void threads_section(const Options& options, Report& report) {
       steppers[0][0].simulation->kernel_reports().front().source->slots().statics;
   const bool heat_own_loops =
       std::find(heat_statics.begin(), heat_statics.end(), "kappa") != heat_statics.end();
-  const Work heat_work = kernel_work(engine, *steppers[0][0].simulation);
+  const Work heat_work = heat_own_loops ? Work{} : kernel_work(engine, *steppers[0][0].simulation);
   const Work pipe_work = kernel_work(engine, *steppers[1][0].simulation);
   const double pipe_flops = pipe_work.flops;
   section["work_per_update"] = {
