@@ -7,16 +7,25 @@
 //   that loop is vectorised, the straight-line vectoriser has nothing there worth its cost, and
 //   a kernel whose loops stay scalar (gathers, a loop the cost model refuses, as fields16's and
 //   mlp's) still gets it.
-// - On AMD's Zen cores (LLVM's host CPU `znver*`), code generation leaves out loop strength
-//   reduction. For loops that read many arrays it was 40 % of pipe-flow's code generation (19
-//   populations at three offsets) and three quarters of the stencil's, and there the kernels
-//   ran as fast without it (Zen 4; pipe-flow 2 % slower on Zen 5). On an Intel Xeon (Sapphire
-//   Rapids) the stencil, whose loads are indexed by strides known only at run time, ran 10 %
-//   slower without it (JIT/AOT 0.90 against 1.00), so on other CPUs it stays. LLVM offers no
-//   per-compile switch for it, only the process-wide option `-disable-lsr`: it is set once, and
-//   so applies to every compile by this process's LLVM (a host that also generates code with
-//   the same libLLVM gets it too).
+// - Loop strength reduction, which code generation runs on every loop, runs instead at the end
+//   of the optimisation pipeline, and only on an innermost loop that reads or writes one array
+//   at offsets whose distance is known only at run time (a stencil whose strides are run-time
+//   extents: `u[c - sx]`, `u[c]`, `u[c + sx]`). There it turns each offset into a base register
+//   of its own, and without it a stencil on an Intel Xeon (Sapphire Rapids) ran 10 % slower
+//   (JIT/AOT 0.90 against 1.00). Where the distances are constants (extents compiled in, as
+//   pipe-flow's and heat's), the offsets fold into the address and the pass changes little at a
+//   high price: 40 % of pipe-flow's code generation (19 populations at three offsets), with
+//   the kernel as fast without it on an Intel Xeon and on AMD's Zen 4 (2 % slower on Zen 5).
+//   Code generation is told to leave it out with LLVM's process-wide option `-disable-lsr`,
+//   set once (a host that also generates code with the same libLLVM in the same process gets
+//   it too).
 #include "pipeline.hpp"
+
+#include <uwjit/common/error.hpp>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
 
 namespace uwjit::engine::detail {
 
@@ -53,13 +62,57 @@ struct SlpWhereScalar : llvm::PassInfoMixin<SlpWhereScalar> {
   }
 };
 
-// On a Zen host, sets LLVM's -disable-lsr, once per process; whether it is set (every build
-// registers it).
-bool no_loop_strength_reduction() {
-  static const bool disabled = [] {
-    if (!llvm::sys::getHostCPUName().starts_with("znver")) {
-      return false;
+// Whether an innermost loop of `function` accesses one array (one pointer base) at two addresses
+// whose distance is not a constant.
+bool offsets_vary(llvm::Function& function, llvm::FunctionAnalysisManager& analyses) {
+  llvm::LoopInfo& loops = analyses.getResult<llvm::LoopAnalysis>(function);
+  llvm::ScalarEvolution& evolution = analyses.getResult<llvm::ScalarEvolutionAnalysis>(function);
+  for (const llvm::Loop* loop : loops.getLoopsInPreorder()) {
+    if (!loop->isInnermost()) {
+      continue;
     }
+    // Each pointer base with the first address seen from it (a loop reads a few arrays).
+    std::vector<std::pair<const llvm::SCEV*, const llvm::SCEV*>> first_address;
+    for (const llvm::BasicBlock* block : loop->blocks()) {
+      for (const llvm::Instruction& instruction : *block) {
+        const llvm::Value* pointer = llvm::getLoadStorePointerOperand(&instruction);
+        if (pointer == nullptr || !evolution.isSCEVable(pointer->getType())) {
+          continue;
+        }
+        const llvm::SCEV* address = evolution.getSCEV(const_cast<llvm::Value*>(pointer));
+        const llvm::SCEV* base = evolution.getPointerBase(address);
+        const auto found = std::find_if(first_address.begin(), first_address.end(),
+                                        [&](const auto& seen) { return seen.first == base; });
+        if (found == first_address.end()) {
+          first_address.emplace_back(base, address);
+        } else if (!llvm::isa<llvm::SCEVConstant>(evolution.getMinusSCEV(address, found->second))) {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
+// Loop strength reduction as code generation runs it (after canonicalising freezes), on a
+// function one of whose innermost loops offsets_vary().
+struct StrengthReduceWhereOffsetsVary : llvm::PassInfoMixin<StrengthReduceWhereOffsetsVary> {
+  llvm::PreservedAnalyses run(llvm::Function& function, llvm::FunctionAnalysisManager& analyses) {
+    if (function.isDeclaration() || !offsets_vary(function, analyses)) {
+      return llvm::PreservedAnalyses::all();
+    }
+    llvm::LoopPassManager loop_passes;
+    loop_passes.addPass(llvm::CanonicalizeFreezeInLoopsPass());
+    loop_passes.addPass(llvm::LoopStrengthReducePass());
+    llvm::FunctionPassManager passes;
+    passes.addPass(llvm::createFunctionToLoopPassAdaptor(std::move(loop_passes)));
+    return passes.run(function, analyses);
+  }
+};
+
+// Sets LLVM's -disable-lsr, once per process; whether it is set (every build registers it).
+bool code_generation_leaves_out_strength_reduction() {
+  static const bool disabled = [] {
     auto& options = llvm::cl::getRegisteredOptions();
     const auto found = options.find("disable-lsr");
     return found != options.end() && !found->second->addOccurrence(0, "disable-lsr", "true");
@@ -82,16 +135,25 @@ llvm::ModulePassManager kernel_pipeline(llvm::PassBuilder& builder, int level) {
           passes.addPass(llvm::createModuleToFunctionPassAdaptor(SlpWhereScalar()));
         });
   }
+  if (level >= 1) { // code generation runs it from -O1
+    builder.registerOptimizerLastEPCallback(
+        [](llvm::ModulePassManager& passes, llvm::OptimizationLevel) {
+          passes.addPass(llvm::createModuleToFunctionPassAdaptor(StrengthReduceWhereOffsetsVary()));
+        });
+  }
   return builder.buildPerModuleDefaultPipeline(opt);
 }
 
 void configure_code_generation() {
-  (void)no_loop_strength_reduction();
+  if (!code_generation_leaves_out_strength_reduction()) {
+    throw Error(ErrorKind::internal,
+                "LLVM's option -disable-lsr is not registered: the kernel pipeline cannot run "
+                "loop strength reduction only where it pays");
+  }
 }
 
 const std::string& pipeline_name() {
-  static const std::string name =
-      no_loop_strength_reduction() ? "slp-where-scalar,no-lsr" : "slp-where-scalar";
+  static const std::string name = "slp-where-scalar,lsr-where-offsets-vary";
   return name;
 }
 

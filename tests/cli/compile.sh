@@ -26,12 +26,8 @@ expect_code 0 "env"
 expect_out '^LLVM version +19\.' "env prints the LLVM version"
 expect_out '^target triple +x86_64' "env prints the triple"
 expect_out '^resource dir +/' "env prints the resource dir"
-# Loop strength reduction is left out on AMD's Zen cores only (engine/src/pipeline.cpp).
-if grep -qE '^CPU +znver' <<<"$out"; then
-  expect_out '^pipeline +slp-where-scalar,no-lsr$' "env names the kernel pipeline (Zen: no LSR), part of every key"
-else
-  expect_out '^pipeline +slp-where-scalar$' "env names the kernel pipeline (LSR kept off Zen), part of every key"
-fi
+# Loop strength reduction only where an array's offsets vary at run time (engine/src/pipeline.cpp).
+expect_out '^pipeline +slp-where-scalar,lsr-where-offsets-vary$' "env names the kernel pipeline, part of every key"
 
 run "$uwjit" env --json
 expect_code 0 "env --json"

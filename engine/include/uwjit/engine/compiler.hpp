@@ -110,9 +110,9 @@ public:
   /// not on), -ffast-math and the defines (sorted by name) come last.
   [[nodiscard]] const std::string& flags() const noexcept;
 
-  /// The optimisation pipeline's name for the cache key's salt, e.g. "slp-where-scalar,no-lsr":
-  /// LLVM's pipeline of the -O level less what kernels do not gain from (another choice, another
-  /// key).
+  /// The optimisation pipeline's name for the cache key's salt,
+  /// "slp-where-scalar,lsr-where-offsets-vary": LLVM's pipeline of the -O level less what kernels
+  /// do not gain from (another choice, another key).
   [[nodiscard]] const std::string& pipeline() const noexcept;
 
 private:
