@@ -36,6 +36,14 @@ assert kernels, figures
 for kernel in kernels:
     assert any(f.startswith(kernel + ": clang++-19 -c (object only") for f in figures), (kernel, figures)
 PY
+# The copy with streaming stores is timed beside the plain copy at each thread count (a failed
+# check of its output fails the section, and --complete above with it).
+python3 - "$out/bench.json" <<'PY'
+import json, sys
+figures = [row["figure"] for row in json.load(open(sys.argv[1]))["rows"] if row["section"] == "threads"]
+for threads in ("1 thread", "2 threads"):
+    assert f"STREAM copy with streaming stores / with plain stores, {threads}" in figures, figures
+PY
 grep -qE "^Machine: .* \([a-z0-9_-]+, (AVX-512|AVX2|AVX|SSE4\.2|SVE|NEON|scalar)\), [0-9]+ cores" "$out/bench.md"
 # Two runs side by side: every row of each, with the ratio of their medians.
 "$bench" --compare "$out/bench.json" "$out/again/bench.json" > "$out/compare.md"

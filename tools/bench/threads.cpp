@@ -1,6 +1,7 @@
 // Threads: built-in nodes stepped through the runtime on 1 and 2 threads, and sharded over 2 MPI
 // ranks of 1 thread each, every figure against a STREAM copy run with as many threads in the same
-// round; and the per-step cost of the status verdict that ends every sharded step.
+// round (and that copy with streaming stores beside it); and the per-step cost of the status
+// verdict that ends every sharded step.
 #include "bench.hpp"
 
 #include <uwjit/common/error.hpp>
@@ -51,6 +52,9 @@ public:
 
   /// Bytes one sweep moves, as STREAM counts a copy: 8 read and 8 written per element.
   [[nodiscard]] double bytes() const { return 16.0 * static_cast<double>(m_in.size()); }
+
+  /// Whether the last sweep copied every element (the output starts as zeros, the input ones).
+  [[nodiscard]] bool copied() const { return m_out == m_in; }
 
   /// Milliseconds of the fastest of `reps` sweeps.
   double sweep_ms(int reps) {
@@ -278,6 +282,21 @@ void threads_section(const Options& options, Report& report) {
     }
   }
   section["settings"] = std::move(settings);
+  // The copy with streaming stores (the output's lines written past the caches, never read
+  // first), over pipe-flow's bytes on as many threads, in the same rounds as its plain copy: what
+  // a state output stored that way could gain on this CPU. No kernel of uwjit's stores so: a
+  // state's interior rows do not start on a vector boundary (docs/explanation/performance.md).
+  const auto streaming_kernel = engine.kernel(kernel_source("copy-streaming"));
+  std::vector<std::unique_ptr<CopyTeam>> streaming_copies;
+  for (std::size_t i = 0; i < thread_counts.size(); ++i) {
+    streaming_copies.push_back(std::make_unique<CopyTeam>(
+        streaming_kernel.function(), static_cast<std::size_t>(copies.back()[i]->bytes() / 16),
+        thread_counts[i]));
+    (void)streaming_copies.back()->sweep_ms(1);
+    if (!streaming_copies.back()->copied()) {
+      throw Error(ErrorKind::internal, "the copy with streaming stores did not copy its input");
+    }
+  }
 
   Series series;
   auto key = [](const Stepper& s, const std::string& what) {
@@ -300,6 +319,10 @@ void threads_section(const Options& options, Report& report) {
           // The memory bound: the copy's bandwidth spent on the least bytes of an update.
           const double bound = copy_gbs * 1e3 / k_pipe_bytes_per_update;
           series.add(key(s, "memory_bound_mlups"), bound);
+          const double streaming_gbs =
+              streaming_copies[i]->bytes() / streaming_copies[i]->sweep_ms(reps) / 1e6;
+          series.add(format("copy_streaming_t{}_gb_s", s.threads), streaming_gbs);
+          series.add(format("copy_streaming_t{}_over_copy", s.threads), streaming_gbs / copy_gbs);
         }
       }
       // The speed-up of 2 threads over 1, node and copy, from the same round.
@@ -462,6 +485,26 @@ void threads_section(const Options& options, Report& report) {
                 .command = command,
                 .note = format("the copy's speed-up in the same rounds: {}×",
                                number_text(median(one.node->type() + "_copy_speedup")))});
+  }
+  for (std::size_t i = 0; i < thread_counts.size(); ++i) {
+    const int t = thread_counts[i];
+    const std::string what = format("copy_streaming_t{}", t);
+    report.add({.section = "threads",
+                .figure = format("STREAM copy with streaming stores / with plain stores, {} "
+                                 "thread{}",
+                                 t, t == 1 ? "" : "s"),
+                .unit = "×",
+                .value = series.summary(what + "_over_copy"),
+                .command = command,
+                .note = format("{} GB/s against {} GB/s for the plain copy of the same rounds, "
+                               "over {} MB per array (pipe-flow's bytes per step); a plain store "
+                               "reads each line it writes first, a streaming one does not, so "
+                               "this is what a state output stored past the caches could gain "
+                               "here (uwjit's kernels store plainly: a state's interior rows do "
+                               "not start on a vector boundary)",
+                               number_text(median(what + "_gb_s")),
+                               number_text(median(key(steppers.back()[i], "copy_gb_s"))),
+                               number_text(copies.back().front()->bytes() / 2 / 1e6))});
   }
   report.add({.section = "threads",
               .figure = format("{}: checked mode (SimulationOptions::checked), 1 thread",
