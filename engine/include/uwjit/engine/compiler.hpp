@@ -111,8 +111,8 @@ public:
   [[nodiscard]] const std::string& flags() const noexcept;
 
   /// The optimisation pipeline's name for the cache key's salt,
-  /// "slp-where-scalar,lsr-where-offsets-vary": LLVM's pipeline of the -O level less what kernels
-  /// do not gain from (another choice, another key).
+  /// "slp-where-scalar,lsr-where-offsets-vary,lsr-vector-loops-on-x86-without-avx512": LLVM's
+  /// pipeline of the -O level less what kernels do not gain from (another choice, another key).
   [[nodiscard]] const std::string& pipeline() const noexcept;
 
 private:
