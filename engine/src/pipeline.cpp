@@ -18,9 +18,9 @@
 //   the kernel as fast without it on an Intel Xeon and on AMD's Zen 4 (2 % slower on Zen 5).
 //   On an x86 CPU with 16 vector registers (no AVX-512: AMD's Zen 3, for one), the pass also
 //   runs on each vectorised loop, not on its scalar remainder: pipe-flow's vector loop spills
-//   there, and the fewer address registers the pass leaves make it 7-25 % faster (JIT/AOT 0.80-0.94
-//   without, 1.00-1.01 with, on Zen 3) for 20 ms more of a cold request; the remainder, which a
-//   row of whole vectors never runs, would cost 100 ms more (docs/explanation/performance.md).
+//   there, and the fewer address registers the pass leaves make it faster (JIT/AOT 0.80-0.94
+//   without, 1.00-1.01 with, on Zen 3) for 25-30 ms more of a cold request; on the remainder,
+//   which rows of whole vectors never run, it would cost 100 ms (docs/explanation/performance.md).
 //   Code generation is told to leave it out with LLVM's process-wide option `-disable-lsr`,
 //   set once (a host that also generates code with the same libLLVM in the same process gets
 //   it too).
