@@ -26,7 +26,8 @@ expect_code 0 "env"
 expect_out '^LLVM version +19\.' "env prints the LLVM version"
 expect_out '^target triple +x86_64' "env prints the triple"
 expect_out '^resource dir +/' "env prints the resource dir"
-# Loop strength reduction only where an array's offsets vary at run time (engine/src/pipeline.cpp).
+# Loop strength reduction where an array's offsets vary at run time and, on x86 without AVX-512,
+# in vectorised loops (engine/src/pipeline.cpp).
 expect_out '^pipeline +slp-where-scalar,lsr-where-offsets-vary,lsr-vector-loops-on-x86-without-avx512$' "env names the kernel pipeline, part of every key"
 
 run "$uwjit" env --json
