@@ -326,7 +326,9 @@ void HeatNode::emit_update(codegen::KernelWriter& w) const {
 // another order (its last bits are the kernel's). Measured against the cell form through the
 // runtime on a 2-core Intel Xeon (Sapphire Rapids, AVX-512), where the divisions pace it: 1.37x
 // at 96^3 and 128^3 on one thread, 1.32-1.42x on two (docs/explanation/performance.md, "heat's
-// arithmetic"). Not measured on AMD's cores, where heat 128^3 was not paced by its divisions.
+// arithmetic"). On a 2-core AMD EPYC Zen 3 (AVX2), where the divisions do not pace it, the cell
+// form was the faster: 1.10-1.16x on one thread and 1.10-1.11x on two at 128^3; a choice of form
+// per CPU kind is not built (the writer has no text for two loop forms in one kernel).
 void HeatNode::emit_faces_once(codegen::KernelWriter& w) const {
   w.update_box();
   w.body(format(R"(    const double dt = args->dt;
