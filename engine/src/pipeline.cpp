@@ -8,22 +8,21 @@
 //   a kernel whose loops stay scalar (gathers, a loop the cost model refuses, as fields16's and
 //   mlp's) still gets it.
 // - Loop strength reduction, which code generation runs on every loop, runs instead at the end
-//   of the optimisation pipeline, and only on an innermost loop that reads or writes one array
-//   at offsets whose distance is known only at run time (a stencil whose strides are run-time
-//   extents: `u[c - sx]`, `u[c]`, `u[c + sx]`). There it turns each offset into a base register
-//   of its own, and without it a stencil on an Intel Xeon (Sapphire Rapids) ran 10 % slower
-//   (JIT/AOT 0.90 against 1.00). Where the distances are constants (extents compiled in, as
-//   pipe-flow's and heat's), the offsets fold into the address and the pass changes little at a
-//   high price: 40 % of pipe-flow's code generation (19 populations at three offsets), with
-//   the kernel as fast without it on an Intel Xeon and on AMD's Zen 4 (2 % slower on Zen 5).
-//   On an x86 CPU with 16 vector registers (no AVX-512: AMD's Zen 3, for one), the pass also
-//   runs on each vectorised loop, not on its scalar remainder: pipe-flow's vector loop spills
-//   there, and the fewer address registers the pass leaves make it faster (JIT/AOT 0.80-0.94
-//   without, 1.00-1.01 with, on Zen 3) for 25-30 ms more of a cold request; on the remainder,
-//   which rows of whole vectors never run, it would cost 100 ms (docs/explanation/performance.md).
-//   Code generation is told to leave it out with LLVM's process-wide option `-disable-lsr`,
-//   set once (a host that also generates code with the same libLLVM in the same process gets
-//   it too).
+//   of the optimisation pipeline, and only on the loops of a function one of whose innermost
+//   loops reads or writes one array at offsets whose distance is known only at run time (a
+//   stencil whose strides are run-time extents: `u[c - sx]`, `u[c]`, `u[c + sx]`). There it turns
+//   each offset into a base register of its own, and without it a stencil on an Intel Xeon
+//   (Sapphire Rapids) ran 10 % slower (JIT/AOT 0.90 against 1.00). Where the distances are
+//   constants (extents compiled in, as pipe-flow's and heat's), the offsets fold into the address
+//   and the pass changes little at a high price: 40 % of pipe-flow's code generation (19
+//   populations at three offsets), with the kernel as fast without it on an Intel Xeon and on AMD's
+//   Zen 4 (2 % slower on Zen 5). On an x86 CPU with 16 vector registers (no AVX-512: AMD's Zen 3,
+//   for one), the pass also runs on each vectorised loop, not on its scalar remainder: pipe-flow's
+//   vector loop spills there, and the fewer address registers the pass leaves make it faster
+//   (JIT/AOT 0.80-0.94 without, 1.00-1.01 with, on Zen 3) for 25-30 ms more of a cold request; on
+//   every loop it added 67 ms there (docs/explanation/performance.md). Code generation is told to
+//   leave it out with LLVM's process-wide option `-disable-lsr`, set once (a host that also
+//   generates code with the same libLLVM in the same process gets it too).
 #include "pipeline.hpp"
 
 #include <uwjit/common/error.hpp>
